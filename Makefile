@@ -1,0 +1,174 @@
+# Cove — top-level build.  Plain GNU make; `V=1` shows every command.
+#
+#   make                 build everything into build/ (binaries in build/bin/)
+#   make test            unit tests (Check, ASan+UBSan), integration tests
+#                        (through scripts/kvm-host), then bounded fuzzing
+#   make unit            unit tests only
+#   make integration     integration tests only
+#   make fuzz            build the libFuzzer targets; `make fuzz-run` runs them
+#   make kernel          guest kernel (cached under ~/.cache/cove/kernel)
+#   make rootfs-minimal  build/images/minimal.ext4
+#   make rootfs-debian   build/images/debian.ext4
+#   make check-format    clang-format in check mode
+
+.DELETE_ON_ERROR:
+.SUFFIXES:
+MAKEFLAGS += --no-builtin-rules
+
+B := build
+CC ?= gcc
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 30
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+WARN := -Wall -Wextra -Wshadow -Werror
+CPPFLAGS := -D_GNU_SOURCE -I. -Ivmm -Ilib -Itests/unit
+CFLAGS := -std=gnu11 -O2 -g $(WARN) -MMD -MP -fno-strict-aliasing
+SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+LIBS_VMM := $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson) -lz -lpthread
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread)
+
+# Sources, found by folder so a new file needs no Makefile edit.
+VMM_SRCS := $(shell find vmm -name '*.c' 2>/dev/null | sort)
+VMM_MAIN := vmm/main.c
+VMM_LIB_SRCS := $(filter-out $(VMM_MAIN),$(VMM_SRCS))
+AGENT_SRCS := $(shell find guest-agent -name '*.c' 2>/dev/null | sort)
+AGENT_MAIN := guest-agent/main.c
+AGENT_LIB_SRCS := $(filter-out $(AGENT_MAIN),$(AGENT_SRCS))
+LIB_SRCS := $(shell find lib -name '*.c' 2>/dev/null | sort)
+CLI_SRCS := $(shell find cli -name '*.c' 2>/dev/null | sort)
+UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+ITEST_SRCS := $(sort $(wildcard tests/integration/*.c))
+FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+
+obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
+asan_obj = $(patsubst %.c,$(B)/asan/%.o,$(1))
+fuzz_obj = $(patsubst %.c,$(B)/fuzzobj/%.o,$(1))
+
+BINS := $(if $(wildcard $(VMM_MAIN)),$(B)/bin/cove-vmm) \
+        $(if $(wildcard $(AGENT_MAIN)),$(B)/bin/cove-agent) \
+        $(if $(CLI_SRCS),$(B)/bin/cove)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/unit/%,$(UNIT_SRCS))
+ITEST_BINS := $(patsubst tests/integration/%.c,$(B)/itest/%,$(ITEST_SRCS))
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRCS))
+
+.PHONY: all bins test unit integration fuzz fuzz-run check-format format \
+        kernel rootfs-minimal rootfs-debian images clean
+all: bins
+
+bins: $(BINS) $(ITEST_BINS)
+
+# ---- normal objects -------------------------------------------------------
+$(B)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(B)/bin/cove-vmm: $(call obj,$(VMM_SRCS))
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS_VMM)
+
+# The agent is PID 1 in a guest with no libc of its own: link it statically.
+$(B)/bin/cove-agent: $(call obj,$(AGENT_SRCS))
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -static -o $@ $^
+
+$(B)/bin/cove: $(call obj,$(CLI_SRCS) $(LIB_SRCS))
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS_VMM)
+
+# Integration helpers are plain programs run inside the KVM host.
+$(B)/itest/%: tests/integration/%.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $<
+
+# ---- unit tests: every module built again with ASan and UBSan --------------
+$(B)/asan/%.o: %.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC-SAN  $<")
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -DCOVE_UNIT_TEST -c $< -o $@
+
+$(B)/asan/libvmm.a: $(call asan_obj,$(VMM_LIB_SRCS))
+$(B)/asan/libagent.a: $(call asan_obj,$(AGENT_LIB_SRCS))
+$(B)/asan/libcove.a: $(call asan_obj,$(LIB_SRCS))
+$(B)/asan/%.a:
+	@mkdir -p $(@D)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+UNIT_ARCHIVES := $(B)/asan/libvmm.a $(B)/asan/libagent.a $(B)/asan/libcove.a
+$(B)/unit/%: tests/unit/%.c $(UNIT_ARCHIVES)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  TEST    $@")
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $< $(UNIT_ARCHIVES) $(CHECK_LIBS) $(LIBS_VMM)
+
+unit: $(UNIT_BINS)
+	@fail=0; for t in $(UNIT_BINS); do \
+	  echo "== $$t"; \
+	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	    CK_FORK=yes $$t || fail=1; \
+	done; exit $$fail
+
+# ---- integration tests: one emulated KVM host for the whole suite ----------
+integration: bins
+	scripts/kvm-host --timeout $${KVM_HOST_TIMEOUT:-2400} -- tests/integration/run
+
+test: unit integration fuzz-run
+
+# ---- fuzzing --------------------------------------------------------------
+FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -DCOVE_FUZZ
+$(B)/fuzzobj/%.o: %.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC-FUZZ $<")
+	$(Q)$(FUZZ_CC) $(CPPFLAGS) -std=gnu11 -O1 -g $(WARN) -MMD -MP $(FUZZ_FLAGS) -c $< -o $@
+
+$(B)/fuzz/%: tests/fuzz/%.c $(call fuzz_obj,$(VMM_LIB_SRCS) $(AGENT_LIB_SRCS) $(LIB_SRCS))
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  FUZZ    $@")
+	$(Q)$(FUZZ_CC) $(CPPFLAGS) -std=gnu11 -O1 -g $(WARN) -fsanitize=fuzzer,address,undefined \
+	  -o $@ $< -Wl,--start-group $(call fuzz_obj,$(VMM_LIB_SRCS) $(AGENT_LIB_SRCS) $(LIB_SRCS)) -Wl,--end-group $(LIBS_VMM)
+
+fuzz: $(FUZZ_BINS)
+
+fuzz-run: $(FUZZ_BINS)
+	@for f in $(FUZZ_BINS); do \
+	  n=$$(basename $$f); mkdir -p $(B)/fuzz-corpus/$$n; \
+	  echo "== fuzz $$n for $(FUZZ_SECONDS)s"; \
+	  seeds=; [ -d tests/fuzz/corpus/$$n ] && seeds=tests/fuzz/corpus/$$n; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(B)/fuzz-corpus/$$n $$seeds \
+	    > $(B)/fuzz/$$n.log 2>&1 || { tail -n 40 $(B)/fuzz/$$n.log; exit 1; }; \
+	  grep -E 'stat::number_of_executed_units' $(B)/fuzz/$$n.log; \
+	done
+
+# ---- guest kernel and images (slow; cached under ~/.cache/cove) -----------
+kernel:
+	$(Q)scripts/build-kernel $(B)
+
+images: rootfs-minimal
+
+rootfs-minimal: $(if $(wildcard $(AGENT_MAIN)),$(B)/bin/cove-agent)
+	$(Q)rootfs/build-minimal $(B)/images/minimal.ext4
+
+rootfs-debian:
+	$(Q)rootfs/build-debian $(B)/images/debian.ext4
+
+# ---- formatting -----------------------------------------------------------
+FORMAT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
+check-format:
+	$(Q)clang-format --dry-run -Werror $(FORMAT_FILES)
+
+format:
+	$(Q)clang-format -i $(FORMAT_FILES)
+
+clean:
+	rm -rf $(B)
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -1,0 +1,130 @@
+/* Unit tests: the address-range bus and the guest-memory bounds checks. */
+#include <errno.h>
+#include <string.h>
+
+#include "core/bus.h"
+#include "core/guest_mem.h"
+#include "unit.h"
+
+struct probe {
+	uint64_t last_offset;
+	uint32_t last_len;
+	int calls;
+};
+
+static void probe_fn(void *opaque, uint64_t offset, uint8_t *data, uint32_t len, bool is_write)
+{
+	struct probe *p = opaque;
+	p->last_offset = offset;
+	p->last_len = len;
+	p->calls++;
+	if (!is_write)
+		data[0] = 0xab;
+}
+
+START_TEST(bus_rejects_overlap)
+{
+	struct bus b = { 0 };
+	struct probe p = { 0 };
+	ck_assert_int_eq(bus_register(&b, 0x1000, 0x100, probe_fn, &p, "a"), 0);
+	ck_assert_int_eq(bus_register(&b, 0x2000, 0x100, probe_fn, &p, "b"), 0);
+	/* Overlaps of every shape are refused. */
+	ck_assert_int_eq(bus_register(&b, 0x10ff, 1, probe_fn, &p, "end"), -EEXIST);
+	ck_assert_int_eq(bus_register(&b, 0x0fff, 2, probe_fn, &p, "start"), -EEXIST);
+	ck_assert_int_eq(bus_register(&b, 0x0f00, 0x2000, probe_fn, &p, "cover"), -EEXIST);
+	ck_assert_int_eq(bus_register(&b, 0x1010, 0x10, probe_fn, &p, "inside"), -EEXIST);
+	ck_assert_int_eq(bus_register(&b, 0x1fff, 2, probe_fn, &p, "b-start"), -EEXIST);
+	/* Adjacent ranges are fine; empty and wrapping ones are not. */
+	ck_assert_int_eq(bus_register(&b, 0x1100, 0xf00, probe_fn, &p, "between"), 0);
+	ck_assert_int_eq(bus_register(&b, 0x5000, 0, probe_fn, &p, "empty"), -EINVAL);
+	ck_assert_int_eq(bus_register(&b, UINT64_MAX - 1, 4, probe_fn, &p, "wrap"), -EINVAL);
+	ck_assert_uint_eq(b.n, 3);
+	for (size_t i = 1; i < b.n; i++)
+		ck_assert_uint_lt(b.ranges[i - 1].base, b.ranges[i].base);
+}
+END_TEST
+
+START_TEST(bus_dispatch_offsets_and_zero_fill)
+{
+	struct bus b = { 0 };
+	struct probe p = { 0 };
+	ck_assert_int_eq(bus_register(&b, 0x3f8, 8, probe_fn, &p, "uart"), 0);
+	uint8_t data[4] = { 0xff, 0xff, 0xff, 0xff };
+	ck_assert(bus_access(&b, 0x3fa, data, 2, false));
+	ck_assert_uint_eq(p.last_offset, 2);
+	ck_assert_uint_eq(data[0], 0xab);
+	ck_assert_uint_eq(data[1], 0); /* zero-filled before dispatch */
+	/* An access that runs past the end of a range is not claimed. */
+	ck_assert(!bus_access(&b, 0x3fe, data, 4, false));
+	ck_assert(!bus_access(&b, 0x3f7, data, 1, true));
+	memset(data, 0xff, sizeof(data));
+	ck_assert(!bus_access(&b, 0x80, data, 4, false));
+	ck_assert_uint_eq(data[3], 0);
+	ck_assert_int_eq(p.calls, 1);
+}
+END_TEST
+
+START_TEST(bus_fills_up)
+{
+	struct bus b = { 0 };
+	struct probe p = { 0 };
+	for (uint64_t i = 0; i < BUS_MAX_RANGES; i++)
+		ck_assert_int_eq(bus_register(&b, i * 16, 16, probe_fn, &p, "x"), 0);
+	ck_assert_int_eq(bus_register(&b, 0x100000, 16, probe_fn, &p, "x"), -ENOSPC);
+	for (uint64_t i = 0; i < BUS_MAX_RANGES; i++)
+		ck_assert_ptr_nonnull(bus_find(&b, i * 16 + 15, 1));
+}
+END_TEST
+
+START_TEST(gmem_layout_splits_around_hole)
+{
+	struct guest_mem m;
+	gmem_layout(&m, 256ULL << 20);
+	ck_assert_uint_eq(m.nregions, 1);
+	ck_assert_uint_eq(m.regions[0].size, 256ULL << 20);
+	gmem_layout(&m, 4ULL << 30);
+	ck_assert_uint_eq(m.nregions, 2);
+	ck_assert_uint_eq(m.regions[0].size, GMEM_MMIO_HOLE_START);
+	ck_assert_uint_eq(m.regions[1].gpa, GMEM_MMIO_HOLE_END);
+	ck_assert_uint_eq(m.regions[1].size, (4ULL << 30) - GMEM_MMIO_HOLE_START);
+	ck_assert_uint_eq(m.regions[1].offset, GMEM_MMIO_HOLE_START);
+}
+END_TEST
+
+START_TEST(gmem_checks_bounds)
+{
+	struct guest_mem m;
+	ck_assert_int_eq(gmem_create(&m, 1 << 20), 0);
+	ck_assert_ptr_nonnull(gmem_ptr(&m, 0, 1 << 20));
+	ck_assert_ptr_nonnull(gmem_ptr(&m, (1 << 20) - 1, 1));
+	ck_assert_ptr_null(gmem_ptr(&m, (1 << 20) - 1, 2));
+	ck_assert_ptr_null(gmem_ptr(&m, 1 << 20, 0));
+	ck_assert_ptr_null(gmem_ptr(&m, UINT64_MAX, 2));
+	ck_assert_ptr_null(gmem_ptr(&m, 16, UINT64_MAX));
+	ck_assert_ptr_null(gmem_ptr(&m, GMEM_MMIO_HOLE_START, 4));
+	uint32_t v = 0x12345678, r = 0;
+	ck_assert_int_eq(gmem_write(&m, 0x1000, &v, sizeof(v)), 0);
+	ck_assert_int_eq(gmem_read(&m, 0x1000, &r, sizeof(r)), 0);
+	ck_assert_uint_eq(r, v);
+	ck_assert_int_eq(gmem_read(&m, (1 << 20) - 2, &r, sizeof(r)), -EFAULT);
+	gmem_destroy(&m);
+	ck_assert_int_eq(gmem_create(&m, 1000), -EINVAL);
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+	Suite *s = suite_create("core");
+	TCase *tc = tcase_create("bus");
+	tcase_add_test(tc, bus_rejects_overlap);
+	tcase_add_test(tc, bus_dispatch_offsets_and_zero_fill);
+	tcase_add_test(tc, bus_fills_up);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("guest_mem");
+	tcase_add_test(tc, gmem_layout_splits_around_hole);
+	tcase_add_test(tc, gmem_checks_bounds);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+UNIT_MAIN()

@@ -1,0 +1,93 @@
+#include "core/guest_mem.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+void gmem_layout(struct guest_mem *m, uint64_t ram_size)
+{
+	memset(m, 0, sizeof(*m));
+	m->fd = -1;
+	m->ram_size = ram_size;
+	uint64_t low = ram_size < GMEM_MMIO_HOLE_START ? ram_size : GMEM_MMIO_HOLE_START;
+	m->regions[0] = (struct gmem_region){ .gpa = 0, .size = low, .offset = 0 };
+	m->nregions = 1;
+	if (ram_size > low) {
+		m->regions[1] = (struct gmem_region){ .gpa = GMEM_MMIO_HOLE_END,
+			                              .size = ram_size - low,
+			                              .offset = low };
+		m->nregions = 2;
+	}
+}
+
+int gmem_create(struct guest_mem *m, uint64_t ram_size)
+{
+	if (ram_size == 0 || ram_size % 4096)
+		return -EINVAL;
+	gmem_layout(m, ram_size);
+	m->fd = memfd_create("cove-guest-ram", MFD_CLOEXEC);
+	if (m->fd < 0)
+		return -errno;
+	if (ftruncate(m->fd, (off_t)ram_size) < 0)
+		goto fail;
+	m->base =
+	    mmap(NULL, ram_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, m->fd, 0);
+	if (m->base == MAP_FAILED) {
+		m->base = NULL;
+		goto fail;
+	}
+	/* Guest RAM should not end up in core dumps of the monitor. */
+	(void)madvise(m->base, ram_size, MADV_DONTDUMP);
+	for (unsigned int i = 0; i < m->nregions; i++)
+		m->regions[i].host = m->base + m->regions[i].offset;
+	return 0;
+fail:;
+	int err = -errno;
+	gmem_destroy(m);
+	return err;
+}
+
+void gmem_destroy(struct guest_mem *m)
+{
+	if (m->base)
+		munmap(m->base, m->ram_size);
+	if (m->fd >= 0)
+		close(m->fd);
+	m->base = NULL;
+	m->fd = -1;
+	for (unsigned int i = 0; i < m->nregions; i++)
+		m->regions[i].host = NULL;
+}
+
+void *gmem_ptr(const struct guest_mem *m, uint64_t gpa, uint64_t len)
+{
+	if (len == 0)
+		len = 1;
+	if (gpa + len < gpa)
+		return NULL;
+	for (unsigned int i = 0; i < m->nregions; i++) {
+		const struct gmem_region *r = &m->regions[i];
+		if (gpa >= r->gpa && gpa - r->gpa < r->size && len <= r->size - (gpa - r->gpa))
+			return r->host ? r->host + (gpa - r->gpa) : NULL;
+	}
+	return NULL;
+}
+
+int gmem_read(const struct guest_mem *m, uint64_t gpa, void *dst, uint64_t len)
+{
+	const void *p = gmem_ptr(m, gpa, len);
+	if (!p)
+		return -EFAULT;
+	memcpy(dst, p, len);
+	return 0;
+}
+
+int gmem_write(const struct guest_mem *m, uint64_t gpa, const void *src, uint64_t len)
+{
+	void *p = gmem_ptr(m, gpa, len);
+	if (!p)
+		return -EFAULT;
+	memcpy(p, src, len);
+	return 0;
+}

@@ -1,0 +1,54 @@
+/* Guest physical memory: the one place where guest addresses become host
+ * pointers.  Every access is bounds- and overflow-checked; guest memory is
+ * hostile input. */
+#ifndef COVE_GUEST_MEM_H
+#define COVE_GUEST_MEM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GMEM_MAX_REGIONS 2
+
+/* x86_64 layout: RAM from 0 up to the 32-bit MMIO hole, the rest above 4 GiB. */
+#define GMEM_MMIO_HOLE_START 0xc0000000ULL
+#define GMEM_MMIO_HOLE_END   0x100000000ULL
+
+struct gmem_region {
+	uint64_t gpa;    /* first guest physical address */
+	uint64_t size;   /* bytes */
+	uint8_t *host;   /* mapping of [gpa, gpa + size) */
+	uint64_t offset; /* offset of this region in the backing file */
+};
+
+struct guest_mem {
+	struct gmem_region regions[GMEM_MAX_REGIONS];
+	unsigned int nregions;
+	uint64_t ram_size; /* total bytes of RAM */
+	uint8_t *base;     /* one mapping of the whole backing file */
+	int fd;            /* memfd (or snapshot file) backing all RAM; -1 if anonymous */
+};
+
+/* Lays out ram_size bytes of RAM (around the MMIO hole) without mapping
+ * anything: fills regions[] with host == NULL.  Pure, for tests. */
+void gmem_layout(struct guest_mem *m, uint64_t ram_size);
+
+/* Creates guest RAM of ram_size bytes (a multiple of 4 KiB) backed by a
+ * memfd mapped MAP_SHARED.  Returns 0 or -errno. */
+int gmem_create(struct guest_mem *m, uint64_t ram_size) __attribute__((warn_unused_result));
+
+/* Unmaps and closes; safe on a zeroed or half-created struct. */
+void gmem_destroy(struct guest_mem *m);
+
+/* The host pointer for [gpa, gpa + len), or NULL when any byte of it lies
+ * outside RAM, crosses a region boundary, or the range overflows.  len 0 is
+ * checked like len 1. */
+void *gmem_ptr(const struct guest_mem *m, uint64_t gpa, uint64_t len);
+
+/* Copies between guest and host; -EFAULT when the range is not RAM. */
+int gmem_read(const struct guest_mem *m, uint64_t gpa, void *dst, uint64_t len)
+    __attribute__((warn_unused_result));
+int gmem_write(const struct guest_mem *m, uint64_t gpa, const void *src, uint64_t len)
+    __attribute__((warn_unused_result));
+
+#endif
