@@ -55,13 +55,14 @@ BINS := $(if $(wildcard $(VMM_MAIN)),$(B)/bin/cove-vmm) \
         $(if $(CLI_SRCS),$(B)/bin/cove)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/unit/%,$(UNIT_SRCS))
 ITEST_BINS := $(patsubst tests/integration/%.c,$(B)/itest/%,$(ITEST_SRCS))
+GUEST_TOOLS := $(patsubst rootfs/guest-tools/%.c,$(B)/guest/%,$(wildcard rootfs/guest-tools/*.c))
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRCS))
 
 .PHONY: all bins test unit integration fuzz fuzz-run check-format format \
         kernel rootfs-minimal rootfs-debian images clean
 all: bins
 
-bins: $(BINS) $(ITEST_BINS)
+bins: $(BINS) $(ITEST_BINS) $(GUEST_TOOLS)
 
 # ---- normal objects -------------------------------------------------------
 $(B)/obj/%.o: %.c
@@ -84,6 +85,13 @@ $(B)/bin/cove: $(call obj,$(CLI_SRCS) $(LIB_SRCS))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS_VMM)
+
+# Tiny freestanding programs that go into guest images (rootfs/guest-tools).
+$(B)/guest/%: rootfs/guest-tools/%.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  GUEST   $<")
+	$(Q)$(CC) $(CPPFLAGS) -std=gnu11 -Os $(WARN) -static -nostdlib -fno-stack-protector \
+	  -fno-pie -no-pie -Wl,--build-id=none -o $@ $<
 
 # Integration helpers are plain programs run inside the KVM host.
 $(B)/itest/%: tests/integration/%.c

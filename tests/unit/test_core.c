@@ -2,7 +2,12 @@
 #include <errno.h>
 #include <string.h>
 
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include "core/bus.h"
+#include "core/evloop.h"
 #include "core/guest_mem.h"
 #include "unit.h"
 
@@ -112,6 +117,65 @@ START_TEST(gmem_checks_bounds)
 }
 END_TEST
 
+struct ev_probe {
+	struct evloop *l;
+	int fds[2];
+	int calls[2];
+};
+
+/* Whichever of the two runs first removes the other, whose event is
+ * already in the same batch: its callback must not run (nor touch freed
+ * memory, which ASan would catch). */
+static void ev_cb(struct ev_probe *p, int me)
+{
+	uint64_t v;
+	p->calls[me]++;
+	ck_assert_int_eq(read(p->fds[me], &v, sizeof(v)), sizeof(v));
+	ck_assert_int_eq(evloop_del(p->l, p->fds[!me]), 0);
+}
+
+static void ev_cb0(void *o, uint32_t e)
+{
+	(void)e;
+	ev_cb(o, 0);
+}
+
+static void ev_cb1(void *o, uint32_t e)
+{
+	(void)e;
+	ev_cb(o, 1);
+}
+
+START_TEST(evloop_del_within_a_batch)
+{
+	struct evloop l;
+	ck_assert_int_eq(evloop_init(&l), 0);
+	struct ev_probe p = { .l = &l };
+	for (int i = 0; i < 2; i++)
+		p.fds[i] = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);
+	ck_assert_int_eq(evloop_add(&l, p.fds[0], EPOLLIN, ev_cb0, &p), 0);
+	ck_assert_int_eq(evloop_add(&l, p.fds[1], EPOLLIN, ev_cb1, &p), 0);
+	ck_assert_int_eq(evloop_run_once(&l, 100), 1);
+	ck_assert_int_eq(p.calls[0] + p.calls[1], 1);
+	ck_assert_int_eq(evloop_del(&l, p.fds[0]), (p.calls[0] ? 0 : -ENOENT));
+	ck_assert_int_eq(evloop_run_once(&l, 0), 0);
+	evloop_destroy(&l);
+	close(p.fds[0]);
+	close(p.fds[1]);
+}
+END_TEST
+
+START_TEST(evloop_thread_start_stop)
+{
+	struct evloop l;
+	ck_assert_int_eq(evloop_init(&l), 0);
+	ck_assert_int_eq(evloop_start(&l), 0);
+	evloop_stop(&l);
+	evloop_stop(&l);
+	evloop_destroy(&l);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("core");
@@ -123,6 +187,10 @@ static Suite *make_suite(void)
 	tc = tcase_create("guest_mem");
 	tcase_add_test(tc, gmem_layout_splits_around_hole);
 	tcase_add_test(tc, gmem_checks_bounds);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("evloop");
+	tcase_add_test(tc, evloop_del_within_a_batch);
+	tcase_add_test(tc, evloop_thread_start_stop);
 	suite_add_tcase(s, tc);
 	return s;
 }

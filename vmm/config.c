@@ -1,0 +1,287 @@
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char vmm_usage[] =
+    "usage: cove-vmm --kernel PATH [--initrd PATH] [--cmdline STR] [--cpus N]\n"
+    "                [--memory MiB] [--disk PATH[,ro][,id=NAME]]...\n"
+    "                [--console stdio|PATH|none] [--config FILE.json]\n";
+
+static int bad(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int bad(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static int parse_uint(const char *s, unsigned long long max, unsigned long long *out)
+{
+	if (!s || !*s || *s == '-' || *s == '+')
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int set_console(struct vm_config *vm, const char *v, char *err, size_t errlen)
+{
+	if (!v || !*v)
+		return bad(err, errlen, "console must be stdio, none or a file path");
+	if (!strcmp(v, "stdio")) {
+		vm->console = VM_CONSOLE_STDIO;
+	} else if (!strcmp(v, "none")) {
+		vm->console = VM_CONSOLE_NONE;
+	} else {
+		vm->console = VM_CONSOLE_FILE;
+		vm->console_path = v;
+	}
+	return 0;
+}
+
+static int add_disk(struct vm_config *vm, const char *path, int read_only, const char *id,
+                    char *err, size_t errlen)
+{
+	if (vm->ndisks == VM_MAX_DISKS)
+		return bad(err, errlen, "too many disks (at most %d)", VM_MAX_DISKS);
+	if (!path || !*path)
+		return bad(err, errlen, "a disk needs a path");
+	if (id && strlen(id) > 20)
+		return bad(err, errlen, "disk id '%s' is longer than 20 bytes", id);
+	struct vm_disk_config *d = &vm->disks[vm->ndisks++];
+	memset(d, 0, sizeof(*d));
+	d->path = path;
+	d->read_only = read_only;
+	if (id)
+		snprintf(d->id, sizeof(d->id), "%s", id);
+	return 0;
+}
+
+/* PATH[,ro][,id=NAME]; spec is a private copy that we cut up. */
+static int parse_disk(struct vm_config *vm, char *spec, char *err, size_t errlen)
+{
+	char *save = NULL;
+	char *path = strtok_r(spec, ",", &save);
+	int ro = 0;
+	const char *id = NULL;
+	for (char *opt; (opt = strtok_r(NULL, ",", &save));) {
+		if (!strcmp(opt, "ro"))
+			ro = 1;
+		else if (!strcmp(opt, "rw"))
+			ro = 0;
+		else if (!strncmp(opt, "id=", 3))
+			id = opt + 3;
+		else
+			return bad(err, errlen, "unknown disk option '%s' (expected ro or id=NAME)",
+			           opt);
+	}
+	return add_disk(vm, path, ro, id, err, errlen);
+}
+
+static int json_str(json_t *v, const char *key, const char **out, char *err, size_t errlen)
+{
+	if (!json_is_string(v))
+		return bad(err, errlen, "config: '%s' must be a string", key);
+	*out = json_string_value(v);
+	return 0;
+}
+
+static int json_uint(json_t *v, const char *key, unsigned long long max, unsigned long long *out,
+                     char *err, size_t errlen)
+{
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    (unsigned long long)json_integer_value(v) > max)
+		return bad(err, errlen, "config: '%s' must be an integer from 0 to %llu", key, max);
+	*out = (unsigned long long)json_integer_value(v);
+	return 0;
+}
+
+static int load_disk(struct vm_config *vm, json_t *d, char *err, size_t errlen)
+{
+	if (!json_is_object(d))
+		return bad(err, errlen, "config: each of 'disks' must be an object");
+	const char *path = NULL, *id = NULL;
+	int ro = 0;
+	const char *key;
+	json_t *v;
+	json_object_foreach(d, key, v)
+	{
+		int r = 0;
+		if (!strcmp(key, "path"))
+			r = json_str(v, "disks[].path", &path, err, errlen);
+		else if (!strcmp(key, "id"))
+			r = json_str(v, "disks[].id", &id, err, errlen);
+		else if (!strcmp(key, "read_only")) {
+			if (!json_is_boolean(v))
+				return bad(err, errlen,
+				           "config: 'read_only' must be true or false");
+			ro = json_is_true(v);
+		} else
+			return bad(err, errlen, "config: unknown key 'disks[].%s'", key);
+		if (r < 0)
+			return r;
+	}
+	return add_disk(vm, path, ro, id, err, errlen);
+}
+
+int vmm_config_load_json(struct vmm_config *c, const char *path, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (!root)
+		return bad(err, errlen, "config '%s': %s (line %d)", path, je.text, je.line);
+	if (c->json)
+		json_decref(c->json);
+	c->json = root; /* strings below point into it */
+	if (!json_is_object(root))
+		return bad(err, errlen, "config '%s': the top level must be an object", path);
+	struct vm_config *vm = &c->vm;
+	const char *key;
+	json_t *v;
+	json_object_foreach(root, key, v)
+	{
+		int r;
+		unsigned long long n;
+		if (!strcmp(key, "kernel"))
+			r = json_str(v, key, &vm->kernel, err, errlen);
+		else if (!strcmp(key, "initrd"))
+			r = json_str(v, key, &vm->initrd, err, errlen);
+		else if (!strcmp(key, "cmdline"))
+			r = json_str(v, key, &vm->cmdline, err, errlen);
+		else if (!strcmp(key, "cpus")) {
+			r = json_uint(v, key, VM_MAX_VCPUS, &n, err, errlen);
+			vm->cpus = (unsigned int)n;
+		} else if (!strcmp(key, "memory")) {
+			r = json_uint(v, key, 1ULL << 20, &n, err, errlen);
+			vm->memory_mib = n;
+		} else if (!strcmp(key, "console")) {
+			const char *s = NULL;
+			r = json_str(v, key, &s, err, errlen);
+			if (!r)
+				r = set_console(vm, s, err, errlen);
+		} else if (!strcmp(key, "disks")) {
+			if (!json_is_array(v))
+				return bad(err, errlen, "config: 'disks' must be an array");
+			size_t i;
+			json_t *d;
+			r = 0;
+			json_array_foreach(v, i, d)
+			{
+				if ((r = load_disk(vm, d, err, errlen)) < 0)
+					break;
+			}
+		} else {
+			return bad(err, errlen, "config '%s': unknown key '%s'", path, key);
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, size_t errlen)
+{
+	enum { O_KERNEL = 256, O_INITRD, O_CMDLINE, O_CPUS, O_MEMORY, O_DISK, O_CONSOLE, O_CONFIG };
+	static const struct option opts[] = {
+		{ "kernel", required_argument, NULL, O_KERNEL },
+		{ "initrd", required_argument, NULL, O_INITRD },
+		{ "cmdline", required_argument, NULL, O_CMDLINE },
+		{ "cpus", required_argument, NULL, O_CPUS },
+		{ "memory", required_argument, NULL, O_MEMORY },
+		{ "disk", required_argument, NULL, O_DISK },
+		{ "console", required_argument, NULL, O_CONSOLE },
+		{ "config", required_argument, NULL, O_CONFIG },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	memset(c, 0, sizeof(*c));
+	c->vm.cpus = 1;
+	c->vm.memory_mib = 256;
+	c->vm.console = VM_CONSOLE_STDIO;
+	unsigned int ndisk_specs = 0;
+	optind = 1;
+	opterr = 0;
+	int o;
+	while ((o = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		unsigned long long n;
+		int r = 0;
+		switch (o) {
+		case O_KERNEL:
+			c->vm.kernel = optarg;
+			break;
+		case O_INITRD:
+			c->vm.initrd = optarg;
+			break;
+		case O_CMDLINE:
+			c->vm.cmdline = optarg;
+			break;
+		case O_CPUS:
+			if (parse_uint(optarg, UINT_MAX, &n) < 0 || n < 1 || n > VM_MAX_VCPUS)
+				return bad(err, errlen,
+				           "--cpus must be a number from 1 to %d, got '%s'",
+				           VM_MAX_VCPUS, optarg);
+			c->vm.cpus = (unsigned int)n;
+			break;
+		case O_MEMORY:
+			if (parse_uint(optarg, 1ULL << 20, &n) < 0)
+				return bad(err, errlen,
+				           "--memory must be a number of MiB, got '%s'", optarg);
+			c->vm.memory_mib = n;
+			break;
+		case O_DISK:
+			if (ndisk_specs == VM_MAX_DISKS)
+				return bad(err, errlen, "too many disks (at most %d)",
+				           VM_MAX_DISKS);
+			c->disk_specs[ndisk_specs] = strdup(optarg);
+			if (!c->disk_specs[ndisk_specs])
+				return -ENOMEM;
+			r = parse_disk(&c->vm, c->disk_specs[ndisk_specs++], err, errlen);
+			break;
+		case O_CONSOLE:
+			r = set_console(&c->vm, optarg, err, errlen);
+			break;
+		case O_CONFIG:
+			r = vmm_config_load_json(c, optarg, err, errlen);
+			break;
+		case 'h':
+			c->show_help = 1;
+			return 0;
+		case ':':
+			return bad(err, errlen, "option '%s' needs a value", argv[optind - 1]);
+		default:
+			return bad(err, errlen, "unknown option '%s'", argv[optind - 1]);
+		}
+		if (r < 0)
+			return r;
+	}
+	if (optind < argc)
+		return bad(err, errlen, "unexpected argument '%s'", argv[optind]);
+	if (!c->vm.kernel)
+		return bad(err, errlen, "no kernel given (--kernel PATH)");
+	return 0;
+}
+
+void vmm_config_free(struct vmm_config *c)
+{
+	if (c->json)
+		json_decref(c->json);
+	c->json = NULL;
+	for (unsigned int i = 0; i < VM_MAX_DISKS; i++) {
+		free(c->disk_specs[i]);
+		c->disk_specs[i] = NULL;
+	}
+}

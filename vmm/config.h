@@ -1,0 +1,32 @@
+/* cove-vmm's configuration from its command line and an optional JSON
+ * file (--config), checked into a struct vm_config.  Pure: no VM is
+ * touched, so every bad input is reported before one exists. */
+#ifndef COVE_VMM_CONFIG_H
+#define COVE_VMM_CONFIG_H
+
+#include <stddef.h>
+
+#include "core/vm.h"
+
+struct vmm_config {
+	struct vm_config vm;
+	void *json;                     /* the parsed --config document; strings point into it */
+	char *disk_specs[VM_MAX_DISKS]; /* copies of --disk values */
+	int show_help;
+};
+
+/* Parses argv.  Flags and --config may be mixed; later ones override
+ * earlier ones, and every --disk adds a disk.  Returns 0, or -EINVAL with
+ * a one-line message in err. */
+int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* Loads a JSON config file into c (unknown keys are errors). */
+int vmm_config_load_json(struct vmm_config *c, const char *path, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+void vmm_config_free(struct vmm_config *c);
+
+extern const char vmm_usage[];
+
+#endif

@@ -1,0 +1,164 @@
+/* The vCPU loop: one thread per vCPU calls KVM_RUN; vcpu_handle_exit()
+ * decides what an exit means.  Pausing and stopping kick a vCPU out of
+ * KVM_RUN with immediate_exit plus a signal. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include "core/vcpu.h"
+#include "core/vm.h"
+
+static enum vcpu_action handle_io(struct vm *vm, struct kvm_run *run, size_t run_size)
+{
+	uint32_t size = run->io.size;
+	uint64_t bytes = (uint64_t)size * run->io.count;
+	if (size == 0 || size > 4 || run->io.data_offset > run_size ||
+	    bytes > run_size - run->io.data_offset)
+		return VCPU_CONTINUE; /* malformed by KVM's own contract: ignore */
+	uint8_t *data = (uint8_t *)run + run->io.data_offset;
+	bool is_write = run->io.direction == KVM_EXIT_IO_OUT;
+	/* String I/O (rep outsb/insb) arrives as count items of size bytes. */
+	for (uint32_t i = 0; i < run->io.count; i++)
+		(void)bus_access(&vm->pio, run->io.port, data + (size_t)i * size, size, is_write);
+	return VCPU_CONTINUE;
+}
+
+enum vcpu_action vcpu_handle_exit(struct vm *vm, struct kvm_run *run, size_t run_size)
+{
+	char detail[128];
+	switch (run->exit_reason) {
+	case KVM_EXIT_IO:
+		return handle_io(vm, run, run_size);
+	case KVM_EXIT_MMIO:
+		if (run->mmio.len == 0 || run->mmio.len > sizeof(run->mmio.data))
+			return VCPU_CONTINUE;
+		(void)bus_access(&vm->mmio, run->mmio.phys_addr, run->mmio.data, run->mmio.len,
+		                 run->mmio.is_write);
+		return VCPU_CONTINUE;
+	case KVM_EXIT_INTR:
+		return VCPU_CONTINUE;
+	case KVM_EXIT_SHUTDOWN:
+		vm_request_stop(vm, VM_EXIT_TRIPLE_FAULT, "triple fault (KVM_EXIT_SHUTDOWN)");
+		return VCPU_STOP;
+	case KVM_EXIT_SYSTEM_EVENT:
+		switch (run->system_event.type) {
+		case KVM_SYSTEM_EVENT_RESET:
+		case KVM_SYSTEM_EVENT_SHUTDOWN:
+			vm_guest_reset(vm, "guest system event");
+			return VCPU_STOP;
+		case KVM_SYSTEM_EVENT_CRASH:
+			vm_request_stop(vm, VM_EXIT_PANIC, "guest crash event");
+			return VCPU_STOP;
+		default:
+			break;
+		}
+		snprintf(detail, sizeof(detail), "unknown system event %u", run->system_event.type);
+		vm_request_stop(vm, VM_EXIT_INTERNAL, detail);
+		return VCPU_STOP;
+	case KVM_EXIT_FAIL_ENTRY:
+		snprintf(detail, sizeof(detail), "VM entry failed (hardware reason 0x%llx)",
+		         (unsigned long long)run->fail_entry.hardware_entry_failure_reason);
+		vm_request_stop(vm, VM_EXIT_INTERNAL, detail);
+		return VCPU_STOP;
+	case KVM_EXIT_INTERNAL_ERROR:
+		snprintf(detail, sizeof(detail), "KVM internal error (suberror %u)",
+		         run->internal.suberror);
+		vm_request_stop(vm, VM_EXIT_INTERNAL, detail);
+		return VCPU_STOP;
+	default:
+		snprintf(detail, sizeof(detail), "unhandled KVM exit %u", run->exit_reason);
+		vm_request_stop(vm, VM_EXIT_INTERNAL, detail);
+		return VCPU_STOP;
+	}
+}
+
+/* Parks here while a pause is requested; returns false when the vCPU must
+ * end.  Called with vm->lock held. */
+static bool vcpu_wait_runnable(struct vcpu *v)
+{
+	struct vm *vm = v->vm;
+	while (vm->pause_requested && !vm->stop_requested) {
+		if (!v->parked) {
+			v->parked = true;
+			vm->parked++;
+			pthread_cond_broadcast(&vm->cond);
+		}
+		pthread_cond_wait(&vm->cond, &vm->lock);
+	}
+	if (v->parked) {
+		v->parked = false;
+		vm->parked--;
+	}
+	return !vm->stop_requested;
+}
+
+static void *vcpu_thread(void *arg)
+{
+	struct vcpu *v = arg;
+	struct vm *vm = v->vm;
+	char name[16];
+	snprintf(name, sizeof(name), "vcpu%u", v->index);
+	pthread_setname_np(pthread_self(), name);
+
+	/* Only vCPU threads take the kick signal. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, VCPU_KICK_SIGNAL);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+
+	for (;;) {
+		pthread_mutex_lock(&vm->lock);
+		bool go = vcpu_wait_runnable(v);
+		/* Clear the kick only once the request it carried is seen. */
+		__atomic_store_n(&v->run->immediate_exit, 0, __ATOMIC_SEQ_CST);
+		if (vm->pause_requested || vm->stop_requested)
+			__atomic_store_n(&v->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+		pthread_mutex_unlock(&vm->lock);
+		if (!go)
+			break;
+		if (ioctl(v->fd, KVM_RUN, 0) < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			char detail[96];
+			snprintf(detail, sizeof(detail), "KVM_RUN on vCPU %u: %s", v->index,
+			         strerror(errno));
+			vm_request_stop(vm, VM_EXIT_INTERNAL, detail);
+			break;
+		}
+		if (vcpu_handle_exit(vm, v->run, vm->run_size) == VCPU_STOP)
+			break;
+	}
+	return NULL;
+}
+
+static void kick_handler(int sig)
+{
+	(void)sig; /* its only job is to interrupt KVM_RUN */
+}
+
+int vcpu_install_kick_handler(void)
+{
+	struct sigaction sa = { .sa_handler = kick_handler };
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(VCPU_KICK_SIGNAL, &sa, NULL) < 0)
+		return -errno;
+	return 0;
+}
+
+int vcpu_start(struct vcpu *v)
+{
+	int err = pthread_create(&v->thread, NULL, vcpu_thread, v);
+	if (err)
+		return -err;
+	v->thread_started = true;
+	return 0;
+}
+
+void vcpu_kick(struct vcpu *v)
+{
+	__atomic_store_n(&v->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+	if (v->thread_started)
+		pthread_kill(v->thread, VCPU_KICK_SIGNAL);
+}

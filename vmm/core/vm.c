@@ -1,0 +1,506 @@
+#include "core/vm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "arch/x86_64/boot.h"
+#include "arch/x86_64/cpu.h"
+#include "arch/x86_64/layout.h"
+#include "arch/x86_64/loader.h"
+#include "core/vcpu.h"
+#include "core/vm_devices.h"
+
+#define VM_MIN_MEMORY_MIB 32
+
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+/* A read-only mapping of a whole file (kernel, initrd). */
+struct mapped_file {
+	const uint8_t *data;
+	size_t len;
+};
+
+static int map_file(const char *path, const char *what, struct mapped_file *f, char *err,
+                    size_t errlen)
+{
+	f->data = NULL;
+	f->len = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fail(err, errlen, -errno, "cannot open %s '%s': %s", what, path,
+		            strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
+		close(fd);
+		return fail(err, errlen, -EINVAL, "%s '%s' is not a non-empty regular file", what,
+		            path);
+	}
+	void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	int e = errno;
+	close(fd);
+	if (p == MAP_FAILED)
+		return fail(err, errlen, -e, "cannot map %s '%s': %s", what, path, strerror(e));
+	f->data = p;
+	f->len = (size_t)st.st_size;
+	return 0;
+}
+
+static void unmap_file(struct mapped_file *f)
+{
+	if (f->data)
+		munmap((void *)f->data, f->len);
+	f->data = NULL;
+}
+
+static int check_config(const struct vm_config *cfg, char *err, size_t errlen)
+{
+	if (!cfg->kernel)
+		return fail(err, errlen, -EINVAL, "no kernel given (--kernel PATH)");
+	if (cfg->cpus < 1 || cfg->cpus > VM_MAX_VCPUS)
+		return fail(err, errlen, -EINVAL, "cpus must be between 1 and %d, got %u",
+		            VM_MAX_VCPUS, cfg->cpus);
+	if (cfg->memory_mib < VM_MIN_MEMORY_MIB)
+		return fail(err, errlen, -EINVAL, "memory must be at least %d MiB, got %llu",
+		            VM_MIN_MEMORY_MIB, (unsigned long long)cfg->memory_mib);
+	if (cfg->memory_mib > (1ULL << 20))
+		return fail(err, errlen, -EINVAL, "memory of %llu MiB is more than 1 TiB",
+		            (unsigned long long)cfg->memory_mib);
+	if (cfg->ndisks > VM_MAX_DISKS)
+		return fail(err, errlen, -EINVAL, "at most %d disks", VM_MAX_DISKS);
+	return 0;
+}
+
+/* Cove's default command line, then the devices, then the user's part. */
+static int build_cmdline(struct vm *vm, const struct vm_config *cfg, char *buf, size_t len,
+                         char *err, size_t errlen)
+{
+	int n = snprintf(buf, len,
+	                 "console=ttyS0 reboot=k panic=1 8250.nr_uarts=1 i8042.noaux i8042.nomux "
+	                 "i8042.nopnp i8042.dumbkbd");
+	if (cfg->ndisks > 0)
+		n += snprintf(buf + n, len - (size_t)n, " root=/dev/vda %s",
+		              cfg->disks[0].read_only ? "ro" : "rw");
+	for (unsigned int i = 0; i < vm->ndisks && (size_t)n < len; i++)
+		n += vm_devices_cmdline(vm, i, buf + n, len - (size_t)n);
+	if (cfg->cmdline && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, " %s", cfg->cmdline);
+	if ((size_t)n >= len)
+		return fail(err, errlen, -E2BIG, "kernel command line is longer than %zu bytes",
+		            len - 1);
+	return 0;
+}
+
+static int kvm_open(struct vm *vm, char *err, size_t errlen)
+{
+	vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (vm->kvm_fd < 0)
+		return fail(err, errlen, -errno,
+		            "cannot open /dev/kvm: %s (no KVM here? see scripts/kvm-host)",
+		            strerror(errno));
+	if (ioctl(vm->kvm_fd, KVM_GET_API_VERSION, 0) != KVM_API_VERSION)
+		return fail(err, errlen, -ENOTSUP, "unsupported KVM API version");
+	static const struct {
+		int cap;
+		const char *name;
+	} caps[] = {
+		{ KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP" },
+		{ KVM_CAP_IRQFD, "KVM_CAP_IRQFD" },
+		{ KVM_CAP_IOEVENTFD, "KVM_CAP_IOEVENTFD" },
+		{ KVM_CAP_IMMEDIATE_EXIT, "KVM_CAP_IMMEDIATE_EXIT" },
+		{ KVM_CAP_PIT2, "KVM_CAP_PIT2" },
+		{ KVM_CAP_EXT_CPUID, "KVM_CAP_EXT_CPUID" },
+	};
+	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
+		if (ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, caps[i].cap) <= 0)
+			return fail(err, errlen, -ENOTSUP, "KVM lacks %s", caps[i].name);
+	int run_size = ioctl(vm->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
+	if (run_size < (int)sizeof(struct kvm_run))
+		return fail(err, errlen, -EIO, "KVM_GET_VCPU_MMAP_SIZE failed");
+	vm->run_size = (size_t)run_size;
+	vm->cpuid = x86_supported_cpuid(vm->kvm_fd);
+	if (!vm->cpuid)
+		return fail(err, errlen, -EIO, "KVM_GET_SUPPORTED_CPUID failed");
+	vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
+	if (vm->vm_fd < 0)
+		return fail(err, errlen, -errno, "KVM_CREATE_VM: %s", strerror(errno));
+	return 0;
+}
+
+static int map_memory(struct vm *vm, char *err, size_t errlen)
+{
+	for (unsigned int i = 0; i < vm->mem.nregions; i++) {
+		const struct gmem_region *r = &vm->mem.regions[i];
+		struct kvm_userspace_memory_region region = {
+			.slot = i,
+			.guest_phys_addr = r->gpa,
+			.memory_size = r->size,
+			.userspace_addr = (uint64_t)(uintptr_t)r->host,
+		};
+		if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &region) < 0)
+			return fail(err, errlen, -errno, "KVM_SET_USER_MEMORY_REGION: %s",
+			            strerror(errno));
+	}
+	return 0;
+}
+
+static int create_vcpus(struct vm *vm, const struct x86_kernel *k, char *err, size_t errlen)
+{
+	for (unsigned int i = 0; i < vm->ncpus; i++) {
+		struct vcpu *v = &vm->vcpus[i];
+		v->vm = vm;
+		v->index = i;
+		v->fd = ioctl(vm->vm_fd, KVM_CREATE_VCPU, (unsigned long)i);
+		if (v->fd < 0)
+			return fail(err, errlen, -errno, "KVM_CREATE_VCPU %u: %s", i,
+			            strerror(errno));
+		void *run = mmap(NULL, vm->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
+		if (run == MAP_FAILED)
+			return fail(err, errlen, -errno, "mmap of vCPU %u: %s", i, strerror(errno));
+		v->run = run;
+		int r = x86_vcpu_setup(v->fd, vm->cpuid, i, vm->ncpus, k);
+		if (r < 0)
+			return fail(err, errlen, r, "setting up vCPU %u: %s", i, strerror(-r));
+	}
+	return 0;
+}
+
+static void on_signal(void *opaque, uint32_t events)
+{
+	struct vm *vm = opaque;
+	struct signalfd_siginfo si;
+	(void)events;
+	if (read(vm->signal_fd, &si, sizeof(si)) != sizeof(si))
+		return;
+	char detail[64];
+	snprintf(detail, sizeof(detail), "stopped by signal %u (%s)", si.ssi_signo,
+	         strsignal((int)si.ssi_signo));
+	vm_request_stop(vm, VM_EXIT_SIGNAL, detail);
+}
+
+int vm_create(struct vm **out, const struct vm_config *cfg, char *err, size_t errlen)
+{
+	*out = NULL;
+	int r = check_config(cfg, err, errlen);
+	if (r < 0)
+		return r;
+	struct vm *vm = calloc(1, sizeof(*vm));
+	if (!vm)
+		return fail(err, errlen, -ENOMEM, "out of memory");
+	vm->kvm_fd = vm->vm_fd = vm->serial_irqfd = vm->signal_fd = -1;
+	vm->console_in_fd = vm->console_out_fd = -1;
+	vm->mem.fd = -1;
+	vm->loop.epfd = vm->loop.stop_fd = -1;
+	vm->ncpus = cfg->cpus;
+	for (unsigned int i = 0; i < VM_MAX_VCPUS; i++)
+		vm->vcpus[i].fd = -1;
+	pthread_mutex_init(&vm->lock, NULL);
+	pthread_cond_init(&vm->cond, NULL);
+	vm->state = VM_CREATED;
+
+	struct mapped_file kernel = { 0 }, initrd = { 0 };
+	struct x86_kernel k;
+	char cmdline[X86_CMDLINE_MAX];
+
+	/* 1. Everything the user gave us is checked before KVM is touched. */
+	r = map_file(cfg->kernel, "kernel", &kernel, err, errlen);
+	if (r < 0)
+		goto fail;
+	if (cfg->initrd && (r = map_file(cfg->initrd, "initrd", &initrd, err, errlen)) < 0)
+		goto fail;
+	r = vm_devices_open_disks(vm, cfg, err, errlen);
+	if (r < 0)
+		goto fail;
+	r = gmem_create(&vm->mem, cfg->memory_mib << 20);
+	if (r < 0) {
+		fail(err, errlen, r, "cannot create %llu MiB of guest memory: %s",
+		     (unsigned long long)cfg->memory_mib, strerror(-r));
+		goto fail;
+	}
+	r = x86_load_kernel(&vm->mem, kernel.data, kernel.len, &k, err, errlen);
+	if (r < 0)
+		goto fail;
+	struct x86_boot_cfg boot = { .ncpus = vm->ncpus };
+	if (initrd.data) {
+		r = x86_place_initrd(&vm->mem, &k, initrd.len, &boot.initrd_gpa);
+		if (r < 0) {
+			fail(err, errlen, r, "initrd of %zu bytes does not fit in guest memory",
+			     initrd.len);
+			goto fail;
+		}
+		boot.initrd_size = initrd.len;
+		r = gmem_write(&vm->mem, boot.initrd_gpa, initrd.data, initrd.len);
+		if (r < 0)
+			goto fail;
+	}
+	r = build_cmdline(vm, cfg, cmdline, sizeof(cmdline), err, errlen);
+	if (r < 0)
+		goto fail;
+	boot.cmdline = cmdline;
+	r = x86_setup_boot(&vm->mem, &k, &boot, err, errlen);
+	if (r < 0)
+		goto fail;
+	r = x86_write_page_tables(&vm->mem);
+	if (r < 0) {
+		fail(err, errlen, r, "cannot write boot page tables");
+		goto fail;
+	}
+
+	/* 2. The KVM VM, its memory and vCPUs. */
+	r = kvm_open(vm, err, errlen);
+	if (r < 0)
+		goto fail;
+	r = x86_vm_setup(vm->vm_fd);
+	if (r < 0) {
+		fail(err, errlen, r, "setting up the VM (irqchip, PIT): %s", strerror(-r));
+		goto fail;
+	}
+	r = map_memory(vm, err, errlen);
+	if (r < 0)
+		goto fail;
+	r = create_vcpus(vm, &k, err, errlen);
+	if (r < 0)
+		goto fail;
+
+	/* 3. The I/O loop and devices. */
+	r = evloop_init(&vm->loop);
+	if (r < 0) {
+		fail(err, errlen, r, "cannot create the I/O loop: %s", strerror(-r));
+		goto fail;
+	}
+	r = vm_devices_create(vm, cfg, err, errlen);
+	if (r < 0)
+		goto fail;
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	vm->signal_fd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (vm->signal_fd < 0 || evloop_add(&vm->loop, vm->signal_fd, EPOLLIN, on_signal, vm) < 0) {
+		r = -errno;
+		fail(err, errlen, r, "cannot watch signals");
+		goto fail;
+	}
+
+	unmap_file(&kernel);
+	unmap_file(&initrd);
+	*out = vm;
+	return 0;
+fail:
+	unmap_file(&kernel);
+	unmap_file(&initrd);
+	vm_destroy(vm);
+	return r;
+}
+
+int vm_start(struct vm *vm)
+{
+	/* Signals for stopping go to the signalfd; the kick signal only to
+	 * vCPU threads (they unblock it).  Threads inherit this mask. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, VCPU_KICK_SIGNAL);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	int r = vcpu_install_kick_handler();
+	if (r < 0)
+		return r;
+	r = evloop_start(&vm->loop);
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&vm->lock);
+	vm->state = VM_RUNNING;
+	pthread_mutex_unlock(&vm->lock);
+	for (unsigned int i = 0; i < vm->ncpus; i++) {
+		r = vcpu_start(&vm->vcpus[i]);
+		if (r < 0) {
+			vm_request_stop(vm, VM_EXIT_INTERNAL, "cannot start a vCPU thread");
+			return r;
+		}
+	}
+	return 0;
+}
+
+static void kick_all(struct vm *vm)
+{
+	for (unsigned int i = 0; i < vm->ncpus; i++)
+		if (vm->vcpus[i].run)
+			vcpu_kick(&vm->vcpus[i]);
+}
+
+int vm_pause(struct vm *vm)
+{
+	pthread_mutex_lock(&vm->lock);
+	if (vm->state == VM_STOPPED || vm->stop_requested) {
+		pthread_mutex_unlock(&vm->lock);
+		return -EINVAL;
+	}
+	vm->pause_requested = true;
+	pthread_mutex_unlock(&vm->lock);
+	kick_all(vm);
+	pthread_mutex_lock(&vm->lock);
+	while (vm->parked < vm->ncpus && !vm->stop_requested)
+		pthread_cond_wait(&vm->cond, &vm->lock);
+	int r = vm->stop_requested ? -EINVAL : 0;
+	if (!r)
+		vm->state = VM_PAUSED;
+	pthread_mutex_unlock(&vm->lock);
+	return r;
+}
+
+int vm_resume(struct vm *vm)
+{
+	pthread_mutex_lock(&vm->lock);
+	int r = 0;
+	if (vm->state == VM_STOPPED || vm->stop_requested) {
+		r = -EINVAL;
+	} else {
+		vm->pause_requested = false;
+		vm->state = VM_RUNNING;
+		pthread_cond_broadcast(&vm->cond);
+	}
+	pthread_mutex_unlock(&vm->lock);
+	return r;
+}
+
+void vm_request_stop(struct vm *vm, enum vm_exit_reason reason, const char *detail)
+{
+	pthread_mutex_lock(&vm->lock);
+	if (!vm->stop_requested) {
+		vm->stop_requested = true;
+		vm->exit_reason = reason;
+		snprintf(vm->exit_detail, sizeof(vm->exit_detail), "%s", detail ? detail : "");
+	}
+	pthread_cond_broadcast(&vm->cond);
+	pthread_mutex_unlock(&vm->lock);
+	kick_all(vm);
+}
+
+void vm_guest_reset(struct vm *vm, const char *detail)
+{
+	pthread_mutex_lock(&vm->lock);
+	bool panicked = vm->guest_panicked;
+	char msg[sizeof(vm->panic_msg)];
+	memcpy(msg, vm->panic_msg, sizeof(msg));
+	pthread_mutex_unlock(&vm->lock);
+	if (panicked)
+		vm_request_stop(vm, VM_EXIT_PANIC, msg);
+	else
+		vm_request_stop(vm, VM_EXIT_RESET, detail);
+}
+
+enum vm_exit_reason vm_wait(struct vm *vm)
+{
+	pthread_mutex_lock(&vm->lock);
+	while (!vm->stop_requested)
+		pthread_cond_wait(&vm->cond, &vm->lock);
+	pthread_mutex_unlock(&vm->lock);
+	for (unsigned int i = 0; i < vm->ncpus; i++) {
+		if (vm->vcpus[i].thread_started) {
+			pthread_join(vm->vcpus[i].thread, NULL);
+			vm->vcpus[i].thread_started = false;
+		}
+	}
+	pthread_mutex_lock(&vm->lock);
+	vm->state = VM_STOPPED;
+	enum vm_exit_reason reason = vm->exit_reason;
+	pthread_mutex_unlock(&vm->lock);
+	return reason;
+}
+
+void vm_destroy(struct vm *vm)
+{
+	if (!vm)
+		return;
+	bool started = false;
+	for (unsigned int i = 0; i < vm->ncpus; i++)
+		started |= vm->vcpus[i].thread_started;
+	if (started) {
+		vm_request_stop(vm, VM_EXIT_SIGNAL, "destroyed");
+		(void)vm_wait(vm);
+	}
+	/* Devices release their loop watches and KVM bindings with the loop
+	 * stopped but its epoll set still open. */
+	if (vm->loop.epfd >= 0)
+		evloop_stop(&vm->loop);
+	vm_devices_destroy(vm);
+	if (vm->loop.epfd >= 0)
+		evloop_destroy(&vm->loop);
+	if (vm->signal_fd >= 0)
+		close(vm->signal_fd);
+	for (unsigned int i = 0; i < vm->ncpus; i++) {
+		if (vm->vcpus[i].run)
+			munmap(vm->vcpus[i].run, vm->run_size);
+		if (vm->vcpus[i].fd >= 0)
+			close(vm->vcpus[i].fd);
+	}
+	free(vm->cpuid);
+	if (vm->vm_fd >= 0)
+		close(vm->vm_fd);
+	if (vm->kvm_fd >= 0)
+		close(vm->kvm_fd);
+	gmem_destroy(&vm->mem);
+	pthread_cond_destroy(&vm->cond);
+	pthread_mutex_destroy(&vm->lock);
+	free(vm);
+}
+
+int vm_exit_status(enum vm_exit_reason reason)
+{
+	switch (reason) {
+	case VM_EXIT_RESET:
+		return 0;
+	case VM_EXIT_PANIC:
+		return 2;
+	case VM_EXIT_TRIPLE_FAULT:
+		return 3;
+	case VM_EXIT_SIGNAL:
+		return 4;
+	case VM_EXIT_INTERNAL:
+	case VM_EXIT_NONE:
+	default:
+		return 5;
+	}
+}
+
+const char *vm_exit_reason_name(enum vm_exit_reason reason)
+{
+	switch (reason) {
+	case VM_EXIT_RESET:
+		return "guest reset";
+	case VM_EXIT_PANIC:
+		return "guest kernel panic";
+	case VM_EXIT_TRIPLE_FAULT:
+		return "guest triple fault";
+	case VM_EXIT_SIGNAL:
+		return "stopped by the host";
+	case VM_EXIT_INTERNAL:
+		return "internal error";
+	case VM_EXIT_NONE:
+	default:
+		return "no reason";
+	}
+}

@@ -1,0 +1,155 @@
+/* struct vm owns everything of one microVM: the KVM fds, guest memory, the
+ * vCPUs and their threads, the I/O buses, the I/O loop and every device.
+ * There are no per-VM globals.
+ *
+ * Lifecycle: vm_create() -> VM_CREATED -> vm_start() -> VM_RUNNING
+ *   <-> vm_pause()/vm_resume() (VM_PAUSED: every vCPU parked outside KVM_RUN)
+ *   -> the guest resets, faults or vm_request_stop() -> VM_STOPPED
+ *   -> vm_wait() returns the reason -> vm_destroy(). */
+#ifndef COVE_VM_H
+#define COVE_VM_H
+
+#include <linux/kvm.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/bus.h"
+#include "core/evloop.h"
+#include "core/guest_mem.h"
+#include "devices/boot_timer.h"
+#include "devices/i8042.h"
+#include "devices/serial.h"
+
+#define VM_MAX_VCPUS 64
+#define VM_MAX_DISKS 16
+
+enum vm_state { VM_CREATED, VM_RUNNING, VM_PAUSED, VM_STOPPED };
+
+/* Why a VM stopped; cove-vmm's exit status derives from it (vm_exit_status). */
+enum vm_exit_reason {
+	VM_EXIT_NONE = 0,
+	VM_EXIT_RESET,        /* the guest reset through the i8042: a clean end */
+	VM_EXIT_PANIC,        /* the guest kernel panicked */
+	VM_EXIT_TRIPLE_FAULT, /* KVM_EXIT_SHUTDOWN */
+	VM_EXIT_INTERNAL,     /* KVM or VMM failure, or an exit we cannot handle */
+	VM_EXIT_SIGNAL,       /* the host asked us to stop (SIGTERM, SIGINT) */
+};
+
+struct vm_disk_config {
+	const char *path;
+	bool read_only;
+	char id[21]; /* virtio-blk serial: 20 bytes + NUL */
+};
+
+enum vm_console { VM_CONSOLE_STDIO, VM_CONSOLE_FILE, VM_CONSOLE_NONE };
+
+struct vm_config {
+	const char *kernel;
+	const char *initrd;  /* NULL: none */
+	const char *cmdline; /* appended to Cove's defaults; NULL: none */
+	unsigned int cpus;
+	uint64_t memory_mib;
+	struct vm_disk_config disks[VM_MAX_DISKS];
+	unsigned int ndisks;
+	enum vm_console console;
+	const char *console_path;
+};
+
+struct vm;
+
+struct vcpu {
+	struct vm *vm;
+	unsigned int index;
+	int fd;
+	struct kvm_run *run;
+	pthread_t thread;
+	bool thread_started;
+	bool parked; /* guarded by vm->lock */
+};
+
+struct vblk;
+struct disk;
+
+struct vm {
+	int kvm_fd;
+	int vm_fd;
+	size_t run_size;
+	struct guest_mem mem;
+	struct bus pio;
+	struct bus mmio;
+	struct evloop loop;
+	unsigned int ncpus;
+	struct vcpu vcpus[VM_MAX_VCPUS];
+	struct kvm_cpuid2 *cpuid; /* what KVM supports; patched per vCPU */
+
+	/* Lifecycle, guarded by lock; cond signals every change. */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	enum vm_state state;
+	bool pause_requested;
+	bool stop_requested;
+	unsigned int parked;
+	enum vm_exit_reason exit_reason;
+	char exit_detail[160];
+	bool guest_panicked; /* the console showed a kernel panic */
+	char panic_msg[128];
+
+	/* Devices. */
+	struct serial serial;
+	bool serial_ready;
+	int serial_irqfd;
+	int console_in_fd;  /* -1: no console input */
+	int console_out_fd; /* -1: output discarded */
+	bool console_out_owned;
+	struct i8042 i8042;
+	bool i8042_ready;
+	struct boot_timer boot_timer;
+	struct disk *disk_backends[VM_MAX_DISKS]; /* opened, not yet given to a device */
+	struct vblk *disks[VM_MAX_DISKS];
+	unsigned int ndisks;
+	int signal_fd;
+};
+
+/* Checks the configuration, opens the kernel, initrd and disks, creates
+ * guest memory and loads the kernel, then creates the KVM VM, its vCPUs
+ * and devices.  Bad input (a missing or malformed kernel, a disk that
+ * cannot be opened, too little memory) is reported in err before any KVM
+ * VM exists.  On failure everything is released and *out is NULL. */
+int vm_create(struct vm **out, const struct vm_config *cfg, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* Starts the I/O loop and one thread per vCPU.  Call once, after vm_create(). */
+int vm_start(struct vm *vm) __attribute__((warn_unused_result));
+
+/* Parks every vCPU outside KVM_RUN and returns when all are parked (state
+ * VM_PAUSED); vm_resume() lets them run again.  Both are no-ops in the
+ * target state and return -EINVAL once the VM has stopped. */
+int vm_pause(struct vm *vm) __attribute__((warn_unused_result));
+int vm_resume(struct vm *vm) __attribute__((warn_unused_result));
+
+/* Asks the VM to stop for reason; callable from any thread, including a
+ * vCPU thread or a device callback.  The first reason wins. */
+void vm_request_stop(struct vm *vm, enum vm_exit_reason reason, const char *detail);
+
+/* The guest reset itself (i8042, triple fault handled separately): stops
+ * the VM with VM_EXIT_RESET, or VM_EXIT_PANIC if it panicked before. */
+void vm_guest_reset(struct vm *vm, const char *detail);
+
+/* Waits until every vCPU thread has ended; returns the exit reason. */
+enum vm_exit_reason vm_wait(struct vm *vm);
+
+/* Stops (if running) and frees everything.  Safe on NULL. */
+void vm_destroy(struct vm *vm);
+
+/* cove-vmm's process exit status for a reason (documented in vmm/README). */
+int vm_exit_status(enum vm_exit_reason reason);
+const char *vm_exit_reason_name(enum vm_exit_reason reason);
+
+/* The decision for one KVM exit, separate from the KVM_RUN loop so tests can
+ * feed it fabricated kvm_run structs.  run_size bounds the I/O data area. */
+enum vcpu_action { VCPU_CONTINUE, VCPU_STOP };
+enum vcpu_action vcpu_handle_exit(struct vm *vm, struct kvm_run *run, size_t run_size);
+
+#endif

@@ -1,0 +1,189 @@
+#include "core/vm_devices.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "arch/x86_64/layout.h"
+#include "backend/disk.h"
+#include "virtio/blk.h"
+
+/* Interrupt lines for virtio-mmio devices, in order.  The ISA lines that
+ * Linux expects for legacy devices (0 timer, 1 keyboard, 2 cascade, 3/4
+ * serial, 8 RTC, 12 mouse) are skipped. */
+static const uint8_t virtio_gsis[] = { 5, 6, 7, 9, 10, 11, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23 };
+
+static uint64_t disk_base(unsigned int i)
+{
+	return X86_MMIO_DEVICES_START + (uint64_t)i * VIRTIO_MMIO_SIZE;
+}
+
+int vm_devices_open_disks(struct vm *vm, const struct vm_config *cfg, char *err, size_t errlen)
+{
+	_Static_assert(sizeof(virtio_gsis) >= VM_MAX_DISKS, "a GSI for every disk");
+	for (unsigned int i = 0; i < cfg->ndisks; i++) {
+		const struct vm_disk_config *dc = &cfg->disks[i];
+		struct disk *d = NULL;
+		int r = disk_open(dc->path, dc->read_only, &d);
+		if (r < 0) {
+			snprintf(err, errlen, "cannot open disk '%s': %s", dc->path,
+			         r == -EBUSY ? "it is in use by another VM" : strerror(-r));
+			return r;
+		}
+		if (dc->id[0])
+			disk_set_id(d, dc->id);
+		vm->disk_backends[i] = d;
+		vm->ndisks = i + 1;
+	}
+	return 0;
+}
+
+int vm_devices_cmdline(const struct vm *vm, unsigned int i, char *buf, size_t len)
+{
+	(void)vm;
+	return snprintf(buf, len, " virtio_mmio.device=%uK@0x%llx:%u", VIRTIO_MMIO_SIZE / 1024,
+	                (unsigned long long)disk_base(i), virtio_gsis[i]);
+}
+
+static void serial_irq(void *opaque)
+{
+	struct vm *vm = opaque;
+	uint64_t one = 1;
+	(void)!write(vm->serial_irqfd, &one, sizeof(one));
+}
+
+/* A panicking guest (panic=1) resets a second later; remember the panic so
+ * that reset is reported as what it is. */
+static void serial_panic(void *opaque, const char *msg)
+{
+	struct vm *vm = opaque;
+	pthread_mutex_lock(&vm->lock);
+	vm->guest_panicked = true;
+	snprintf(vm->panic_msg, sizeof(vm->panic_msg), "%s", msg);
+	pthread_mutex_unlock(&vm->lock);
+}
+
+static void i8042_reset(void *opaque)
+{
+	struct vm *vm = opaque;
+	vm_guest_reset(vm, "the guest reset through the i8042");
+}
+
+static void console_input(void *opaque, uint32_t events)
+{
+	struct vm *vm = opaque;
+	uint8_t buf[256];
+	(void)events;
+	ssize_t n = read(vm->console_in_fd, buf, sizeof(buf));
+	if (n > 0) {
+		serial_input(&vm->serial, buf, (size_t)n);
+	} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+		/* End of input: stop watching, the guest keeps its console. */
+		(void)evloop_del(&vm->loop, vm->console_in_fd);
+		vm->console_in_fd = -1;
+	}
+}
+
+static int create_console(struct vm *vm, const struct vm_config *cfg, char *err, size_t errlen)
+{
+	switch (cfg->console) {
+	case VM_CONSOLE_STDIO:
+		vm->console_out_fd = STDOUT_FILENO;
+		vm->console_in_fd = STDIN_FILENO;
+		break;
+	case VM_CONSOLE_FILE:
+		vm->console_out_fd = open(
+		    cfg->console_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, 0644);
+		if (vm->console_out_fd < 0) {
+			snprintf(err, errlen, "cannot open console file '%s': %s",
+			         cfg->console_path, strerror(errno));
+			return -errno;
+		}
+		vm->console_out_owned = true;
+		break;
+	case VM_CONSOLE_NONE:
+		break;
+	}
+	vm->serial_irqfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (vm->serial_irqfd < 0)
+		return -errno;
+	struct kvm_irqfd irqfd = { .fd = (uint32_t)vm->serial_irqfd, .gsi = SERIAL_COM1_IRQ };
+	if (ioctl(vm->vm_fd, KVM_IRQFD, &irqfd) < 0) {
+		snprintf(err, errlen, "KVM_IRQFD for the serial port: %s", strerror(errno));
+		return -errno;
+	}
+	serial_init(&vm->serial, vm->console_out_fd, serial_irq, serial_panic, vm);
+	vm->serial_ready = true;
+	if (vm->console_in_fd >= 0) {
+		int r = evloop_add(&vm->loop, vm->console_in_fd, EPOLLIN, console_input, vm);
+		/* /dev/null and regular files cannot be polled: no input then. */
+		if (r < 0)
+			vm->console_in_fd = -1;
+	}
+	return 0;
+}
+
+int vm_devices_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errlen)
+{
+	int r = create_console(vm, cfg, err, errlen);
+	if (r < 0)
+		return r;
+	i8042_init(&vm->i8042, i8042_reset, vm);
+	vm->i8042_ready = true;
+	vm->boot_timer.log_fd = STDERR_FILENO;
+	if ((r = bus_register(&vm->pio, SERIAL_COM1_BASE, 8, serial_io, &vm->serial, "serial")) ||
+	    (r = bus_register(&vm->pio, I8042_DATA_PORT, 1, i8042_data_io, &vm->i8042,
+	                      "i8042-data")) ||
+	    (r = bus_register(&vm->pio, I8042_COMMAND_PORT, 1, i8042_cmd_io, &vm->i8042,
+	                      "i8042-cmd")) ||
+	    (r = bus_register(&vm->pio, BOOT_TIMER_PORT, 1, boot_timer_io, &vm->boot_timer,
+	                      "boot-timer"))) {
+		snprintf(err, errlen, "cannot place legacy devices: %s", strerror(-r));
+		return r;
+	}
+	for (unsigned int i = 0; i < vm->ndisks; i++) {
+		struct virtio_mmio_cfg mc = {
+			.base = disk_base(i),
+			.gsi = virtio_gsis[i],
+			.vm_fd = vm->vm_fd,
+			.mem = &vm->mem,
+			.loop = &vm->loop,
+			.bus = &vm->mmio,
+		};
+		r = vblk_create(&mc, vm->disk_backends[i], &vm->disks[i]);
+		if (r < 0) {
+			snprintf(err, errlen, "cannot create virtio-blk for '%s': %s",
+			         cfg->disks[i].path, strerror(-r));
+			return r;
+		}
+		vm->disk_backends[i] = NULL; /* the device owns it now */
+	}
+	return 0;
+}
+
+void vm_devices_destroy(struct vm *vm)
+{
+	for (unsigned int i = 0; i < VM_MAX_DISKS; i++) {
+		if (vm->disks[i])
+			vblk_destroy(vm->disks[i]);
+		vm->disks[i] = NULL;
+		disk_close(vm->disk_backends[i]);
+		vm->disk_backends[i] = NULL;
+	}
+	if (vm->serial_ready)
+		serial_destroy(&vm->serial);
+	if (vm->i8042_ready)
+		i8042_destroy(&vm->i8042);
+	if (vm->serial_irqfd >= 0)
+		close(vm->serial_irqfd);
+	if (vm->console_out_owned)
+		close(vm->console_out_fd);
+	vm->serial_irqfd = -1;
+	vm->console_out_fd = -1;
+	vm->serial_ready = vm->i8042_ready = vm->console_out_owned = false;
+}

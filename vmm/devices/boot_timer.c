@@ -1,0 +1,35 @@
+#include "devices/boot_timer.h"
+
+#include <stdio.h>
+#include <time.h>
+
+static uint64_t process_start_ns;
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Runs before main(): as close to exec as user space gets. */
+__attribute__((constructor)) static void boot_timer_mark_start(void)
+{
+	process_start_ns = mono_ns();
+}
+
+uint64_t boot_timer_now_us(void)
+{
+	return (mono_ns() - process_start_ns) / 1000;
+}
+
+void boot_timer_io(void *opaque, uint64_t offset, uint8_t *data, uint32_t len, bool is_write)
+{
+	struct boot_timer *t = opaque;
+	if (!is_write || offset != 0 || len != 1 || data[0] != BOOT_TIMER_MAGIC)
+		return;
+	uint64_t us = boot_timer_now_us();
+	if (__atomic_exchange_n(&t->fired, us, __ATOMIC_RELAXED) == 0 && t->log_fd >= 0)
+		dprintf(t->log_fd, "cove-vmm: boot-timer: guest init after %llu us\n",
+		        (unsigned long long)us);
+}

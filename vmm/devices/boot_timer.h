@@ -1,0 +1,24 @@
+/* Boot timer: the guest writes BOOT_TIMER_MAGIC to port BOOT_TIMER_PORT
+ * when its init starts; cove-vmm logs the microseconds since its own
+ * process started.  `cove bench` and the boot benchmarks read that line. */
+#ifndef COVE_BOOT_TIMER_H
+#define COVE_BOOT_TIMER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define BOOT_TIMER_PORT  0x440
+#define BOOT_TIMER_MAGIC 123
+
+/* Monotonic microseconds since this process started (its first
+ * constructor ran). */
+uint64_t boot_timer_now_us(void);
+
+struct boot_timer {
+	int log_fd;     /* where the line goes (stderr) */
+	uint64_t fired; /* microseconds at the first magic write, 0 before */
+};
+
+void boot_timer_io(void *opaque, uint64_t offset, uint8_t *data, uint32_t len, bool is_write);
+
+#endif
