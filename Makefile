@@ -27,7 +27,7 @@ Q := @
 endif
 
 WARN := -Wall -Wextra -Wshadow -Werror
-CPPFLAGS := -D_GNU_SOURCE -I. -Ivmm -Ilib -Itests/unit
+CPPFLAGS := -D_GNU_SOURCE -I. -Ivmm -Ilib -Icli -Itests/unit
 CFLAGS := -std=gnu11 -O2 -g $(WARN) -MMD -MP -fno-strict-aliasing
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 LIBS_VMM := $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson) -lz -lpthread
@@ -60,7 +60,7 @@ FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRCS))
 
 .PHONY: all bins test unit integration fuzz fuzz-run check-format format \
         kernel rootfs-minimal rootfs-debian images clean
-all: bins
+all: bins kernel images
 
 bins: $(BINS) $(ITEST_BINS) $(GUEST_TOOLS)
 
@@ -76,10 +76,12 @@ $(B)/bin/cove-vmm: $(call obj,$(VMM_SRCS))
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS_VMM)
 
 # The agent is PID 1 in a guest with no libc of its own: link it statically.
-$(B)/bin/cove-agent: $(call obj,$(AGENT_SRCS))
+# It shares the wire protocol code (lib/proto*.c) with libcove.
+AGENT_SHARED := $(wildcard lib/proto*.c)
+$(B)/bin/cove-agent: $(call obj,$(AGENT_SRCS) $(AGENT_SHARED))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(CFLAGS) -static -o $@ $^
+	$(Q)$(CC) $(CFLAGS) -static -pthread -o $@ $^ -ljansson -lutil
 
 $(B)/bin/cove: $(call obj,$(CLI_SRCS) $(LIB_SRCS))
 	@mkdir -p $(@D)
@@ -93,11 +95,11 @@ $(B)/guest/%: rootfs/guest-tools/%.c
 	$(Q)$(CC) $(CPPFLAGS) -std=gnu11 -Os $(WARN) -static -nostdlib -fno-stack-protector \
 	  -fno-pie -no-pie -Wl,--build-id=none -o $@ $<
 
-# Integration helpers are plain programs run inside the KVM host.
-$(B)/itest/%: tests/integration/%.c
+# Integration helpers are programs run inside the KVM host; they may use libcove.
+$(B)/itest/%: tests/integration/%.c $(call obj,$(LIB_SRCS))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $<
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(call obj,$(LIB_SRCS)) $(LIBS_VMM)
 
 # ---- unit tests: every module built again with ASan and UBSan --------------
 $(B)/asan/%.o: %.c
@@ -126,7 +128,7 @@ unit: $(UNIT_BINS)
 	done; exit $$fail
 
 # ---- integration tests: one emulated KVM host for the whole suite ----------
-integration: bins
+integration: bins kernel images
 	scripts/kvm-host --timeout $${KVM_HOST_TIMEOUT:-2400} -- tests/integration/run
 
 test: unit integration fuzz-run
@@ -162,7 +164,7 @@ kernel:
 
 images: rootfs-minimal
 
-rootfs-minimal: $(if $(wildcard $(AGENT_MAIN)),$(B)/bin/cove-agent)
+rootfs-minimal: $(if $(wildcard $(AGENT_MAIN)),$(B)/bin/cove-agent) $(GUEST_TOOLS)
 	$(Q)rootfs/build-minimal $(B)/images/minimal.ext4
 
 rootfs-debian:

@@ -92,6 +92,28 @@ static int parse_disk(struct vm_config *vm, char *spec, char *err, size_t errlen
 	return add_disk(vm, path, ro, id, err, errlen);
 }
 
+/* PATH[,cid=N]; spec is a private copy that we cut up. */
+static int parse_vsock(struct vm_config *vm, char *spec, char *err, size_t errlen)
+{
+	char *save = NULL;
+	char *path = strtok_r(spec, ",", &save);
+	if (!path || !*path)
+		return bad(err, errlen, "--vsock needs a socket path");
+	vm->vsock_path = path;
+	vm->vsock_cid = 0;
+	for (char *opt; (opt = strtok_r(NULL, ",", &save));) {
+		unsigned long long cid;
+		if (strncmp(opt, "cid=", 4) || parse_uint(opt + 4, 0xfffffffeULL, &cid) < 0 ||
+		    cid < 3)
+			return bad(
+			    err, errlen,
+			    "bad vsock option '%s' (expected cid=N with N from 3 to 4294967294)",
+			    opt);
+		vm->vsock_cid = cid;
+	}
+	return 0;
+}
+
 static int json_str(json_t *v, const char *key, const char **out, char *err, size_t errlen)
 {
 	if (!json_is_string(v))
@@ -173,6 +195,13 @@ int vmm_config_load_json(struct vmm_config *c, const char *path, char *err, size
 			r = json_str(v, key, &s, err, errlen);
 			if (!r)
 				r = set_console(vm, s, err, errlen);
+		} else if (!strcmp(key, "vsock")) {
+			r = json_str(v, key, &vm->vsock_path, err, errlen);
+		} else if (!strcmp(key, "vsock_cid")) {
+			r = json_uint(v, key, 0xfffffffeULL, &n, err, errlen);
+			if (!r && n < 3)
+				r = bad(err, errlen, "config: 'vsock_cid' must be at least 3");
+			vm->vsock_cid = n;
 		} else if (!strcmp(key, "disks")) {
 			if (!json_is_array(v))
 				return bad(err, errlen, "config: 'disks' must be an array");
@@ -195,7 +224,17 @@ int vmm_config_load_json(struct vmm_config *c, const char *path, char *err, size
 
 int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, size_t errlen)
 {
-	enum { O_KERNEL = 256, O_INITRD, O_CMDLINE, O_CPUS, O_MEMORY, O_DISK, O_CONSOLE, O_CONFIG };
+	enum {
+		O_KERNEL = 256,
+		O_INITRD,
+		O_CMDLINE,
+		O_CPUS,
+		O_MEMORY,
+		O_DISK,
+		O_CONSOLE,
+		O_CONFIG,
+		O_VSOCK
+	};
 	static const struct option opts[] = {
 		{ "kernel", required_argument, NULL, O_KERNEL },
 		{ "initrd", required_argument, NULL, O_INITRD },
@@ -205,6 +244,7 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 		{ "disk", required_argument, NULL, O_DISK },
 		{ "console", required_argument, NULL, O_CONSOLE },
 		{ "config", required_argument, NULL, O_CONFIG },
+		{ "vsock", required_argument, NULL, O_VSOCK },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -254,6 +294,13 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 		case O_CONSOLE:
 			r = set_console(&c->vm, optarg, err, errlen);
 			break;
+		case O_VSOCK:
+			free(c->vsock_spec);
+			c->vsock_spec = strdup(optarg);
+			if (!c->vsock_spec)
+				return -ENOMEM;
+			r = parse_vsock(&c->vm, c->vsock_spec, err, errlen);
+			break;
 		case O_CONFIG:
 			r = vmm_config_load_json(c, optarg, err, errlen);
 			break;
@@ -280,6 +327,8 @@ void vmm_config_free(struct vmm_config *c)
 	if (c->json)
 		json_decref(c->json);
 	c->json = NULL;
+	free(c->vsock_spec);
+	c->vsock_spec = NULL;
 	for (unsigned int i = 0; i < VM_MAX_DISKS; i++) {
 		free(c->disk_specs[i]);
 		c->disk_specs[i] = NULL;

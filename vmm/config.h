@@ -12,6 +12,7 @@ struct vmm_config {
 	struct vm_config vm;
 	void *json;                     /* the parsed --config document; strings point into it */
 	char *disk_specs[VM_MAX_DISKS]; /* copies of --disk values */
+	char *vsock_spec;               /* copy of the --vsock value */
 	int show_help;
 };
 

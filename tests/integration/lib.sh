@@ -24,10 +24,10 @@ stage() {
 	echo "$WORK/$1"
 }
 
-# guest_cmd 'shell command': the kernel argument that makes the images'
-# /init run it (rootfs/init: base64 in cove.cmd=).
+# guest_cmd 'shell command': the kernel arguments that make the images'
+# /init script run it (rootfs/init: base64 in cove.cmd=).
 guest_cmd() {
-	printf 'cove.cmd=%s' "$(printf '%s' "$1" | base64 -w0)"
+	printf 'init=/init cove.cmd=%s' "$(printf '%s' "$1" | base64 -w0)"
 }
 
 # vmm OUT ARGS...: run cove-vmm with a 120 s limit, console and stderr into

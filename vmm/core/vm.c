@@ -101,7 +101,7 @@ static int build_cmdline(struct vm *vm, const struct vm_config *cfg, char *buf, 
 	if (cfg->ndisks > 0)
 		n += snprintf(buf + n, len - (size_t)n, " root=/dev/vda %s",
 		              cfg->disks[0].read_only ? "ro" : "rw");
-	for (unsigned int i = 0; i < vm->ndisks && (size_t)n < len; i++)
+	for (unsigned int i = 0; i < vm_devices_count(vm, cfg) && (size_t)n < len; i++)
 		n += vm_devices_cmdline(vm, i, buf + n, len - (size_t)n);
 	if (cfg->cmdline && (size_t)n < len)
 		n += snprintf(buf + n, len - (size_t)n, " %s", cfg->cmdline);

@@ -23,7 +23,7 @@
 #include "devices/serial.h"
 
 #define VM_MAX_VCPUS 64
-#define VM_MAX_DISKS 16
+#define VM_MAX_DISKS 12 /* leaves GSIs for vsock, net and rng */
 
 enum vm_state { VM_CREATED, VM_RUNNING, VM_PAUSED, VM_STOPPED };
 
@@ -55,6 +55,8 @@ struct vm_config {
 	unsigned int ndisks;
 	enum vm_console console;
 	const char *console_path;
+	const char *vsock_path; /* NULL: no vsock device */
+	uint64_t vsock_cid;     /* 0: the default (3) */
 };
 
 struct vm;
@@ -71,6 +73,7 @@ struct vcpu {
 
 struct vblk;
 struct disk;
+struct vsock;
 
 struct vm {
 	int kvm_fd;
@@ -109,6 +112,7 @@ struct vm {
 	struct disk *disk_backends[VM_MAX_DISKS]; /* opened, not yet given to a device */
 	struct vblk *disks[VM_MAX_DISKS];
 	unsigned int ndisks;
+	struct vsock *vsock;
 	int signal_fd;
 };
 

@@ -12,20 +12,28 @@
 #include "arch/x86_64/layout.h"
 #include "backend/disk.h"
 #include "virtio/blk.h"
+#include "virtio/vsock.h"
 
 /* Interrupt lines for virtio-mmio devices, in order.  The ISA lines that
  * Linux expects for legacy devices (0 timer, 1 keyboard, 2 cascade, 3/4
  * serial, 8 RTC, 12 mouse) are skipped. */
 static const uint8_t virtio_gsis[] = { 5, 6, 7, 9, 10, 11, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23 };
+/* VM_MAX_DISKS disks plus vsock, and room for net and rng. */
 
-static uint64_t disk_base(unsigned int i)
+/* Virtio devices take MMIO slots and GSIs in order: disks, then vsock. */
+static uint64_t slot_base(unsigned int slot)
 {
-	return X86_MMIO_DEVICES_START + (uint64_t)i * VIRTIO_MMIO_SIZE;
+	return X86_MMIO_DEVICES_START + (uint64_t)slot * VIRTIO_MMIO_SIZE;
+}
+
+static unsigned int vsock_slot(const struct vm *vm)
+{
+	return vm->ndisks;
 }
 
 int vm_devices_open_disks(struct vm *vm, const struct vm_config *cfg, char *err, size_t errlen)
 {
-	_Static_assert(sizeof(virtio_gsis) >= VM_MAX_DISKS, "a GSI for every disk");
+	_Static_assert(sizeof(virtio_gsis) >= VM_MAX_DISKS + 3, "a GSI for every device");
 	for (unsigned int i = 0; i < cfg->ndisks; i++) {
 		const struct vm_disk_config *dc = &cfg->disks[i];
 		struct disk *d = NULL;
@@ -43,11 +51,16 @@ int vm_devices_open_disks(struct vm *vm, const struct vm_config *cfg, char *err,
 	return 0;
 }
 
-int vm_devices_cmdline(const struct vm *vm, unsigned int i, char *buf, size_t len)
+unsigned int vm_devices_count(const struct vm *vm, const struct vm_config *cfg)
+{
+	return vm->ndisks + (cfg->vsock_path ? 1 : 0);
+}
+
+int vm_devices_cmdline(const struct vm *vm, unsigned int slot, char *buf, size_t len)
 {
 	(void)vm;
 	return snprintf(buf, len, " virtio_mmio.device=%uK@0x%llx:%u", VIRTIO_MMIO_SIZE / 1024,
-	                (unsigned long long)disk_base(i), virtio_gsis[i]);
+	                (unsigned long long)slot_base(slot), virtio_gsis[slot]);
 }
 
 static void serial_irq(void *opaque)
@@ -148,7 +161,7 @@ int vm_devices_create(struct vm *vm, const struct vm_config *cfg, char *err, siz
 	}
 	for (unsigned int i = 0; i < vm->ndisks; i++) {
 		struct virtio_mmio_cfg mc = {
-			.base = disk_base(i),
+			.base = slot_base(i),
 			.gsi = virtio_gsis[i],
 			.vm_fd = vm->vm_fd,
 			.mem = &vm->mem,
@@ -163,11 +176,34 @@ int vm_devices_create(struct vm *vm, const struct vm_config *cfg, char *err, siz
 		}
 		vm->disk_backends[i] = NULL; /* the device owns it now */
 	}
+	if (cfg->vsock_path) {
+		unsigned int slot = vsock_slot(vm);
+		struct virtio_mmio_cfg mc = {
+			.base = slot_base(slot),
+			.gsi = virtio_gsis[slot],
+			.vm_fd = vm->vm_fd,
+			.mem = &vm->mem,
+			.loop = &vm->loop,
+			.bus = &vm->mmio,
+		};
+		uint64_t cid = cfg->vsock_cid ? cfg->vsock_cid : VSOCK_DEFAULT_GUEST_CID;
+		r = vsock_create(&mc, cid, cfg->vsock_path, &vm->vsock);
+		if (r < 0) {
+			snprintf(err, errlen, "cannot create vsock at '%s': %s", cfg->vsock_path,
+			         r == -EADDRINUSE     ? "in use by a running VMM"
+			         : r == -EEXIST       ? "the path exists and is not a socket"
+			         : r == -ENAMETOOLONG ? "the path is too long for a Unix socket"
+			                              : strerror(-r));
+			return r;
+		}
+	}
 	return 0;
 }
 
 void vm_devices_destroy(struct vm *vm)
 {
+	vsock_destroy(vm->vsock);
+	vm->vsock = NULL;
 	for (unsigned int i = 0; i < VM_MAX_DISKS; i++) {
 		if (vm->disks[i])
 			vblk_destroy(vm->disks[i]);

@@ -13,9 +13,12 @@
 int vm_devices_open_disks(struct vm *vm, const struct vm_config *cfg, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
-/* Appends " virtio_mmio.device=..." for disk i to buf; returns the length
- * it would need (snprintf semantics). */
-int vm_devices_cmdline(const struct vm *vm, unsigned int i, char *buf, size_t len);
+/* How many virtio-mmio devices cfg asks for (after vm_devices_open_disks). */
+unsigned int vm_devices_count(const struct vm *vm, const struct vm_config *cfg);
+
+/* Appends " virtio_mmio.device=..." for virtio slot i (disks first, then
+ * vsock) to buf; returns the length it would need (snprintf semantics). */
+int vm_devices_cmdline(const struct vm *vm, unsigned int slot, char *buf, size_t len);
 
 /* Creates the devices and registers them on the buses and the I/O loop.
  * Needs vm->vm_fd and vm->loop. */

@@ -1,0 +1,175 @@
+/* One host connection: frames in, one request at a time, replies out. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "proto_json.h"
+
+int agent_conn_recv(struct agent_conn *c, struct proto_hdr *h, uint8_t **payload)
+{
+	*payload = NULL;
+	for (;;) {
+		int r = proto_reader_read(&c->rd, c->fd);
+		if (r == 1) {
+			proto_reader_take(&c->rd, h, payload);
+			return 0;
+		}
+		if (r == -EAGAIN || r == -EWOULDBLOCK) {
+			struct pollfd p = { .fd = c->fd, .events = POLLIN };
+			if (poll(&p, 1, -1) < 0 && errno != EINTR)
+				return -errno;
+			continue;
+		}
+		if (r == -EPROTO || r == -EMSGSIZE)
+			*h = c->rd.hdr_dec;
+		proto_reader_reset(&c->rd);
+		return r;
+	}
+}
+
+int agent_conn_ok(struct agent_conn *c, uint32_t id, json_t *obj)
+{
+	if (!obj)
+		return proto_send(c->fd, PROTO_OK, id, "{}", 2);
+	int r = proto_send_json(c->fd, PROTO_OK, id, obj);
+	json_decref(obj);
+	if (r == -EMSGSIZE || r == -ENOMEM)
+		return agent_conn_fail(c, id, r, "the reply does not fit in a frame");
+	return r;
+}
+
+static int send_error_v(struct agent_conn *c, uint32_t id, int err, const char *fmt, va_list ap)
+{
+	char msg[512];
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	return proto_send_error(c->fd, id, err, msg);
+}
+
+int agent_conn_fail(struct agent_conn *c, uint32_t id, int err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int r = send_error_v(c, id, err, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+int agent_conn_reject(struct agent_conn *c, uint32_t id, int err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int r = send_error_v(c, id, err, fmt, ap);
+	va_end(ap);
+	(void)r; /* the connection ends either way */
+	return -err;
+}
+
+static int reply_pong(struct agent_conn *c, uint32_t id)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "{\"version\":%d}", PROTO_VERSION);
+	return proto_send(c->fd, PROTO_PONG, id, buf, (uint32_t)n);
+}
+
+static int do_shutdown(struct agent_conn *c, uint32_t id)
+{
+	if (!c->cfg || !c->cfg->shutdown)
+		return agent_conn_fail(c, id, EPERM, "shutdown is not enabled");
+	int r = agent_conn_ok(c, id, NULL);
+	if (r == 0)
+		c->cfg->shutdown(c->cfg->opaque);
+	return r;
+}
+
+static int dispatch(struct agent_conn *c, const struct agent_req *req)
+{
+	switch (req->type) {
+	case PROTO_PING:
+		return reply_pong(c, req->id);
+	case PROTO_EXEC:
+		return agent_exec(c, req);
+	case PROTO_FILE_PUT:
+		return agent_file_put(c, req);
+	case PROTO_FILE_GET:
+		return agent_file_get(c, req);
+	case PROTO_STAT:
+		return agent_stat(c, req);
+	case PROTO_LIST:
+		return agent_list(c, req);
+	case PROTO_MKDIR:
+		return agent_mkdir(c, req);
+	case PROTO_REMOVE:
+		return agent_remove(c, req);
+	case PROTO_SYNC:
+		sync();
+		return agent_conn_ok(c, req->id, NULL);
+	case PROTO_SHUTDOWN:
+		return do_shutdown(c, req->id);
+	case PROTO_STDIN:
+	case PROTO_SIGNAL:
+	case PROTO_RESIZE:
+	case PROTO_ERROR:
+		/* Late input for an exec that has just ended (the host had not
+		 * seen EXIT yet), or a host-side error note: nothing to do. */
+		return 0;
+	case PROTO_DATA:
+		return agent_conn_reject(c, req->id, EPROTO, "DATA outside a FILE_PUT");
+	default:
+		return agent_conn_reject(c, req->id, EPROTO, "frame type %u is not a request",
+		                         req->type);
+	}
+}
+
+int agent_serve_conn(int fd, const struct agent_config *cfg)
+{
+	struct agent_conn c = { .fd = fd, .cfg = cfg };
+	proto_reader_init(&c.rd);
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	int r;
+	for (;;) {
+		struct proto_hdr h;
+		uint8_t *payload = NULL;
+		r = agent_conn_recv(&c, &h, &payload);
+		if (r == -ECONNRESET) {
+			r = 0; /* the host is done */
+			break;
+		}
+		if (r == -EPROTO) {
+			r = agent_conn_reject(&c, h.id, EPROTO, "unknown frame type %u", h.type);
+			break;
+		}
+		if (r == -EMSGSIZE) {
+			r = agent_conn_reject(&c, h.id, EMSGSIZE, "frame payload over %u bytes",
+			                      PROTO_MAX_PAYLOAD);
+			break;
+		}
+		if (r < 0)
+			break;
+		struct agent_req req;
+		char err[256];
+		r = agent_req_parse(&h, payload, &req, err, sizeof(err));
+		if (r == -EPROTO)
+			r = agent_conn_reject(&c, h.id, EPROTO, "%s", err);
+		else if (r < 0)
+			r = agent_conn_reject(&c, h.id, -r, "cannot parse the request");
+		else
+			r = dispatch(&c, &req);
+		agent_req_free(&req);
+		free(payload);
+		if (r < 0)
+			break;
+	}
+	proto_reader_reset(&c.rd);
+	/* Let an ERROR already sent reach the host before the close. */
+	shutdown(fd, SHUT_WR);
+	return r;
+}

@@ -1,0 +1,55 @@
+/* A host connection as the request handlers see it (agent-internal). */
+#ifndef COVE_AGENT_CONN_H
+#define COVE_AGENT_CONN_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "agent.h"
+#include "proto.h"
+#include "request.h"
+
+struct agent_conn {
+	int fd; /* O_NONBLOCK stream socket */
+	const struct agent_config *cfg;
+	struct proto_reader rd; /* also used by the exec loop between polls */
+};
+
+/* Blocking receive of the next frame (polls the non-blocking fd); as
+ * proto_recv. */
+int agent_conn_recv(struct agent_conn *c, struct proto_hdr *h, uint8_t **payload)
+    __attribute__((warn_unused_result));
+
+/* Replies OK with obj (consumed; NULL sends {}). */
+int agent_conn_ok(struct agent_conn *c, uint32_t id, json_t *obj)
+    __attribute__((warn_unused_result));
+
+/* Replies ERROR {"errno": -err, "message"} for a failed request; the
+ * connection goes on.  Returns 0 or the send error. */
+int agent_conn_fail(struct agent_conn *c, uint32_t id, int err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5), warn_unused_result));
+
+/* Replies ERROR {"errno": err} for a frame that breaks the protocol (err is
+ * EPROTO, EMSGSIZE, or ENOMEM when it could not be handled at all); returns
+ * -err, which ends the connection. */
+int agent_conn_reject(struct agent_conn *c, uint32_t id, int err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Request handlers: 0 when the request was answered (OK or ERROR) and the
+ * connection goes on, negative errno when it must close. */
+int agent_exec(struct agent_conn *c, const struct agent_req *req)
+    __attribute__((warn_unused_result));
+int agent_file_put(struct agent_conn *c, const struct agent_req *req)
+    __attribute__((warn_unused_result));
+int agent_file_get(struct agent_conn *c, const struct agent_req *req)
+    __attribute__((warn_unused_result));
+int agent_stat(struct agent_conn *c, const struct agent_req *req)
+    __attribute__((warn_unused_result));
+int agent_list(struct agent_conn *c, const struct agent_req *req)
+    __attribute__((warn_unused_result));
+int agent_mkdir(struct agent_conn *c, const struct agent_req *req)
+    __attribute__((warn_unused_result));
+int agent_remove(struct agent_conn *c, const struct agent_req *req)
+    __attribute__((warn_unused_result));
+
+#endif

@@ -1,0 +1,254 @@
+/* Request schemas (docs/protocol.md): everything a handler may assume about a
+ * request is checked here, before anything touches the system. */
+#include "request.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto_json.h"
+
+#define SIGNAL_MAX 64
+#define ID_MAX     ((int64_t)UINT32_MAX - 1) /* (uid_t)-1 means "unchanged" to the kernel */
+#define MODE_MAX   07777
+/* Timeouts beyond this are as good as none; it keeps deadline sums far from
+ * overflow. */
+#define TIMEOUT_MAX ((int64_t)1 << 42)
+
+static int bad(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int bad(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -EPROTO;
+}
+
+bool agent_path_valid(const char *path)
+{
+	return path && path[0] == '/' && strnlen(path, PATH_MAX) < PATH_MAX;
+}
+
+static int get_path(const json_t *o, const char *key, const char **out, char *err, size_t errlen)
+{
+	if (proto_json_str(o, key, out) < 0 || !*out)
+		return bad(err, errlen, "\"%s\" must be a string", key);
+	if (!agent_path_valid(*out))
+		return bad(err, errlen, "\"%s\" must be an absolute path", key);
+	return 0;
+}
+
+static int get_int(const json_t *o, const char *key, int64_t min, int64_t max, int64_t def,
+                   int64_t *out, char *err, size_t errlen)
+{
+	if (proto_json_int(o, key, min, max, def, out) < 0)
+		return bad(err, errlen, "\"%s\" must be an integer in [%lld, %lld]", key,
+		           (long long)min, (long long)max);
+	return 0;
+}
+
+static int get_bool(const json_t *o, const char *key, bool def, bool *out, char *err, size_t errlen)
+{
+	if (proto_json_bool(o, key, def, out) < 0)
+		return bad(err, errlen, "\"%s\" must be true or false", key);
+	return 0;
+}
+
+static int parse_argv(struct agent_exec_req *x, const json_t *o, char *err, size_t errlen)
+{
+	json_t *a = json_object_get(o, "argv");
+	if (!json_is_array(a) || json_array_size(a) == 0)
+		return bad(err, errlen, "\"argv\" must be a non-empty array of strings");
+	size_t n = json_array_size(a);
+	x->argv = calloc(n + 1, sizeof(*x->argv));
+	if (!x->argv)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const char *s = json_string_value(json_array_get(a, i));
+		if (!s)
+			return bad(err, errlen, "\"argv\" must be a non-empty array of strings");
+		x->argv[i] = s;
+	}
+	if (!x->argv[0][0])
+		return bad(err, errlen, "\"argv[0]\" must not be empty");
+	return 0;
+}
+
+static int parse_env(struct agent_exec_req *x, const json_t *o, char *err, size_t errlen)
+{
+	json_t *env = json_object_get(o, "env");
+	if (!env || json_is_null(env))
+		return 0;
+	if (!json_is_object(env))
+		return bad(err, errlen, "\"env\" must be an object of strings");
+	x->env = calloc(json_object_size(env) + 1, sizeof(*x->env));
+	if (!x->env)
+		return -ENOMEM;
+	size_t i = 0;
+	const char *key;
+	json_t *val;
+	json_object_foreach(env, key, val)
+	{
+		if (!key[0] || strchr(key, '='))
+			return bad(err, errlen, "\"env\" has an invalid name");
+		if (!json_is_string(val) && !json_is_null(val))
+			return bad(err, errlen, "\"env\" values must be strings or null");
+		const char *v = json_string_value(val);
+		size_t klen = strlen(key), vlen = v ? strlen(v) : 0;
+		char *kv = malloc(klen + vlen + 2);
+		if (!kv)
+			return -ENOMEM;
+		memcpy(kv, key, klen);
+		if (v) {
+			kv[klen] = '=';
+			memcpy(kv + klen + 1, v, vlen + 1);
+		} else {
+			kv[klen] = 0;
+		}
+		x->env[i++] = kv;
+	}
+	return 0;
+}
+
+static int parse_winsize(const json_t *o, uint16_t *rows, uint16_t *cols, char *err, size_t errlen)
+{
+	int64_t r, c;
+	if (get_int(o, "rows", 1, UINT16_MAX, AGENT_DEFAULT_ROWS, &r, err, errlen) < 0 ||
+	    get_int(o, "cols", 1, UINT16_MAX, AGENT_DEFAULT_COLS, &c, err, errlen) < 0)
+		return -EPROTO;
+	*rows = (uint16_t)r;
+	*cols = (uint16_t)c;
+	return 0;
+}
+
+static int parse_exec(struct agent_exec_req *x, const json_t *o, char *err, size_t errlen)
+{
+	int r = parse_argv(x, o, err, errlen);
+	if (r == 0)
+		r = parse_env(x, o, err, errlen);
+	if (r < 0)
+		return r;
+	if (proto_json_str(o, "cwd", &x->cwd) < 0 || (x->cwd && !agent_path_valid(x->cwd)))
+		return bad(err, errlen, "\"cwd\" must be an absolute path");
+	int64_t t;
+	if (get_int(o, "uid", 0, ID_MAX, -1, &x->uid, err, errlen) < 0 ||
+	    get_int(o, "gid", 0, ID_MAX, -1, &x->gid, err, errlen) < 0 ||
+	    get_int(o, "timeout_ms", 0, TIMEOUT_MAX, 0, &t, err, errlen) < 0 ||
+	    get_bool(o, "stdin", false, &x->stdin_open, err, errlen) < 0)
+		return -EPROTO;
+	x->timeout_ms = (uint64_t)t;
+	json_t *pty = json_object_get(o, "pty");
+	x->rows = AGENT_DEFAULT_ROWS;
+	x->cols = AGENT_DEFAULT_COLS;
+	if (json_is_object(pty)) {
+		x->pty = true;
+		return parse_winsize(pty, &x->rows, &x->cols, err, errlen);
+	}
+	if (json_is_boolean(pty)) {
+		x->pty = json_is_true(pty);
+		return 0;
+	}
+	if (pty && !json_is_null(pty))
+		return bad(err, errlen, "\"pty\" must be an object {\"rows\", \"cols\"}");
+	return 0;
+}
+
+static int parse_json_body(struct agent_req *req, char *err, size_t errlen)
+{
+	const json_t *o = req->json;
+	int64_t v;
+	switch (req->type) {
+	case PROTO_PING:
+	case PROTO_SYNC:
+	case PROTO_SHUTDOWN:
+	case PROTO_ERROR:
+		return 0;
+	case PROTO_EXEC:
+		return parse_exec(&req->u.exec, o, err, errlen);
+	case PROTO_SIGNAL:
+		if (!json_object_get(o, "signal"))
+			return bad(err, errlen, "\"signal\" is required");
+		if (get_int(o, "signal", 1, SIGNAL_MAX, 0, &v, err, errlen) < 0)
+			return -EPROTO;
+		req->u.signal.sig = (int)v;
+		return 0;
+	case PROTO_RESIZE:
+		return parse_winsize(o, &req->u.resize.rows, &req->u.resize.cols, err, errlen);
+	case PROTO_FILE_PUT:
+		req->u.put.uid = req->u.put.gid = -1;
+		if (get_path(o, "path", &req->u.put.path, err, errlen) < 0 ||
+		    get_int(o, "mode", 0, MODE_MAX, 0644, &v, err, errlen) < 0 ||
+		    get_int(o, "uid", 0, ID_MAX, -1, &req->u.put.uid, err, errlen) < 0 ||
+		    get_int(o, "gid", 0, ID_MAX, -1, &req->u.put.gid, err, errlen) < 0)
+			return -EPROTO;
+		req->u.put.mode = (uint32_t)v;
+		return 0;
+	case PROTO_FILE_GET:
+	case PROTO_STAT:
+	case PROTO_LIST:
+		return get_path(o, "path", &req->u.file.path, err, errlen);
+	case PROTO_MKDIR:
+		if (get_path(o, "path", &req->u.mkdir.path, err, errlen) < 0 ||
+		    get_int(o, "mode", 0, MODE_MAX, 0755, &v, err, errlen) < 0 ||
+		    get_bool(o, "parents", false, &req->u.mkdir.parents, err, errlen) < 0)
+			return -EPROTO;
+		req->u.mkdir.mode = (uint32_t)v;
+		return 0;
+	case PROTO_REMOVE:
+		if (get_path(o, "path", &req->u.remove.path, err, errlen) < 0 ||
+		    get_bool(o, "recursive", false, &req->u.remove.recursive, err, errlen) < 0)
+			return -EPROTO;
+		return 0;
+	default:
+		return bad(err, errlen, "frame type %u is not a request", req->type);
+	}
+}
+
+int agent_req_parse(const struct proto_hdr *h, const uint8_t *payload, struct agent_req *req,
+                    char *err, size_t errlen)
+{
+	memset(req, 0, sizeof(*req));
+	req->type = h->type;
+	req->id = h->id;
+	switch (h->type) {
+	case PROTO_STDIN:
+	case PROTO_DATA:
+		return 0;
+	case PROTO_HELLO:
+	case PROTO_PONG:
+	case PROTO_STARTED:
+	case PROTO_STDOUT:
+	case PROTO_STDERR:
+	case PROTO_EXIT:
+	case PROTO_OK:
+		return bad(err, errlen, "frame type %u is not a request", h->type);
+	default:
+		break;
+	}
+	if (!proto_type_is_json(h->type))
+		return bad(err, errlen, "unknown frame type %u", h->type);
+	int r = proto_json_parse(payload, h->len, &req->json, err, errlen);
+	if (r < 0)
+		return r;
+	return parse_json_body(req, err, errlen);
+}
+
+void agent_req_free(struct agent_req *req)
+{
+	if (req->type == PROTO_EXEC) {
+		free(req->u.exec.argv);
+		if (req->u.exec.env) {
+			for (char **e = req->u.exec.env; *e; e++)
+				free(*e);
+			free(req->u.exec.env);
+		}
+	}
+	json_decref(req->json);
+	memset(req, 0, sizeof(*req));
+}

@@ -1,0 +1,74 @@
+/* Requests from the host, parsed and validated without side effects: the
+ * layer between the frame codec and the handlers, and what the fuzzer drives.
+ * The schemas are in docs/protocol.md. */
+#ifndef COVE_AGENT_REQUEST_H
+#define COVE_AGENT_REQUEST_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+#define AGENT_DEFAULT_ROWS 24
+#define AGENT_DEFAULT_COLS 80
+
+struct agent_exec_req {
+	const char **argv; /* NULL-terminated; strings owned by the request's JSON */
+	/* Environment overrides, NULL-terminated: "KEY=VALUE" sets, a bare
+	 * "KEY" (JSON null) removes a default.  Array and strings malloc'ed. */
+	char **env;
+	const char *cwd;     /* NULL: the default ("/root", else "/") */
+	int64_t uid, gid;    /* -1: the agent's own */
+	uint64_t timeout_ms; /* 0: none */
+	bool pty;
+	bool stdin_open; /* false: stdin is /dev/null (ignored with a pty) */
+	uint16_t rows, cols;
+};
+
+struct agent_req {
+	uint16_t type;
+	uint32_t id;
+	json_t *json; /* the parsed payload of a JSON type; NULL for raw types */
+	union {
+		struct agent_exec_req exec;
+		struct {
+			const char *path;
+			uint32_t mode;
+			int64_t uid, gid; /* -1: leave as created */
+		} put;
+		struct {
+			const char *path; /* FILE_GET, STAT, LIST */
+		} file;
+		struct {
+			const char *path;
+			uint32_t mode;
+			bool parents;
+		} mkdir;
+		struct {
+			const char *path;
+			bool recursive;
+		} remove;
+		struct {
+			int sig;
+		} signal;
+		struct {
+			uint16_t rows, cols;
+		} resize;
+	} u;
+};
+
+/* Parses one frame received from the host into *req (zeroed first).  Types
+ * only the agent sends (HELLO, PONG, STARTED, STDOUT, STDERR, EXIT, OK) and
+ * payloads that break their schema are -EPROTO with a reason in err; -ENOMEM.
+ * Raw types (STDIN, DATA) are accepted as they are: the payload stays with
+ * the caller.  Pair every call with agent_req_free(), whatever it returned. */
+int agent_req_parse(const struct proto_hdr *h, const uint8_t *payload, struct agent_req *req,
+                    char *err, size_t errlen) __attribute__((warn_unused_result));
+void agent_req_free(struct agent_req *req);
+
+/* True for a usable path in a request: absolute, shorter than PATH_MAX. */
+bool agent_path_valid(const char *path);
+
+#endif

@@ -1,0 +1,237 @@
+/* cove_exec: one execution over its own agent connection. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "proto.h"
+#include "sandbox_priv.h"
+
+#define STDIN_CHUNK (64 * 1024)
+
+static json_t *exec_request(const struct cove_exec_opts *o)
+{
+	json_t *req = json_object();
+	json_t *argv = json_array();
+	for (const char *const *a = o->argv; *a; a++)
+		json_array_append_new(argv, json_string(*a));
+	json_object_set_new(req, "argv", argv);
+	if (o->env) {
+		json_t *env = json_object();
+		for (const char *const *e = o->env; *e; e++) {
+			const char *eq = strchr(*e, '=');
+			if (!eq || eq == *e)
+				continue;
+			char *key = strndup(*e, (size_t)(eq - *e));
+			if (key)
+				json_object_set_new(env, key, json_string(eq + 1));
+			free(key);
+		}
+		json_object_set_new(req, "env", env);
+	}
+	if (o->cwd)
+		json_object_set_new(req, "cwd", json_string(o->cwd));
+	json_object_set_new(req, "uid", json_integer(o->uid));
+	json_object_set_new(req, "gid", json_integer(o->gid));
+	json_object_set_new(req, "timeout_ms", json_integer(o->timeout_ms));
+	json_object_set_new(req, "stdin", json_boolean(o->stdin_fd >= 0));
+	if (o->pty)
+		json_object_set_new(req, "pty",
+		                    json_pack("{s:i, s:i}", "rows", o->rows ? o->rows : 24, "cols",
+		                              o->cols ? o->cols : 80));
+	return req;
+}
+
+static int parse_exit(const uint8_t *payload, struct cove_exec_result *res)
+{
+	json_t *o = payload ? json_loads((const char *)payload, 0, NULL) : NULL;
+	if (!o)
+		return -EPROTO;
+	json_t *code = json_object_get(o, "code"), *sig = json_object_get(o, "signal");
+	res->exit_code = json_is_integer(code) ? (int)json_integer_value(code) : 0;
+	res->signal = json_is_integer(sig) ? (int)json_integer_value(sig) : 0;
+	res->timed_out = json_is_true(json_object_get(o, "timed_out"));
+	json_decref(o);
+	return 0;
+}
+
+/* Frames waiting to go to the agent.  The connection is non-blocking and
+ * the loop keeps reading while it writes, so a guest that floods output
+ * while we feed it input cannot deadlock the two of us. */
+struct outq {
+	uint8_t *buf;
+	size_t len, off, cap;
+};
+
+static int outq_frame(struct outq *q, uint16_t type, const void *payload, uint32_t len)
+{
+	size_t need = q->len + PROTO_HDR_SIZE + len;
+	if (need > q->cap) {
+		size_t cap = need * 2;
+		uint8_t *b = realloc(q->buf, cap);
+		if (!b)
+			return -ENOMEM;
+		q->buf = b;
+		q->cap = cap;
+	}
+	struct proto_hdr h = { .len = len, .type = type };
+	proto_hdr_encode(q->buf + q->len, &h);
+	if (len)
+		memcpy(q->buf + q->len + PROTO_HDR_SIZE, payload, len);
+	q->len = need;
+	return 0;
+}
+
+static int outq_json(struct outq *q, uint16_t type, json_t *obj)
+{
+	char *text = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+	json_decref(obj);
+	if (!text)
+		return -ENOMEM;
+	int r = outq_frame(q, type, text, (uint32_t)strlen(text));
+	free(text);
+	return r;
+}
+
+static int outq_flush(struct outq *q, int fd)
+{
+	while (q->off < q->len) {
+		ssize_t n = send(fd, q->buf + q->off, q->len - q->off, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN ? 0 : -errno;
+		q->off += (size_t)n;
+	}
+	q->off = q->len = 0;
+	return 0;
+}
+
+/* One frame from the agent.  Returns 1 when the execution is over. */
+static int exec_frame(const struct cove_exec_opts *o, struct cove_exec_result *res,
+                      const struct proto_hdr *h, const uint8_t *payload, char *err, size_t errlen)
+{
+	switch (h->type) {
+	case PROTO_STARTED:
+		return 0;
+	case PROTO_STDOUT:
+		if (o->on_stdout && h->len)
+			o->on_stdout(o->opaque, payload, h->len);
+		return 0;
+	case PROTO_STDERR:
+		if (o->on_stderr && h->len)
+			o->on_stderr(o->opaque, payload, h->len);
+		return 0;
+	case PROTO_EXIT:
+		if (parse_exit(payload, res) < 0)
+			return cove_fail(err, errlen, -EPROTO, "malformed EXIT from the agent");
+		return 1;
+	case PROTO_ERROR: {
+		json_t *e = payload ? json_loads((const char *)payload, 0, NULL) : NULL;
+		json_t *m = e ? json_object_get(e, "message") : NULL;
+		json_t *n = e ? json_object_get(e, "errno") : NULL;
+		int r =
+		    json_is_integer(n) && json_integer_value(n) > 0 && json_integer_value(n) < 4096
+		        ? -(int)json_integer_value(n)
+		        : -EIO;
+		cove_fail(err, errlen, r, "%s",
+		          json_is_string(m) ? json_string_value(m) : "exec failed");
+		json_decref(e);
+		return r;
+	}
+	default:
+		return cove_fail(err, errlen, -EPROTO, "unexpected frame type %u from the agent",
+		                 h->type);
+	}
+}
+
+int cove_exec(struct cove_sandbox *sb, const struct cove_exec_opts *o, struct cove_exec_result *res,
+              char *err, size_t errlen)
+{
+	memset(res, 0, sizeof(*res));
+	if (!o->argv || !o->argv[0])
+		return cove_fail(err, errlen, -EINVAL, "no command given");
+	int fd = cove_agent_connect(sb, err, errlen);
+	if (fd < 0)
+		return fd;
+	struct outq q = { 0 };
+	struct proto_reader rd;
+	proto_reader_init(&rd);
+	char *buf = malloc(STDIN_CHUNK);
+	bool stdin_open = o->stdin_fd >= 0;
+	int r = buf ? outq_json(&q, PROTO_EXEC, exec_request(o)) : -ENOMEM;
+	if (r == 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0)
+		r = -errno;
+	if (r < 0)
+		cove_fail(err, errlen, r, "starting the execution: %s", strerror(-r));
+	while (r == 0) {
+		if (o->pending_signal && *o->pending_signal) {
+			int sig = *o->pending_signal;
+			*o->pending_signal = 0;
+			r = outq_json(&q, PROTO_SIGNAL, json_pack("{s:i}", "signal", sig));
+		}
+		uint16_t rows, cols;
+		if (r == 0 && o->pty && o->resize && o->resize(o->opaque, &rows, &cols))
+			r = outq_json(&q, PROTO_RESIZE,
+			              json_pack("{s:i, s:i}", "rows", rows, "cols", cols));
+		if (r == 0)
+			r = outq_flush(&q, fd);
+		if (r < 0) {
+			cove_fail(err, errlen, r, "sending to the agent: %s", strerror(-r));
+			break;
+		}
+		/* Input is read only when the previous chunk has gone out. */
+		bool want_in = stdin_open && q.len == 0;
+		struct pollfd p[2] = {
+			{ .fd = fd, .events = POLLIN | (q.len ? POLLOUT : 0) },
+			{ .fd = want_in ? o->stdin_fd : -1, .events = POLLIN },
+		};
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue; /* a signal to forward, or a resize */
+			r = cove_fail(err, errlen, -errno, "poll: %s", strerror(errno));
+			break;
+		}
+		if (p[1].revents) {
+			ssize_t n = read(o->stdin_fd, buf, STDIN_CHUNK);
+			if (n < 0 && (errno == EINTR || errno == EAGAIN))
+				continue;
+			if (n <= 0)
+				stdin_open = false; /* EOF (or an error): close the guest's stdin */
+			r = outq_frame(&q, PROTO_STDIN, buf, n > 0 ? (uint32_t)n : 0);
+			if (r < 0)
+				break;
+		}
+		if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		for (;;) {
+			int k = proto_reader_read(&rd, fd);
+			if (k == -EAGAIN)
+				break;
+			if (k < 0) {
+				r = cove_fail(err, errlen, k, "the agent connection failed: %s",
+				              k == -ECONNRESET ? "closed" : strerror(-k));
+				break;
+			}
+			struct proto_hdr h;
+			uint8_t *payload = NULL;
+			proto_reader_take(&rd, &h, &payload);
+			int done = exec_frame(o, res, &h, payload, err, errlen);
+			free(payload);
+			if (done != 0) {
+				r = done < 0 ? done : 0;
+				goto out;
+			}
+		}
+	}
+out:
+	proto_reader_reset(&rd);
+	free(q.buf);
+	free(buf);
+	close(fd);
+	return r;
+}
