@@ -218,15 +218,7 @@ static uint32_t conn_read_data(struct vsock *v, struct vsock_conn *c, struct vir
 	ssize_t got = readv(c->fd, in, (int)n_in);
 	if (got > 0)
 		return (uint32_t)got;
-	if (got == 0) {
-		c->host_eof = true;
-		c->data_ready = false;
-		c->pending |= VSOCK_PEND_SHUTDOWN;
-	} else if (errno == EAGAIN || errno == EINTR) {
-		c->data_ready = false;
-	} else {
-		vsock_conn_reset(v, c);
-	}
+	vsock_host_no_data(v, c, got);
 	return 0;
 }
 

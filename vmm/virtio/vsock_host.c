@@ -273,12 +273,8 @@ int vsock_host_guest_connect(struct vsock *v, const struct virtio_vsock_hdr *h)
 
 /* ---- data ---------------------------------------------------------------- */
 
-int vsock_host_peek(struct vsock *v, struct vsock_conn *c)
+void vsock_host_no_data(struct vsock *v, struct vsock_conn *c, ssize_t n)
 {
-	char b;
-	ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-	if (n > 0)
-		return 1;
 	if (n == 0) {
 		c->host_eof = true;
 		c->data_ready = false;
@@ -288,6 +284,15 @@ int vsock_host_peek(struct vsock *v, struct vsock_conn *c)
 	} else {
 		vsock_conn_reset(v, c);
 	}
+}
+
+int vsock_host_peek(struct vsock *v, struct vsock_conn *c)
+{
+	char b;
+	ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	if (n > 0)
+		return 1;
+	vsock_host_no_data(v, c, n);
 	return 0;
 }
 

@@ -102,6 +102,10 @@ int vsock_host_set_mask(struct vsock *v, struct vsock_conn *c, uint32_t mask)
 /* Closes c's socket (if open) and leaves the epoll set. */
 void vsock_host_close(struct vsock *v, struct vsock_conn *c);
 
+/* A read or peek of the host socket returned n <= 0 (errno set when n < 0):
+ * end of stream, nothing for now, or a failed connection (reset). */
+void vsock_host_no_data(struct vsock *v, struct vsock_conn *c, ssize_t n);
+
 /* Whether c's socket has data: 1 yes, 0 no (EOF or nothing: c updated),
  * and on a socket error c is reset. */
 int vsock_host_peek(struct vsock *v, struct vsock_conn *c);
