@@ -167,8 +167,9 @@ images: rootfs-minimal
 rootfs-minimal: $(if $(wildcard $(AGENT_MAIN)),$(B)/bin/cove-agent) $(GUEST_TOOLS)
 	$(Q)rootfs/build-minimal $(B)/images/minimal.ext4
 
-rootfs-debian:
+rootfs-debian: $(if $(wildcard $(AGENT_MAIN)),$(B)/bin/cove-agent) $(GUEST_TOOLS)
 	$(Q)rootfs/build-debian $(B)/images/debian.ext4
+	$(Q)rootfs/install-agent $(B)/images/debian.ext4
 
 # ---- formatting -----------------------------------------------------------
 FORMAT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null)

@@ -73,6 +73,16 @@ out=$($cove run -- /no/such/program 2>&1)
 rc=$?
 [ $rc = 127 ] && [[ $out == *such* ]] && ok "missing program: status $rc, $out" || not_ok "missing program: $rc '$out'"
 
+# The Debian image (when built: make rootfs-debian) runs the agent under
+# its own root and has python3.
+if [ -f build/images/debian.ext4 ]; then
+	deb=$(stage debian.ext4 build/images/debian.ext4)
+	check "debian image: python3 runs" 0 "42" env COVE_IMAGE="$deb" $cove run --memory 512 -- python3 -c 'print(6*7)'
+	rm -f "$deb"
+else
+	echo "skip: debian image not built"
+fi
+
 # libcove: 64 concurrent execs, and a malformed frame.
 build/itest/cove_client concurrent 64 && ok "64 concurrent execs" || not_ok "concurrent execs"
 build/itest/cove_client malformed && ok "the agent survives a malformed frame" || not_ok "malformed frame"
