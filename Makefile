@@ -12,6 +12,7 @@
 #   make check-format    clang-format in check mode
 
 .DELETE_ON_ERROR:
+.SECONDARY:
 .SUFFIXES:
 MAKEFLAGS += --no-builtin-rules
 
