@@ -28,7 +28,7 @@ Q := @
 endif
 
 WARN := -Wall -Wextra -Wshadow -Werror
-CPPFLAGS := -D_GNU_SOURCE -I. -Ivmm -Ilib -Icli -Itests/unit
+CPPFLAGS := -D_GNU_SOURCE -I. -Icommon -Ivmm -Ilib -Icli -Itests/unit
 CFLAGS := -std=gnu11 -O2 -g $(WARN) -MMD -MP -fno-strict-aliasing
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 LIBS_VMM := $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson) -lz -lpthread
@@ -43,6 +43,8 @@ AGENT_MAIN := guest-agent/main.c
 AGENT_LIB_SRCS := $(filter-out $(AGENT_MAIN),$(AGENT_SRCS))
 LIB_SRCS := $(shell find lib -name '*.c' 2>/dev/null | sort)
 CLI_SRCS := $(shell find cli -name '*.c' 2>/dev/null | sort)
+# common/: small pieces linked into every binary (cove-vmm, cove-agent, cove).
+COMMON_SRCS := $(shell find common -name '*.c' 2>/dev/null | sort)
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 ITEST_SRCS := $(sort $(wildcard tests/integration/*.c))
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
@@ -71,20 +73,20 @@ $(B)/obj/%.o: %.c
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(B)/bin/cove-vmm: $(call obj,$(VMM_SRCS))
+$(B)/bin/cove-vmm: $(call obj,$(VMM_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS_VMM)
 
 # The agent is PID 1 in a guest with no libc of its own: link it statically.
 # It shares the wire protocol code (lib/proto*.c) with libcove.
-AGENT_SHARED := $(wildcard lib/proto*.c)
+AGENT_SHARED := $(wildcard lib/proto*.c) $(COMMON_SRCS)
 $(B)/bin/cove-agent: $(call obj,$(AGENT_SRCS) $(AGENT_SHARED))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -static -pthread -o $@ $^ -ljansson -lutil
 
-$(B)/bin/cove: $(call obj,$(CLI_SRCS) $(LIB_SRCS))
+$(B)/bin/cove: $(call obj,$(CLI_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS_VMM)
@@ -97,10 +99,10 @@ $(B)/guest/%: rootfs/guest-tools/%.c
 	  -fno-pie -no-pie -Wl,--build-id=none -o $@ $<
 
 # Integration helpers are programs run inside the KVM host; they may use libcove.
-$(B)/itest/%: tests/integration/%.c $(call obj,$(LIB_SRCS))
+$(B)/itest/%: tests/integration/%.c $(call obj,$(LIB_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(call obj,$(LIB_SRCS)) $(LIBS_VMM)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(call obj,$(LIB_SRCS) $(COMMON_SRCS)) $(LIBS_VMM)
 
 # ---- unit tests: every module built again with ASan and UBSan --------------
 $(B)/asan/%.o: %.c
@@ -111,15 +113,16 @@ $(B)/asan/%.o: %.c
 $(B)/asan/libvmm.a: $(call asan_obj,$(VMM_LIB_SRCS))
 $(B)/asan/libagent.a: $(call asan_obj,$(AGENT_LIB_SRCS))
 $(B)/asan/libcove.a: $(call asan_obj,$(LIB_SRCS))
+$(B)/asan/libcommon.a: $(call asan_obj,$(COMMON_SRCS))
 $(B)/asan/%.a:
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-UNIT_ARCHIVES := $(B)/asan/libvmm.a $(B)/asan/libagent.a $(B)/asan/libcove.a
+UNIT_ARCHIVES := $(B)/asan/libvmm.a $(B)/asan/libagent.a $(B)/asan/libcove.a $(B)/asan/libcommon.a
 $(B)/unit/%: tests/unit/%.c $(UNIT_ARCHIVES)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  TEST    $@")
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $< $(UNIT_ARCHIVES) $(CHECK_LIBS) $(LIBS_VMM)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $< -Wl,--start-group $(UNIT_ARCHIVES) -Wl,--end-group $(CHECK_LIBS) $(LIBS_VMM)
 
 unit: $(UNIT_BINS)
 	@fail=0; for t in $(UNIT_BINS); do \
@@ -141,11 +144,11 @@ $(B)/fuzzobj/%.o: %.c
 	@$(if $(Q),echo "  CC-FUZZ $<")
 	$(Q)$(FUZZ_CC) $(CPPFLAGS) -std=gnu11 -O1 -g $(WARN) -MMD -MP $(FUZZ_FLAGS) -c $< -o $@
 
-$(B)/fuzz/%: tests/fuzz/%.c $(call fuzz_obj,$(VMM_LIB_SRCS) $(AGENT_LIB_SRCS) $(LIB_SRCS))
+$(B)/fuzz/%: tests/fuzz/%.c $(call fuzz_obj,$(VMM_LIB_SRCS) $(AGENT_LIB_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ    $@")
 	$(Q)$(FUZZ_CC) $(CPPFLAGS) -std=gnu11 -O1 -g $(WARN) -fsanitize=fuzzer,address,undefined \
-	  -o $@ $< -Wl,--start-group $(call fuzz_obj,$(VMM_LIB_SRCS) $(AGENT_LIB_SRCS) $(LIB_SRCS)) -Wl,--end-group $(LIBS_VMM)
+	  -o $@ $< -Wl,--start-group $(call fuzz_obj,$(VMM_LIB_SRCS) $(AGENT_LIB_SRCS) $(LIB_SRCS) $(COMMON_SRCS)) -Wl,--end-group $(LIBS_VMM)
 
 fuzz: $(FUZZ_BINS)
 

@@ -1,6 +1,7 @@
 /* Request schemas (docs/protocol.md): everything a handler may assume about a
  * request is checked here, before anything touches the system. */
 #include "request.h"
+#include "errf.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -18,17 +19,7 @@
  * overflow. */
 #define TIMEOUT_MAX ((int64_t)1 << 42)
 
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -EPROTO;
-}
+#define bad(err, errlen, ...) errf(err, errlen, -EPROTO, __VA_ARGS__)
 
 bool agent_path_valid(const char *path)
 {

@@ -1,4 +1,5 @@
 /* Talking to cove-agent: connection set-up, requests, file transfer. */
+#include "errf.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -14,17 +15,6 @@
 #include "sandbox_priv.h"
 
 #define FILE_CHUNK (256 * 1024)
-
-int cove_fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-	if (err && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return code;
-}
 
 static int write_all(int fd, const void *buf, size_t len)
 {

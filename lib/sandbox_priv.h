@@ -6,6 +6,7 @@
 #include <stdarg.h>
 
 #include "cove.h"
+#include "errf.h"
 
 #define SANDBOX_DIR_MAX 90
 
@@ -20,9 +21,8 @@ struct cove_sandbox {
 	int vmm_status; /* wait status once reaped */
 };
 
-/* snprintf into err; returns code (negative errno) for `return fail(...)`. */
-int cove_fail(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+/* snprintf into err; returns code (negative errno) for `return cove_fail(...)`. */
+#define cove_fail errf
 
 /* Opens a stream to the guest agent through the VMM's Unix socket
  * (Firecracker's hybrid vsock: "CONNECT <port>\n" -> "OK <hostport>\n").

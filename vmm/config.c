@@ -1,4 +1,5 @@
 #include "config.h"
+#include "errf.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -14,16 +15,7 @@ const char vmm_usage[] =
     "                [--memory MiB] [--disk PATH[,ro][,id=NAME]]...\n"
     "                [--console stdio|PATH|none] [--config FILE.json]\n";
 
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
+#define bad(err, errlen, ...) errf(err, errlen, -EINVAL, __VA_ARGS__)
 
 static int parse_uint(const char *s, unsigned long long max, unsigned long long *out)
 {

@@ -1,4 +1,5 @@
 #include "core/vm.h"
+#include "errf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,16 +25,7 @@
 
 #define VM_MIN_MEMORY_MIB 32
 
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return code;
-}
+#define fail errf
 
 /* A read-only mapping of a whole file (kernel, initrd). */
 struct mapped_file {
