@@ -1,7 +1,80 @@
-/* cove subcommands.  Each returns the process exit status. */
+/* cove subcommands.  Each returns the process exit status: 0, 1 when the
+ * request failed, 2 for bad usage; run and exec return the command's. */
 #ifndef COVE_CLI_H
 #define COVE_CLI_H
 
+#include <getopt.h>
+#include <stdbool.h>
+
+#include "cove.h"
+
 int cli_run(int argc, char **argv);
+int cli_start(int argc, char **argv);
+int cli_exec(int argc, char **argv);
+int cli_cp(int argc, char **argv);
+int cli_stop(int argc, char **argv);
+int cli_ls(int argc, char **argv);
+int cli_snapshot(int argc, char **argv);
+int cli_restore(int argc, char **argv);
+int cli_fork(int argc, char **argv);
+
+#define CLI_MAX_LIST 64
+
+/* getopt_long codes of the long-only options the commands share. */
+enum {
+	CLI_O_CPUS = 256,
+	CLI_O_MEMORY,
+	CLI_O_IMAGE,
+	CLI_O_KERNEL,
+	CLI_O_TIMEOUT,
+	CLI_O_HOSTNAME,
+	CLI_O_NAME,
+	CLI_O_FIRST_FREE, /* commands number their own options from here */
+};
+
+/* Short options of struct cli_exec (-e K=V, -w DIR, -i, -t). */
+#define CLI_EXEC_SHORT "e:w:it"
+
+/* Parses a decimal number 0..max; -1 when s is not one. */
+int cli_parse_num(const char *s, unsigned long max, unsigned long *out);
+
+/* Handles one of --cpus, --memory, --image, --kernel, --hostname.  Returns 1 when o was one (cfg
+ * updated; a resolved image path is kept in *image for the caller to
+ * free), 0 when o is not one of them, -1 on bad input (message printed,
+ * prefixed with prog). */
+int cli_config_option(struct cove_config *cfg, char **image, int o, const char *arg,
+                      const char *prog);
+
+/* A sandbox name given on the command line: 0, or -1 with a message. */
+int cli_check_name(const char *name, const char *prog);
+
+/* A host name derived from a sandbox name ('_' is not allowed in host
+ * names); out must hold COVE_NAME_MAX + 1 bytes. */
+void cli_hostname_from_name(const char *name, char *out);
+
+struct cli_exec {
+	const char *env[CLI_MAX_LIST + 1];
+	int nenv;
+	const char *workdir;
+	unsigned long timeout_s;
+	bool interactive, tty;
+};
+
+/* Handles one of --timeout, -e, -w, -i, -t; returns as
+ * cli_config_option. */
+int cli_exec_option(struct cli_exec *x, int o, const char *arg, const char *prog);
+
+/* Checks what cannot be checked option by option (-t needs a terminal):
+ * 0, or -1 with a message. */
+int cli_exec_check(const struct cli_exec *x, const char *prog);
+
+/* Runs argv (NULL-terminated) in sb with our stdin, stdout and stderr
+ * forwarded, a raw terminal under -t, signals forwarded to the command.
+ * Returns the exit status cove run defines: the command's, 128+N for
+ * signal N, 124 on --timeout, 127/126 when it cannot be found or run, 125
+ * when the sandbox failed.  *ran (when not NULL) tells whether the
+ * command ran at all. */
+int cli_exec_command(struct cove_sandbox *sb, const struct cli_exec *x, char **argv,
+                     const char *prog, bool *ran);
 
 #endif

@@ -8,18 +8,54 @@ static const char usage[] =
     "usage: cove <command> [options]\n"
     "\n"
     "commands:\n"
-    "  run [options] -- CMD [ARGS...]   boot a sandbox, run CMD in it, tear it down\n"
+    "  run [options] -- CMD [ARGS...]     boot a sandbox, run CMD in it, tear it down\n"
+    "  start --name NAME [options]        boot a named sandbox that keeps running\n"
+    "  exec NAME [options] -- CMD...      run CMD in a named sandbox\n"
+    "  cp NAME:PATH LOCAL | LOCAL NAME:PATH   copy a file out of or into one\n"
+    "  stop NAME...                       shut named sandboxes down\n"
+    "  ls [--json]                        list sandboxes (and clean up dead ones)\n"
+    "  snapshot NAME DIR [--stop]         save a running sandbox to DIR\n"
+    "  restore DIR --name NAME            start a sandbox from a snapshot\n"
+    "  fork DIR --count N --prefix P      start P-1 ... P-N from a snapshot at once\n"
+    "  help [COMMAND]                     this text, or a command's options\n"
     "\n"
-    "run 'cove run --help' for the options.\n";
+    "Sandboxes are found by name in $COVE_RUNTIME_DIR, else $XDG_RUNTIME_DIR/cove,\n"
+    "else /run/cove (root) or /tmp/cove-<uid>.\n";
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+} commands[] = {
+	{ "run", cli_run },           { "start", cli_start },
+	{ "exec", cli_exec },         { "cp", cli_cp },
+	{ "stop", cli_stop },         { "ls", cli_ls },
+	{ "snapshot", cli_snapshot }, { "restore", cli_restore },
+	{ "fork", cli_fork },
+};
+
+static int dispatch(int argc, char **argv)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[0], commands[i].name))
+			return commands[i].fn(argc, argv);
+	fprintf(stderr, "cove: unknown command '%s' (try 'cove help')\n", argv[0]);
+	return 2;
+}
 
 int main(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-		fputs(usage, argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return 2;
 	}
-	if (!strcmp(argv[1], "run"))
-		return cli_run(argc - 1, argv + 1);
-	fprintf(stderr, "cove: unknown command '%s' (try 'cove --help')\n", argv[1]);
-	return 2;
+	const char *cmd = argv[1];
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || (!strcmp(cmd, "help") && argc == 2)) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "help")) {
+		char *help_argv[] = { argv[2], "--help", NULL };
+		return dispatch(2, help_argv);
+	}
+	return dispatch(argc - 1, argv + 1);
 }

@@ -5,16 +5,43 @@
 #ifndef COVE_AGENT_H
 #define COVE_AGENT_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
 #define AGENT_NAME "cove-agent"
 
 /* Output still unread when an exec's process has exited (a background child
  * holds the pipes) is forwarded for this long, then EXIT is sent. */
 #define AGENT_DRAIN_GRACE_MS 200
 
+#define AGENT_SEED_BYTES 32
+
+/* A RESTORED notice (docs/protocol.md), as the request parser validated it:
+ * what makes one fork of a snapshot unlike its siblings. */
+struct agent_restore_req {
+	uint64_t time_ns;       /* the host's CLOCK_REALTIME, 1 .. INT64_MAX */
+	const char *hostname;   /* agent_hostname_valid() */
+	const char *sandbox_id; /* 1-64 of [A-Za-z0-9._-] */
+	uint8_t seed[AGENT_SEED_BYTES];
+};
+
+struct agent_restore_result {
+	bool reseeded;        /* the kernel's CRNG was reseeded after the new input */
+	uint32_t hwrng_bytes; /* bytes from /dev/hwrng mixed in with the seed */
+};
+
 struct agent_config {
 	/* Called on the connection's thread once the OK reply to SHUTDOWN has
 	 * been sent; it may not return.  NULL: SHUTDOWN answers ERROR EPERM. */
 	void (*shutdown)(void *opaque);
+	/* Applies a RESTORED notice on the connection's thread: 0 with *res
+	 * filled (answered OK), or -errno with a message in err (answered
+	 * ERROR; the connection goes on).  NULL: RESTORED answers ERROR EPERM.
+	 * The agent uses agent_restore_apply() (restore.h); tests fake it, as
+	 * the real one changes the clock and host name of the machine. */
+	int (*restored)(void *opaque, const struct agent_restore_req *req,
+	                struct agent_restore_result *res, char *err, size_t errlen);
 	void *opaque;
 };
 

@@ -88,6 +88,22 @@ static int do_shutdown(struct agent_conn *c, uint32_t id)
 	return r;
 }
 
+static int do_restored(struct agent_conn *c, const struct agent_req *req)
+{
+	if (!c->cfg || !c->cfg->restored)
+		return agent_conn_fail(c, req->id, EPERM, "restore notices are not enabled");
+	struct agent_restore_result res = { 0 };
+	char err[384] = "";
+	int r = c->cfg->restored(c->cfg->opaque, &req->u.restored, &res, err, sizeof(err));
+	if (r < 0)
+		return agent_conn_fail(c, req->id, -r, "%s", err[0] ? err : "restore failed");
+	json_t *o = json_pack("{s:b, s:I}", "reseeded", (int)res.reseeded, "hwrng_bytes",
+	                      (json_int_t)res.hwrng_bytes);
+	if (!o)
+		return agent_conn_fail(c, req->id, ENOMEM, "out of memory");
+	return agent_conn_ok(c, req->id, o);
+}
+
 static int dispatch(struct agent_conn *c, const struct agent_req *req)
 {
 	switch (req->type) {
@@ -112,6 +128,8 @@ static int dispatch(struct agent_conn *c, const struct agent_req *req)
 		return agent_conn_ok(c, req->id, NULL);
 	case PROTO_SHUTDOWN:
 		return do_shutdown(c, req->id);
+	case PROTO_RESTORED:
+		return do_restored(c, req);
 	case PROTO_STDIN:
 	case PROTO_SIGNAL:
 	case PROTO_RESIZE:

@@ -24,6 +24,7 @@
 
 #include "agent.h"
 #include "proto.h"
+#include "restore.h"
 #include "spawn.h"
 #include "sys.h"
 
@@ -55,7 +56,8 @@ static void shutdown_vm(void *opaque)
 		log_err("reboot", errno);
 }
 
-static const struct agent_config config = { .shutdown = shutdown_vm };
+static const struct agent_config config = { .shutdown = shutdown_vm,
+	                                    .restored = agent_restore_apply };
 
 static void *serve_thread(void *arg)
 {

@@ -11,13 +11,15 @@
 #include <string.h>
 
 #include "proto_json.h"
+#include "sys.h"
 
 #define SIGNAL_MAX 64
 #define ID_MAX     ((int64_t)UINT32_MAX - 1) /* (uid_t)-1 means "unchanged" to the kernel */
 #define MODE_MAX   07777
 /* Timeouts beyond this are as good as none; it keeps deadline sums far from
  * overflow. */
-#define TIMEOUT_MAX ((int64_t)1 << 42)
+#define TIMEOUT_MAX    ((int64_t)1 << 42)
+#define RESTORE_ID_MAX 64
 
 #define bad(err, errlen, ...) errf(err, errlen, -EPROTO, __VA_ARGS__)
 
@@ -150,6 +152,64 @@ static int parse_exec(struct agent_exec_req *x, const json_t *o, char *err, size
 	return 0;
 }
 
+static int hex_digit(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+/* A sandbox id: a host name's rules plus '_', which sandbox names may
+ * hold.  It only ever becomes file contents, never a path. */
+static bool sandbox_id_valid(const char *id)
+{
+	size_t n = strlen(id);
+	if (n == 0 || n > RESTORE_ID_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char ch = id[i];
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || ch == '_'))
+			return false;
+	}
+	return true;
+}
+
+static int parse_restored(struct agent_restore_req *x, const json_t *o, char *err, size_t errlen)
+{
+	/* Required, so not proto_json_int(): absent or null is no default. */
+	json_t *t = json_object_get(o, "time_ns");
+	if (!json_is_integer(t) || json_integer_value(t) < 1)
+		return bad(err, errlen, "\"time_ns\" must be an integer in [1, %lld]",
+		           (long long)INT64_MAX);
+	x->time_ns = (uint64_t)json_integer_value(t);
+	if (proto_json_str(o, "hostname", &x->hostname) < 0 || !x->hostname ||
+	    !agent_hostname_valid(x->hostname))
+		return bad(err, errlen,
+		           "\"hostname\" must be 1-64 characters of A-Z, a-z, 0-9, '-', '.'");
+	if (proto_json_str(o, "sandbox_id", &x->sandbox_id) < 0 || !x->sandbox_id ||
+	    !sandbox_id_valid(x->sandbox_id))
+		return bad(
+		    err, errlen,
+		    "\"sandbox_id\" must be 1-64 characters of A-Z, a-z, 0-9, '-', '.', '_'");
+	const char *seed;
+	if (proto_json_str(o, "seed", &seed) < 0 || !seed || strlen(seed) != 2 * sizeof(x->seed))
+		goto bad_seed;
+	for (size_t i = 0; i < sizeof(x->seed); i++) {
+		int hi = hex_digit(seed[2 * i]), lo = hex_digit(seed[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			goto bad_seed;
+		x->seed[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return 0;
+bad_seed:
+	return bad(err, errlen, "\"seed\" must be %zu hex digits", 2 * sizeof(x->seed));
+}
+
 static int parse_json_body(struct agent_req *req, char *err, size_t errlen)
 {
 	const json_t *o = req->json;
@@ -196,6 +256,8 @@ static int parse_json_body(struct agent_req *req, char *err, size_t errlen)
 		    get_bool(o, "recursive", false, &req->u.remove.recursive, err, errlen) < 0)
 			return -EPROTO;
 		return 0;
+	case PROTO_RESTORED:
+		return parse_restored(&req->u.restored, o, err, errlen);
 	default:
 		return bad(err, errlen, "frame type %u is not a request", req->type);
 	}

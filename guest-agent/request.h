@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent.h"
 #include "proto.h"
 
 #define AGENT_DEFAULT_ROWS 24
@@ -56,6 +57,7 @@ struct agent_req {
 		struct {
 			uint16_t rows, cols;
 		} resize;
+		struct agent_restore_req restored;
 	} u;
 };
 

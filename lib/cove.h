@@ -28,13 +28,16 @@
 struct cove_config {
 	const char *vmm;              /* cove-vmm binary */
 	const char *kernel;           /* guest kernel (vmlinux or bzImage) */
-	const char *image;            /* root file system image (ext4); copied per sandbox */
+	const char *image;            /* root file system image (ext4): the read-only base
+	                                 of the sandbox's own qcow2 overlay */
 	unsigned int cpus;            /* default 1 */
 	uint64_t memory_mib;          /* default 256 */
 	const char *cmdline;          /* extra kernel command line, or NULL */
 	const char *hostname;         /* guest hostname, or NULL for "cove" */
 	const char *console_log;      /* where the guest console goes; NULL: the sandbox dir */
 	unsigned int boot_timeout_ms; /* until the agent answers; default 60000 */
+	const char *name; /* registry name (see cove_open), or NULL: anonymous sb-XXXXXX */
+	bool detached;    /* cove-vmm outlives this process; cove_free leaves it running */
 };
 
 /* Fills cfg with defaults: cove-vmm, build/vmlinux and
@@ -104,11 +107,99 @@ int cove_get_file(struct cove_sandbox *sb, const char *guest, const char *local,
 int cove_ping(struct cove_sandbox *sb, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
+/* Tells the agent of a sandbox just restored from a snapshot who it is now
+ * (PROTO_RESTORED, docs/protocol.md): the host's CLOCK_REALTIME, a host
+ * name (1-64 of [A-Za-z0-9.-]), a sandbox id (1-64 of [A-Za-z0-9._-]; the
+ * guest keeps it in /run/cove/sandbox-id) and 32 fresh bytes from
+ * getrandom() that the guest mixes into its kernel RNG before reseeding it,
+ * so forks of one snapshot neither share a clock nor random numbers.  Call
+ * once the restored agent serves, before running anything in it.  -EINVAL
+ * for a bad name (nothing sent), -EIO when the guest could not reseed, the
+ * agent's errno when it refused, or a connection error. */
+int cove_agent_restored(struct cove_sandbox *sb, const char *hostname, const char *sandbox_id,
+                        char *err, size_t errlen) __attribute__((warn_unused_result));
+
 /* Asks the guest to shut down, waits for cove-vmm to exit (killing it
  * after a grace period) and removes the runtime directory. */
 int cove_stop(struct cove_sandbox *sb);
 
-/* Frees the handle; stops the sandbox first if it still runs. */
+/* Frees the handle; stops the sandbox first if it still runs, unless it
+ * was started detached or attached with cove_open (those keep running). */
 void cove_free(struct cove_sandbox *sb);
+
+/* ---- Named sandboxes, the registry, snapshots -------------------------- */
+
+/* Every sandbox has an entry in the runtime directory ($COVE_RUNTIME_DIR,
+ * $XDG_RUNTIME_DIR/cove, /run/cove for root, else /tmp/cove-<uid>): the
+ * directory <base>/<name>/ with its meta.json, sockets, disk overlay and
+ * logs.  Any process of the same user finds a sandbox there by name.
+ *
+ * cove_config.name: 1 to COVE_NAME_MAX of [A-Za-z0-9_.-], not starting
+ * with '.'; cove_start fails with -EEXIST ("sandbox NAME already exists")
+ * when the name is taken.  cove_config.detached: cove-vmm is started in a
+ * session of its own, not tied to this process (no parent-death signal),
+ * and cove_free only releases the handle. */
+#define COVE_NAME_MAX 32
+
+/* Whether name is a valid sandbox name (above). */
+bool cove_name_valid(const char *name);
+
+/* The sandbox's registry name (anonymous ones have their sb-XXXXXX). */
+const char *cove_sandbox_name(const struct cove_sandbox *sb);
+
+/* Attaches to a running sandbox by name.  The handle is not cove-vmm's
+ * parent: liveness comes from a pidfd.  cove_stop on it stops the sandbox;
+ * cove_free only releases the handle.  -ENOENT: no such sandbox; -EAGAIN:
+ * it is still starting; -ESRCH: its cove-vmm had died, and its entry has
+ * been removed; -EINVAL: not a valid name. */
+int cove_open(const char *name, struct cove_sandbox **out, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+enum cove_state {
+	COVE_STATE_STARTING, /* its creator is still setting it up */
+	COVE_STATE_RUNNING,
+	COVE_STATE_PAUSED,
+	COVE_STATE_DEAD, /* cove-vmm is gone; the entry was removed by this call */
+};
+
+struct cove_info {
+	char name[COVE_NAME_MAX + 1];
+	enum cove_state state;
+	pid_t pid; /* cove-vmm (its creator while starting; 0 if unknown) */
+	unsigned int cpus;
+	uint64_t memory_mib;
+	char *image;         /* root image it booted from, or NULL */
+	char *restored_from; /* snapshot directory it was restored from, or NULL */
+	int64_t created;     /* Unix time in seconds; 0 if unknown */
+};
+
+/* "starting", "running", "paused", "dead". */
+const char *cove_state_name(enum cove_state state);
+
+/* Lists the runtime directory's sandboxes, sorted by name, into a malloc'ed
+ * array (free it with cove_list_free).  Entries whose cove-vmm is gone
+ * (the pid does not exist, is a zombie, or was reused: its start time
+ * differs from the one recorded) are removed and listed once with
+ * COVE_STATE_DEAD. */
+int cove_list(struct cove_info **out, size_t *count, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+void cove_list_free(struct cove_info *list, size_t count);
+
+/* Snapshots a running sandbox into dir (made absolute; it must not exist)
+ * through cove-vmm's control socket.  The sandbox then resumes, or with
+ * stop_after its cove-vmm exits and the sandbox is stopped as by
+ * cove_stop (cove_free is still needed).  The disk's current overlay moves
+ * into the snapshot; the sandbox continues on a fresh one. */
+int cove_snapshot(struct cove_sandbox *sb, const char *dir, bool stop_after, char *err,
+                  size_t errlen) __attribute__((warn_unused_result));
+
+/* Starts a sandbox from a snapshot directory.  Of cfg only vmm, name,
+ * hostname (NULL: the sandbox's name, so restored copies tell themselves
+ * apart), console_log, detached and boot_timeout_ms count: CPUs, memory and
+ * disks come from the snapshot, each disk continuing on a fresh overlay in
+ * the sandbox's directory.  Returns once the agent has taken the restore
+ * notice (new clock, hostname, entropy). */
+int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct cove_sandbox **out,
+                 char *err, size_t errlen) __attribute__((warn_unused_result));
 
 #endif

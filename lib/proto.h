@@ -41,6 +41,8 @@ enum proto_type {
 	PROTO_REMOVE = 26,   /* {"path", "recursive"} -> OK {} */
 	PROTO_SYNC = 27,     /* {} -> OK {} */
 	PROTO_SHUTDOWN = 28, /* {} -> OK {}, then the guest syncs and ends its VM */
+	PROTO_RESTORED = 29, /* {"time_ns","hostname","sandbox_id","seed"} -> OK {"reseeded",
+	                        "hwrng_bytes"}: the VM was restored from a snapshot */
 	PROTO_OK = 30,       /* agent -> host: success, JSON result */
 	PROTO_ERROR = 31,    /* either way: {"errno", "message"} */
 };

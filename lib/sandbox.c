@@ -1,15 +1,14 @@
-/* Sandbox lifecycle: runtime directory, root disk copy, cove-vmm child,
- * the agent's readiness handshake, shutdown and clean-up. */
-#include <dirent.h>
+/* Sandbox lifecycle: the registry entry (runtime directory), the root
+ * disk's qcow2 overlay, cove-vmm (a child, or detached in its own session),
+ * the agent's readiness handshake or, after a restore, its first answer;
+ * attaching by name, shutdown and clean-up. */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/fs.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -20,7 +19,10 @@
 #include <unistd.h>
 
 #include "proto.h"
+#include "qcow2_create.h"
 #include "sandbox_priv.h"
+
+#define STOP_GRACE_MS 10000
 
 /* build/bin/<exe> -> build/<rel>; NULL when /proc/self/exe is unreadable. */
 static char *beside_exe(const char *rel)
@@ -95,125 +97,19 @@ const char *cove_sandbox_dir(const struct cove_sandbox *sb)
 	return sb->dir;
 }
 
+const char *cove_sandbox_name(const struct cove_sandbox *sb)
+{
+	return sb->name;
+}
+
 pid_t cove_vmm_pid(const struct cove_sandbox *sb)
 {
 	return sb->pid;
 }
 
-/* $COVE_RUNTIME_DIR, $XDG_RUNTIME_DIR/cove, /run/cove for root, else
- * /tmp/cove-<uid>; created 0700. */
-static int runtime_base(char *out, size_t len)
+bool cove_name_valid(const char *name)
 {
-	const char *v = getenv("COVE_RUNTIME_DIR");
-	const char *xdg = getenv("XDG_RUNTIME_DIR");
-	if (v && *v)
-		snprintf(out, len, "%s", v);
-	else if (xdg && *xdg)
-		snprintf(out, len, "%s/cove", xdg);
-	else if (geteuid() == 0)
-		snprintf(out, len, "/run/cove");
-	else
-		snprintf(out, len, "/tmp/cove-%u", (unsigned)geteuid());
-	if (strlen(out) + sizeof("/sb-XXXXXX") > SANDBOX_DIR_MAX)
-		return -ENAMETOOLONG;
-	if (mkdir(out, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
-/* Copies [off, off + len) between two files: copy_file_range where the
- * kernel can (same file system), else read and write. */
-static int copy_range(int in, int out, off_t off, off_t len)
-{
-	loff_t a = off, b = off;
-	while (len > 0) {
-		ssize_t n = copy_file_range(in, &a, out, &b, (size_t)len, 0);
-		if (n > 0) {
-			len -= n;
-			continue;
-		}
-		if (n == 0)
-			return -EIO;
-		if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
-			return -errno;
-		break;
-	}
-	char buf[1 << 14];
-	while (len > 0) {
-		ssize_t n = pread(in, buf, len < (off_t)sizeof(buf) ? (size_t)len : sizeof(buf), a);
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		for (ssize_t done = 0; done < n;) {
-			ssize_t w = pwrite(out, buf + done, (size_t)(n - done), b + done);
-			if (w <= 0)
-				return w < 0 ? -errno : -EIO;
-			done += w;
-		}
-		a += n;
-		b += n;
-		len -= n;
-	}
-	return 0;
-}
-
-/* Copies an image sharing blocks where the file system can (FICLONE),
- * else sparsely: holes stay holes. */
-static int copy_image(const char *src, const char *dst, char *err, size_t errlen)
-{
-	int in = open(src, O_RDONLY | O_CLOEXEC);
-	if (in < 0)
-		return cove_fail(err, errlen, -errno, "cannot open image '%s': %s", src,
-		                 strerror(errno));
-	int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (out < 0) {
-		int e = errno;
-		close(in);
-		return cove_fail(err, errlen, -e, "cannot create '%s': %s", dst, strerror(e));
-	}
-	struct stat st;
-	int r = fstat(in, &st) < 0 ? -errno : 0;
-	if (r == 0 && ioctl(out, FICLONE, in) == 0)
-		goto done;
-	if (r == 0 && ftruncate(out, st.st_size) < 0)
-		r = -errno;
-	off_t pos = 0;
-	while (r == 0 && pos < st.st_size) {
-		off_t data = lseek(in, pos, SEEK_DATA);
-		if (data < 0)
-			break; /* the rest is a hole */
-		off_t hole = lseek(in, data, SEEK_HOLE);
-		if (hole < 0)
-			hole = st.st_size;
-		r = copy_range(in, out, data, hole - data);
-		pos = hole;
-	}
-done:
-	close(in);
-	if (close(out) < 0 && r == 0)
-		r = -errno;
-	if (r < 0)
-		return cove_fail(err, errlen, r, "copying image '%s': %s", src, strerror(-r));
-	return 0;
-}
-
-static int remove_tree(const char *path)
-{
-	DIR *d = opendir(path);
-	if (!d)
-		return -errno;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		char p[PATH_MAX];
-		snprintf(p, sizeof(p), "%s/%s", path, e->d_name);
-		if (e->d_type == DT_DIR)
-			remove_tree(p);
-		else
-			unlink(p);
-	}
-	closedir(d);
-	return rmdir(path) < 0 ? -errno : 0;
+	return registry_name_valid(name);
 }
 
 static int listen_unix(const char *path)
@@ -258,29 +154,24 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static pid_t spawn_vmm(const struct cove_config *cfg, struct cove_sandbox *sb, const char *disk,
-                       const char *console, const char *log)
+/* The message for a cove-vmm that died early: its log's last line, else
+ * the console's. */
+static int vmm_died(const char *log, const char *console, const char *when, char *err,
+                    size_t errlen)
 {
-	char cpus[16], mem[32], disk_arg[PATH_MAX + 16], cmdline[1024];
-	snprintf(cpus, sizeof(cpus), "%u", cfg->cpus ? cfg->cpus : 1);
-	snprintf(mem, sizeof(mem), "%llu",
-	         (unsigned long long)(cfg->memory_mib ? cfg->memory_mib : 256));
-	snprintf(disk_arg, sizeof(disk_arg), "%s,id=cove-root", disk);
-	snprintf(cmdline, sizeof(cmdline), "quiet cove.hostname=%s%s%s",
-	         cfg->hostname ? cfg->hostname : "cove", cfg->cmdline ? " " : "",
-	         cfg->cmdline ? cfg->cmdline : "");
-	const char *argv[] = { cfg->vmm, "--kernel",  cfg->kernel, "--disk",
-		               disk_arg, "--vsock",   sb->vsock,   "--cpus",
-		               cpus,     "--memory",  mem,         "--console",
-		               console,  "--cmdline", cmdline,     NULL };
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	if (pid != 0)
-		return pid < 0 ? -errno : pid;
-	/* Child: the VMM must not outlive us, nor inherit our stdio. */
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != parent)
-		_exit(127);
+	char why[256];
+	tail_file(log, why, sizeof(why));
+	if (!why[0])
+		tail_file(console, why, sizeof(why));
+	return cove_fail(err, errlen, -ECHILD, "cove-vmm exited %s: %s", when,
+	                 why[0] ? why : "(no output)");
+}
+
+/* In the child, before exec: stdin from /dev/null, stdout and stderr to
+ * the log, default signal handling.  Async-signal-safe calls only: the
+ * caller may have threads (cove fork restores several at once). */
+static void exec_vmm(char *const argv[], const char *log)
+{
 	int null = open("/dev/null", O_RDWR);
 	int logfd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
 	if (null < 0 || logfd < 0)
@@ -288,16 +179,101 @@ static pid_t spawn_vmm(const struct cove_config *cfg, struct cove_sandbox *sb, c
 	dup2(null, 0);
 	dup2(logfd, 1);
 	dup2(logfd, 2);
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &dfl, NULL);
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	setpgid(0, 0); /* a terminal's ^C goes to us, not straight to the VMM */
-	execv(cfg->vmm, (char *const *)argv);
-	dprintf(2, "cannot run %s: %s\n", cfg->vmm, strerror(errno));
+	execv(argv[0], argv);
+	dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
 	_exit(127);
 }
 
-static int check_inputs(const struct cove_config *cfg, char *err, size_t errlen)
+/* cove-vmm as our child, killed when we die (PR_SET_PDEATHSIG). */
+static int spawn_child(char *const argv[], const char *log, struct cove_sandbox *sb)
+{
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
+		setpgid(0, 0); /* a terminal's ^C goes to us, not straight to the VMM */
+		exec_vmm(argv, log);
+	}
+	sb->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (sb->pidfd < 0) {
+		int e = errno;
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return -e;
+	}
+	sb->pid = pid;
+	sb->child = true;
+	return 0;
+}
+
+/* cove-vmm detached: a grandchild in a session of its own, so it neither
+ * dies with us nor stays our zombie.  The middle child reports its pid; the
+ * grandchild waits for our go before exec, so the pid we open a pidfd on
+ * cannot have been reused. */
+static int spawn_detached(char *const argv[], const char *log, struct cove_sandbox *sb)
+{
+	int up[2], go[2];
+	if (pipe2(up, O_CLOEXEC) < 0)
+		return -errno;
+	/* A socket, not a pipe: the go message is sent with MSG_NOSIGNAL. */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, go) < 0) {
+		int e = errno;
+		close(up[0]);
+		close(up[1]);
+		return -e;
+	}
+	pid_t mid = fork();
+	if (mid == 0) {
+		setsid();
+		pid_t pid = fork();
+		if (pid != 0) {
+			int v = pid < 0 ? -errno : pid;
+			_exit(write(up[1], &v, sizeof(v)) == sizeof(v) ? 0 : 1);
+		}
+		close(go[0]); /* EOF reaches us when the parent gives up */
+		char c;
+		if (read(go[1], &c, 1) != 1)
+			_exit(127);
+		exec_vmm(argv, log);
+	}
+	int r = mid < 0 ? -errno : 0, v = 0;
+	close(up[1]);
+	close(go[1]);
+	if (r == 0) {
+		ssize_t n;
+		do
+			n = read(up[0], &v, sizeof(v));
+		while (n < 0 && errno == EINTR);
+		waitpid(mid, NULL, 0);
+		r = n != sizeof(v) ? -ECHILD : v < 0 ? v : 0;
+	}
+	close(up[0]);
+	if (r == 0) {
+		sb->pidfd = (int)syscall(SYS_pidfd_open, v, 0);
+		if (sb->pidfd < 0)
+			r = -errno; /* the grandchild reads EOF and exits */
+		else
+			sb->pid = v;
+	}
+	/* A grandchild that died already shows through the pidfd. */
+	if (r == 0)
+		(void)!send(go[0], "g", 1, MSG_NOSIGNAL);
+	close(go[0]);
+	return r;
+}
+
+static int check_inputs(const struct cove_config *cfg, bool boot, char *err, size_t errlen)
 {
 	int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (kvm < 0)
@@ -309,13 +285,104 @@ static int check_inputs(const struct cove_config *cfg, char *err, size_t errlen)
 	struct {
 		const char *path, *what;
 	} need[] = { { cfg->vmm, "cove-vmm" }, { cfg->kernel, "kernel" }, { cfg->image, "image" } };
-	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+	size_t n = boot ? sizeof(need) / sizeof(need[0]) : 1;
+	for (size_t i = 0; i < n; i++) {
 		if (!need[i].path)
 			return cove_fail(err, errlen, -EINVAL, "no %s configured", need[i].what);
 		if (access(need[i].path, R_OK) < 0)
 			return cove_fail(err, errlen, -errno, "%s '%s': %s (run make)",
 			                 need[i].what, need[i].path, strerror(errno));
 	}
+	if (cfg->name && !registry_name_valid(cfg->name))
+		return cove_fail(err, errlen, -EINVAL,
+		                 "invalid sandbox name '%s': 1 to %d of A-Z a-z 0-9 _ . -, "
+		                 "not starting with '.'",
+		                 cfg->name, REGISTRY_NAME_MAX);
+	return 0;
+}
+
+static struct cove_sandbox *sandbox_new(bool detached)
+{
+	struct cove_sandbox *sb = calloc(1, sizeof(*sb));
+	if (sb) {
+		sb->pidfd = -1;
+		sb->detached = detached;
+	}
+	return sb;
+}
+
+/* Sets the runtime directory and the socket paths inside it. */
+static void sandbox_paths(struct cove_sandbox *sb, const char *base, const char *name)
+{
+	snprintf(sb->dir, sizeof(sb->dir), "%s/%s", base, name);
+	snprintf(sb->name, sizeof(sb->name), "%s", name);
+	snprintf(sb->vsock, sizeof(sb->vsock), "%s/vsock", sb->dir);
+	snprintf(sb->api, sizeof(sb->api), "%s/%s", sb->dir, SANDBOX_API_SOCK);
+}
+
+/* Creates the registry entry: <base>/<name> (mkdir takes the name) or an
+ * anonymous <base>/sb-XXXXXX. */
+static int sandbox_create(struct cove_sandbox *sb, const char *name, char *err, size_t errlen)
+{
+	char base[PATH_MAX - 64];
+	int r = registry_base(base, sizeof(base));
+	if (r == -ENAMETOOLONG)
+		return cove_fail(err, errlen, r,
+		                 "the runtime directory %s is too long for the sockets in it "
+		                 "(set COVE_RUNTIME_DIR to a shorter path)",
+		                 base);
+	if (r < 0)
+		return cove_fail(err, errlen, r, "cannot create the runtime directory %s: %s", base,
+		                 strerror(-r));
+	if (name) {
+		sandbox_paths(sb, base, name);
+		if (mkdir(sb->dir, 0700) == 0)
+			return 0;
+		int e = errno;
+		sb->dir[0] = 0; /* not ours: never removed by this handle */
+		if (e == EEXIST)
+			return cove_fail(err, errlen, -EEXIST, "sandbox %s already exists", name);
+		return cove_fail(err, errlen, -e, "cannot create %s/%s: %s", base, name,
+		                 strerror(e));
+	}
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/sb-XXXXXX", base);
+	if (!mkdtemp(dir))
+		return cove_fail(err, errlen, -errno, "cannot create a sandbox directory in %s: %s",
+		                 base, strerror(errno));
+	sandbox_paths(sb, base, strrchr(dir, '/') + 1);
+	return 0;
+}
+
+/* meta.json while we set the sandbox up: it names us, so nobody takes the
+ * entry for dead; m holds what the caller filled in (cpus, image...). */
+static int meta_begin(struct cove_sandbox *sb, struct registry_meta *m, char *err, size_t errlen)
+{
+	snprintf(m->name, sizeof(m->name), "%s", sb->name);
+	m->pid = getpid();
+	m->starting = true;
+	m->created = (int64_t)time(NULL);
+	int r = registry_proc_start(m->pid, &m->pid_start);
+	if (r == 0)
+		r = registry_meta_write(sb->dir, m);
+	if (r < 0)
+		return cove_fail(err, errlen, r, "cannot write %s/%s: %s", sb->dir, REGISTRY_META,
+		                 strerror(-r));
+	return 0;
+}
+
+/* meta.json once cove-vmm runs: from now on the entry lives with it. */
+static int meta_vmm(struct cove_sandbox *sb, struct registry_meta *m, char *err, size_t errlen)
+{
+	m->pid = sb->pid;
+	m->starting = false;
+	/* A VMM that died already keeps start 0: the entry reads as dead. */
+	if (registry_proc_start(sb->pid, &m->pid_start) < 0)
+		m->pid_start = 0;
+	int r = registry_meta_write(sb->dir, m);
+	if (r < 0)
+		return cove_fail(err, errlen, r, "cannot write %s/%s: %s", sb->dir, REGISTRY_META,
+		                 strerror(-r));
 	return 0;
 }
 
@@ -323,13 +390,14 @@ static int check_inputs(const struct cove_config *cfg, char *err, size_t errlen)
 static int wait_ready(struct cove_sandbox *sb, int lfd, const struct cove_config *cfg,
                       const char *console, const char *log, char *err, size_t errlen)
 {
-	int64_t deadline = now_ms() + (cfg->boot_timeout_ms ? cfg->boot_timeout_ms : 60000);
+	unsigned int timeout = cfg->boot_timeout_ms ? cfg->boot_timeout_ms : 60000;
+	int64_t deadline = now_ms() + timeout;
 	for (;;) {
 		int64_t left = deadline - now_ms();
 		if (left <= 0)
 			return cove_fail(err, errlen, -ETIMEDOUT,
 			                 "the guest agent did not start within %u ms (console: %s)",
-			                 cfg->boot_timeout_ms, console);
+			                 timeout, console);
 		struct pollfd p[2] = { { .fd = lfd, .events = POLLIN },
 			               { .fd = sb->pidfd, .events = POLLIN } };
 		if (poll(p, 2, (int)left) < 0) {
@@ -337,16 +405,8 @@ static int wait_ready(struct cove_sandbox *sb, int lfd, const struct cove_config
 				continue;
 			return cove_fail(err, errlen, -errno, "poll: %s", strerror(errno));
 		}
-		if (p[1].revents) {
-			char why[256];
-			tail_file(log, why, sizeof(why));
-			if (!why[0])
-				tail_file(console, why, sizeof(why));
-			return cove_fail(err, errlen, -ECHILD,
-			                 "cove-vmm exited before the agent "
-			                 "started: %s",
-			                 why[0] ? why : "(no output)");
-		}
+		if (p[1].revents)
+			return vmm_died(log, console, "before the agent started", err, errlen);
 		if (!p[0].revents)
 			continue;
 		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
@@ -362,80 +422,247 @@ static int wait_ready(struct cove_sandbox *sb, int lfd, const struct cove_config
 	}
 }
 
+static int spawn_vmm(char *const argv[], bool detached, const char *log, struct cove_sandbox *sb,
+                     char *err, size_t errlen)
+{
+	int r = detached ? spawn_detached(argv, log, sb) : spawn_child(argv, log, sb);
+	if (r < 0)
+		return cove_fail(err, errlen, r, "cannot start cove-vmm: %s", strerror(-r));
+	return 0;
+}
+
+/* Stops and frees a sandbox that failed to come up, detached or not. */
+static void sandbox_abort(struct cove_sandbox *sb)
+{
+	if (!sb)
+		return;
+	cove_stop(sb);
+	free(sb);
+}
+
 int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *err, size_t errlen)
 {
 	*out = NULL;
-	int r = check_inputs(cfg, err, errlen);
+	int r = check_inputs(cfg, true, err, errlen);
 	if (r < 0)
 		return r;
-	struct cove_sandbox *sb = calloc(1, sizeof(*sb));
-	if (!sb)
-		return cove_fail(err, errlen, -ENOMEM, "out of memory");
-	sb->pidfd = -1;
+	struct cove_sandbox *sb = sandbox_new(cfg->detached);
+	struct registry_meta *m = calloc(1, sizeof(*m));
 	int lfd = -1;
-	char base[PATH_MAX - 64], disk[PATH_MAX], ready[PATH_MAX], console[PATH_MAX], log[PATH_MAX];
-	if ((r = runtime_base(base, sizeof(base))) < 0) {
-		cove_fail(err, errlen, r, "cannot create the runtime directory %s: %s", base,
-		          strerror(-r));
+	char disk[PATH_MAX], ready[PATH_MAX], console[PATH_MAX], log[PATH_MAX];
+	char disk_arg[PATH_MAX + 16], cpus[16], mem[32], cmdline[1024];
+	if (!sb || !m) {
+		r = cove_fail(err, errlen, -ENOMEM, "out of memory");
 		goto fail;
 	}
-	snprintf(sb->dir, sizeof(sb->dir), "%.*s/sb-XXXXXX", SANDBOX_DIR_MAX - 12, base);
-	if (!mkdtemp(sb->dir)) {
-		r = cove_fail(err, errlen, -errno, "cannot create a sandbox directory in %s: %s",
-		              base, strerror(errno));
-		sb->dir[0] = 0;
+	/* The overlay names its base by absolute path: it is opened by the VMM,
+	 * whose working directory is not ours to assume. */
+	if (!realpath(cfg->image, m->image)) {
+		r = cove_fail(err, errlen, -errno, "image '%s': %s", cfg->image, strerror(errno));
 		goto fail;
 	}
-	snprintf(sb->vsock, sizeof(sb->vsock), "%s/vsock", sb->dir);
-	snprintf(disk, sizeof(disk), "%s/root.img", sb->dir);
+	m->cpus = cfg->cpus ? cfg->cpus : 1;
+	m->memory_mib = cfg->memory_mib ? cfg->memory_mib : 256;
+	if ((r = sandbox_create(sb, cfg->name, err, errlen)) < 0 ||
+	    (r = meta_begin(sb, m, err, errlen)) < 0)
+		goto fail;
+	snprintf(disk, sizeof(disk), "%s/disk0.qcow2", sb->dir);
 	snprintf(ready, sizeof(ready), "%s_%u", sb->vsock, PROTO_READY_PORT);
 	snprintf(log, sizeof(log), "%s/vmm.log", sb->dir);
 	if (cfg->console_log)
 		snprintf(console, sizeof(console), "%s", cfg->console_log);
 	else
 		snprintf(console, sizeof(console), "%s/console.log", sb->dir);
-	if ((r = copy_image(cfg->image, disk, err, errlen)) < 0)
+	if ((r = qcow2_create_overlay(disk, m->image, 0, err, errlen)) < 0)
 		goto fail;
 	lfd = listen_unix(ready);
 	if (lfd < 0) {
 		r = cove_fail(err, errlen, lfd, "cannot listen on %s: %s", ready, strerror(-lfd));
 		goto fail;
 	}
-	sb->pid = spawn_vmm(cfg, sb, disk, console, log);
-	if (sb->pid < 0) {
-		r = cove_fail(err, errlen, sb->pid, "cannot start cove-vmm: %s",
-		              strerror(-sb->pid));
-		sb->pid = 0;
-		goto fail;
-	}
-	sb->pidfd = (int)syscall(SYS_pidfd_open, sb->pid, 0);
-	if (sb->pidfd < 0) {
-		r = cove_fail(err, errlen, -errno, "pidfd_open: %s", strerror(errno));
-		goto fail;
-	}
-	if ((r = wait_ready(sb, lfd, cfg, console, log, err, errlen)) < 0)
+	snprintf(cpus, sizeof(cpus), "%u", m->cpus);
+	snprintf(mem, sizeof(mem), "%llu", (unsigned long long)m->memory_mib);
+	snprintf(disk_arg, sizeof(disk_arg), "%s,id=cove-root", disk);
+	snprintf(cmdline, sizeof(cmdline), "quiet cove.hostname=%s%s%s",
+	         cfg->hostname ? cfg->hostname : "cove", cfg->cmdline ? " " : "",
+	         cfg->cmdline ? cfg->cmdline : "");
+	const char *argv[] = { cfg->vmm,    "--kernel", cfg->kernel, "--disk",    disk_arg,
+		               "--vsock",   sb->vsock,  "--api",     sb->api,     "--cpus",
+		               cpus,        "--memory", mem,         "--console", console,
+		               "--cmdline", cmdline,    NULL };
+	if ((r = spawn_vmm((char *const *)argv, cfg->detached, log, sb, err, errlen)) < 0 ||
+	    (r = meta_vmm(sb, m, err, errlen)) < 0 ||
+	    (r = wait_ready(sb, lfd, cfg, console, log, err, errlen)) < 0)
 		goto fail;
 	close(lfd);
 	unlink(ready);
+	free(m);
 	*out = sb;
 	return 0;
 fail:
 	if (lfd >= 0)
 		close(lfd);
-	cove_free(sb);
+	free(m);
+	sandbox_abort(sb);
 	return r;
 }
 
-/* Waits up to ms for cove-vmm to exit; true when it did (and is reaped). */
+/* After a restore there is no HELLO: the agent was already serving when
+ * the snapshot was taken.  Poll for its answer, 1 ms apart, while watching
+ * the VMM. */
+static int wait_agent(struct cove_sandbox *sb, unsigned int timeout_ms, const char *console,
+                      const char *log, char *err, size_t errlen)
+{
+	int64_t deadline = now_ms() + timeout_ms;
+	for (;;) {
+		int fd = cove_agent_connect(sb, err, errlen);
+		if (fd >= 0) {
+			close(fd);
+			return 0;
+		}
+		if (fd != -ENOENT && fd != -ECONNREFUSED)
+			return fd;
+		struct pollfd p = { .fd = sb->pidfd, .events = POLLIN };
+		int n = poll(&p, 1, 1);
+		if (n < 0 && errno != EINTR)
+			return cove_fail(err, errlen, -errno, "poll: %s", strerror(errno));
+		if (n > 0)
+			return vmm_died(log, console, "during the restore", err, errlen);
+		if (now_ms() >= deadline)
+			return cove_fail(err, errlen, -ETIMEDOUT,
+			                 "the restored agent did not answer within %u ms "
+			                 "(console: %s)",
+			                 timeout_ms, console);
+	}
+}
+
+int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct cove_sandbox **out,
+                 char *err, size_t errlen)
+{
+	*out = NULL;
+	int r = check_inputs(cfg, false, err, errlen);
+	if (r < 0)
+		return r;
+	struct cove_sandbox *sb = sandbox_new(cfg->detached);
+	struct registry_meta *m = calloc(1, sizeof(*m));
+	char console[PATH_MAX], log[PATH_MAX], hostname[REGISTRY_NAME_MAX + 1];
+	struct stat st;
+	if (!sb || !m) {
+		r = cove_fail(err, errlen, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (!realpath(snapshot_dir, m->restored_from) || stat(m->restored_from, &st) < 0) {
+		r = cove_fail(err, errlen, -errno, "snapshot '%s': %s", snapshot_dir,
+		              strerror(errno));
+		goto fail;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		r = cove_fail(err, errlen, -ENOTDIR, "snapshot '%s' is not a directory",
+		              snapshot_dir);
+		goto fail;
+	}
+	snapshot_note_read(m->restored_from, &m->cpus, &m->memory_mib);
+	if ((r = sandbox_create(sb, cfg->name, err, errlen)) < 0 ||
+	    (r = meta_begin(sb, m, err, errlen)) < 0)
+		goto fail;
+	snprintf(log, sizeof(log), "%s/vmm.log", sb->dir);
+	if (cfg->console_log)
+		snprintf(console, sizeof(console), "%s", cfg->console_log);
+	else
+		snprintf(console, sizeof(console), "%s/console.log", sb->dir);
+	const char *argv[] = { cfg->vmm, "--restore", m->restored_from, "--overlay-dir",
+		               sb->dir,  "--vsock",   sb->vsock,        "--api",
+		               sb->api,  "--console", console,          NULL };
+	if ((r = spawn_vmm((char *const *)argv, cfg->detached, log, sb, err, errlen)) < 0 ||
+	    (r = meta_vmm(sb, m, err, errlen)) < 0 ||
+	    (r = wait_agent(sb, cfg->boot_timeout_ms ? cfg->boot_timeout_ms : 60000, console, log,
+	                    err, errlen)) < 0)
+		goto fail;
+	/* A host name may not hold '_', which sandbox names may. */
+	snprintf(hostname, sizeof(hostname), "%s", sb->name);
+	for (char *c = hostname; *c; c++)
+		if (*c == '_')
+			*c = '-';
+	if ((r = cove_agent_restored(sb, cfg->hostname ? cfg->hostname : hostname, sb->name, err,
+	                             errlen)) < 0)
+		goto fail;
+	free(m);
+	*out = sb;
+	return 0;
+fail:
+	free(m);
+	sandbox_abort(sb);
+	return r;
+}
+
+int cove_open(const char *name, struct cove_sandbox **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	if (!registry_name_valid(name))
+		return cove_fail(err, errlen, -EINVAL,
+		                 "invalid sandbox name '%s': 1 to %d of A-Z a-z 0-9 _ . -, "
+		                 "not starting with '.'",
+		                 name ? name : "", REGISTRY_NAME_MAX);
+	char base[PATH_MAX];
+	int r = registry_base(base, sizeof(base));
+	if (r < 0)
+		return cove_fail(err, errlen, r, "runtime directory %s: %s", base, strerror(-r));
+	struct cove_sandbox *sb = sandbox_new(true);
+	struct registry_meta *m = malloc(sizeof(*m));
+	if (!sb || !m) {
+		r = cove_fail(err, errlen, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	sandbox_paths(sb, base, name);
+	r = registry_meta_read(sb->dir, m);
+	if (r == -ENOENT && access(sb->dir, F_OK) < 0) {
+		r = cove_fail(err, errlen, -ENOENT, "no sandbox named %s", name);
+		goto fail;
+	}
+	if (r == -ENOENT || (r == 0 && m->starting && registry_alive(m))) {
+		r = cove_fail(err, errlen, -EAGAIN, "sandbox %s is still starting", name);
+		goto fail;
+	}
+	if (r < 0) {
+		r = cove_fail(err, errlen, r, "sandbox %s: unreadable %s/%s", name, sb->dir,
+		              REGISTRY_META);
+		goto fail;
+	}
+	/* Open the pidfd, then check the start time again: a pid reused
+	 * between the two would otherwise pass. */
+	if (!m->starting && registry_alive(m)) {
+		sb->pidfd = (int)syscall(SYS_pidfd_open, m->pid, 0);
+		if (sb->pidfd >= 0 && registry_alive(m)) {
+			sb->pid = m->pid;
+			free(m);
+			*out = sb;
+			return 0;
+		}
+	}
+	registry_remove_dead(base, name, m);
+	r = cove_fail(err, errlen, -ESRCH,
+	              "sandbox %s was dead (its process %d is gone); removed its entry", name,
+	              (int)m->pid);
+fail:
+	if (sb) {
+		sb->dir[0] = 0; /* never remove what we only looked at */
+		if (sb->pidfd >= 0)
+			close(sb->pidfd);
+	}
+	free(sb);
+	free(m);
+	return r;
+}
+
+/* Waits up to ms for cove-vmm to exit; true when it did (and, when it is
+ * our child, is reaped). */
 static bool wait_exit(struct cove_sandbox *sb, int ms)
 {
 	struct pollfd p = { .fd = sb->pidfd, .events = POLLIN };
 	int64_t deadline = now_ms() + ms;
-	while (sb->pidfd >= 0) {
+	for (;;) {
 		int64_t left = deadline - now_ms();
-		if (left < 0)
-			left = 0;
-		int n = poll(&p, 1, (int)left);
+		int n = poll(&p, 1, left > 0 ? (int)left : 0);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -443,37 +670,62 @@ static bool wait_exit(struct cove_sandbox *sb, int ms)
 		break;
 	}
 	int status;
-	if (waitpid(sb->pid, &status, 0) == sb->pid)
+	if (sb->child && waitpid(sb->pid, &status, 0) == sb->pid)
 		sb->vmm_status = status;
 	return true;
+}
+
+static void signal_vmm(struct cove_sandbox *sb, int sig)
+{
+	/* Through the pidfd: never a process that reused the pid. */
+	(void)syscall(SYS_pidfd_send_signal, sb->pidfd, sig, NULL, 0);
+}
+
+/* Whether the runtime directory still belongs to this sandbox: after its
+ * VMM died, another process may have cleaned it and a new sandbox taken
+ * the name. */
+static bool dir_still_ours(const struct cove_sandbox *sb)
+{
+	struct registry_meta *m = malloc(sizeof(*m));
+	bool ours = !m || registry_meta_read(sb->dir, m) < 0 || m->pid == sb->pid;
+	free(m);
+	return ours;
+}
+
+void sandbox_finish(struct cove_sandbox *sb, int grace_ms)
+{
+	if (sb->pidfd >= 0) {
+		if (!wait_exit(sb, grace_ms)) {
+			signal_vmm(sb, SIGTERM);
+			if (!wait_exit(sb, 3000)) {
+				signal_vmm(sb, SIGKILL);
+				wait_exit(sb, 60000);
+			}
+		}
+		close(sb->pidfd);
+		sb->pidfd = -1;
+	}
+	sb->stopped = true;
+	if (sb->dir[0] && !getenv("COVE_KEEP_SANDBOX") && dir_still_ours(sb))
+		registry_remove_tree(sb->dir);
 }
 
 int cove_stop(struct cove_sandbox *sb)
 {
 	if (!sb || sb->stopped)
 		return 0;
-	sb->stopped = true;
-	if (sb->pid > 0) {
+	int fd = -1;
+	struct pollfd p = { .fd = sb->pidfd, .events = POLLIN };
+	if (sb->pidfd >= 0 && poll(&p, 1, 0) == 0) {
 		char err[128];
-		int fd = cove_agent_connect(sb, err, sizeof(err));
+		fd = cove_agent_connect(sb, err, sizeof(err));
 		if (fd >= 0) {
 			if (proto_send(fd, PROTO_SHUTDOWN, 0, "{}", 2) == 0)
 				(void)cove_expect(fd, PROTO_OK, NULL, NULL, err, sizeof(err));
 			close(fd);
 		}
-		if (!wait_exit(sb, fd >= 0 ? 10000 : 0)) {
-			kill(sb->pid, SIGTERM);
-			if (!wait_exit(sb, 3000)) {
-				kill(sb->pid, SIGKILL);
-				wait_exit(sb, 60000);
-			}
-		}
 	}
-	if (sb->pidfd >= 0)
-		close(sb->pidfd);
-	sb->pidfd = -1;
-	if (sb->dir[0] && !getenv("COVE_KEEP_SANDBOX"))
-		remove_tree(sb->dir);
+	sandbox_finish(sb, fd >= 0 ? STOP_GRACE_MS : 0);
 	return 0;
 }
 
@@ -481,6 +733,9 @@ void cove_free(struct cove_sandbox *sb)
 {
 	if (!sb)
 		return;
-	cove_stop(sb);
+	if (!sb->detached)
+		cove_stop(sb);
+	else if (sb->pidfd >= 0)
+		close(sb->pidfd);
 	free(sb);
 }

@@ -13,7 +13,10 @@
 const char vmm_usage[] =
     "usage: cove-vmm --kernel PATH [--initrd PATH] [--cmdline STR] [--cpus N]\n"
     "                [--memory MiB] [--disk PATH[,ro][,id=NAME]]...\n"
-    "                [--console stdio|PATH|none] [--config FILE.json]\n";
+    "                [--console stdio|PATH|none] [--config FILE.json]\n"
+    "                [--vsock PATH[,cid=N]] [--api PATH]\n"
+    "       cove-vmm --restore SNAPSHOT_DIR [--overlay-dir DIR] [--vsock PATH]\n"
+    "                [--api PATH] [--console stdio|PATH|none]\n";
 
 #define bad(err, errlen, ...) errf(err, errlen, -EINVAL, __VA_ARGS__)
 
@@ -225,7 +228,10 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 		O_DISK,
 		O_CONSOLE,
 		O_CONFIG,
-		O_VSOCK
+		O_VSOCK,
+		O_API,
+		O_RESTORE,
+		O_OVERLAY_DIR
 	};
 	static const struct option opts[] = {
 		{ "kernel", required_argument, NULL, O_KERNEL },
@@ -237,6 +243,9 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 		{ "console", required_argument, NULL, O_CONSOLE },
 		{ "config", required_argument, NULL, O_CONFIG },
 		{ "vsock", required_argument, NULL, O_VSOCK },
+		{ "api", required_argument, NULL, O_API },
+		{ "restore", required_argument, NULL, O_RESTORE },
+		{ "overlay-dir", required_argument, NULL, O_OVERLAY_DIR },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -245,12 +254,16 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 	c->vm.memory_mib = 256;
 	c->vm.console = VM_CONSOLE_STDIO;
 	unsigned int ndisk_specs = 0;
+	const char *machine_flag = NULL; /* a flag a snapshot decides instead */
 	optind = 1;
 	opterr = 0;
 	int o;
 	while ((o = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		unsigned long long n;
 		int r = 0;
+		if (o == O_KERNEL || o == O_INITRD || o == O_CMDLINE || o == O_CPUS ||
+		    o == O_MEMORY || o == O_DISK || o == O_CONFIG)
+			machine_flag = argv[optind - 1];
 		switch (o) {
 		case O_KERNEL:
 			c->vm.kernel = optarg;
@@ -296,6 +309,21 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 		case O_CONFIG:
 			r = vmm_config_load_json(c, optarg, err, errlen);
 			break;
+		case O_API:
+			if (!*optarg)
+				return bad(err, errlen, "--api needs a socket path");
+			c->api_path = optarg;
+			break;
+		case O_RESTORE:
+			if (!*optarg)
+				return bad(err, errlen, "--restore needs a snapshot directory");
+			c->restore_dir = optarg;
+			break;
+		case O_OVERLAY_DIR:
+			if (!*optarg)
+				return bad(err, errlen, "--overlay-dir needs a directory");
+			c->overlay_dir = optarg;
+			break;
 		case 'h':
 			c->show_help = 1;
 			return 0;
@@ -309,6 +337,15 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 	}
 	if (optind < argc)
 		return bad(err, errlen, "unexpected argument '%s'", argv[optind]);
+	if (c->restore_dir) {
+		if (machine_flag)
+			return bad(err, errlen,
+			           "%s cannot be combined with --restore (the snapshot decides it)",
+			           machine_flag);
+		return 0;
+	}
+	if (c->overlay_dir)
+		return bad(err, errlen, "--overlay-dir is only for --restore");
 	if (!c->vm.kernel)
 		return bad(err, errlen, "no kernel given (--kernel PATH)");
 	return 0;

@@ -42,3 +42,55 @@ finish() {
 	[ "$FAILED" = 0 ]
 	exit $?
 }
+
+# vmm_api SOCKET JSON: one request to cove-vmm's control socket; prints the
+# reply line.
+vmm_api() {
+	python3 - "$1" "$2" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(300)
+s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode() + b"\n")
+buf = b""
+while not buf.endswith(b"\n"):
+    chunk = s.recv(4096)
+    if not chunk:
+        break
+    buf += chunk
+print(buf.decode().strip())
+PY
+}
+
+# wait_for FILE REGEX [SECONDS]: until FILE has a line matching REGEX.
+wait_for() {
+	local i
+	for ((i = 0; i < ${3:-120} * 10; i++)); do
+		grep -qE "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# snap_patch STATE-FILE TAG EXPR: rewrites sections of a snapshot state file
+# with a Python expression over `d` (the section's bytearray) and fixes both
+# CRCs, to build snapshots that are well-formed but do not fit the host.
+snap_patch() {
+	python3 - "$@" <<'PY'
+import struct, sys, zlib
+path, tag, expr = sys.argv[1], sys.argv[2].encode(), sys.argv[3]
+b = bytearray(open(path, "rb").read())
+off = 32
+while off < len(b):
+    t, inst, ln = struct.unpack_from("<4sIQ", b, off)
+    start = off + 16
+    if t == tag:
+        d = bytearray(b[start:start + ln])
+        exec(expr)
+        b[start:start + ln] = d
+    off = start + ((ln + 7) & ~7)
+struct.pack_into("<I", b, 24, zlib.crc32(bytes(b[32:])))
+struct.pack_into("<I", b, 28, zlib.crc32(bytes(b[:28])))
+open(path, "wb").write(b)
+PY
+}

@@ -13,14 +13,17 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "guest-agent/agent.h"
 #include "guest-agent/request.h"
+#include "guest-agent/restore.h"
 #include "guest-agent/sys.h"
 #include "proto.h"
 #include "proto_json.h"
+#include "sandbox_priv.h"
 #include "unit.h"
 
 /* ---- harness ------------------------------------------------------------ */
@@ -953,6 +956,7 @@ START_TEST(malformed_frames)
 	malformed_json(PROTO_FILE_GET, "{}");
 	malformed_json(PROTO_STAT, "{\"path\":\"relative\"}");
 	malformed_json(PROTO_MKDIR, "{\"path\":\"/x\",\"mode\":\"755\"}");
+	malformed_json(PROTO_RESTORED, "{\"time_ns\":1}");
 	malformed_json(PROTO_OK, "{}"); /* the agent's type, not a request */
 	malformed_json(PROTO_STDOUT, "x");
 }
@@ -1080,6 +1084,320 @@ START_TEST(cmdline_parsing)
 }
 END_TEST
 
+/* ---- restore notice ----------------------------------------------------- */
+
+#define SEED_HEX "000102030405060708090a0b0c0d0e0f101112131415161718191A1B1C1D1E1F"
+
+/* What the fake hook saw; the real one would set this machine's clock. */
+static struct {
+	int calls;
+	struct agent_restore_req req;
+	char hostname[80], sandbox_id[80];
+	int fail;      /* -errno to return */
+	bool reseeded; /* what to report */
+} seen;
+
+static int fake_restored(void *opaque, const struct agent_restore_req *req,
+                         struct agent_restore_result *res, char *err, size_t errlen)
+{
+	ck_assert_ptr_eq(opaque, &seen);
+	seen.calls++;
+	seen.req = *req;
+	snprintf(seen.hostname, sizeof(seen.hostname), "%s", req->hostname);
+	snprintf(seen.sandbox_id, sizeof(seen.sandbox_id), "%s", req->sandbox_id);
+	seen.req.hostname = seen.hostname;
+	seen.req.sandbox_id = seen.sandbox_id;
+	if (seen.fail)
+		return errf(err, errlen, seen.fail, "restore: setting the clock: %s",
+		            strerror(-seen.fail));
+	res->reseeded = seen.reseeded;
+	res->hwrng_bytes = AGENT_HWRNG_BYTES;
+	return 0;
+}
+
+static const struct agent_config restore_cfg = { .restored = fake_restored, .opaque = &seen };
+
+START_TEST(request_restored_fields)
+{
+	struct agent_req q;
+	ck_assert_int_eq(parse_req(PROTO_RESTORED,
+	                           "{\"time_ns\":1700000000123456789,\"hostname\":\"fork-1.local\","
+	                           "\"sandbox_id\":\"sb_42\",\"seed\":\"" SEED_HEX "\",\"new\":1}",
+	                           &q),
+	                 0);
+	const struct agent_restore_req *x = &q.u.restored;
+	ck_assert(x->time_ns == 1700000000123456789ULL);
+	ck_assert_str_eq(x->hostname, "fork-1.local");
+	ck_assert_str_eq(x->sandbox_id, "sb_42");
+	for (unsigned i = 0; i < AGENT_SEED_BYTES; i++)
+		ck_assert_uint_eq(x->seed[i], i); /* upper-case digits too */
+	agent_req_free(&q);
+	static const char *bad[] = {
+		"{}",
+		/* time_ns: required, a positive integer */
+		"{\"hostname\":\"h\",\"sandbox_id\":\"i\",\"seed\":\"" SEED_HEX "\"}",
+		"{\"time_ns\":null,\"hostname\":\"h\",\"sandbox_id\":\"i\",\"seed\":\"" SEED_HEX
+		"\"}",
+		"{\"time_ns\":0,\"hostname\":\"h\",\"sandbox_id\":\"i\",\"seed\":\"" SEED_HEX "\"}",
+		"{\"time_ns\":-5,\"hostname\":\"h\",\"sandbox_id\":\"i\",\"seed\":\"" SEED_HEX
+		"\"}",
+		"{\"time_ns\":1.5,\"hostname\":\"h\",\"sandbox_id\":\"i\",\"seed\":\"" SEED_HEX
+		"\"}",
+		"{\"time_ns\":\"1\",\"hostname\":\"h\",\"sandbox_id\":\"i\",\"seed\":\"" SEED_HEX
+		"\"}",
+		/* hostname */
+		"{\"time_ns\":1,\"sandbox_id\":\"i\",\"seed\":\"" SEED_HEX "\"}",
+		"{\"time_ns\":1,\"hostname\":\"\",\"sandbox_id\":\"i\",\"seed\":\"" SEED_HEX "\"}",
+		"{\"time_ns\":1,\"hostname\":\"a_b\",\"sandbox_id\":\"i\",\"seed\":\"" SEED_HEX
+		"\"}",
+		"{\"time_ns\":1,\"hostname\":\"a/b\",\"sandbox_id\":\"i\",\"seed\":\"" SEED_HEX
+		"\"}",
+		"{\"time_ns\":1,\"hostname\":\"a\\nb\",\"sandbox_id\":\"i\",\"seed\":\"" SEED_HEX
+		"\"}",
+		"{\"time_ns\":1,\"hostname\":7,\"sandbox_id\":\"i\",\"seed\":\"" SEED_HEX "\"}",
+		"{\"time_ns\":1,\"hostname\":\"" /* 65 characters */
+		"12345678901234567890123456789012345678901234567890123456789012345"
+		"\",\"sandbox_id\":\"i\",\"seed\":\"" SEED_HEX "\"}",
+		/* sandbox_id */
+		"{\"time_ns\":1,\"hostname\":\"h\",\"seed\":\"" SEED_HEX "\"}",
+		"{\"time_ns\":1,\"hostname\":\"h\",\"sandbox_id\":\"../x\",\"seed\":\"" SEED_HEX
+		"\"}",
+		"{\"time_ns\":1,\"hostname\":\"h\",\"sandbox_id\":\"a b\",\"seed\":\"" SEED_HEX
+		"\"}",
+		"{\"time_ns\":1,\"hostname\":\"h\",\"sandbox_id\":null,\"seed\":\"" SEED_HEX "\"}",
+		/* seed: exactly 64 hex digits */
+		"{\"time_ns\":1,\"hostname\":\"h\",\"sandbox_id\":\"i\"}",
+		"{\"time_ns\":1,\"hostname\":\"h\",\"sandbox_id\":\"i\",\"seed\":\"00\"}",
+		"{\"time_ns\":1,\"hostname\":\"h\",\"sandbox_id\":\"i\",\"seed\":\"" SEED_HEX
+		"00\"}",
+		"{\"time_ns\":1,\"hostname\":\"h\",\"sandbox_id\":\"i\",\"seed\":"
+		"\"g00102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\"}",
+		"{\"time_ns\":1,\"hostname\":\"h\",\"sandbox_id\":\"i\",\"seed\":"
+		"\"0x0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\"}",
+		"{\"time_ns\":1,\"hostname\":\"h\",\"sandbox_id\":\"i\",\"seed\":[1,2]}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_msg(parse_req(PROTO_RESTORED, bad[i], &q) == -EPROTO, "%s", bad[i]);
+		agent_req_free(&q);
+	}
+	/* a time beyond int64 is not valid JSON for the parser */
+	ck_assert_int_eq(parse_req(PROTO_RESTORED,
+	                           "{\"time_ns\":18446744073709551615,\"hostname\":\"h\","
+	                           "\"sandbox_id\":\"i\",\"seed\":\"" SEED_HEX "\"}",
+	                           &q),
+	                 -EPROTO);
+	agent_req_free(&q);
+}
+END_TEST
+
+START_TEST(restored_hook)
+{
+	struct conn c;
+	memset(&seen, 0, sizeof(seen));
+	seen.reseeded = true;
+	conn_open_cfg(&c, &restore_cfg);
+	send_json(c.fd, PROTO_RESTORED, 4,
+	          "{\"time_ns\":1700000000000000001,\"hostname\":\"fork-2\","
+	          "\"sandbox_id\":\"sb-2\",\"seed\":\"" SEED_HEX "\"}");
+	json_t *o = recv_json(c.fd, PROTO_OK, 4);
+	ck_assert(json_is_true(json_object_get(o, "reseeded")));
+	ck_assert_int_eq(jint(o, "hwrng_bytes"), AGENT_HWRNG_BYTES);
+	json_decref(o);
+	ck_assert_int_eq(seen.calls, 1);
+	ck_assert(seen.req.time_ns == 1700000000000000001ULL);
+	ck_assert_str_eq(seen.hostname, "fork-2");
+	ck_assert_str_eq(seen.sandbox_id, "sb-2");
+	ck_assert_uint_eq(seen.req.seed[31], 0x1f);
+	/* a failed step is an ERROR with its errno; the connection goes on */
+	seen.fail = -EPERM;
+	send_json(c.fd, PROTO_RESTORED, 5,
+	          "{\"time_ns\":1,\"hostname\":\"h\",\"sandbox_id\":\"i\",\"seed\":\"" SEED_HEX
+	          "\"}");
+	ck_assert_int_eq(recv_error(c.fd, 5), EPERM);
+	ping(c.fd, 6);
+	/* a bad field breaks the schema: ERROR EPROTO, the hook is not run, and
+	 * the connection closes like for any malformed request */
+	send_json(c.fd, PROTO_RESTORED, 7,
+	          "{\"time_ns\":1,\"hostname\":\"h h\",\"sandbox_id\":\"i\",\"seed\":\"" SEED_HEX
+	          "\"}");
+	ck_assert_int_eq(recv_error(c.fd, 7), EPROTO);
+	expect_closed(c.fd);
+	ck_assert_int_eq(seen.calls, 2);
+	ck_assert_int_lt(conn_close(&c), 0);
+	/* without a hook the notice is refused */
+	conn_open(&c);
+	send_json(c.fd, PROTO_RESTORED, 8,
+	          "{\"time_ns\":1,\"hostname\":\"h\",\"sandbox_id\":\"i\",\"seed\":\"" SEED_HEX
+	          "\"}");
+	ck_assert_int_eq(recv_error(c.fd, 8), EPERM);
+	ck_assert_int_eq(conn_close(&c), 0);
+}
+END_TEST
+
+static void read_text(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ssize_t n = read(fd, buf, len - 1);
+	ck_assert_int_ge(n, 0);
+	buf[n] = 0;
+	close(fd);
+}
+
+static void write_text(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+START_TEST(restore_files)
+{
+	char dir[128], path[160], buf[256];
+	/* the sandbox id: the directory is created, the file replaced whole */
+	snprintf(dir, sizeof(dir), "%s/run-cove", tmpdir);
+	ck_assert_int_eq(agent_write_sandbox_id(dir, "sb_1"), 0);
+	snprintf(path, sizeof(path), "%s/" AGENT_SANDBOX_ID_FILE, dir);
+	read_text(path, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "sb_1\n");
+	ck_assert_int_eq(agent_write_sandbox_id(dir, "second"), 0);
+	read_text(path, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "second\n");
+	struct stat st;
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0644);
+	snprintf(dir, sizeof(dir), "%s/no/such/parent", tmpdir);
+	ck_assert_int_eq(agent_write_sandbox_id(dir, "x"), -ENOENT);
+
+	/* /etc/hostname: rewritten when it exists, left alone otherwise */
+	snprintf(path, sizeof(path), "%s/hostname", tmpdir);
+	ck_assert_int_eq(agent_write_hostname_file(path, "nobody"), 0);
+	ck_assert_int_eq(access(path, F_OK), -1);
+	write_text(path, "a-much-longer-old-name\n");
+	ck_assert_int_eq(agent_write_hostname_file(path, "fork-3"), 1);
+	read_text(path, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "fork-3\n");
+	ck_assert_int_eq(agent_write_hostname_file(tmpdir, "x"), -EISDIR);
+
+	/* the hardware RNG: at most len bytes, nothing from an absent or empty
+	 * device */
+	snprintf(path, sizeof(path), "%s/hwrng", tmpdir);
+	memset(buf, 'r', 100);
+	buf[100] = 0;
+	write_text(path, buf);
+	uint8_t got[AGENT_HWRNG_BYTES + 8];
+	memset(got, 0, sizeof(got));
+	ck_assert_uint_eq(agent_read_hwrng(path, got, AGENT_HWRNG_BYTES), AGENT_HWRNG_BYTES);
+	ck_assert_uint_eq(got[AGENT_HWRNG_BYTES - 1], 'r');
+	ck_assert_uint_eq(got[AGENT_HWRNG_BYTES], 0);
+	ck_assert_uint_eq(agent_read_hwrng("/dev/null", got, sizeof(got)), 0);
+	snprintf(path, sizeof(path), "%s/no-hwrng", tmpdir);
+	ck_assert_uint_eq(agent_read_hwrng(path, got, sizeof(got)), 0);
+}
+END_TEST
+
+/* libcove's side, cove_agent_restored(), against the agent's handler behind
+ * a stand-in for cove-vmm's hybrid vsock socket. */
+struct fake_vmm {
+	int lfd;
+	pthread_t thread;
+	int conns; /* connections to serve */
+};
+
+static void *fake_vmm_thread(void *arg)
+{
+	struct fake_vmm *v = arg;
+	for (int i = 0; i < v->conns; i++) {
+		int fd = accept4(v->lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			break;
+		char line[32], ch;
+		size_t n = 0;
+		while (n < sizeof(line) - 1 && read(fd, &ch, 1) == 1 && ch != '\n')
+			line[n++] = ch;
+		line[n] = 0;
+		if (strcmp(line, "CONNECT 1024") == 0 && write(fd, "OK 7\n", 5) == 5)
+			(void)agent_serve_conn(fd, &restore_cfg);
+		close(fd);
+	}
+	return NULL;
+}
+
+static void fake_vmm_start(struct fake_vmm *v, struct cove_sandbox *sb, int conns)
+{
+	memset(sb, 0, sizeof(*sb));
+	snprintf(sb->vsock, sizeof(sb->vsock), "%s/vsock", tmpdir);
+	v->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(v->lfd, 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sb->vsock);
+	ck_assert_int_eq(bind(v->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(v->lfd, 4), 0);
+	v->conns = conns;
+	ck_assert_int_eq(pthread_create(&v->thread, NULL, fake_vmm_thread, v), 0);
+}
+
+static void fake_vmm_stop(struct fake_vmm *v)
+{
+	pthread_join(v->thread, NULL);
+	close(v->lfd);
+}
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+START_TEST(host_restore_notice)
+{
+	struct fake_vmm v;
+	struct cove_sandbox sb;
+	char err[256];
+	memset(&seen, 0, sizeof(seen));
+	seen.reseeded = true;
+	fake_vmm_start(&v, &sb, 4);
+
+	uint64_t before = realtime_ns();
+	ck_assert_int_eq(cove_agent_restored(&sb, "fork-7", "sb_7", err, sizeof(err)), 0);
+	uint64_t after = realtime_ns();
+	ck_assert_int_eq(seen.calls, 1);
+	ck_assert_str_eq(seen.hostname, "fork-7");
+	ck_assert_str_eq(seen.sandbox_id, "sb_7");
+	ck_assert(seen.req.time_ns >= before && seen.req.time_ns <= after);
+	uint8_t first_seed[AGENT_SEED_BYTES], zero[AGENT_SEED_BYTES] = { 0 };
+	memcpy(first_seed, seen.req.seed, sizeof(first_seed));
+	ck_assert(memcmp(first_seed, zero, sizeof(zero)) != 0);
+
+	/* every notice carries a fresh seed */
+	ck_assert_int_eq(cove_agent_restored(&sb, "fork-7", "sb_7", err, sizeof(err)), 0);
+	ck_assert(memcmp(first_seed, seen.req.seed, sizeof(first_seed)) != 0);
+
+	/* a guest that could not reseed is an error: the fork is not unique */
+	seen.reseeded = false;
+	ck_assert_int_eq(cove_agent_restored(&sb, "fork-7", "sb_7", err, sizeof(err)), -EIO);
+	ck_assert_ptr_nonnull(strstr(err, "reseed"));
+
+	/* the agent's error comes back with its errno and message */
+	seen.fail = -EPERM;
+	ck_assert_int_eq(cove_agent_restored(&sb, "fork-7", "sb_7", err, sizeof(err)), -EPERM);
+	ck_assert_ptr_nonnull(strstr(err, "setting the clock"));
+	fake_vmm_stop(&v);
+	ck_assert_int_eq(seen.calls, 4);
+
+	/* bad names never reach the guest */
+	ck_assert_int_eq(cove_agent_restored(&sb, "fork_7", "sb", err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "host name"));
+	ck_assert_int_eq(cove_agent_restored(&sb, "", "sb", err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(cove_agent_restored(&sb, NULL, "sb", err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(cove_agent_restored(&sb, "h", "a/b", err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(cove_agent_restored(&sb, "h", NULL, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(seen.calls, 4);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("agent");
@@ -1124,6 +1442,15 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, request_exec_fields);
 	tcase_add_test(tc, request_other_types);
 	tcase_add_test(tc, cmdline_parsing);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("restore");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, request_restored_fields);
+	tcase_add_test(tc, restored_hook);
+	tcase_add_test(tc, restore_files);
+	tcase_add_test(tc, host_restore_notice);
 	suite_add_tcase(s, tc);
 	return s;
 }

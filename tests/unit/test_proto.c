@@ -58,7 +58,10 @@ START_TEST(type_tables)
 	int known = 0;
 	for (unsigned t = 0; t < 0x10000; t++)
 		known += proto_type_known((uint16_t)t);
-	ck_assert_int_eq(known, 22);
+	ck_assert_int_eq(known, 23);
+	ck_assert(proto_type_known(29));
+	ck_assert_int_eq(PROTO_RESTORED, 29); /* on the wire: never renumber */
+	ck_assert(proto_type_is_json(PROTO_RESTORED));
 	ck_assert(proto_type_is_json(PROTO_EXEC));
 	ck_assert(proto_type_is_json(PROTO_ERROR));
 	ck_assert(!proto_type_is_json(PROTO_STDIN));
@@ -67,6 +70,37 @@ START_TEST(type_tables)
 	ck_assert(!proto_type_is_json(PROTO_DATA));
 	ck_assert(!proto_type_is_json(0));
 	ck_assert(!proto_type_is_json(1000));
+}
+END_TEST
+
+START_TEST(restored_frame)
+{
+	/* A header of the new type decodes, and its JSON payload travels. */
+	struct proto_hdr h = { .len = 2, .type = PROTO_RESTORED, .id = 5 }, d;
+	uint8_t b[PROTO_HDR_SIZE];
+	proto_hdr_encode(b, &h);
+	ck_assert_int_eq(proto_hdr_decode(b, &d), 0);
+	ck_assert_uint_eq(d.type, PROTO_RESTORED);
+	int sv[2];
+	sockpair(sv);
+	json_t *o = json_pack("{s:I, s:s, s:s, s:s}", "time_ns", (json_int_t)1700000000123456789LL,
+	                      "hostname", "fork-1", "sandbox_id", "sb_1", "seed",
+	                      "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f");
+	ck_assert_ptr_nonnull(o);
+	ck_assert_int_eq(proto_send_json(sv[0], PROTO_RESTORED, 9, o), 0);
+	json_decref(o);
+	uint8_t *p;
+	ck_assert_int_eq(proto_recv(sv[1], &d, &p), 0);
+	ck_assert_uint_eq(d.type, PROTO_RESTORED);
+	ck_assert_uint_eq(d.id, 9);
+	char err[128];
+	ck_assert_int_eq(proto_json_parse(p, d.len, &o, err, sizeof(err)), 0);
+	ck_assert(json_integer_value(json_object_get(o, "time_ns")) == 1700000000123456789LL);
+	ck_assert_str_eq(json_string_value(json_object_get(o, "hostname")), "fork-1");
+	json_decref(o);
+	free(p);
+	close(sv[0]);
+	close(sv[1]);
 }
 END_TEST
 
@@ -390,6 +424,7 @@ static Suite *make_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, hdr_layout);
 	tcase_add_test(tc, type_tables);
+	tcase_add_test(tc, restored_frame);
 	tcase_add_test(tc, send_recv_small);
 	tcase_add_test(tc, send_recv_max_nonblocking);
 	tcase_add_test(tc, send_over_limit);

@@ -48,6 +48,21 @@ fail:;
 	return err;
 }
 
+int gmem_map_private(struct guest_mem *m, int fd, uint64_t ram_size)
+{
+	if (ram_size == 0 || ram_size % 4096)
+		return -EINVAL;
+	gmem_layout(m, ram_size);
+	void *p = mmap(NULL, ram_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	m->base = p;
+	(void)madvise(m->base, ram_size, MADV_DONTDUMP);
+	for (unsigned int i = 0; i < m->nregions; i++)
+		m->regions[i].host = m->base + m->regions[i].offset;
+	return 0;
+}
+
 void gmem_destroy(struct guest_mem *m)
 {
 	if (m->base)

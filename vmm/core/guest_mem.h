@@ -37,6 +37,13 @@ void gmem_layout(struct guest_mem *m, uint64_t ram_size);
  * memfd mapped MAP_SHARED.  Returns 0 or -errno. */
 int gmem_create(struct guest_mem *m, uint64_t ram_size) __attribute__((warn_unused_result));
 
+/* Maps ram_size bytes of the file fd (a snapshot's memory) MAP_PRIVATE as
+ * guest RAM: pages load lazily from the file and are copied on the guest's
+ * first write, so every VM mapping one file shares its unchanged pages.
+ * fd is not kept.  Returns 0 or -errno. */
+int gmem_map_private(struct guest_mem *m, int fd, uint64_t ram_size)
+    __attribute__((warn_unused_result));
+
 /* Unmaps and closes; safe on a zeroed or half-created struct. */
 void gmem_destroy(struct guest_mem *m);
 

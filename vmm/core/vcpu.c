@@ -108,9 +108,27 @@ static void *vcpu_thread(void *arg)
 	sigaddset(&set, VCPU_KICK_SIGNAL);
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 
+	bool synced = false;
 	for (;;) {
 		pthread_mutex_lock(&vm->lock);
+		if (vm->pause_requested && !vm->stop_requested && !synced) {
+			/* An I/O or MMIO exit is complete in the vCPU's state only
+			 * after the next KVM_RUN: enter once with immediate_exit
+			 * so KVM finishes it and returns -EINTR, then park.  A
+			 * snapshot taken while parked sees consistent state. */
+			pthread_mutex_unlock(&vm->lock);
+			__atomic_store_n(&v->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+			if (ioctl(v->fd, KVM_RUN, 0) == 0) {
+				/* Completing a string I/O can exit again. */
+				if (vcpu_handle_exit(vm, v->run, vm->run_size) == VCPU_STOP)
+					break;
+				continue;
+			}
+			synced = true;
+			continue;
+		}
 		bool go = vcpu_wait_runnable(v);
+		synced = false;
 		/* Clear the kick only once the request it carried is seen. */
 		__atomic_store_n(&v->run->immediate_exit, 0, __ATOMIC_SEQ_CST);
 		if (vm->pause_requested || vm->stop_requested)

@@ -22,6 +22,7 @@
 #include "arch/x86_64/loader.h"
 #include "core/vcpu.h"
 #include "core/vm_devices.h"
+#include "snapshot/snapshot.h"
 
 #define VM_MIN_MEMORY_MIB 32
 
@@ -156,6 +157,8 @@ static int map_memory(struct vm *vm, char *err, size_t errlen)
 	return 0;
 }
 
+/* With k NULL (a restore) the vCPUs are created bare; their state comes
+ * from the snapshot. */
 static int create_vcpus(struct vm *vm, const struct x86_kernel *k, char *err, size_t errlen)
 {
 	for (unsigned int i = 0; i < vm->ncpus; i++) {
@@ -170,6 +173,8 @@ static int create_vcpus(struct vm *vm, const struct x86_kernel *k, char *err, si
 		if (run == MAP_FAILED)
 			return fail(err, errlen, -errno, "mmap of vCPU %u: %s", i, strerror(errno));
 		v->run = run;
+		if (!k)
+			continue;
 		int r = x86_vcpu_setup(v->fd, vm->cpuid, i, vm->ncpus, k);
 		if (r < 0)
 			return fail(err, errlen, r, "setting up vCPU %u: %s", i, strerror(-r));
@@ -190,15 +195,24 @@ static void on_signal(void *opaque, uint32_t events)
 	vm_request_stop(vm, VM_EXIT_SIGNAL, detail);
 }
 
-int vm_create(struct vm **out, const struct vm_config *cfg, char *err, size_t errlen)
+static int watch_signals(struct vm *vm, char *err, size_t errlen)
 {
-	*out = NULL;
-	int r = check_config(cfg, err, errlen);
-	if (r < 0)
-		return r;
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	vm->signal_fd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (vm->signal_fd < 0 || evloop_add(&vm->loop, vm->signal_fd, EPOLLIN, on_signal, vm) < 0)
+		return fail(err, errlen, -errno, "cannot watch signals");
+	return 0;
+}
+
+static struct vm *vm_alloc(const struct vm_config *cfg)
+{
 	struct vm *vm = calloc(1, sizeof(*vm));
 	if (!vm)
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return NULL;
 	vm->kvm_fd = vm->vm_fd = vm->serial_irqfd = vm->signal_fd = -1;
 	vm->console_in_fd = vm->console_out_fd = -1;
 	vm->mem.fd = -1;
@@ -209,6 +223,65 @@ int vm_create(struct vm **out, const struct vm_config *cfg, char *err, size_t er
 	pthread_mutex_init(&vm->lock, NULL);
 	pthread_cond_init(&vm->cond, NULL);
 	vm->state = VM_CREATED;
+	return vm;
+}
+
+int vm_restore(struct vm **out, const struct vm_config *cfg, struct snapshot *snap, char *err,
+               size_t errlen)
+{
+	*out = NULL;
+	struct vm *vm = vm_alloc(cfg);
+	if (!vm)
+		return fail(err, errlen, -ENOMEM, "out of memory");
+	int r = vm_devices_open_disks(vm, cfg, err, errlen);
+	if (r < 0)
+		goto fail;
+	r = kvm_open(vm, err, errlen);
+	if (r < 0)
+		goto fail;
+	r = snapshot_check_host(snap, vm->cpuid, err, errlen);
+	if (r < 0)
+		goto fail;
+	r = gmem_map_private(&vm->mem, snapshot_memory_fd(snap), cfg->memory_mib << 20);
+	if (r < 0) {
+		fail(err, errlen, r, "cannot map the snapshot's memory: %s", strerror(-r));
+		goto fail;
+	}
+	r = x86_vm_setup(vm->vm_fd);
+	if (r < 0) {
+		fail(err, errlen, r, "setting up the VM (irqchip, PIT): %s", strerror(-r));
+		goto fail;
+	}
+	if ((r = map_memory(vm, err, errlen)) < 0 || (r = create_vcpus(vm, NULL, err, errlen)) < 0)
+		goto fail;
+	r = snapshot_restore_cpus(snap, vm, err, errlen);
+	if (r < 0)
+		goto fail;
+	r = evloop_init(&vm->loop);
+	if (r < 0) {
+		fail(err, errlen, r, "cannot create the I/O loop: %s", strerror(-r));
+		goto fail;
+	}
+	if ((r = vm_devices_create(vm, cfg, err, errlen)) < 0 ||
+	    (r = snapshot_restore_devices(snap, vm, err, errlen)) < 0 ||
+	    (r = watch_signals(vm, err, errlen)) < 0)
+		goto fail;
+	*out = vm;
+	return 0;
+fail:
+	vm_destroy(vm);
+	return r;
+}
+
+int vm_create(struct vm **out, const struct vm_config *cfg, char *err, size_t errlen)
+{
+	*out = NULL;
+	int r = check_config(cfg, err, errlen);
+	if (r < 0)
+		return r;
+	struct vm *vm = vm_alloc(cfg);
+	if (!vm)
+		return fail(err, errlen, -ENOMEM, "out of memory");
 
 	struct mapped_file kernel = { 0 }, initrd = { 0 };
 	struct x86_kernel k;
@@ -283,17 +356,9 @@ int vm_create(struct vm **out, const struct vm_config *cfg, char *err, size_t er
 	r = vm_devices_create(vm, cfg, err, errlen);
 	if (r < 0)
 		goto fail;
-	sigset_t sigs;
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGHUP);
-	vm->signal_fd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (vm->signal_fd < 0 || evloop_add(&vm->loop, vm->signal_fd, EPOLLIN, on_signal, vm) < 0) {
-		r = -errno;
-		fail(err, errlen, r, "cannot watch signals");
+	r = watch_signals(vm, err, errlen);
+	if (r < 0)
 		goto fail;
-	}
 
 	unmap_file(&kernel);
 	unmap_file(&initrd);

@@ -74,6 +74,7 @@ struct vcpu {
 struct vblk;
 struct disk;
 struct vsock;
+struct vrng;
 
 struct vm {
 	int kvm_fd;
@@ -110,9 +111,12 @@ struct vm {
 	bool i8042_ready;
 	struct boot_timer boot_timer;
 	struct disk *disk_backends[VM_MAX_DISKS]; /* opened, not yet given to a device */
+	char *disk_paths[VM_MAX_DISKS];           /* as configured; a snapshot moves them */
 	struct vblk *disks[VM_MAX_DISKS];
 	unsigned int ndisks;
 	struct vsock *vsock;
+	uint64_t vsock_cid;
+	struct vrng *rng;
 	int signal_fd;
 };
 
@@ -123,6 +127,14 @@ struct vm {
  * VM exists.  On failure everything is released and *out is NULL. */
 int vm_create(struct vm **out, const struct vm_config *cfg, char *err, size_t errlen)
     __attribute__((warn_unused_result));
+
+/* Creates a VM from a snapshot (snapshot/snapshot.h): cfg comes from
+ * snapshot_vm_config() plus the caller's vsock path and console; memory is
+ * the snapshot's file mapped MAP_PRIVATE; vCPU, irqchip and device state
+ * are restored.  vm_start() then resumes the guest where it was. */
+struct snapshot;
+int vm_restore(struct vm **out, const struct vm_config *cfg, struct snapshot *snap, char *err,
+               size_t errlen) __attribute__((warn_unused_result));
 
 /* Starts the I/O loop and one thread per vCPU.  Call once, after vm_create(). */
 int vm_start(struct vm *vm) __attribute__((warn_unused_result));

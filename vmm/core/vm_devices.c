@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -12,6 +13,7 @@
 #include "arch/x86_64/layout.h"
 #include "backend/disk.h"
 #include "virtio/blk.h"
+#include "virtio/rng.h"
 #include "virtio/vsock.h"
 
 /* Interrupt lines for virtio-mmio devices, in order.  The ISA lines that
@@ -31,20 +33,33 @@ static unsigned int vsock_slot(const struct vm *vm)
 	return vm->ndisks;
 }
 
+/* Every VM has a virtio-rng, after the disks and the vsock. */
+static unsigned int rng_slot(const struct vm *vm, bool has_vsock)
+{
+	return vm->ndisks + (has_vsock ? 1 : 0);
+}
+
 int vm_devices_open_disks(struct vm *vm, const struct vm_config *cfg, char *err, size_t errlen)
 {
 	_Static_assert(sizeof(virtio_gsis) >= VM_MAX_DISKS + 3, "a GSI for every device");
 	for (unsigned int i = 0; i < cfg->ndisks; i++) {
 		const struct vm_disk_config *dc = &cfg->disks[i];
 		struct disk *d = NULL;
-		int r = disk_open(dc->path, dc->read_only, &d);
+		char msg[256];
+		int r = disk_open_err(dc->path, dc->read_only, &d, msg, sizeof(msg));
 		if (r < 0) {
 			snprintf(err, errlen, "cannot open disk '%s': %s", dc->path,
-			         r == -EBUSY ? "it is in use by another VM" : strerror(-r));
+			         r == -EBUSY ? "it is in use by another VM" : msg);
 			return r;
 		}
 		if (dc->id[0])
 			disk_set_id(d, dc->id);
+		vm->disk_paths[i] = strdup(dc->path);
+		if (!vm->disk_paths[i]) {
+			disk_close(d);
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
 		vm->disk_backends[i] = d;
 		vm->ndisks = i + 1;
 	}
@@ -53,7 +68,7 @@ int vm_devices_open_disks(struct vm *vm, const struct vm_config *cfg, char *err,
 
 unsigned int vm_devices_count(const struct vm *vm, const struct vm_config *cfg)
 {
-	return vm->ndisks + (cfg->vsock_path ? 1 : 0);
+	return vm->ndisks + (cfg->vsock_path ? 1 : 0) + 1;
 }
 
 int vm_devices_cmdline(const struct vm *vm, unsigned int slot, char *buf, size_t len)
@@ -187,6 +202,7 @@ int vm_devices_create(struct vm *vm, const struct vm_config *cfg, char *err, siz
 			.bus = &vm->mmio,
 		};
 		uint64_t cid = cfg->vsock_cid ? cfg->vsock_cid : VSOCK_DEFAULT_GUEST_CID;
+		vm->vsock_cid = cid;
 		r = vsock_create(&mc, cid, cfg->vsock_path, &vm->vsock);
 		if (r < 0) {
 			snprintf(err, errlen, "cannot create vsock at '%s': %s", cfg->vsock_path,
@@ -197,19 +213,60 @@ int vm_devices_create(struct vm *vm, const struct vm_config *cfg, char *err, siz
 			return r;
 		}
 	}
+	unsigned int slot = rng_slot(vm, cfg->vsock_path != NULL);
+	struct virtio_mmio_cfg mc = {
+		.base = slot_base(slot),
+		.gsi = virtio_gsis[slot],
+		.vm_fd = vm->vm_fd,
+		.mem = &vm->mem,
+		.loop = &vm->loop,
+		.bus = &vm->mmio,
+	};
+	r = vrng_create(&mc, &vm->rng);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot create virtio-rng: %s", strerror(-r));
+		return r;
+	}
 	return 0;
+}
+
+unsigned int vm_devices_transports(struct vm *vm, struct virtio_mmio **out, unsigned int max)
+{
+	unsigned int n = 0;
+	for (unsigned int i = 0; i < vm->ndisks && n < max; i++)
+		out[n++] = vblk_transport(vm->disks[i]);
+	if (vm->vsock && n < max)
+		out[n++] = vsock_transport(vm->vsock);
+	if (vm->rng && n < max)
+		out[n++] = vrng_transport(vm->rng);
+	return n;
+}
+
+void vm_disk_io(struct vm *vm, uint64_t *read, uint64_t *written)
+{
+	*read = *written = 0;
+	for (unsigned int i = 0; i < vm->ndisks; i++) {
+		uint64_t r, w;
+		vblk_io_counts(vm->disks[i], &r, &w);
+		*read += r;
+		*written += w;
+	}
 }
 
 void vm_devices_destroy(struct vm *vm)
 {
 	vsock_destroy(vm->vsock);
 	vm->vsock = NULL;
+	vrng_destroy(vm->rng);
+	vm->rng = NULL;
 	for (unsigned int i = 0; i < VM_MAX_DISKS; i++) {
 		if (vm->disks[i])
 			vblk_destroy(vm->disks[i]);
 		vm->disks[i] = NULL;
 		disk_close(vm->disk_backends[i]);
 		vm->disk_backends[i] = NULL;
+		free(vm->disk_paths[i]);
+		vm->disk_paths[i] = NULL;
 	}
 	if (vm->serial_ready)
 		serial_destroy(&vm->serial);

@@ -25,6 +25,14 @@ int vm_devices_cmdline(const struct vm *vm, unsigned int slot, char *buf, size_t
 int vm_devices_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
+/* The virtio-mmio transports in slot order (disks, then vsock): what a
+ * snapshot saves and a restore fills back.  Returns how many (<= max). */
+struct virtio_mmio;
+unsigned int vm_devices_transports(struct vm *vm, struct virtio_mmio **out, unsigned int max);
+
+/* Bytes the guest read from and wrote to its disks so far. */
+void vm_disk_io(struct vm *vm, uint64_t *read, uint64_t *written);
+
 /* Releases every device; safe after a partial vm_devices_create(). */
 void vm_devices_destroy(struct vm *vm);
 

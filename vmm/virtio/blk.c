@@ -16,8 +16,9 @@ _Static_assert(VBLK_QUEUE_SIZE <= VIRTQ_MAX_SIZE, "queue fits the shared virtque
 struct vblk {
 	struct virtio_mmio t; /* plain state lives in t.st */
 	struct disk *disk;
-	struct virtio_blk_config config; /* derived from the disk; not state */
-	struct virtq_req req;            /* scratch for the request in hand */
+	struct virtio_blk_config config;    /* derived from the disk; not state */
+	struct virtq_req req;               /* scratch for the request in hand */
+	uint64_t bytes_read, bytes_written; /* guest requests served (atomic) */
 };
 
 /* Sector + bytes -> byte offset, refusing overflow; capacity is checked by
@@ -113,10 +114,19 @@ static uint8_t handle_request(struct vblk *b, struct virtq_req *r, uint32_t *wri
 	uint64_t in_len = disk_iov_total(in, (int)n_in);
 
 	switch (hdr.type) {
-	case VIRTIO_BLK_T_IN:
-		return do_read(b, hdr.sector, in, n_in, in_len, written);
-	case VIRTIO_BLK_T_OUT:
-		return do_write(b, hdr.sector, out, n_out);
+	case VIRTIO_BLK_T_IN: {
+		uint8_t st = do_read(b, hdr.sector, in, n_in, in_len, written);
+		if (st == VIRTIO_BLK_S_OK)
+			__atomic_add_fetch(&b->bytes_read, in_len, __ATOMIC_RELAXED);
+		return st;
+	}
+	case VIRTIO_BLK_T_OUT: {
+		uint8_t st = do_write(b, hdr.sector, out, n_out);
+		if (st == VIRTIO_BLK_S_OK)
+			__atomic_add_fetch(&b->bytes_written, disk_iov_total(out, (int)n_out),
+			                   __ATOMIC_RELAXED);
+		return st;
+	}
 	case VIRTIO_BLK_T_FLUSH:
 		return status_of(disk_flush(b->disk));
 	case VIRTIO_BLK_T_GET_ID:
@@ -161,6 +171,8 @@ static void vblk_queue_notify(void *dev, uint16_t queue)
 	struct virtq *q = &b->t.st.queues[queue];
 	const struct guest_mem *mem = b->t.cfg.mem;
 
+	if (!b->disk)
+		return; /* between a swap's close and open: requests wait */
 	for (;;) {
 		int rc = virtq_pop(q, mem, &b->req);
 		if (rc == 0)
@@ -258,4 +270,24 @@ struct virtio_mmio *vblk_transport(struct vblk *b)
 int vblk_cmdline(const struct vblk *b, char *buf, size_t len)
 {
 	return virtio_mmio_cmdline(&b->t, buf, len);
+}
+
+struct disk *vblk_swap_disk(struct vblk *b, struct disk *disk)
+{
+	pthread_mutex_lock(&b->t.lock);
+	struct disk *old = b->disk;
+	b->disk = disk;
+	pthread_mutex_unlock(&b->t.lock);
+	return old;
+}
+
+struct disk *vblk_disk(struct vblk *b)
+{
+	return b->disk;
+}
+
+void vblk_io_counts(struct vblk *b, uint64_t *read, uint64_t *written)
+{
+	*read = __atomic_load_n(&b->bytes_read, __ATOMIC_RELAXED);
+	*written = __atomic_load_n(&b->bytes_written, __ATOMIC_RELAXED);
 }

@@ -109,6 +109,16 @@ void vblk_destroy(struct vblk *b);
  * keeps no state of its own beyond it) and for tests. */
 struct virtio_mmio *vblk_transport(struct vblk *b);
 
+/* The disk behind the device, and replacing it (a snapshot freezing the
+ * disk and going on with a fresh overlay of the same size).  Swap only
+ * with the vCPUs paused and no queue work running; returns the old disk,
+ * which the caller closes.  With a NULL disk requests wait in the ring. */
+struct disk *vblk_disk(struct vblk *b);
+struct disk *vblk_swap_disk(struct vblk *b, struct disk *disk);
+
+/* Bytes of guest reads and writes served so far. */
+void vblk_io_counts(struct vblk *b, uint64_t *read, uint64_t *written);
+
 /* Writes this device's "virtio_mmio.device=4K@0x<base>:<gsi>" kernel
  * command-line entry.  Returns its length or -ENOSPC. */
 int vblk_cmdline(const struct vblk *b, char *buf, size_t len) __attribute__((warn_unused_result));

@@ -481,3 +481,13 @@ int virtio_mmio_restore(struct virtio_mmio *t, const struct virtio_mmio_state *i
 	pthread_mutex_unlock(&t->lock);
 	return err < 0 ? err : 0;
 }
+
+void virtio_mmio_kick_all(struct virtio_mmio *t)
+{
+	pthread_mutex_lock(&t->lock);
+	if ((t->st.status & VIRTIO_STATUS_DRIVER_OK) && t->ops->queue_notify)
+		for (uint16_t q = 0; q < t->ops->num_queues; q++)
+			if (t->st.queues[q].ready)
+				t->ops->queue_notify(t->dev, q);
+	pthread_mutex_unlock(&t->lock);
+}

@@ -190,4 +190,9 @@ void virtio_mmio_save(struct virtio_mmio *t, struct virtio_mmio_state *out);
 int virtio_mmio_restore(struct virtio_mmio *t, const struct virtio_mmio_state *in)
     __attribute__((warn_unused_result));
 
+/* Processes every ready queue once, as if the driver had notified it: a
+ * restored device may have missed notifications that were still in the
+ * saved VMM's eventfds.  Call before the vCPUs run. */
+void virtio_mmio_kick_all(struct virtio_mmio *t);
+
 #endif

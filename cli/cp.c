@@ -1,0 +1,96 @@
+/* cove cp: copies one file into or out of a named sandbox.  The sandbox's
+ * side is NAME:PATH; a local directory as destination receives the file
+ * under its own name, and so does a guest path ending in '/'. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "cove.h"
+
+static const char cp_usage[] = "usage: cove cp NAME:PATH LOCAL\n"
+                               "       cove cp LOCAL NAME:PATH\n";
+
+/* NAME:PATH -> name and path; false when arg is a local path (no ':', or
+ * what precedes it is no sandbox name: write ./a:b for a local "a:b"). */
+static bool split_remote(const char *arg, char *name, const char **path)
+{
+	const char *colon = strchr(arg, ':');
+	if (!colon || colon == arg || (size_t)(colon - arg) > COVE_NAME_MAX)
+		return false;
+	memcpy(name, arg, (size_t)(colon - arg));
+	name[colon - arg] = 0;
+	if (!cove_name_valid(name))
+		return false;
+	*path = colon + 1;
+	return true;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+int cli_cp(int argc, char **argv)
+{
+	const char *prog = "cove cp";
+	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		fputs(cp_usage, stdout);
+		return 0;
+	}
+	if (argc != 3) {
+		fprintf(stderr, "%s: needs a source and a destination\n%s", prog, cp_usage);
+		return 2;
+	}
+	char src_name[COVE_NAME_MAX + 1], dst_name[COVE_NAME_MAX + 1];
+	const char *src_path, *dst_path;
+	bool src_remote = split_remote(argv[1], src_name, &src_path);
+	bool dst_remote = split_remote(argv[2], dst_name, &dst_path);
+	if (src_remote == dst_remote) {
+		fprintf(stderr,
+		        "%s: exactly one side must be NAME:PATH, the other a local path\n%s", prog,
+		        cp_usage);
+		return 2;
+	}
+	const char *name = src_remote ? src_name : dst_name;
+	const char *guest = src_remote ? src_path : dst_path;
+	const char *local = src_remote ? argv[2] : argv[1];
+	if (!*guest || !*local) {
+		fprintf(stderr, "%s: empty path\n%s", prog, cp_usage);
+		return 2;
+	}
+	char path[PATH_MAX];
+	struct stat st;
+	if (src_remote && stat(local, &st) == 0 && S_ISDIR(st.st_mode)) {
+		if (snprintf(path, sizeof(path), "%s/%s", local, base_name(guest)) >=
+		    (int)sizeof(path)) {
+			fprintf(stderr, "%s: path too long\n", prog);
+			return 1;
+		}
+		local = path;
+	} else if (!src_remote && guest[strlen(guest) - 1] == '/') {
+		if (snprintf(path, sizeof(path), "%s%s", guest, base_name(local)) >=
+		    (int)sizeof(path)) {
+			fprintf(stderr, "%s: path too long\n", prog);
+			return 1;
+		}
+		guest = path;
+	}
+	char err[512];
+	struct cove_sandbox *sb;
+	if (cove_open(name, &sb, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, err);
+		return 1;
+	}
+	int r = src_remote ? cove_get_file(sb, guest, local, err, sizeof(err))
+	                   : cove_put_file(sb, local, guest, 0, err, sizeof(err));
+	cove_free(sb);
+	if (r < 0) {
+		fprintf(stderr, "%s: %s: %s\n", prog, src_remote ? argv[1] : argv[2], err);
+		return 1;
+	}
+	return 0;
+}

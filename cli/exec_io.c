@@ -1,0 +1,123 @@
+/* One command in a sandbox with the terminal's side of it: stdin, stdout
+ * and stderr forwarded, a raw terminal and window size changes under -t,
+ * SIGINT, SIGTERM and SIGHUP forwarded to the command (cove run, cove exec). */
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static volatile int pending_signal;
+static volatile sig_atomic_t winch;
+
+static void forward_signal(int sig)
+{
+	pending_signal = sig;
+}
+
+static void on_winch(int sig)
+{
+	(void)sig;
+	winch = 1;
+}
+
+static void write_out(void *opaque, const void *data, size_t len)
+{
+	int fd = (int)(intptr_t)opaque;
+	const char *p = data;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return; /* our reader went away; the guest's output is dropped */
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+static void write_stderr(void *opaque, const void *data, size_t len)
+{
+	(void)opaque;
+	write_out((void *)(intptr_t)STDERR_FILENO, data, len);
+}
+
+static bool get_winsize(uint16_t *rows, uint16_t *cols)
+{
+	struct winsize ws;
+	if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) < 0 || !ws.ws_row)
+		return false;
+	*rows = ws.ws_row;
+	*cols = ws.ws_col;
+	return true;
+}
+
+static bool resize_cb(void *opaque, uint16_t *rows, uint16_t *cols)
+{
+	(void)opaque;
+	if (!winch)
+		return false;
+	winch = 0;
+	return get_winsize(rows, cols);
+}
+
+int cli_exec_command(struct cove_sandbox *sb, const struct cli_exec *x, char **argv,
+                     const char *prog, bool *ran)
+{
+	if (ran)
+		*ran = false;
+	struct sigaction sa = { .sa_handler = forward_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	struct termios saved;
+	bool raw = false;
+	struct cove_exec_opts eo = {
+		.argv = (const char *const *)argv,
+		.env = x->nenv ? x->env : NULL,
+		.cwd = x->workdir,
+		.timeout_ms = (uint32_t)(x->timeout_s * 1000),
+		.pty = x->tty,
+		.stdin_fd = x->interactive || !isatty(STDIN_FILENO) ? STDIN_FILENO : -1,
+		.on_stdout = write_out,
+		.on_stderr = write_stderr,
+		.opaque = (void *)(intptr_t)STDOUT_FILENO,
+		.pending_signal = &pending_signal,
+	};
+	if (x->tty) {
+		get_winsize(&eo.rows, &eo.cols);
+		struct sigaction sw = { .sa_handler = on_winch };
+		sigemptyset(&sw.sa_mask);
+		sigaction(SIGWINCH, &sw, NULL);
+		eo.resize = resize_cb;
+		if (tcgetattr(STDIN_FILENO, &saved) == 0) {
+			struct termios t = saved;
+			cfmakeraw(&t);
+			raw = tcsetattr(STDIN_FILENO, TCSANOW, &t) == 0;
+		}
+		/* In raw mode ^C is a byte for the guest's terminal. */
+	}
+	char err[512];
+	struct cove_exec_result res;
+	int r = cove_exec(sb, &eo, &res, err, sizeof(err));
+	if (raw)
+		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+	if (r < 0) {
+		fprintf(stderr, "%s: %s\n", prog, err);
+		/* As shells do: 127 for a command not found, 126 for one that
+		 * cannot run; 125 stays for failures of the sandbox itself. */
+		return r == -ENOENT ? 127 : r == -EACCES || r == -ENOEXEC ? 126 : 125;
+	}
+	if (ran)
+		*ran = true;
+	if (res.timed_out)
+		fprintf(stderr, "%s: timed out after %lu s\n", prog, x->timeout_s);
+	return res.timed_out ? 124 : res.signal ? 128 + res.signal : res.exit_code;
+}

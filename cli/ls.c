@@ -1,0 +1,133 @@
+/* cove ls: the sandboxes of the runtime directory, as a table or JSON.
+ * Entries whose cove-vmm died are removed, reported on stderr and listed
+ * once as dead. */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "cove.h"
+
+static const char ls_usage[] = "usage: cove ls [--json]\n";
+
+static void format_age(int64_t created, int64_t now, char *out, size_t len)
+{
+	int64_t s = now - created;
+	if (!created || s < 0)
+		snprintf(out, len, "-");
+	else if (s < 60)
+		snprintf(out, len, "%llds", (long long)s);
+	else if (s < 3600)
+		snprintf(out, len, "%lldm", (long long)(s / 60));
+	else if (s < 86400)
+		snprintf(out, len, "%lldh", (long long)(s / 3600));
+	else
+		snprintf(out, len, "%lldd", (long long)(s / 86400));
+}
+
+static void print_table(const struct cove_info *list, size_t n, int64_t now)
+{
+	int w = 4;
+	for (size_t i = 0; i < n; i++)
+		if ((int)strlen(list[i].name) > w)
+			w = (int)strlen(list[i].name);
+	printf("%-*s  %-8s  %7s  %4s  %7s  %-7s  %s\n", w, "NAME", "STATE", "PID", "CPUS", "MEMORY",
+	       "AGE", "IMAGE or RESTORED-FROM");
+	for (size_t i = 0; i < n; i++) {
+		const struct cove_info *s = &list[i];
+		char age[32], mem[32], pid[16], cpus[16];
+		format_age(s->created, now, age, sizeof(age));
+		snprintf(mem, sizeof(mem), s->memory_mib ? "%lluM" : "-",
+		         (unsigned long long)s->memory_mib);
+		snprintf(pid, sizeof(pid), s->pid ? "%d" : "-", (int)s->pid);
+		snprintf(cpus, sizeof(cpus), s->cpus ? "%u" : "-", s->cpus);
+		printf("%-*s  %-8s  %7s  %4s  %7s  %-7s  %s%s\n", w, s->name,
+		       cove_state_name(s->state), pid, cpus, mem, age,
+		       s->restored_from ? "restored from " : "",
+		       s->restored_from ? s->restored_from
+		       : s->image       ? s->image
+		                        : "-");
+	}
+}
+
+static int print_json(const struct cove_info *list, size_t n, int64_t now)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < n; i++) {
+		const struct cove_info *s = &list[i];
+		json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "name", s->name,
+		                      "state", cove_state_name(s->state), "pid", (json_int_t)s->pid,
+		                      "cpus", (json_int_t)s->cpus, "memory_mib",
+		                      (json_int_t)s->memory_mib, "created", (json_int_t)s->created,
+		                      "age_s", (json_int_t)(s->created ? now - s->created : 0));
+		if (o && s->image)
+			json_object_set_new(o, "image", json_string(s->image));
+		if (o && s->restored_from)
+			json_object_set_new(o, "restored_from", json_string(s->restored_from));
+		if (!o || json_array_append_new(a, o) < 0) {
+			json_decref(a);
+			a = NULL;
+		}
+	}
+	char *text = a ? json_dumps(a, JSON_INDENT(2)) : NULL;
+	json_decref(a);
+	if (!text) {
+		fprintf(stderr, "cove ls: out of memory\n");
+		return 1;
+	}
+	printf("%s\n", text);
+	free(text);
+	return 0;
+}
+
+int cli_ls(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	bool json = false;
+	int o;
+	opterr = 0;
+	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (o == 'j') {
+			json = true;
+		} else if (o == 'h') {
+			fputs(ls_usage, stdout);
+			return 0;
+		} else {
+			fprintf(stderr, "cove ls: unknown option '%s'\n%s", argv[optind - 1],
+			        ls_usage);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "cove ls: unexpected argument '%s'\n%s", argv[optind], ls_usage);
+		return 2;
+	}
+	char err[512];
+	struct cove_info *list;
+	size_t n;
+	if (cove_list(&list, &n, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cove ls: %s\n", err);
+		return 1;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (list[i].state == COVE_STATE_DEAD)
+			fprintf(stderr,
+			        "cove ls: sandbox %s was dead (its process %d is gone); "
+			        "removed its entry\n",
+			        list[i].name, (int)list[i].pid);
+	int64_t now = (int64_t)time(NULL);
+	int status = 0;
+	if (json)
+		status = print_json(list, n, now);
+	else
+		print_table(list, n, now);
+	cove_list_free(list, n);
+	return status;
+}

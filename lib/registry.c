@@ -1,0 +1,411 @@
+/* The sandbox registry: runtime base, names, meta.json, liveness of the
+ * recorded process, removal of dead entries, and cove_list. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "registry.h"
+#include "sandbox_priv.h"
+
+/* Entries without meta.json younger than this are being created. */
+#define REGISTRY_CREATE_GRACE_S 30
+
+/* out = a/b; false when it does not fit. */
+static bool join(char *out, size_t len, const char *a, const char *b)
+{
+	int n = snprintf(out, len, "%s/%s", a, b);
+	return n >= 0 && (size_t)n < len;
+}
+
+bool registry_name_valid(const char *name)
+{
+	if (!name || !name[0] || name[0] == '.')
+		return false;
+	size_t n = 0;
+	for (const char *p = name; *p; p++, n++) {
+		char c = *p;
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		          (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+		if (!ok || n == REGISTRY_NAME_MAX)
+			return false;
+	}
+	return true;
+}
+
+int registry_base(char *out, size_t len)
+{
+	const char *v = getenv("COVE_RUNTIME_DIR");
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	int n;
+	if (v && *v)
+		n = snprintf(out, len, "%s", v);
+	else if (xdg && *xdg)
+		n = snprintf(out, len, "%s/cove", xdg);
+	else if (geteuid() == 0)
+		n = snprintf(out, len, "/run/cove");
+	else
+		n = snprintf(out, len, "/tmp/cove-%u", (unsigned)geteuid());
+	/* <base>/<name> must fit SANDBOX_DIR_MAX with its terminator. */
+	if (n < 0 || (size_t)n >= len || (size_t)n + 1 + REGISTRY_NAME_MAX >= SANDBOX_DIR_MAX)
+		return -ENAMETOOLONG;
+	if (mkdir(out, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int registry_meta_write(const char *dir, const struct registry_meta *m)
+{
+	json_t *o =
+	    json_pack("{s:i, s:s, s:I, s:I, s:b, s:i, s:I, s:I}", "version", 1, "name", m->name,
+	              "pid", (json_int_t)m->pid, "pid_start", (json_int_t)m->pid_start, "starting",
+	              m->starting, "cpus", (int)m->cpus, "memory_mib", (json_int_t)m->memory_mib,
+	              "created", (json_int_t)m->created);
+	if (!o)
+		return -ENOMEM;
+	if (m->image[0])
+		json_object_set_new(o, "image", json_string(m->image));
+	if (m->restored_from[0])
+		json_object_set_new(o, "restored_from", json_string(m->restored_from));
+	char tmp[PATH_MAX], path[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, REGISTRY_META);
+	snprintf(path, sizeof(path), "%s/%s", dir, REGISTRY_META);
+	int r = json_dump_file(o, tmp, JSON_COMPACT) < 0 ? -EIO : 0;
+	json_decref(o);
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	return r;
+}
+
+/* Copies a JSON string member into a fixed buffer; absent is "". */
+static int meta_string(json_t *o, const char *key, char *out, size_t len)
+{
+	json_t *v = json_object_get(o, key);
+	out[0] = 0;
+	if (!v)
+		return 0;
+	if (!json_is_string(v) || json_string_length(v) >= len)
+		return -EPROTO;
+	memcpy(out, json_string_value(v), json_string_length(v) + 1);
+	return 0;
+}
+
+/* A non-negative integer member no larger than max; absent is 0. */
+static int meta_uint(json_t *o, const char *key, uint64_t max, uint64_t *out)
+{
+	json_t *v = json_object_get(o, key);
+	*out = 0;
+	if (!v)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    (uint64_t)json_integer_value(v) > max)
+		return -EPROTO;
+	*out = (uint64_t)json_integer_value(v);
+	return 0;
+}
+
+int registry_meta_read(const char *dir, struct registry_meta *m)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s", dir, REGISTRY_META);
+	memset(m, 0, sizeof(*m));
+	json_error_t je;
+	json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (!o)
+		return access(path, F_OK) < 0 && errno == ENOENT ? -ENOENT : -EPROTO;
+	uint64_t version, pid, cpus, created;
+	int r = json_is_object(o) ? 0 : -EPROTO;
+	if (!r)
+		r = meta_uint(o, "version", 1000, &version);
+	if (!r && version != 1)
+		r = -EPROTO;
+	if (!r)
+		r = meta_string(o, "name", m->name, sizeof(m->name));
+	if (!r && !registry_name_valid(m->name))
+		r = -EPROTO;
+	if (!r)
+		r = meta_uint(o, "pid", INT32_MAX, &pid);
+	if (!r && pid == 0)
+		r = -EPROTO;
+	if (!r)
+		r = meta_uint(o, "pid_start", UINT64_MAX >> 1, &m->pid_start);
+	if (!r)
+		r = meta_uint(o, "cpus", 1024, &cpus);
+	if (!r)
+		r = meta_uint(o, "memory_mib", UINT64_MAX >> 1, &m->memory_mib);
+	if (!r)
+		r = meta_uint(o, "created", INT64_MAX, &created);
+	if (!r)
+		r = meta_string(o, "image", m->image, sizeof(m->image));
+	if (!r)
+		r = meta_string(o, "restored_from", m->restored_from, sizeof(m->restored_from));
+	json_t *starting = json_object_get(o, "starting");
+	if (!r && starting && !json_is_boolean(starting))
+		r = -EPROTO;
+	if (!r) {
+		m->pid = (pid_t)pid;
+		m->cpus = (unsigned int)cpus;
+		m->created = (int64_t)created;
+		m->starting = json_is_true(starting);
+	}
+	json_decref(o);
+	return r;
+}
+
+int registry_parse_stat(const char *text, char *state, uint64_t *start)
+{
+	const char *p = strrchr(text, ')');
+	if (!p)
+		return -EPROTO;
+	p++;
+	/* Fields 3 to 22 follow: the state, then 18 numbers, then starttime. */
+	for (int field = 3; field <= 22; field++) {
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			return -EPROTO;
+		if (field == 3)
+			*state = *p;
+		if (field == 22) {
+			char *end;
+			errno = 0;
+			unsigned long long v = strtoull(p, &end, 10);
+			if (errno || end == p || (*end != ' ' && *end != '\n' && *end))
+				return -EPROTO;
+			*start = v;
+			return 0;
+		}
+		p += strcspn(p, " ");
+	}
+	return -EPROTO;
+}
+
+int registry_proc_start(pid_t pid, uint64_t *start)
+{
+	if (pid <= 0)
+		return -ESRCH;
+	char path[64], text[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	ssize_t n = read(fd, text, sizeof(text) - 1);
+	int e = errno;
+	close(fd);
+	if (n < 0)
+		return e == ESRCH ? -ESRCH : -e;
+	text[n] = 0;
+	char state;
+	int r = registry_parse_stat(text, &state, start);
+	if (r < 0)
+		return r;
+	return state == 'Z' || state == 'X' ? -ESRCH : 0;
+}
+
+bool registry_alive(const struct registry_meta *m)
+{
+	uint64_t start;
+	return registry_proc_start(m->pid, &start) == 0 && start == m->pid_start;
+}
+
+int registry_remove_tree(const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		char p[PATH_MAX];
+		snprintf(p, sizeof(p), "%s/%s", path, e->d_name);
+		struct stat st;
+		bool dir = e->d_type == DT_DIR ||
+		           (e->d_type == DT_UNKNOWN && lstat(p, &st) == 0 && S_ISDIR(st.st_mode));
+		if (dir)
+			registry_remove_tree(p);
+		else
+			unlink(p);
+	}
+	closedir(d);
+	return rmdir(path) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+static bool same_record(const struct registry_meta *a, const struct registry_meta *b)
+{
+	return a->pid == b->pid && a->pid_start == b->pid_start && a->created == b->created &&
+	       !strcmp(a->name, b->name);
+}
+
+int registry_remove_dead(const char *base, const char *name, const struct registry_meta *seen)
+{
+	char dir[PATH_MAX], aside[PATH_MAX];
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(dir, sizeof(dir), "%s/%s", base, name);
+	snprintf(aside, sizeof(aside), "%s/.dead-%s.%d.%ld", base, name, (int)getpid(),
+	         (long)ts.tv_nsec);
+	if (rename(dir, aside) < 0)
+		return errno == ENOENT ? 0 : -errno; /* another process cleaned it */
+	struct registry_meta *now = malloc(sizeof(*now));
+	if (!now)
+		return -ENOMEM;
+	int r = registry_meta_read(aside, now);
+	bool same = seen ? r == 0 && same_record(now, seen) : r < 0;
+	free(now);
+	if (!same) {
+		/* Between our look and the rename, the dead entry was removed and
+		 * a new sandbox took the name: give it back. */
+		if (renameat2(AT_FDCWD, aside, AT_FDCWD, dir, RENAME_NOREPLACE) < 0)
+			return -errno;
+		return -EBUSY;
+	}
+	return registry_remove_tree(aside);
+}
+
+/* ---- cove_list ---------------------------------------------------------- */
+
+const char *cove_state_name(enum cove_state state)
+{
+	switch (state) {
+	case COVE_STATE_STARTING:
+		return "starting";
+	case COVE_STATE_RUNNING:
+		return "running";
+	case COVE_STATE_PAUSED:
+		return "paused";
+	case COVE_STATE_DEAD:
+		return "dead";
+	}
+	return "unknown";
+}
+
+/* Fills info from the entry <base>/<name>; removes it when it is dead.
+ * Returns 1 when info should be listed, 0 when not, or -errno. */
+static int list_entry(const char *base, const char *name, struct registry_meta *m,
+                      struct cove_info *info)
+{
+	char dir[PATH_MAX];
+	memset(info, 0, sizeof(*info));
+	if (!join(dir, sizeof(dir), base, name) || strlen(name) >= sizeof(info->name))
+		return 0;
+	memcpy(info->name, name, strlen(name) + 1);
+	int r = registry_meta_read(dir, m);
+	if (r < 0) {
+		struct stat st;
+		if (stat(dir, &st) < 0)
+			return 0; /* removed under us */
+		if (time(NULL) - st.st_ctime < REGISTRY_CREATE_GRACE_S) {
+			info->state = COVE_STATE_STARTING;
+			return 1;
+		}
+		info->state = COVE_STATE_DEAD;
+		r = registry_remove_dead(base, name, NULL);
+		return r == -EBUSY ? 0 : 1;
+	}
+	info->pid = m->pid;
+	info->cpus = m->cpus;
+	info->memory_mib = m->memory_mib;
+	info->created = m->created;
+	if ((m->image[0] && !(info->image = strdup(m->image))) ||
+	    (m->restored_from[0] && !(info->restored_from = strdup(m->restored_from))))
+		return -ENOMEM;
+	if (!registry_alive(m)) {
+		info->state = COVE_STATE_DEAD;
+		r = registry_remove_dead(base, name, m);
+		return r == -EBUSY ? 0 : 1;
+	}
+	if (m->starting) {
+		info->state = COVE_STATE_STARTING;
+		return 1;
+	}
+	char api[PATH_MAX];
+	bool paused = false;
+	info->state = join(api, sizeof(api), dir, SANDBOX_API_SOCK) &&
+	                      vmm_api_paused(api, &paused) == 0 && paused
+	                  ? COVE_STATE_PAUSED
+	                  : COVE_STATE_RUNNING;
+	return 1;
+}
+
+static int info_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct cove_info *)a)->name, ((const struct cove_info *)b)->name);
+}
+
+int cove_list(struct cove_info **out, size_t *count, char *err, size_t errlen)
+{
+	*out = NULL;
+	*count = 0;
+	char base[PATH_MAX];
+	int r = registry_base(base, sizeof(base));
+	if (r < 0)
+		return cove_fail(err, errlen, r, "runtime directory %s: %s", base, strerror(-r));
+	DIR *d = opendir(base);
+	if (!d)
+		return cove_fail(err, errlen, -errno, "cannot read %s: %s", base, strerror(errno));
+	struct registry_meta *m = malloc(sizeof(*m));
+	struct cove_info *list = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *e;
+	r = m ? 0 : -ENOMEM;
+	while (r == 0 && (e = readdir(d))) {
+		if (!registry_name_valid(e->d_name))
+			continue; /* ".", "..", entries being removed */
+		struct stat st;
+		if (e->d_type != DT_DIR &&
+		    (e->d_type != DT_UNKNOWN ||
+		     fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		     !S_ISDIR(st.st_mode)))
+			continue; /* a stray file */
+		if (n == cap) {
+			size_t c = cap ? cap * 2 : 16;
+			struct cove_info *l = realloc(list, c * sizeof(*l));
+			if (!l) {
+				r = -ENOMEM;
+				break;
+			}
+			list = l;
+			cap = c;
+		}
+		int k = list_entry(base, e->d_name, m, &list[n]);
+		if (k < 0) {
+			free(list[n].image);
+			free(list[n].restored_from);
+			r = k;
+		} else if (k > 0) {
+			n++;
+		} else {
+			free(list[n].image);
+			free(list[n].restored_from);
+		}
+	}
+	closedir(d);
+	free(m);
+	if (r < 0) {
+		cove_list_free(list, n);
+		return cove_fail(err, errlen, r, "listing %s: %s", base, strerror(-r));
+	}
+	if (n)
+		qsort(list, n, sizeof(*list), info_cmp);
+	*out = list;
+	*count = n;
+	return 0;
+}
+
+void cove_list_free(struct cove_info *list, size_t count)
+{
+	for (size_t i = 0; list && i < count; i++) {
+		free(list[i].image);
+		free(list[i].restored_from);
+	}
+	free(list);
+}

@@ -1,0 +1,78 @@
+/* The sandbox registry: one directory per sandbox under the runtime base
+ * ($COVE_RUNTIME_DIR, $XDG_RUNTIME_DIR/cove, /run/cove for root, else
+ * /tmp/cove-<uid>), named after the sandbox.  mkdir() of that directory is
+ * the name's lock; its meta.json says who runs it, so any cove process can
+ * find a sandbox, and tell a live one from one whose cove-vmm died.
+ *
+ * meta.json (version 1), replaced atomically (written aside, renamed):
+ *   {"version": 1, "name": S, "pid": N, "pid_start": N, "starting": B,
+ *    "cpus": N, "memory_mib": N, "image": S | "restored_from": S,
+ *    "created": N}
+ * While "starting" is true, pid is the process creating the sandbox; after
+ * that it is cove-vmm.  pid_start is field 22 of /proc/PID/stat (clock
+ * ticks after boot), which tells a reused pid apart.  created is Unix
+ * time in seconds. */
+#ifndef COVE_REGISTRY_H
+#define COVE_REGISTRY_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define REGISTRY_NAME_MAX 32
+#define REGISTRY_META     "meta.json"
+
+struct registry_meta {
+	char name[REGISTRY_NAME_MAX + 1];
+	pid_t pid;
+	uint64_t pid_start;
+	bool starting;
+	unsigned int cpus;
+	uint64_t memory_mib;
+	char image[PATH_MAX];         /* "" when restored */
+	char restored_from[PATH_MAX]; /* "" when booted from an image */
+	int64_t created;
+};
+
+/* 1 to 32 of [A-Za-z0-9_.-], not starting with '.' (so "." and ".." and
+ * the registry's own hidden names are never sandbox names). */
+bool registry_name_valid(const char *name);
+
+/* Writes the runtime base into out and creates it (0700).  -ENAMETOOLONG
+ * when <base>/<longest name>/ would leave no room for the Unix socket
+ * paths inside it (SANDBOX_DIR_MAX). */
+int registry_base(char *out, size_t len) __attribute__((warn_unused_result));
+
+/* meta.json in dir: write (atomically) and read.  read returns -ENOENT
+ * when there is none, -EPROTO when it is malformed. */
+int registry_meta_write(const char *dir, const struct registry_meta *m)
+    __attribute__((warn_unused_result));
+int registry_meta_read(const char *dir, struct registry_meta *m)
+    __attribute__((warn_unused_result));
+
+/* Parses the text of /proc/PID/stat: the state letter (field 3) and the
+ * start time (field 22).  The command name (field 2) may hold spaces and
+ * parentheses; the fields start after its last ')'.  -EPROTO when the
+ * text is short or malformed. */
+int registry_parse_stat(const char *text, char *state, uint64_t *start)
+    __attribute__((warn_unused_result));
+
+/* The start time of a live process; -ESRCH when it is gone or a zombie. */
+int registry_proc_start(pid_t pid, uint64_t *start) __attribute__((warn_unused_result));
+
+/* Whether the process the record names still runs: pid exists, is not a
+ * zombie and started when the record says. */
+bool registry_alive(const struct registry_meta *m);
+
+/* Removes the entry <base>/<name> that was seen dead with record seen (NULL:
+ * it had no readable meta.json).  It is first renamed aside and its record
+ * compared again, so an entry that a new sandbox took over in the meantime
+ * is put back (-EBUSY) instead of deleted.  0 also when it is already gone. */
+int registry_remove_dead(const char *base, const char *name, const struct registry_meta *seen);
+
+/* rm -rf of a sandbox directory (its files and any subdirectory). */
+int registry_remove_tree(const char *path);
+
+#endif

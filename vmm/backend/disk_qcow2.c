@@ -1,0 +1,1192 @@
+/* qcow2 images (versions 2 and 3) with backing chains.  docs/qcow2.md
+ * lists what is supported and refused; the format is QEMU's
+ * docs/interop/qcow2.txt.
+ *
+ * Every byte of the file is untrusted: header fields are checked once at
+ * open, table entries each time they are used, and a request that meets
+ * bad metadata fails with -EIO instead of touching anything.
+ *
+ * Writes are write-through and ordered so that a process killed at any
+ * point leaves a consistent image (at worst with leaked clusters):
+ * data cluster, then its refcount, then the L2 entry, then (for a new L2
+ * table) the L1 entry.  New clusters are only ever taken at the end of
+ * the file, so nothing still referenced can be handed out twice. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/falloc.h>
+#include <linux/fs.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backend/qcow2.h"
+#include "errf.h"
+#include "qcow2_create.h"
+
+#define IOV_WINDOW       64
+#define CACHE_SLOTS      16
+#define CACHE_BYTES      (8ULL << 20) /* per table cache, at most */
+#define CLAIM_SKIP_MAX   4096         /* in-use clusters skipped past the file end */
+#define BACKING_FMT_MAX  16
+#define MAX_HEADER_BYTES (1ULL << QCOW2_MAX_CLUSTER_BITS)
+
+enum cl_kind { CL_UNALLOC, CL_ZERO, CL_DATA };
+
+/* A few whole clusters of one kind of table, written through. */
+struct tslot {
+	uint64_t off; /* host offset; 0 = empty (cluster 0 is the header) */
+	uint64_t stamp;
+	uint8_t *buf;
+};
+
+struct tcache {
+	struct tslot slot[CACHE_SLOTS];
+	unsigned int nslots;
+	uint64_t clock;
+};
+
+struct qcow2 {
+	struct disk d; /* first: the disk_ops get &d */
+	int fd;
+	unsigned int flags;
+	bool warned;
+	char *path;
+	unsigned int version;
+	unsigned int cluster_bits;
+	uint64_t cs;          /* cluster size */
+	unsigned int l2_bits; /* log2 of entries per L2 table */
+	unsigned int rc_order;
+	unsigned int rb_bits; /* log2 of entries per refcount block */
+	uint64_t *l1;         /* host byte order */
+	uint32_t l1_size;
+	uint64_t l1_off;
+	uint64_t rt_off;
+	uint64_t rt_bytes;
+	uint64_t *rt; /* refcount table, loaded only when writable */
+	uint64_t rt_entries;
+	uint64_t end; /* cluster-aligned end of the file; new clusters go here */
+	struct tcache l2c;
+	struct tcache rbc;
+	struct disk *backing;
+	uint8_t *bounce; /* one cluster */
+	struct iovec *iov;
+	int iov_cap;
+};
+
+/* Where a request stands in the caller's iovec array. */
+struct cursor {
+	const struct iovec *iov;
+	int cnt;
+	int idx;
+	size_t skip;
+};
+
+static struct qcow2 *to_q(struct disk *d)
+{
+	return (struct qcow2 *)d;
+}
+
+static uint64_t min64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* One stderr line per disk, the first time a request meets something this
+ * backend refuses, so a guest I/O error can be traced to its cause. */
+static int bad(struct qcow2 *q, int err, uint64_t guest_off, const char *what)
+{
+	if (!q->warned && !(q->flags & QCOW2_OPEN_QUIET)) {
+		q->warned = true;
+		fprintf(stderr, "qcow2 %s: %s at guest offset %llu; failing the request\n", q->path,
+		        what, (unsigned long long)guest_off);
+	}
+	return err;
+}
+
+/* ---- file I/O --------------------------------------------------------- */
+
+/* All of buf at off; reads past the end of the file give zeros. */
+static int io_full(int fd, void *buf, size_t len, uint64_t off, bool write)
+{
+	uint8_t *p = buf;
+	while (len) {
+		ssize_t r = write ? pwrite(fd, p, len, (off_t)off) : pread(fd, p, len, (off_t)off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0) {
+			if (write)
+				return -EIO;
+			memset(p, 0, len);
+			return 0;
+		}
+		p += r;
+		off += (uint64_t)r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+/* All of v[0..n) at off; v is scratch and is consumed.  Reads past the end
+ * of the file give zeros. */
+static int io_vec(int fd, uint64_t off, struct iovec *v, int n, bool write)
+{
+	int i = 0;
+	while (i < n) {
+		if (!v[i].iov_len) {
+			i++;
+			continue;
+		}
+		int cnt = n - i < IOV_WINDOW ? n - i : IOV_WINDOW;
+		ssize_t r = write ? pwritev(fd, v + i, cnt, (off_t)off)
+		                  : preadv(fd, v + i, cnt, (off_t)off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0) {
+			if (write)
+				return -EIO;
+			for (; i < n; i++)
+				memset(v[i].iov_base, 0, v[i].iov_len);
+			return 0;
+		}
+		off += (uint64_t)r;
+		size_t left = (size_t)r;
+		while (left) {
+			size_t t = v[i].iov_len < left ? v[i].iov_len : left;
+			v[i].iov_base = (uint8_t *)v[i].iov_base + t;
+			v[i].iov_len -= t;
+			left -= t;
+			if (!v[i].iov_len)
+				i++;
+		}
+	}
+	return 0;
+}
+
+static int sync_fd(int fd)
+{
+	while (fdatasync(fd) < 0) {
+		if (errno != EINTR)
+			return -errno;
+	}
+	return 0;
+}
+
+/* ---- request iovecs --------------------------------------------------- */
+
+static int reserve_iov(struct qcow2 *q, int n)
+{
+	if (n <= q->iov_cap)
+		return 0;
+	struct iovec *v = realloc(q->iov, (size_t)n * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	q->iov = v;
+	q->iov_cap = n;
+	return 0;
+}
+
+/* The next len bytes of c as q->iov[0..return); advances c. */
+static int take(struct qcow2 *q, struct cursor *c, size_t len)
+{
+	int n = 0;
+	while (len && c->idx < c->cnt) {
+		const struct iovec *s = &c->iov[c->idx];
+		size_t t = s->iov_len - c->skip < len ? s->iov_len - c->skip : len;
+		if (t) {
+			q->iov[n].iov_base = (uint8_t *)s->iov_base + c->skip;
+			q->iov[n].iov_len = t;
+			n++;
+		}
+		c->skip += t;
+		len -= t;
+		if (c->skip == s->iov_len) {
+			c->idx++;
+			c->skip = 0;
+		}
+	}
+	return n;
+}
+
+static void iov_zero(const struct iovec *v, int n)
+{
+	for (int i = 0; i < n; i++)
+		memset(v[i].iov_base, 0, v[i].iov_len);
+}
+
+static void iov_gather(uint8_t *dst, const struct iovec *v, int n)
+{
+	for (int i = 0; i < n; i++) {
+		memcpy(dst, v[i].iov_base, v[i].iov_len);
+		dst += v[i].iov_len;
+	}
+}
+
+/* ---- table caches ----------------------------------------------------- */
+
+static void cache_init(struct tcache *c, uint64_t cs)
+{
+	uint64_t n = CACHE_BYTES / cs;
+	c->nslots = n < 2 ? 2 : n > CACHE_SLOTS ? CACHE_SLOTS : (unsigned int)n;
+}
+
+static void cache_free(struct tcache *c)
+{
+	for (unsigned int i = 0; i < CACHE_SLOTS; i++)
+		free(c->slot[i].buf);
+}
+
+static void cache_forget(struct tcache *c, uint64_t off)
+{
+	for (unsigned int i = 0; i < c->nslots; i++) {
+		if (c->slot[i].off == off)
+			c->slot[i].off = 0;
+	}
+}
+
+/* The cluster at `off`, from the cache or the file; `fresh` gives a zeroed
+ * buffer for a table that is being created. */
+static int cache_get(struct qcow2 *q, struct tcache *c, uint64_t off, bool fresh, uint8_t **out)
+{
+	struct tslot *s = NULL;
+	for (unsigned int i = 0; i < c->nslots; i++) {
+		struct tslot *t = &c->slot[i];
+		if (t->off == off) {
+			t->stamp = ++c->clock;
+			if (fresh)
+				memset(t->buf, 0, q->cs);
+			*out = t->buf;
+			return 0;
+		}
+		/* The victim: an empty slot, else the least recently used. */
+		if (!s || (s->off && (!t->off || t->stamp < s->stamp)))
+			s = t;
+	}
+	s->off = 0;
+	if (!s->buf && !(s->buf = malloc(q->cs)))
+		return -ENOMEM;
+	if (fresh) {
+		memset(s->buf, 0, q->cs);
+	} else {
+		int r = io_full(q->fd, s->buf, q->cs, off, false);
+		if (r)
+			return r;
+	}
+	s->off = off;
+	s->stamp = ++c->clock;
+	*out = s->buf;
+	return 0;
+}
+
+/* Writes buf[at, at + len) of the cached table at `off` through to the
+ * file; on failure the cached copy is dropped, as it no longer matches. */
+static int cache_write(struct qcow2 *q, struct tcache *c, uint64_t off, const uint8_t *buf,
+                       size_t at, size_t len)
+{
+	int r = io_full(q->fd, (void *)(buf + at), len, off + at, true);
+	if (r)
+		cache_forget(c, off);
+	return r;
+}
+
+/* ---- validation of offsets found in tables ------------------------------ */
+
+static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+	return a < b + blen && b < a + alen;
+}
+
+/* A cluster some table points to: aligned, past the header, inside the
+ * file, and clear of the L1 and refcount tables. */
+static bool cluster_ok(const struct qcow2 *q, uint64_t off)
+{
+	if (!off || off & (q->cs - 1) || off >= q->end || q->end - off < q->cs)
+		return false;
+	if (overlaps(off, q->cs, q->l1_off, (uint64_t)q->l1_size * 8))
+		return false;
+	return !overlaps(off, q->cs, q->rt_off, q->rt_bytes);
+}
+
+/* ---- L1 and L2 -------------------------------------------------------- */
+
+static uint64_t l2_index(const struct qcow2 *q, uint64_t vc)
+{
+	return vc & ((1ULL << q->l2_bits) - 1);
+}
+
+/* The L2 table of guest cluster vc; *table is NULL when it has none. */
+static int l2_table(struct qcow2 *q, uint64_t vc, uint8_t **table, uint64_t *table_off)
+{
+	uint64_t i = vc >> q->l2_bits;
+	*table = NULL;
+	*table_off = 0;
+	if (i >= q->l1_size)
+		return -EIO; /* load_tables() made L1 cover the disk */
+	uint64_t e = q->l1[i];
+	uint64_t off = e & QCOW2_OFFSET_MASK;
+	if (e & QCOW2_L1_RESERVED)
+		return bad(q, -EIO, vc << q->cluster_bits, "bad L1 entry");
+	if (!off)
+		return 0;
+	if (!cluster_ok(q, off))
+		return bad(q, -EIO, vc << q->cluster_bits, "L1 entry points outside the image");
+	*table_off = off;
+	return cache_get(q, &q->l2c, off, false, table);
+}
+
+/* Looks up and decodes the L2 entry of guest cluster vc. */
+static int l2_lookup(struct qcow2 *q, uint64_t vc, uint64_t *entry, enum cl_kind *kind,
+                     uint64_t *host)
+{
+	uint8_t *t;
+	uint64_t toff;
+	*entry = 0;
+	int r = l2_table(q, vc, &t, &toff);
+	if (r)
+		return r;
+	if (t)
+		*entry = qcow2_be64(t + 8 * l2_index(q, vc));
+	uint64_t e = *entry;
+	*host = e & QCOW2_OFFSET_MASK;
+	if (e & QCOW2_COMPRESSED)
+		return bad(q, -EIO, vc << q->cluster_bits, "compressed clusters are not supported");
+	if (e & QCOW2_L2_RESERVED || (e & QCOW2_ZERO && q->version < 3))
+		return bad(q, -EIO, vc << q->cluster_bits, "bad L2 entry");
+	if (*host && !cluster_ok(q, *host))
+		return bad(q, -EIO, vc << q->cluster_bits, "L2 entry points outside the image");
+	if (e & QCOW2_ZERO)
+		*kind = CL_ZERO;
+	else if (*host)
+		*kind = CL_DATA;
+	else if (e & QCOW2_COPIED)
+		return bad(q, -EIO, vc << q->cluster_bits, "bad L2 entry");
+	else
+		*kind = CL_UNALLOC;
+	return 0;
+}
+
+/* Whether the L2 table of vc may be changed in place (no table, or one
+ * with refcount 1: internal snapshots would share them). */
+static bool l2_writable(const struct qcow2 *q, uint64_t vc)
+{
+	uint64_t e = q->l1[vc >> q->l2_bits];
+	return !(e & QCOW2_OFFSET_MASK) || (e & QCOW2_COPIED);
+}
+
+/* ---- refcounts -------------------------------------------------------- */
+
+static uint64_t rc_get(const uint8_t *b, unsigned int order, uint64_t i)
+{
+	if (order < 3) {
+		unsigned int bits = 1u << order;
+		uint64_t bit = i * bits;
+		return (uint64_t)(b[bit / 8] >> (bit % 8)) & ((1u << bits) - 1);
+	}
+	size_t w = (size_t)1 << (order - 3);
+	uint64_t v = 0;
+	for (size_t k = 0; k < w; k++)
+		v = v << 8 | b[i * w + k];
+	return v;
+}
+
+/* Stores v (0 or 1) as entry i; [*at, *at + *len) are the bytes changed. */
+static void rc_put(uint8_t *b, unsigned int order, uint64_t i, uint64_t v, size_t *at, size_t *len)
+{
+	if (order < 3) {
+		unsigned int bits = 1u << order;
+		uint64_t bit = i * bits;
+		unsigned int mask = ((1u << bits) - 1) << (bit % 8);
+		b[bit / 8] = (uint8_t)((b[bit / 8] & ~mask) | ((v << (bit % 8)) & mask));
+		*at = (size_t)(bit / 8);
+		*len = 1;
+		return;
+	}
+	size_t w = (size_t)1 << (order - 3);
+	for (size_t k = 0; k < w; k++)
+		b[i * w + k] = (uint8_t)(v >> (8 * (w - 1 - k)));
+	*at = (size_t)(i * w);
+	*len = w;
+}
+
+/* The refcount block covering host cluster c; *blk NULL when none. */
+static int refblock(struct qcow2 *q, uint64_t c, uint8_t **blk, uint64_t *blk_off)
+{
+	uint64_t ri = c >> q->rb_bits;
+	*blk = NULL;
+	if (ri >= q->rt_entries || !q->rt[ri])
+		return 0;
+	uint64_t off = q->rt[ri];
+	if (off & QCOW2_RT_RESERVED || !cluster_ok(q, off))
+		return -EIO;
+	*blk_off = off;
+	return cache_get(q, &q->rbc, off, false, blk);
+}
+
+static int refcount_get(struct qcow2 *q, uint64_t c, uint64_t *rc)
+{
+	uint8_t *b;
+	uint64_t boff;
+	int r = refblock(q, c, &b, &boff);
+	*rc = 0;
+	if (!r && b)
+		*rc = rc_get(b, q->rc_order, c & ((1ULL << q->rb_bits) - 1));
+	return r;
+}
+
+static int refcount_set(struct qcow2 *q, uint64_t c, uint64_t v)
+{
+	uint8_t *b;
+	uint64_t boff;
+	int r = refblock(q, c, &b, &boff);
+	if (r)
+		return r;
+	if (!b)
+		return -EIO; /* claim_cluster() made the block; it cannot vanish */
+	size_t at, len;
+	rc_put(b, q->rc_order, c & ((1ULL << q->rb_bits) - 1), v, &at, &len);
+	return cache_write(q, &q->rbc, boff, b, at, len);
+}
+
+/* A refcount block for index ri, placed at the end of the file, which is
+ * inside the range it covers: it counts itself. */
+static int new_refblock(struct qcow2 *q, uint64_t ri)
+{
+	uint64_t off = q->end;
+	uint8_t *b;
+	int r = cache_get(q, &q->rbc, off, true, &b);
+	if (r)
+		return r;
+	size_t at, len;
+	rc_put(b, q->rc_order, (off >> q->cluster_bits) & ((1ULL << q->rb_bits) - 1), 1, &at, &len);
+	q->end += q->cs;
+	r = cache_write(q, &q->rbc, off, b, 0, q->cs);
+	if (r)
+		return r;
+	uint8_t e[8];
+	qcow2_put64(e, off);
+	r = io_full(q->fd, e, sizeof(e), q->rt_off + 8 * ri, true);
+	if (!r)
+		q->rt[ri] = off;
+	return r;
+}
+
+/* Lays out a larger refcount table at the end of the file: first new
+ * refcount blocks for everything from there on (the table included), then
+ * the table.  The new table is made durable before the header points to
+ * it, and the old one is freed only after. */
+static int grow_reftable(struct qcow2 *q)
+{
+	uint64_t s = q->end >> q->cluster_bits; /* first new cluster */
+	uint64_t first = s >> q->rb_bits;       /* its refcount block index */
+	uint64_t per_cluster = q->cs / 8;
+	uint64_t want = q->rt_entries * 2;
+	uint64_t entries, tcl, nb, endc;
+	for (;;) {
+		entries = want > first + 1 ? want : first + 1;
+		entries = (entries + per_cluster - 1) / per_cluster * per_cluster;
+		if (entries > QCOW2_MAX_RT_BYTES / 8)
+			return -ENOSPC;
+		tcl = entries / per_cluster;
+		nb = 1;
+		for (;;) {
+			endc = s + nb + tcl;
+			uint64_t need = ((endc - 1) >> q->rb_bits) - first + 1;
+			if (need <= nb)
+				break;
+			nb = need;
+		}
+		if (first + nb <= entries)
+			break;
+		want = first + nb;
+	}
+	if (endc << q->cluster_bits > QCOW2_MAX_HOST_OFFSET)
+		return -ENOSPC;
+
+	uint8_t *blocks = calloc(nb, q->cs);
+	uint8_t *table = calloc(tcl, q->cs);
+	uint64_t *rt = calloc(entries, sizeof(*rt));
+	int r = -ENOMEM;
+	if (!blocks || !table || !rt)
+		goto out;
+	size_t at, len;
+	for (uint64_t x = s; x < endc; x++)
+		rc_put(blocks + ((x >> q->rb_bits) - first) * q->cs, q->rc_order,
+		       x & ((1ULL << q->rb_bits) - 1), 1, &at, &len);
+	memcpy(rt, q->rt, q->rt_entries * sizeof(*rt));
+	for (uint64_t k = 0; k < nb; k++)
+		rt[first + k] = (s + k) << q->cluster_bits;
+	for (uint64_t i = 0; i < entries; i++)
+		qcow2_put64(table + 8 * i, rt[i]);
+
+	uint64_t new_off = (s + nb) << q->cluster_bits;
+	q->end = endc << q->cluster_bits; /* claimed, whatever happens next */
+	r = io_full(q->fd, blocks, nb * q->cs, s << q->cluster_bits, true);
+	if (!r)
+		r = io_full(q->fd, table, tcl * q->cs, new_off, true);
+	if (!r)
+		r = sync_fd(q->fd);
+	uint8_t h[12];
+	qcow2_put64(h, new_off);
+	qcow2_put32(h + 8, (uint32_t)tcl);
+	if (!r)
+		r = io_full(q->fd, h, sizeof(h), QCOW2_H_RT_OFFSET, true);
+	if (!r)
+		r = sync_fd(q->fd);
+	if (r)
+		goto out;
+
+	uint64_t old_off = q->rt_off, old_clusters = q->rt_bytes >> q->cluster_bits;
+	free(q->rt);
+	q->rt = rt;
+	rt = NULL;
+	q->rt_entries = entries;
+	q->rt_off = new_off;
+	q->rt_bytes = tcl * q->cs;
+	for (uint64_t k = 0; k < old_clusters && !r; k++)
+		r = refcount_set(q, (old_off >> q->cluster_bits) + k, 0);
+	if (!r)
+		(void)fallocate(q->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)old_off,
+		                (off_t)(old_clusters * q->cs));
+out:
+	free(blocks);
+	free(table);
+	free(rt);
+	return r;
+}
+
+/* Takes the cluster at the end of the file for new data or a new table,
+ * creating refcount structures on the way.  Its refcount is still 0: the
+ * caller writes the cluster first and counts it after, so a crash in
+ * between leaves only an unreferenced cluster. */
+static int claim_cluster(struct qcow2 *q, uint64_t *out)
+{
+	unsigned int skipped = 0;
+	for (;;) {
+		if (q->end > QCOW2_MAX_HOST_OFFSET - q->cs)
+			return -ENOSPC;
+		uint64_t c = q->end >> q->cluster_bits;
+		uint64_t ri = c >> q->rb_bits;
+		uint64_t rc = 0;
+		int r;
+		if (ri >= q->rt_entries)
+			r = grow_reftable(q);
+		else if (!q->rt[ri])
+			r = new_refblock(q, ri);
+		else
+			r = refcount_get(q, c, &rc);
+		if (r)
+			return r;
+		if (ri >= q->rt_entries || !q->rt[ri])
+			continue;
+		if (!rc) {
+			*out = q->end;
+			q->end += q->cs;
+			return 0;
+		}
+		/* Counted but past the end: a leak from an earlier crash. */
+		if (++skipped > CLAIM_SKIP_MAX)
+			return -EIO;
+		q->end += q->cs;
+	}
+}
+
+/* Drops a cluster nothing refers to any more. */
+static int release_cluster(struct qcow2 *q, uint64_t off)
+{
+	int r = refcount_set(q, off >> q->cluster_bits, 0);
+	if (!r)
+		(void)fallocate(q->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
+		                (off_t)q->cs);
+	return r;
+}
+
+/* Points guest cluster vc at `entry`.  Without an L2 table, one is made:
+ * written, counted, then linked from the L1 table. */
+static int set_l2(struct qcow2 *q, uint64_t vc, uint64_t entry)
+{
+	uint8_t *t;
+	uint64_t toff;
+	int r = l2_table(q, vc, &t, &toff);
+	if (r)
+		return r;
+	size_t at = 8 * (size_t)l2_index(q, vc);
+	if (t) {
+		qcow2_put64(t + at, entry);
+		return cache_write(q, &q->l2c, toff, t, at, 8);
+	}
+	r = claim_cluster(q, &toff);
+	if (!r)
+		r = cache_get(q, &q->l2c, toff, true, &t);
+	if (r)
+		return r;
+	qcow2_put64(t + at, entry);
+	r = cache_write(q, &q->l2c, toff, t, 0, q->cs);
+	if (!r)
+		r = refcount_set(q, toff >> q->cluster_bits, 1);
+	if (r)
+		return r;
+	uint64_t l1i = vc >> q->l2_bits;
+	uint8_t e[8];
+	qcow2_put64(e, toff | QCOW2_COPIED);
+	r = io_full(q->fd, e, sizeof(e), q->l1_off + 8 * l1i, true);
+	if (!r)
+		q->l1[l1i] = toff | QCOW2_COPIED;
+	return r;
+}
+
+/* ---- reads ------------------------------------------------------------ */
+
+/* len bytes of guest data at off that this image does not hold. */
+static int read_backing(struct qcow2 *q, uint64_t off, struct cursor *c, size_t len)
+{
+	size_t have = 0;
+	if (q->backing && off < q->backing->size)
+		have = (size_t)min64(len, q->backing->size - off);
+	if (have) {
+		int r = disk_read(q->backing, off, q->iov, take(q, c, have));
+		if (r)
+			return r;
+	}
+	if (len > have)
+		iov_zero(q->iov, take(q, c, len - have));
+	return 0;
+}
+
+/* Extends a run of n bytes at off, all of kind k (data at host), over the
+ * following clusters of the same kind; data must also follow on in the
+ * file.  One call then serves the whole run.  A cluster that fails to
+ * look up ends the run; its own turn reports the error. */
+static size_t run_length(struct qcow2 *q, uint64_t off, size_t n, uint64_t left, enum cl_kind k,
+                         uint64_t host)
+{
+	while (n < left) {
+		uint64_t e, h;
+		enum cl_kind k2;
+		if (l2_lookup(q, (off + n) >> q->cluster_bits, &e, &k2, &h) || k2 != k ||
+		    (k == CL_DATA && h != host + n))
+			break;
+		n += (size_t)min64(q->cs, left - n);
+	}
+	return n;
+}
+
+static int qcow2_read(struct disk *d, uint64_t off, const struct iovec *iov, int iovcnt)
+{
+	struct qcow2 *q = to_q(d);
+	int r = reserve_iov(q, iovcnt);
+	struct cursor c = { .iov = iov, .cnt = iovcnt };
+	uint64_t left = disk_iov_total(iov, iovcnt);
+	while (!r && left) {
+		uint64_t in = off & (q->cs - 1);
+		size_t n = (size_t)min64(q->cs - in, left);
+		uint64_t e, host;
+		enum cl_kind k;
+		r = l2_lookup(q, off >> q->cluster_bits, &e, &k, &host);
+		if (r)
+			break;
+		if (k == CL_DATA)
+			host += in;
+		n = run_length(q, off, n, left, k, host);
+		if (k == CL_UNALLOC)
+			r = read_backing(q, off, &c, n);
+		else if (k == CL_ZERO)
+			iov_zero(q->iov, take(q, &c, n));
+		else
+			r = io_vec(q->fd, host, q->iov, take(q, &c, n), false);
+		off += n;
+		left -= n;
+	}
+	return r;
+}
+
+/* ---- writes ----------------------------------------------------------- */
+
+/* q->bounce := what guest cluster vc reads as now, for copy-on-write. */
+static int fill_bounce(struct qcow2 *q, uint64_t vc, enum cl_kind k)
+{
+	uint64_t start = vc << q->cluster_bits;
+	size_t have = 0;
+	if (k == CL_UNALLOC && q->backing && start < q->backing->size)
+		have = (size_t)min64(q->cs, q->backing->size - start);
+	memset(q->bounce + have, 0, q->cs - have);
+	if (!have)
+		return 0;
+	struct iovec v = { .iov_base = q->bounce, .iov_len = have };
+	return disk_read(q->backing, start, &v, 1);
+}
+
+/* n bytes of c (zeros when c is NULL) to host offset `host`. */
+static int put_data(struct qcow2 *q, uint64_t host, size_t n, struct cursor *c)
+{
+	if (c)
+		return io_vec(q->fd, host, q->iov, take(q, c, n), true);
+	memset(q->bounce, 0, n);
+	return io_full(q->fd, q->bounce, n, host, true);
+}
+
+/* Writes n bytes at guest offset off, inside one cluster, from c (zeros
+ * when c is NULL). */
+static int write_cluster(struct qcow2 *q, uint64_t off, size_t n, struct cursor *c)
+{
+	uint64_t vc = off >> q->cluster_bits, in = off & (q->cs - 1);
+	uint64_t e, host;
+	enum cl_kind k;
+	int r = l2_lookup(q, vc, &e, &k, &host);
+	if (r)
+		return r;
+	if (k == CL_DATA && (e & QCOW2_COPIED))
+		return put_data(q, host + in, n, c);
+	if ((host && !(e & QCOW2_COPIED)) || !l2_writable(q, vc))
+		return bad(q, -EIO, off, "shared clusters (refcount > 1) are not supported");
+
+	/* A preallocated zero cluster is reused; anything else gets a new
+	 * cluster, filled completely before anything points to it. */
+	uint64_t target = host;
+	if (!target) {
+		r = claim_cluster(q, &target);
+		if (r)
+			return r;
+	}
+	if (n == q->cs && c) {
+		r = put_data(q, target, n, c);
+	} else {
+		r = n < q->cs ? fill_bounce(q, vc, k) : 0;
+		if (!r && c)
+			iov_gather(q->bounce + in, q->iov, take(q, c, n));
+		else if (!r)
+			memset(q->bounce + in, 0, n);
+		if (!r)
+			r = io_full(q->fd, q->bounce, q->cs, target, true);
+	}
+	if (!r && !host)
+		r = refcount_set(q, target >> q->cluster_bits, 1);
+	if (!r)
+		r = set_l2(q, vc, target | QCOW2_COPIED);
+	return r;
+}
+
+static int qcow2_write(struct disk *d, uint64_t off, const struct iovec *iov, int iovcnt)
+{
+	struct qcow2 *q = to_q(d);
+	int r = reserve_iov(q, iovcnt);
+	struct cursor c = { .iov = iov, .cnt = iovcnt };
+	uint64_t left = disk_iov_total(iov, iovcnt);
+	while (!r && left) {
+		size_t n = (size_t)min64(q->cs - (off & (q->cs - 1)), left);
+		r = write_cluster(q, off, n, &c);
+		off += n;
+		left -= n;
+	}
+	return r;
+}
+
+/* Makes n bytes at off (inside one cluster) read as zeros: through the
+ * metadata for a whole cluster when the format allows, else by writing
+ * zeros. */
+static int zero_cluster(struct qcow2 *q, uint64_t off, size_t n, bool unmap)
+{
+	uint64_t vc = off >> q->cluster_bits;
+	uint64_t e, host;
+	enum cl_kind k;
+	int r = l2_lookup(q, vc, &e, &k, &host);
+	if (r)
+		return r;
+	bool backed = q->backing && (vc << q->cluster_bits) < q->backing->size;
+	if (k == CL_ZERO || (k == CL_UNALLOC && !backed))
+		return 0;
+	bool whole = !(off & (q->cs - 1)) && (n == q->cs || off + n == q->d.size);
+	bool own = k == CL_DATA && (e & QCOW2_COPIED);
+	if (!whole || !l2_writable(q, vc))
+		return write_cluster(q, off, n, NULL);
+	if (q->version < 3) {
+		if (!own || backed || !unmap)
+			return write_cluster(q, off, n, NULL);
+		r = set_l2(q, vc, 0);
+		return r ? r : release_cluster(q, host);
+	}
+	if (own && unmap) {
+		r = set_l2(q, vc, backed ? QCOW2_ZERO : 0);
+		return r ? r : release_cluster(q, host);
+	}
+	return set_l2(q, vc, e | QCOW2_ZERO); /* keeps any allocation */
+}
+
+static int zero_range(struct disk *d, uint64_t off, uint64_t len, bool unmap)
+{
+	struct qcow2 *q = to_q(d);
+	int r = 0;
+	while (!r && len) {
+		/* Whole L2 ranges that already read as zeros are skipped: a
+		 * guest may discard terabytes in one request. */
+		uint64_t l1i = off >> (q->cluster_bits + q->l2_bits);
+		uint64_t l1e = q->l1[l1i];
+		if (!l1e && (!q->backing || off >= q->backing->size)) {
+			uint64_t skip = ((l1i + 1) << (q->cluster_bits + q->l2_bits)) - off;
+			if (skip >= len)
+				break;
+			off += skip;
+			len -= skip;
+			continue;
+		}
+		size_t n = (size_t)min64(q->cs - (off & (q->cs - 1)), len);
+		r = zero_cluster(q, off, n, unmap);
+		off += n;
+		len -= n;
+	}
+	return r;
+}
+
+static int qcow2_write_zeroes(struct disk *d, uint64_t off, uint64_t len, bool may_unmap)
+{
+	return zero_range(d, off, len, may_unmap);
+}
+
+/* Discarded ranges read as zeros (never as the backing file's data). */
+static int qcow2_discard(struct disk *d, uint64_t off, uint64_t len)
+{
+	return zero_range(d, off, len, true);
+}
+
+static int qcow2_flush(struct disk *d)
+{
+	return sync_fd(to_q(d)->fd);
+}
+
+static void qcow2_close(struct disk *d)
+{
+	struct qcow2 *q = to_q(d);
+	disk_close(q->backing);
+	if (q->fd >= 0)
+		close(q->fd); /* drops the flock too */
+	cache_free(&q->l2c);
+	cache_free(&q->rbc);
+	free(q->l1);
+	free(q->rt);
+	free(q->bounce);
+	free(q->iov);
+	free(q->path);
+	free(q);
+}
+
+static const struct disk_ops qcow2_ops = {
+	.name = "qcow2",
+	.read = qcow2_read,
+	.write = qcow2_write,
+	.flush = qcow2_flush,
+	.discard = qcow2_discard,
+	.write_zeroes = qcow2_write_zeroes,
+	.close = qcow2_close,
+};
+
+/* ---- open ------------------------------------------------------------- */
+
+/* What open needs from the header beyond the fields kept in struct qcow2. */
+struct hdr {
+	uint64_t file_size;
+	uint8_t *buf; /* the first cluster, or as much of it as the file has */
+	size_t len;
+	uint32_t hlen;
+	uint64_t incompat;
+	uint64_t autoclear;
+	uint64_t backing_off;
+	uint32_t backing_len;
+	char backing_fmt[BACKING_FMT_MAX];
+};
+
+static int open_chain(const char *path, bool read_only, unsigned int flags, unsigned int depth,
+                      struct disk **out, char *err, size_t errlen);
+
+/* Reads the first cluster and checks the fixed header fields. */
+static int read_header(struct qcow2 *q, struct hdr *h, bool read_only, char *err, size_t errlen)
+{
+	uint8_t fixed[QCOW2_V3_HEADER_LEN] = { 0 };
+	size_t flen = (size_t)min64(h->file_size, sizeof(fixed));
+	int r = io_full(q->fd, fixed, flen, 0, false);
+	if (r)
+		return errf(err, errlen, r, "%s: %s", q->path, strerror(-r));
+	if (flen < 4 || qcow2_be32(fixed) != QCOW2_MAGIC)
+		return errf(err, errlen, -EINVAL, "%s: not a qcow2 image (bad magic)", q->path);
+	if (flen < QCOW2_V2_HEADER_LEN)
+		return errf(err, errlen, -EINVAL, "%s: truncated qcow2 header", q->path);
+	q->version = qcow2_be32(fixed + QCOW2_H_VERSION);
+	if (q->version != 2 && q->version != 3)
+		return errf(err, errlen, -ENOTSUP, "%s: unsupported qcow2 version %u", q->path,
+		            q->version);
+	if (q->version == 3 && flen < QCOW2_V3_HEADER_LEN)
+		return errf(err, errlen, -EINVAL, "%s: truncated qcow2 header", q->path);
+	q->cluster_bits = qcow2_be32(fixed + QCOW2_H_CLUSTER_BITS);
+	if (q->cluster_bits < QCOW2_MIN_CLUSTER_BITS || q->cluster_bits > QCOW2_MAX_CLUSTER_BITS)
+		return errf(err, errlen, -ENOTSUP, "%s: cluster_bits %u outside %d..%d", q->path,
+		            q->cluster_bits, QCOW2_MIN_CLUSTER_BITS, QCOW2_MAX_CLUSTER_BITS);
+	q->cs = 1ULL << q->cluster_bits;
+	if (qcow2_be32(fixed + QCOW2_H_CRYPT_METHOD))
+		return errf(err, errlen, -ENOTSUP, "%s: encrypted qcow2 images are not supported",
+		            q->path);
+	if (qcow2_be32(fixed + QCOW2_H_NB_SNAPSHOTS))
+		return errf(err, errlen, -ENOTSUP,
+		            "%s: qcow2 images with internal snapshots are not supported", q->path);
+	h->hlen = QCOW2_V2_HEADER_LEN;
+	q->rc_order = 4;
+	if (q->version == 3) {
+		h->incompat = qcow2_be64(fixed + QCOW2_H_INCOMPAT);
+		h->autoclear = qcow2_be64(fixed + QCOW2_H_AUTOCLEAR);
+		q->rc_order = qcow2_be32(fixed + QCOW2_H_REFCOUNT_ORDER);
+		h->hlen = qcow2_be32(fixed + QCOW2_H_HEADER_LENGTH);
+		if (h->hlen < QCOW2_V3_HEADER_LEN || h->hlen > q->cs || h->hlen > h->file_size)
+			return errf(err, errlen, -EINVAL, "%s: bad qcow2 header_length %u", q->path,
+			            h->hlen);
+	}
+	uint64_t unknown = h->incompat & ~QCOW2_INCOMPAT_KNOWN;
+	if (unknown)
+		return errf(err, errlen, -ENOTSUP, "%s: unknown qcow2 incompatible features 0x%llx",
+		            q->path, (unsigned long long)unknown);
+	if (h->incompat & QCOW2_INCOMPAT_CORRUPT)
+		return errf(err, errlen, -EINVAL, "%s: qcow2 image is marked corrupt", q->path);
+	if (h->incompat & QCOW2_INCOMPAT_DATA_FILE)
+		return errf(err, errlen, -ENOTSUP,
+		            "%s: qcow2 external data files are not supported", q->path);
+	if (h->incompat & QCOW2_INCOMPAT_EXTL2)
+		return errf(err, errlen, -ENOTSUP,
+		            "%s: qcow2 extended L2 entries are not supported", q->path);
+	if ((h->incompat & QCOW2_INCOMPAT_DIRTY) && !read_only)
+		return errf(
+		    err, errlen, -ENOTSUP,
+		    "%s: qcow2 image is dirty (lazy refcounts); repair it with qemu-img check "
+		    "-r all",
+		    q->path);
+	if (q->rc_order > QCOW2_MAX_REFCOUNT_ORD)
+		return errf(err, errlen, -EINVAL, "%s: bad qcow2 refcount_order %u", q->path,
+		            q->rc_order);
+	q->l2_bits = q->cluster_bits - 3;
+	q->rb_bits = q->cluster_bits + 3 - q->rc_order;
+	q->d.size = qcow2_be64(fixed + QCOW2_H_SIZE);
+	q->l1_size = qcow2_be32(fixed + QCOW2_H_L1_SIZE);
+	q->l1_off = qcow2_be64(fixed + QCOW2_H_L1_OFFSET);
+	q->rt_off = qcow2_be64(fixed + QCOW2_H_RT_OFFSET);
+	q->rt_bytes = (uint64_t)qcow2_be32(fixed + QCOW2_H_RT_CLUSTERS) << q->cluster_bits;
+	h->backing_off = qcow2_be64(fixed + QCOW2_H_BACKING_OFFSET);
+	h->backing_len = qcow2_be32(fixed + QCOW2_H_BACKING_SIZE);
+
+	h->len = (size_t)min64(q->cs, h->file_size);
+	h->buf = malloc(h->len);
+	if (!h->buf)
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	r = io_full(q->fd, h->buf, h->len, 0, false);
+	return r ? errf(err, errlen, r, "%s: %s", q->path, strerror(-r)) : 0;
+}
+
+/* Header extensions: only the backing format matters here. */
+static int read_extensions(struct qcow2 *q, struct hdr *h, char *err, size_t errlen)
+{
+	size_t p = h->hlen;
+	while (h->len - p >= 8) {
+		uint32_t type = qcow2_be32(h->buf + p);
+		uint32_t len = qcow2_be32(h->buf + p + 4);
+		p += 8;
+		if (type == QCOW2_EXT_END)
+			break;
+		if (len > h->len - p)
+			return errf(err, errlen, -EINVAL, "%s: qcow2 header extension overruns",
+			            q->path);
+		if (type == QCOW2_EXT_BACKING_FORMAT) {
+			if (len == 0 || len >= sizeof(h->backing_fmt))
+				return errf(err, errlen, -ENOTSUP, "%s: unsupported backing format",
+				            q->path);
+			memcpy(h->backing_fmt, h->buf + p, len);
+			h->backing_fmt[len] = 0;
+		}
+		size_t padded = ((size_t)len + 7) & ~(size_t)7;
+		if (padded > h->len - p)
+			break;
+		p += padded;
+	}
+	return 0;
+}
+
+/* Checks the L1 and refcount table placement and loads them. */
+static int load_tables(struct qcow2 *q, bool read_only, char *err, size_t errlen)
+{
+	uint64_t per_l1 = 1ULL << (q->cluster_bits + q->l2_bits);
+	uint64_t need = q->d.size / per_l1 + (q->d.size % per_l1 != 0);
+	uint64_t l1_bytes = (uint64_t)q->l1_size * 8;
+	if (l1_bytes > QCOW2_MAX_L1_BYTES)
+		return errf(err, errlen, -EFBIG, "%s: qcow2 L1 table too large", q->path);
+	if (need > q->l1_size)
+		return errf(err, errlen, -EINVAL, "%s: qcow2 L1 table too small for the disk size",
+		            q->path);
+	if (!q->rt_bytes || q->rt_bytes > QCOW2_MAX_RT_BYTES)
+		return errf(err, errlen, -EINVAL, "%s: bad qcow2 refcount table size", q->path);
+	if (!q->rt_off || q->rt_off & (q->cs - 1) || q->rt_off > q->end ||
+	    q->end - q->rt_off < q->rt_bytes)
+		return errf(err, errlen, -EINVAL,
+		            "%s: qcow2 refcount table outside the file or over the header",
+		            q->path);
+	if (l1_bytes) {
+		if (!q->l1_off || q->l1_off & (q->cs - 1) || q->l1_off > q->end ||
+		    q->end - q->l1_off < l1_bytes)
+			return errf(err, errlen, -EINVAL,
+			            "%s: qcow2 L1 table outside the file or over the header",
+			            q->path);
+		if (overlaps(q->l1_off, l1_bytes, q->rt_off, q->rt_bytes))
+			return errf(err, errlen, -EINVAL,
+			            "%s: qcow2 L1 table overlaps the refcount table", q->path);
+	}
+	q->l1 = calloc(q->l1_size ? q->l1_size : 1, sizeof(*q->l1));
+	if (!q->l1)
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	int r = io_full(q->fd, q->l1, l1_bytes, q->l1_off, false);
+	for (uint32_t i = 0; i < q->l1_size; i++)
+		q->l1[i] = qcow2_be64((const uint8_t *)&q->l1[i]);
+	if (!r && !read_only) {
+		q->rt_entries = q->rt_bytes / 8;
+		q->rt = malloc(q->rt_bytes);
+		r = q->rt ? io_full(q->fd, q->rt, q->rt_bytes, q->rt_off, false) : -ENOMEM;
+		for (uint64_t i = 0; !r && i < q->rt_entries; i++)
+			q->rt[i] = qcow2_be64((const uint8_t *)&q->rt[i]);
+	}
+	return r ? errf(err, errlen, r, "%s: %s", q->path, strerror(-r)) : 0;
+}
+
+static int open_backing(struct qcow2 *q, struct hdr *h, unsigned int depth, char *err,
+                        size_t errlen)
+{
+	if (q->flags & QCOW2_OPEN_NO_BACKING)
+		return errf(err, errlen, -EPERM, "%s: backing files are not allowed here", q->path);
+	if (!h->backing_len || h->backing_len > QCOW2_MAX_BACKING_NAME ||
+	    h->backing_off < h->hlen || h->backing_off > h->len ||
+	    h->len - h->backing_off < h->backing_len)
+		return errf(err, errlen, -EINVAL, "%s: bad qcow2 backing file name", q->path);
+	char name[QCOW2_MAX_BACKING_NAME + 1];
+	memcpy(name, h->buf + h->backing_off, h->backing_len);
+	name[h->backing_len] = 0;
+	if (strlen(name) != h->backing_len)
+		return errf(err, errlen, -EINVAL, "%s: bad qcow2 backing file name", q->path);
+	char full[PATH_MAX];
+	if (qcow2_backing_path(q->path, name, full, sizeof(full)) < 0)
+		return errf(err, errlen, -ENAMETOOLONG, "%s: backing file name too long", q->path);
+	if (depth + 1 > QCOW2_MAX_CHAIN)
+		return errf(err, errlen, -ELOOP, "%s: backing chain longer than %d files", q->path,
+		            QCOW2_MAX_CHAIN);
+	/* Probed even when the format is named: the probe also refuses what
+	 * is neither a file nor a block device (a FIFO would block open). */
+	bool is_qcow2;
+	char msg[256];
+	int r = qcow2_probe(full, &is_qcow2, NULL, msg, sizeof(msg));
+	if (r)
+		return errf(err, errlen, r, "backing file of %s: %s", q->path, msg);
+	if (!strcmp(h->backing_fmt, "qcow2"))
+		is_qcow2 = true;
+	else if (!strcmp(h->backing_fmt, "raw"))
+		is_qcow2 = false;
+	else if (h->backing_fmt[0])
+		return errf(err, errlen, -ENOTSUP, "%s: unsupported backing format", q->path);
+	if (is_qcow2)
+		return open_chain(full, true, q->flags, depth + 1, &q->backing, err, errlen);
+	r = disk_raw_open(full, true, &q->backing);
+	if (r)
+		return errf(err, errlen, r, "backing file %s: %s", full,
+		            r == -EBUSY ? "in use by a writer" : strerror(-r));
+	return 0;
+}
+
+static int open_chain(const char *path, bool read_only, unsigned int flags, unsigned int depth,
+                      struct disk **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	struct hdr h = { 0 };
+	struct qcow2 *q = calloc(1, sizeof(*q));
+	if (!q)
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	q->fd = -1;
+	q->flags = flags;
+	q->d.ops = &qcow2_ops;
+	q->d.read_only = read_only;
+	int r = (q->path = strdup(path)) ? 0 : errf(err, errlen, -ENOMEM, "out of memory");
+	if (r)
+		goto fail;
+	q->fd = open(path, (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	if (q->fd < 0) {
+		r = errf(err, errlen, -errno, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (flock(q->fd, (read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0) {
+		r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		errf(err, errlen, r, "%s: %s", path,
+		     r == -EBUSY ? "in use by another writer" : strerror(-r));
+		goto fail;
+	}
+	struct stat st;
+	if (fstat(q->fd, &st) < 0) {
+		r = errf(err, errlen, -errno, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (S_ISREG(st.st_mode)) {
+		h.file_size = (uint64_t)st.st_size;
+	} else if (!S_ISBLK(st.st_mode) || ioctl(q->fd, BLKGETSIZE64, &h.file_size) < 0) {
+		r = errf(err, errlen, -EINVAL, "%s: not a regular file or block device", path);
+		goto fail;
+	}
+	r = read_header(q, &h, read_only, err, errlen);
+	if (r)
+		goto fail;
+	if (h.file_size > QCOW2_MAX_HOST_OFFSET) {
+		r = errf(err, errlen, -EFBIG, "%s: qcow2 image file too large", path);
+		goto fail;
+	}
+	q->end = (h.file_size + q->cs - 1) & ~(q->cs - 1);
+	r = read_extensions(q, &h, err, errlen);
+	if (!r)
+		r = load_tables(q, read_only, err, errlen);
+	if (!r && h.backing_off)
+		r = open_backing(q, &h, depth, err, errlen);
+	if (r)
+		goto fail;
+	cache_init(&q->l2c, q->cs);
+	cache_init(&q->rbc, q->cs);
+	q->bounce = malloc(q->cs);
+	if (!q->bounce || reserve_iov(q, 1) < 0) {
+		r = errf(err, errlen, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (!read_only && h.autoclear) {
+		/* Autoclear features we do not maintain must be dropped before
+		 * the first change (bitmaps would go stale). */
+		uint8_t zero[8] = { 0 };
+		r = io_full(q->fd, zero, sizeof(zero), QCOW2_H_AUTOCLEAR, true);
+		if (!r)
+			r = sync_fd(q->fd);
+		if (r) {
+			errf(err, errlen, r, "%s: %s", path, strerror(-r));
+			goto fail;
+		}
+	}
+	snprintf(q->d.id, sizeof(q->d.id), "cove%llx-%llx", (unsigned long long)st.st_dev,
+	         (unsigned long long)st.st_ino);
+	free(h.buf);
+	*out = &q->d;
+	return 0;
+fail:
+	free(h.buf);
+	qcow2_close(&q->d);
+	return r;
+}
+
+int disk_qcow2_open_flags(const char *path, bool read_only, unsigned int flags, struct disk **out,
+                          char *err, size_t errlen)
+{
+	return open_chain(path, read_only, flags, 0, out, err, errlen);
+}
+
+int disk_qcow2_open(const char *path, bool read_only, struct disk **out, char *err, size_t errlen)
+{
+	return open_chain(path, read_only, 0, 0, out, err, errlen);
+}

@@ -1,0 +1,81 @@
+#include "core/kvm_stats.h"
+
+#include <errno.h>
+#include <linux/kvm.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+static int pread_all(int fd, void *buf, size_t len, off_t off)
+{
+	uint8_t *p = buf;
+	while (len > 0) {
+		ssize_t r = pread(fd, p, len, off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 ? -errno : -EIO;
+		p += r;
+		len -= (size_t)r;
+		off += r;
+	}
+	return 0;
+}
+
+static void add(struct kvm_counter *c, size_t max, size_t *n, const char *name, uint64_t v)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (!strcmp(c[i].name, name)) {
+			c[i].value += v;
+			return;
+		}
+	if (*n >= max)
+		return;
+	size_t len = strnlen(name, KVM_STAT_NAME_MAX - 1);
+	memcpy(c[*n].name, name, len);
+	c[*n].name[len] = '\0';
+	c[*n].value = v;
+	(*n)++;
+}
+
+int kvm_stats_add(int fd, struct kvm_counter *c, size_t max, size_t *n)
+{
+	int sfd = ioctl(fd, KVM_GET_STATS_FD, NULL);
+	if (sfd < 0)
+		return errno == EINVAL || errno == ENOTTY ? -ENOTSUP : -errno;
+	struct kvm_stats_header h;
+	int r = pread_all(sfd, &h, sizeof(h), 0);
+	if (r < 0)
+		goto out;
+	if (h.num_desc > 4096 || h.name_size > 4096 || h.name_size == 0) {
+		r = -EINVAL;
+		goto out;
+	}
+	size_t dsz = sizeof(struct kvm_stats_desc) + h.name_size;
+	uint8_t *descs = malloc(dsz * h.num_desc);
+	if (!descs) {
+		r = -ENOMEM;
+		goto out;
+	}
+	r = pread_all(sfd, descs, dsz * h.num_desc, h.desc_offset);
+	for (uint32_t i = 0; r == 0 && i < h.num_desc; i++) {
+		const struct kvm_stats_desc *d = (const void *)(descs + dsz * i);
+		if ((d->flags & KVM_STATS_TYPE_MASK) != KVM_STATS_TYPE_CUMULATIVE || d->size != 1)
+			continue;
+		uint64_t v;
+		if (pread_all(sfd, &v, sizeof(v), (off_t)h.data_offset + d->offset) < 0)
+			continue;
+		char name[KVM_STAT_NAME_MAX];
+		size_t len = strnlen(d->name, h.name_size);
+		if (len >= sizeof(name))
+			len = sizeof(name) - 1;
+		memcpy(name, d->name, len);
+		name[len] = '\0';
+		add(c, max, n, name, v);
+	}
+	free(descs);
+out:
+	close(sfd);
+	return r;
+}

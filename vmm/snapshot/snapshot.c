@@ -1,0 +1,687 @@
+#include "snapshot/snapshot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysinfo.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "arch/x86_64/cpu.h"
+#include "arch/x86_64/state.h"
+#include "backend/disk.h"
+#include "core/vm_devices.h"
+#include "errf.h"
+#include "qcow2_create.h"
+#include "snapshot/state_file.h"
+#include "virtio/blk.h"
+#include "virtio/vsock.h"
+
+#define TAG_CONF SF_TAG('C', 'O', 'N', 'F')
+#define TAG_VMST SF_TAG('V', 'M', 'S', 'T')
+#define TAG_VCPU SF_TAG('V', 'C', 'P', 'U')
+#define TAG_SERI SF_TAG('S', 'E', 'R', 'I')
+#define TAG_KBDC SF_TAG('K', 'B', 'D', 'C')
+#define TAG_MMIO SF_TAG('M', 'M', 'I', 'O')
+
+#define PAGE 4096u
+
+struct snap_disk {
+	char file[PATH_MAX]; /* a name inside the snapshot, or an absolute path */
+	char id[DISK_ID_LEN + 4];
+	uint32_t read_only;
+	uint32_t in_snapshot; /* file is a frozen copy inside the snapshot dir */
+	uint64_t size;
+};
+
+struct snap_conf {
+	uint32_t cpus;
+	uint32_t ndisks;
+	uint64_t memory_bytes;
+	uint32_t has_vsock;
+	uint32_t ndevices; /* virtio-mmio transports, in slot order */
+	uint64_t vsock_cid;
+	struct snap_disk disks[VM_MAX_DISKS];
+};
+
+struct snapshot {
+	char dir[PATH_MAX];
+	struct sf_reader sf;
+	const struct snap_conf *conf;
+	const struct x86_vm_state *vmst;
+	int mem_fd;
+	char disk_paths[VM_MAX_DISKS][PATH_MAX];
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+static bool all_zero(const uint8_t *p, size_t len)
+{
+	const uint64_t *w = (const uint64_t *)p;
+	for (size_t i = 0; i < len / 8; i++)
+		if (w[i])
+			return false;
+	return true;
+}
+
+static int pwrite_all(int fd, const uint8_t *p, size_t len, off_t off)
+{
+	while (len > 0) {
+		ssize_t n = pwrite(fd, p, len, off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		p += n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
+}
+
+/* Writes the pages of [start, end) that are not all zero. */
+static int write_range(int out, const uint8_t *base, uint64_t start, uint64_t end,
+                       uint64_t *written)
+{
+	uint64_t run = start, off = start;
+	bool in_run = false;
+	for (; off < end; off += PAGE) {
+		bool zero = all_zero(base + off, PAGE);
+		if (!zero && !in_run) {
+			run = off;
+			in_run = true;
+		} else if (zero && in_run) {
+			int r = pwrite_all(out, base + run, off - run, (off_t)run);
+			if (r < 0)
+				return r;
+			*written += off - run;
+			in_run = false;
+		}
+	}
+	if (in_run) {
+		int r = pwrite_all(out, base + run, end - run, (off_t)run);
+		if (r < 0)
+			return r;
+		*written += end - run;
+	}
+	return 0;
+}
+
+/* Guest RAM into dir/memory, sparse.  With a memfd only its data ranges
+ * are read (reading a hole would allocate it); a restored VM's private
+ * mapping is scanned whole. */
+static int write_memory(struct vm *vm, int dirfd, uint64_t *written)
+{
+	const struct guest_mem *m = &vm->mem;
+	int out =
+	    openat(dirfd, SNAPSHOT_MEMORY_FILE, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+	if (out < 0)
+		return -errno;
+	int r = ftruncate(out, (off_t)m->ram_size) < 0 ? -errno : 0;
+	*written = 0;
+	if (!r && m->fd >= 0) {
+		off_t pos = 0;
+		while (!r && (uint64_t)pos < m->ram_size) {
+			off_t data = lseek(m->fd, pos, SEEK_DATA);
+			if (data < 0)
+				break; /* ENXIO: no data after pos */
+			off_t hole = lseek(m->fd, data, SEEK_HOLE);
+			if (hole < 0 || (uint64_t)hole > m->ram_size)
+				hole = (off_t)m->ram_size;
+			uint64_t s = (uint64_t)data & ~(uint64_t)(PAGE - 1);
+			uint64_t e = ((uint64_t)hole + PAGE - 1) & ~(uint64_t)(PAGE - 1);
+			if (e > m->ram_size)
+				e = m->ram_size;
+			r = write_range(out, m->base, s, e, written);
+			pos = (off_t)e;
+		}
+	} else if (!r) {
+		r = write_range(out, m->base, 0, m->ram_size, written);
+	}
+	if (!r && fsync(out) < 0)
+		r = -errno;
+	close(out);
+	return r;
+}
+
+static int copy_file(const char *src, const char *dst)
+{
+	int in = open(src, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (out < 0) {
+		int e = -errno;
+		close(in);
+		return e;
+	}
+	int r = 0;
+	struct stat st;
+	if (fstat(in, &st) < 0 || ftruncate(out, st.st_size) < 0)
+		r = -errno;
+	/* Sparse-aware: copy only the data ranges. */
+	off_t pos = 0;
+	while (!r && pos < st.st_size) {
+		off_t data = lseek(in, pos, SEEK_DATA);
+		if (data < 0)
+			break;
+		off_t hole = lseek(in, data, SEEK_HOLE);
+		if (hole < 0)
+			hole = st.st_size;
+		off_t o_in = data, o_out = data;
+		while (!r && o_in < hole) {
+			ssize_t n =
+			    copy_file_range(in, &o_in, out, &o_out, (size_t)(hole - o_in), 0);
+			if (n <= 0)
+				r = n < 0 ? -errno : -EIO;
+		}
+		pos = hole;
+	}
+	if (!r && fsync(out) < 0)
+		r = -errno;
+	close(in);
+	close(out);
+	if (r)
+		unlink(dst);
+	return r;
+}
+
+/* Moves src to dst; across file systems by copying. */
+static int move_file(const char *src, const char *dst)
+{
+	if (rename(src, dst) == 0)
+		return 0;
+	if (errno != EXDEV)
+		return -errno;
+	int r = copy_file(src, dst);
+	if (r < 0)
+		return r;
+	return unlink(src) < 0 ? -errno : 0;
+}
+
+static bool is_qcow2(struct disk *d)
+{
+	return strcmp(d->ops->name, "qcow2") == 0;
+}
+
+/* One writable disk: flush, close, move its file into the snapshot,
+ * freeze it, and give the device a fresh overlay at the old path.  frozen
+ * gets the file name used inside the snapshot. */
+static int freeze_disk(struct vm *vm, unsigned int i, const char *dir, bool reopen,
+                       struct snap_disk *sd, char *err, size_t errlen)
+{
+	struct vblk *b = vm->disks[i];
+	const char *path = vm->disk_paths[i];
+	struct disk *old = vblk_disk(b);
+	char id[DISK_ID_LEN + 1];
+	memcpy(id, old->id, sizeof(id));
+	int r = disk_flush(old);
+	if (r < 0)
+		return errf(err, errlen, r, "cannot flush disk '%s': %s", path, strerror(-r));
+	snprintf(sd->file, sizeof(sd->file), "disk%u.%s", i, is_qcow2(old) ? "qcow2" : "img");
+	char frozen[PATH_MAX * 2];
+	snprintf(frozen, sizeof(frozen), "%s/%s", dir, sd->file);
+	disk_close(vblk_swap_disk(b, NULL)); /* drops its exclusive lock */
+	r = move_file(path, frozen);
+	if (r < 0) {
+		/* Put the old file back in service. */
+		struct disk *again = NULL;
+		if (disk_open(path, false, &again) == 0) {
+			disk_set_id(again, id);
+			vblk_swap_disk(b, again);
+		}
+		return errf(err, errlen, r, "cannot move disk '%s' into the snapshot: %s", path,
+		            strerror(-r));
+	}
+	(void)chmod(frozen, 0444);
+	sd->in_snapshot = 1;
+	if (!reopen)
+		return 0;
+	char msg[256];
+	r = qcow2_create_overlay(path, frozen, 0, msg, sizeof(msg));
+	struct disk *fresh = NULL;
+	if (r == 0)
+		r = disk_open_err(path, false, &fresh, msg, sizeof(msg));
+	if (r < 0)
+		return errf(err, errlen, r, "cannot continue on a fresh overlay of '%s': %s", path,
+		            msg);
+	disk_set_id(fresh, id);
+	vblk_swap_disk(b, fresh);
+	return 0;
+}
+
+static int remove_dir(const char *dir)
+{
+	static const char *names[] = { SNAPSHOT_STATE_FILE, SNAPSHOT_MEMORY_FILE, ".state.tmp" };
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		char p[PATH_MAX * 2];
+		snprintf(p, sizeof(p), "%s/%s", dir, names[i]);
+		unlink(p);
+	}
+	return rmdir(dir);
+}
+
+int vm_snapshot(struct vm *vm, const char *dir, bool resume, struct vm_snapshot_result *res,
+                char *err, size_t errlen)
+{
+	memset(res, 0, sizeof(*res));
+	if (!dir || dir[0] != '/' || strlen(dir) >= PATH_MAX - 32)
+		return errf(err, errlen, -EINVAL,
+		            "the snapshot directory must be an absolute path");
+	int r = vm_pause(vm);
+	if (r < 0)
+		return errf(err, errlen, r, "the VM is not running");
+	uint64_t t0 = now_ms();
+	struct sf_writer w;
+	sf_writer_init(&w);
+	struct snap_conf *conf = calloc(1, sizeof(*conf));
+	struct x86_vcpu_state *cs = calloc(1, sizeof(*cs));
+	uint32_t *msrs = NULL, nmsrs = 0;
+	int dirfd = -1;
+	bool made_dir = false, disks_moved = false;
+	if (!conf || !cs) {
+		r = errf(err, errlen, -ENOMEM, "out of memory");
+		goto out;
+	}
+	if (mkdir(dir, 0755) < 0) {
+		r = errf(err, errlen, -errno, "cannot create snapshot directory '%s': %s", dir,
+		         errno == EEXIST ? "it already exists" : strerror(errno));
+		goto out;
+	}
+	made_dir = true;
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0) {
+		r = errf(err, errlen, -errno, "cannot open '%s': %s", dir, strerror(errno));
+		goto out;
+	}
+
+	/* KVM state, with every vCPU parked. */
+	struct x86_vm_state vmst;
+	r = x86_vm_state_save(vm->vm_fd, &vmst);
+	if (r < 0) {
+		errf(err, errlen, r, "cannot save the irqchip/PIT/clock: %s", strerror(-r));
+		goto out;
+	}
+	sf_add(&w, TAG_VMST, 0, &vmst, sizeof(vmst));
+	r = x86_saved_msr_list(vm->kvm_fd, vm->vcpus[0].fd, &msrs, &nmsrs);
+	if (r < 0) {
+		errf(err, errlen, r, "cannot list MSRs: %s", strerror(-r));
+		goto out;
+	}
+	for (unsigned int i = 0; i < vm->ncpus; i++) {
+		const char *what = "";
+		r = x86_vcpu_state_save(vm->vcpus[i].fd, msrs, nmsrs, cs, &what);
+		if (r < 0) {
+			errf(err, errlen, r, "cannot save vCPU %u (%s): %s", i, what, strerror(-r));
+			goto out;
+		}
+		sf_add(&w, TAG_VCPU, i, cs, sizeof(*cs));
+	}
+
+	/* Devices. */
+	struct serial_state ss;
+	pthread_mutex_lock(&vm->serial.lock);
+	ss = vm->serial.s;
+	pthread_mutex_unlock(&vm->serial.lock);
+	sf_add(&w, TAG_SERI, 0, &ss, sizeof(ss));
+	struct i8042_state ks;
+	pthread_mutex_lock(&vm->i8042.lock);
+	ks = vm->i8042.s;
+	pthread_mutex_unlock(&vm->i8042.lock);
+	sf_add(&w, TAG_KBDC, 0, &ks, sizeof(ks));
+	struct virtio_mmio *tr[VM_MAX_DISKS + 4];
+	unsigned int ntr = vm_devices_transports(vm, tr, sizeof(tr) / sizeof(tr[0]));
+	for (unsigned int i = 0; i < ntr; i++) {
+		struct virtio_mmio_state ms;
+		virtio_mmio_save(tr[i], &ms);
+		sf_add(&w, TAG_MMIO, i, &ms, sizeof(ms));
+	}
+
+	/* Memory. */
+	r = write_memory(vm, dirfd, &res->memory_disk_bytes);
+	if (r < 0) {
+		errf(err, errlen, r, "cannot write the memory file: %s", strerror(-r));
+		goto out;
+	}
+	res->memory_bytes = vm->mem.ram_size;
+
+	/* Configuration and disks; the disks last, as they are the one step
+	 * that changes something outside the snapshot directory. */
+	conf->cpus = vm->ncpus;
+	conf->memory_bytes = vm->mem.ram_size;
+	conf->ndisks = vm->ndisks;
+	conf->has_vsock = vm->vsock != NULL;
+	conf->vsock_cid = vm->vsock_cid;
+	conf->ndevices = ntr;
+	for (unsigned int i = 0; i < vm->ndisks; i++) {
+		struct snap_disk *sd = &conf->disks[i];
+		struct disk *d = vblk_disk(vm->disks[i]);
+		memcpy(sd->id, d->id, DISK_ID_LEN + 1);
+		sd->size = d->size;
+		sd->read_only = d->read_only;
+		if (d->read_only) {
+			char *abs = realpath(vm->disk_paths[i], NULL);
+			snprintf(sd->file, sizeof(sd->file), "%s", abs ? abs : vm->disk_paths[i]);
+			free(abs);
+			continue;
+		}
+		r = freeze_disk(vm, i, dir, resume, sd, err, errlen);
+		if (r < 0)
+			goto out;
+		disks_moved = true;
+	}
+	sf_add(&w, TAG_CONF, 0, conf, sizeof(*conf));
+	r = sf_write_file(&w, dirfd, SNAPSHOT_STATE_FILE);
+	if (r < 0) {
+		errf(err, errlen, r, "cannot write the state file: %s", strerror(-r));
+		goto out;
+	}
+	(void)fsync(dirfd);
+	res->state_bytes = w.len;
+	res->ms = now_ms() - t0;
+out:
+	if (r < 0 && made_dir && !disks_moved) {
+		if (dirfd >= 0)
+			close(dirfd);
+		dirfd = -1;
+		remove_dir(dir);
+	}
+	if (dirfd >= 0)
+		close(dirfd);
+	sf_writer_free(&w);
+	free(msrs);
+	free(cs);
+	free(conf);
+	if (resume && vm_resume(vm) < 0 && r == 0)
+		r = errf(err, errlen, -EINVAL, "the VM stopped during the snapshot");
+	return r;
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+static bool str_ok(const char *s, size_t cap)
+{
+	return memchr(s, '\0', cap) != NULL && s[0] != '\0';
+}
+
+static int check_conf(const struct snap_conf *c, char *err, size_t errlen)
+{
+	if (c->cpus < 1 || c->cpus > VM_MAX_VCPUS)
+		return errf(err, errlen, -EINVAL, "snapshot has %u vCPUs", c->cpus);
+	if (c->ndisks > VM_MAX_DISKS)
+		return errf(err, errlen, -EINVAL, "snapshot has %u disks", c->ndisks);
+	if (c->memory_bytes < (32ull << 20) || c->memory_bytes > (1ull << 40) ||
+	    c->memory_bytes % PAGE)
+		return errf(err, errlen, -EINVAL, "snapshot has a bad memory size (%llu bytes)",
+		            (unsigned long long)c->memory_bytes);
+	if (c->ndevices != c->ndisks + (c->has_vsock ? 1 : 0) + 1)
+		return errf(err, errlen, -EINVAL, "snapshot's device list is inconsistent");
+	for (unsigned int i = 0; i < c->ndisks; i++) {
+		const struct snap_disk *d = &c->disks[i];
+		if (!str_ok(d->file, sizeof(d->file)) || !memchr(d->id, '\0', sizeof(d->id)))
+			return errf(err, errlen, -EINVAL, "snapshot disk %u has a bad name", i);
+		if (d->in_snapshot && (strchr(d->file, '/') || d->file[0] == '.'))
+			return errf(err, errlen, -EINVAL,
+			            "snapshot disk %u names a file outside it", i);
+		if (!d->in_snapshot && d->file[0] != '/')
+			return errf(err, errlen, -EINVAL, "snapshot disk %u has a relative path",
+			            i);
+	}
+	return 0;
+}
+
+int snapshot_open(const char *dir, struct snapshot **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	struct snapshot *s = calloc(1, sizeof(*s));
+	if (!s)
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	s->mem_fd = -1;
+	int r;
+	char *abs = realpath(dir, NULL);
+	if (!abs) {
+		r = errf(err, errlen, -errno, "snapshot '%s': %s", dir, strerror(errno));
+		goto fail;
+	}
+	snprintf(s->dir, sizeof(s->dir), "%s", abs);
+	free(abs);
+	int dirfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0) {
+		r = errf(err, errlen, -errno, "snapshot '%s': %s", dir, strerror(errno));
+		goto fail;
+	}
+	char msg[256];
+	r = sf_read_file(&s->sf, dirfd, SNAPSHOT_STATE_FILE, msg, sizeof(msg));
+	if (r < 0) {
+		close(dirfd);
+		errf(err, errlen, r, "snapshot '%s' refused: %s", dir, msg);
+		goto fail;
+	}
+	s->mem_fd = openat(dirfd, SNAPSHOT_MEMORY_FILE, O_RDONLY | O_CLOEXEC);
+	int e = errno;
+	close(dirfd);
+	if (s->mem_fd < 0) {
+		r = errf(err, errlen, -e, "snapshot '%s' refused: no memory file: %s", dir,
+		         strerror(e));
+		goto fail;
+	}
+	s->conf = sf_find(&s->sf, TAG_CONF, 0, sizeof(*s->conf));
+	s->vmst = sf_find(&s->sf, TAG_VMST, 0, sizeof(*s->vmst));
+	if (!s->conf || !s->vmst) {
+		r = errf(err, errlen, -EINVAL,
+		         "snapshot '%s' refused: its state file lacks the %s section", dir,
+		         s->conf ? "VM" : "configuration");
+		goto fail;
+	}
+	r = check_conf(s->conf, msg, sizeof(msg));
+	if (r < 0) {
+		errf(err, errlen, r, "snapshot '%s' refused: %s", dir, msg);
+		goto fail;
+	}
+	struct stat st;
+	if (fstat(s->mem_fd, &st) < 0 || (uint64_t)st.st_size != s->conf->memory_bytes) {
+		r = errf(err, errlen, -EINVAL,
+		         "snapshot '%s' refused: its memory file is %lld bytes, not %llu", dir,
+		         (long long)st.st_size, (unsigned long long)s->conf->memory_bytes);
+		goto fail;
+	}
+	for (unsigned int i = 0; i < s->conf->cpus; i++) {
+		const struct x86_vcpu_state *cs =
+		    sf_find(&s->sf, TAG_VCPU, i, sizeof(struct x86_vcpu_state));
+		if (!cs || x86_vcpu_state_check(cs) < 0) {
+			r = errf(err, errlen, -EINVAL,
+			         "snapshot '%s' refused: vCPU %u's state is missing or malformed",
+			         dir, i);
+			goto fail;
+		}
+	}
+	for (unsigned int i = 0; i < s->conf->ndevices; i++)
+		if (!sf_find(&s->sf, TAG_MMIO, i, sizeof(struct virtio_mmio_state))) {
+			r = errf(err, errlen, -EINVAL,
+			         "snapshot '%s' refused: device %u's state is missing", dir, i);
+			goto fail;
+		}
+	const struct serial_state *ss = sf_find(&s->sf, TAG_SERI, 0, sizeof(struct serial_state));
+	const struct i8042_state *ks = sf_find(&s->sf, TAG_KBDC, 0, sizeof(struct i8042_state));
+	if (!ss || !ks || ss->rx_head >= SERIAL_FIFO_SIZE || ss->rx_count > SERIAL_FIFO_SIZE ||
+	    ks->out_head >= sizeof(ks->out) || ks->out_count > sizeof(ks->out)) {
+		r = errf(err, errlen, -EINVAL,
+		         "snapshot '%s' refused: the console or keyboard state is malformed", dir);
+		goto fail;
+	}
+	/* Does it fit this host? */
+	struct sysinfo si;
+	if (sysinfo(&si) == 0 &&
+	    s->conf->memory_bytes > (uint64_t)si.totalram * (uint64_t)si.mem_unit) {
+		r = errf(err, errlen, -ENOMEM,
+		         "snapshot '%s' does not fit this host: %llu MiB of guest memory, %llu MiB "
+		         "of host memory",
+		         dir, (unsigned long long)(s->conf->memory_bytes >> 20),
+		         (unsigned long long)(((uint64_t)si.totalram * si.mem_unit) >> 20));
+		goto fail;
+	}
+	for (unsigned int i = 0; i < s->conf->ndisks; i++) {
+		const struct snap_disk *d = &s->conf->disks[i];
+		size_t dl = strlen(s->dir), fl = strlen(d->file);
+		if (d->in_snapshot && dl + 1 + fl >= PATH_MAX) {
+			r = errf(err, errlen, -ENAMETOOLONG, "snapshot '%s': disk path too long",
+			         dir);
+			goto fail;
+		}
+		if (d->in_snapshot) {
+			memcpy(s->disk_paths[i], s->dir, dl);
+			s->disk_paths[i][dl] = '/';
+			memcpy(s->disk_paths[i] + dl + 1, d->file, fl + 1);
+		} else {
+			memcpy(s->disk_paths[i], d->file, fl + 1);
+		}
+		if (access(s->disk_paths[i], R_OK) < 0) {
+			r = errf(err, errlen, -errno, "snapshot '%s' refused: disk '%s': %s", dir,
+			         s->disk_paths[i], strerror(errno));
+			goto fail;
+		}
+	}
+	*out = s;
+	return 0;
+fail:
+	snapshot_close(s);
+	return r;
+}
+
+int snapshot_check_host(struct snapshot *s, const struct kvm_cpuid2 *supported, char *err,
+                        size_t errlen)
+{
+	for (unsigned int i = 0; i < s->conf->cpus; i++) {
+		const struct x86_vcpu_state *cs =
+		    sf_find(&s->sf, TAG_VCPU, i, sizeof(struct x86_vcpu_state));
+		char msg[200];
+		int r = x86_cpuid_compatible(supported, cs, msg, sizeof(msg));
+		if (r < 0)
+			return errf(err, errlen, r, "snapshot '%s' does not fit this host: %s",
+			            s->dir, msg);
+	}
+	return 0;
+}
+
+int snapshot_vm_config(struct snapshot *s, const char *overlay_dir, struct vm_config *cfg,
+                       char *err, size_t errlen)
+{
+	const struct snap_conf *c = s->conf;
+	cfg->cpus = c->cpus;
+	cfg->memory_mib = c->memory_bytes >> 20;
+	cfg->ndisks = c->ndisks;
+	cfg->vsock_cid = c->vsock_cid;
+	for (unsigned int i = 0; i < c->ndisks; i++) {
+		struct vm_disk_config *dc = &cfg->disks[i];
+		memset(dc, 0, sizeof(*dc));
+		snprintf(dc->id, sizeof(dc->id), "%s", c->disks[i].id);
+		dc->read_only = c->disks[i].read_only;
+		if (dc->read_only) {
+			dc->path = s->disk_paths[i];
+			continue;
+		}
+		if (!overlay_dir)
+			return errf(err, errlen, -EINVAL,
+			            "the snapshot has a writable disk: give --overlay-dir DIR");
+		char *top = malloc(PATH_MAX);
+		if (!top)
+			return errf(err, errlen, -ENOMEM, "out of memory");
+		snprintf(top, PATH_MAX, "%s/disk%u.qcow2", overlay_dir, i);
+		char msg[256];
+		int r = qcow2_create_overlay(top, s->disk_paths[i], 0, msg, sizeof(msg));
+		if (r < 0) {
+			free(top);
+			return errf(err, errlen, r, "cannot create an overlay for disk %u: %s", i,
+			            msg);
+		}
+		/* The path string now belongs to the snapshot's lifetime. */
+		snprintf(s->disk_paths[i], sizeof(s->disk_paths[i]), "%s", top);
+		free(top);
+		dc->path = s->disk_paths[i];
+	}
+	return 0;
+}
+
+bool snapshot_has_vsock(const struct snapshot *s)
+{
+	return s->conf->has_vsock;
+}
+
+int snapshot_memory_fd(const struct snapshot *s)
+{
+	return s->mem_fd;
+}
+
+int snapshot_restore_cpus(struct snapshot *s, struct vm *vm, char *err, size_t errlen)
+{
+	int r = x86_vm_state_restore(vm->vm_fd, s->vmst);
+	if (r < 0)
+		return errf(err, errlen, r, "cannot restore the irqchip/PIT/clock: %s",
+		            strerror(-r));
+	for (unsigned int i = 0; i < vm->ncpus; i++) {
+		const struct x86_vcpu_state *cs =
+		    sf_find(&s->sf, TAG_VCPU, i, sizeof(struct x86_vcpu_state));
+		const char *what = "";
+		r = x86_vcpu_state_restore(vm->kvm_fd, vm->vcpus[i].fd, cs, &what);
+		if (r < 0)
+			return errf(err, errlen, r, "cannot restore vCPU %u (%s): %s", i, what,
+			            strerror(-r));
+	}
+	return 0;
+}
+
+int snapshot_restore_devices(struct snapshot *s, struct vm *vm, char *err, size_t errlen)
+{
+	const struct serial_state *ss = sf_find(&s->sf, TAG_SERI, 0, sizeof(*ss));
+	const struct i8042_state *ks = sf_find(&s->sf, TAG_KBDC, 0, sizeof(*ks));
+	pthread_mutex_lock(&vm->serial.lock);
+	vm->serial.s = *ss;
+	pthread_mutex_unlock(&vm->serial.lock);
+	pthread_mutex_lock(&vm->i8042.lock);
+	vm->i8042.s = *ks;
+	pthread_mutex_unlock(&vm->i8042.lock);
+	struct virtio_mmio *tr[VM_MAX_DISKS + 4];
+	unsigned int ntr = vm_devices_transports(vm, tr, sizeof(tr) / sizeof(tr[0]));
+	if (ntr != s->conf->ndevices)
+		return errf(err, errlen, -EINVAL, "the restored VM has %u devices, the snapshot %u",
+		            ntr, s->conf->ndevices);
+	for (unsigned int i = 0; i < ntr; i++) {
+		const struct virtio_mmio_state *ms =
+		    sf_find(&s->sf, TAG_MMIO, i, sizeof(struct virtio_mmio_state));
+		int r = virtio_mmio_restore(tr[i], ms);
+		if (r < 0)
+			return errf(err, errlen, r, "cannot restore virtio device %u: %s", i,
+			            r == -EINVAL ? "its saved queues do not fit guest memory"
+			                         : strerror(-r));
+	}
+	/* Connections the guest had are gone: tell it (it resets them and its
+	 * listeners stay), then catch up on notifications the saved VMM had
+	 * not processed yet. */
+	if (vm->vsock)
+		vsock_transport_reset(vm->vsock);
+	for (unsigned int i = 0; i < ntr; i++)
+		virtio_mmio_kick_all(tr[i]);
+	return 0;
+}
+
+void snapshot_close(struct snapshot *s)
+{
+	if (!s)
+		return;
+	sf_reader_free(&s->sf);
+	if (s->mem_fd >= 0)
+		close(s->mem_fd);
+	free(s);
+}

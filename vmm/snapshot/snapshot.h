@@ -1,0 +1,78 @@
+/* Snapshots of a running VM, and restoring them (docs/ARCHITECTURE.md,
+ * "Snapshots").  A snapshot is a directory:
+ *
+ *   state          the state file (state_file.h): configuration, every
+ *                  vCPU, the irqchip, PIT and kvm-clock, every device
+ *   memory         guest RAM as one sparse file (all-zero pages are holes),
+ *                  laid out like the memfd (RAM below the MMIO hole, then
+ *                  the rest)
+ *   disk<N>.qcow2  (or .img) the writable disks as they were, frozen
+ *                  read-only; their backing chains end in the base images
+ *
+ * Restoring maps `memory` MAP_PRIVATE, so pages load lazily and copy on
+ * write, and every restore of one snapshot (a fork) shares its page cache;
+ * each fork's writable disks get a fresh qcow2 overlay over the frozen
+ * ones. */
+#ifndef COVE_SNAPSHOT_H
+#define COVE_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/vm.h"
+
+#define SNAPSHOT_STATE_FILE  "state"
+#define SNAPSHOT_MEMORY_FILE "memory"
+
+struct vm_snapshot_result {
+	uint64_t memory_bytes;      /* guest RAM size */
+	uint64_t memory_disk_bytes; /* bytes the memory file holds (not holes) */
+	uint64_t state_bytes;
+	uint64_t ms; /* from pause to the snapshot on disk */
+};
+
+/* Pauses the VM and writes the snapshot directory `dir` (created here; it
+ * must not exist).  The writable disks' top files move into it, frozen;
+ * the VM goes on with a fresh overlay at each disk's old path.  With
+ * resume the VM runs again afterwards, else it stays paused (the caller
+ * stops it).  On failure dir is removed, the disks are as before and the
+ * VM resumes when asked to. */
+int vm_snapshot(struct vm *vm, const char *dir, bool resume, struct vm_snapshot_result *res,
+                char *err, size_t errlen) __attribute__((warn_unused_result));
+
+struct snapshot;
+
+/* Reads and checks a snapshot directory: the state file (magic, version,
+ * CRC, every section), the memory file's size, and whether it fits this
+ * host (CPU features, memory, vCPU count).  Nothing runs yet. */
+int snapshot_open(const char *dir, struct snapshot **out, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* Whether every vCPU's CPU features are ones this host's KVM supports. */
+struct kvm_cpuid2;
+int snapshot_check_host(struct snapshot *s, const struct kvm_cpuid2 *supported, char *err,
+                        size_t errlen) __attribute__((warn_unused_result));
+
+/* Fills cfg for a restore: cpus, memory, disks (each writable disk gets a
+ * fresh overlay overlay_dir/disk<N>.qcow2 over the frozen one; created
+ * here) and the vsock CID.  cfg->vsock_path and the console are the
+ * caller's.  Paths in cfg point into s, which must outlive cfg. */
+int snapshot_vm_config(struct snapshot *s, const char *overlay_dir, struct vm_config *cfg,
+                       char *err, size_t errlen) __attribute__((warn_unused_result));
+
+/* Whether the snapshot's VM had a vsock device. */
+bool snapshot_has_vsock(const struct snapshot *s);
+
+/* The memory file, opened read-only (owned by s). */
+int snapshot_memory_fd(const struct snapshot *s);
+
+/* Restore steps, called by vm_restore() in order. */
+int snapshot_restore_cpus(struct snapshot *s, struct vm *vm, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+int snapshot_restore_devices(struct snapshot *s, struct vm *vm, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+void snapshot_close(struct snapshot *s);
+
+#endif
