@@ -24,8 +24,8 @@ struct vmm_api;
 
 /* Binds path (replacing a stale socket, refusing one a live VMM holds)
  * and watches it on vm's I/O loop. */
-int vmm_api_create(struct vm *vm, const char *path, struct vmm_api **out, char *err,
-                   size_t errlen) __attribute__((warn_unused_result));
+int vmm_api_create(struct vm *vm, const char *path, struct vmm_api **out, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 /* Call with the I/O loop stopped; removes the socket file. */
 void vmm_api_destroy(struct vmm_api *a);
 
