@@ -422,7 +422,7 @@ static void qemu_check_clean(const char *path)
 	char out[4096];
 	char *argv[] = { "qemu-img", "check", "-f", "qcow2", (char *)path, NULL };
 	int st = run(argv, out, sizeof(out));
-	printf("qemu-img check %s: %s", path, out);
+	printf("qemu-img check %s: %.*s\n", path, (int)strcspn(out, "\n"), out);
 	ck_assert_msg(st == 0 && strstr(out, "No errors were found"), "qemu-img check %s: %d %s",
 	              path, st, out);
 }
@@ -1016,7 +1016,7 @@ START_TEST(killed_writer_leaves_consistent_image)
 		char out[4096];
 		char *argv[] = { "qemu-img", "check", "-f", "qcow2", (char *)p, NULL };
 		int st = run(argv, out, sizeof(out));
-		printf("qemu-img check (after kills) %s: %s", p, out);
+		printf("qemu-img check (after kills) %s: %s", p, out); /* leaks, if any */
 		ck_assert_msg(st == 0 || st == 3, "qemu-img check: %d %s", st, out); /* 3: leaks */
 		ck_assert_ptr_null(strstr(out, "ERROR"));
 	}

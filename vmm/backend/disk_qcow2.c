@@ -16,7 +16,6 @@
 #include <limits.h>
 #include <linux/falloc.h>
 #include <linux/fs.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,12 +28,11 @@
 #include "errf.h"
 #include "qcow2_create.h"
 
-#define IOV_WINDOW       64
-#define CACHE_SLOTS      16
-#define CACHE_BYTES      (8ULL << 20) /* per table cache, at most */
-#define CLAIM_SKIP_MAX   4096         /* in-use clusters skipped past the file end */
-#define BACKING_FMT_MAX  16
-#define MAX_HEADER_BYTES (1ULL << QCOW2_MAX_CLUSTER_BITS)
+#define IOV_WINDOW      64
+#define CACHE_SLOTS     16
+#define CACHE_BYTES     (8ULL << 20) /* per table cache, at most */
+#define CLAIM_SKIP_MAX  4096         /* in-use clusters skipped past the file end */
+#define BACKING_FMT_MAX 16
 
 enum cl_kind { CL_UNALLOC, CL_ZERO, CL_DATA };
 
