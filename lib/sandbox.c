@@ -450,7 +450,7 @@ int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *e
 	struct registry_meta *m = calloc(1, sizeof(*m));
 	int lfd = -1;
 	char disk[PATH_MAX], ready[PATH_MAX], console[PATH_MAX], log[PATH_MAX];
-	char disk_arg[PATH_MAX + 16], cpus[16], mem[32], cmdline[1024];
+	char disk_arg[PATH_MAX + 48], cpus[16], mem[32], cmdline[1024];
 	if (!sb || !m) {
 		r = cove_fail(err, errlen, -ENOMEM, "out of memory");
 		goto fail;
@@ -482,7 +482,7 @@ int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *e
 	}
 	snprintf(cpus, sizeof(cpus), "%u", m->cpus);
 	snprintf(mem, sizeof(mem), "%llu", (unsigned long long)m->memory_mib);
-	snprintf(disk_arg, sizeof(disk_arg), "%s,id=cove-root", disk);
+	snprintf(disk_arg, sizeof(disk_arg), "%s,id=cove-root,format=qcow2", disk);
 	snprintf(cmdline, sizeof(cmdline), "quiet cove.hostname=%s%s%s",
 	         cfg->hostname ? cfg->hostname : "cove", cfg->cmdline ? " " : "",
 	         cfg->cmdline ? cfg->cmdline : "");

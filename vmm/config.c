@@ -12,7 +12,7 @@
 
 const char vmm_usage[] =
     "usage: cove-vmm --kernel PATH [--initrd PATH] [--cmdline STR] [--cpus N]\n"
-    "                [--memory MiB] [--disk PATH[,ro][,id=NAME]]...\n"
+    "                [--memory MiB] [--disk PATH[,ro][,id=NAME][,format=raw|qcow2]]...\n"
     "                [--console stdio|PATH|none] [--config FILE.json]\n"
     "                [--vsock PATH[,cid=N]] [--api PATH]\n"
     "       cove-vmm --restore SNAPSHOT_DIR [--overlay-dir DIR] [--vsock PATH]\n"
@@ -49,8 +49,10 @@ static int set_console(struct vm_config *vm, const char *v, char *err, size_t er
 }
 
 static int add_disk(struct vm_config *vm, const char *path, int read_only, const char *id,
-                    char *err, size_t errlen)
+                    const char *format, char *err, size_t errlen)
 {
+	if (format && strcmp(format, "raw") && strcmp(format, "qcow2"))
+		return bad(err, errlen, "disk format must be raw or qcow2, got '%s'", format);
 	if (vm->ndisks == VM_MAX_DISKS)
 		return bad(err, errlen, "too many disks (at most %d)", VM_MAX_DISKS);
 	if (!path || !*path)
@@ -61,6 +63,7 @@ static int add_disk(struct vm_config *vm, const char *path, int read_only, const
 	memset(d, 0, sizeof(*d));
 	d->path = path;
 	d->read_only = read_only;
+	d->format = format;
 	if (id)
 		snprintf(d->id, sizeof(d->id), "%s", id);
 	return 0;
@@ -72,7 +75,7 @@ static int parse_disk(struct vm_config *vm, char *spec, char *err, size_t errlen
 	char *save = NULL;
 	char *path = strtok_r(spec, ",", &save);
 	int ro = 0;
-	const char *id = NULL;
+	const char *id = NULL, *format = NULL;
 	for (char *opt; (opt = strtok_r(NULL, ",", &save));) {
 		if (!strcmp(opt, "ro"))
 			ro = 1;
@@ -80,11 +83,15 @@ static int parse_disk(struct vm_config *vm, char *spec, char *err, size_t errlen
 			ro = 0;
 		else if (!strncmp(opt, "id=", 3))
 			id = opt + 3;
+		else if (!strncmp(opt, "format=", 7))
+			format = opt + 7;
 		else
-			return bad(err, errlen, "unknown disk option '%s' (expected ro or id=NAME)",
-			           opt);
+			return bad(
+			    err, errlen,
+			    "unknown disk option '%s' (expected ro, id=NAME or format=raw|qcow2)",
+			    opt);
 	}
-	return add_disk(vm, path, ro, id, err, errlen);
+	return add_disk(vm, path, ro, id, format, err, errlen);
 }
 
 /* PATH[,cid=N]; spec is a private copy that we cut up. */
@@ -131,7 +138,7 @@ static int load_disk(struct vm_config *vm, json_t *d, char *err, size_t errlen)
 {
 	if (!json_is_object(d))
 		return bad(err, errlen, "config: each of 'disks' must be an object");
-	const char *path = NULL, *id = NULL;
+	const char *path = NULL, *id = NULL, *format = NULL;
 	int ro = 0;
 	const char *key;
 	json_t *v;
@@ -142,6 +149,8 @@ static int load_disk(struct vm_config *vm, json_t *d, char *err, size_t errlen)
 			r = json_str(v, "disks[].path", &path, err, errlen);
 		else if (!strcmp(key, "id"))
 			r = json_str(v, "disks[].id", &id, err, errlen);
+		else if (!strcmp(key, "format"))
+			r = json_str(v, "disks[].format", &format, err, errlen);
 		else if (!strcmp(key, "read_only")) {
 			if (!json_is_boolean(v))
 				return bad(err, errlen,
@@ -152,7 +161,7 @@ static int load_disk(struct vm_config *vm, json_t *d, char *err, size_t errlen)
 		if (r < 0)
 			return r;
 	}
-	return add_disk(vm, path, ro, id, err, errlen);
+	return add_disk(vm, path, ro, id, format, err, errlen);
 }
 
 int vmm_config_load_json(struct vmm_config *c, const char *path, char *err, size_t errlen)
@@ -258,12 +267,13 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 	optind = 1;
 	opterr = 0;
 	int o;
-	while ((o = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+	int li = -1;
+	while ((o = getopt_long(argc, argv, ":h", opts, &li)) != -1) {
 		unsigned long long n;
 		int r = 0;
 		if (o == O_KERNEL || o == O_INITRD || o == O_CMDLINE || o == O_CPUS ||
 		    o == O_MEMORY || o == O_DISK || o == O_CONFIG)
-			machine_flag = argv[optind - 1];
+			machine_flag = li >= 0 ? opts[li].name : "a machine option";
 		switch (o) {
 		case O_KERNEL:
 			c->vm.kernel = optarg;
@@ -339,9 +349,10 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 		return bad(err, errlen, "unexpected argument '%s'", argv[optind]);
 	if (c->restore_dir) {
 		if (machine_flag)
-			return bad(err, errlen,
-			           "%s cannot be combined with --restore (the snapshot decides it)",
-			           machine_flag);
+			return bad(
+			    err, errlen,
+			    "--%s cannot be combined with --restore (the snapshot decides it)",
+			    machine_flag);
 		return 0;
 	}
 	if (c->overlay_dir)

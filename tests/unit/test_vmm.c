@@ -265,7 +265,8 @@ START_TEST(config_flags)
 	struct vmm_config c;
 	char err[256];
 	ck_assert_int_eq(parse(&c, err, "--kernel", "k", "--cpus", "2", "--memory", "512", "--disk",
-	                       "a.img,ro,id=root", "--disk", "b.img", "--console", "none", NULL),
+	                       "a.img,ro,id=root", "--disk", "b.img,format=qcow2", "--console",
+	                       "none", NULL),
 	                 0);
 	ck_assert_str_eq(c.vm.kernel, "k");
 	ck_assert_uint_eq(c.vm.cpus, 2);
@@ -275,16 +276,33 @@ START_TEST(config_flags)
 	ck_assert_str_eq(c.vm.disks[0].id, "root");
 	ck_assert_str_eq(c.vm.disks[1].path, "b.img");
 	ck_assert(!c.vm.disks[1].read_only);
+	ck_assert_ptr_null(c.vm.disks[0].format);
+	ck_assert_str_eq(c.vm.disks[1].format, "qcow2");
 	ck_assert_int_eq(c.vm.console, VM_CONSOLE_NONE);
+	vmm_config_free(&c);
+
+	/* --restore: the snapshot decides the machine. */
+	ck_assert_int_eq(
+	    parse(&c, err, "--restore", "/s", "--overlay-dir", "/o", "--api", "/a", NULL), 0);
+	ck_assert_str_eq(c.restore_dir, "/s");
+	ck_assert_str_eq(c.overlay_dir, "/o");
+	ck_assert_str_eq(c.api_path, "/a");
+	vmm_config_free(&c);
+	ck_assert_int_eq(parse(&c, err, "--restore", "/s", "--memory", "512", NULL), -EINVAL);
+	ck_assert(strstr(err, "--memory cannot be combined with --restore"));
+	vmm_config_free(&c);
+	ck_assert_int_eq(parse(&c, err, "--kernel", "k", "--overlay-dir", "/o", NULL), -EINVAL);
+	ck_assert(strstr(err, "only for --restore"));
 	vmm_config_free(&c);
 
 	static const struct {
 		const char *a, *b;
 		const char *want;
 	} bad[] = {
-		{ "--cpus", "0", "--cpus" },          { "--cpus", "x", "--cpus" },
-		{ "--cpus", "65", "--cpus" },         { "--memory", "-1", "--memory" },
-		{ "--memory", "12k", "--memory" },    { "--disk", "a,bogus", "bogus" },
+		{ "--cpus", "0", "--cpus" },           { "--cpus", "x", "--cpus" },
+		{ "--cpus", "65", "--cpus" },          { "--memory", "-1", "--memory" },
+		{ "--memory", "12k", "--memory" },     { "--disk", "a,bogus", "bogus" },
+		{ "--disk", "a,format=vmdk", "vmdk" }, { "--api", "", "--api" },
 		{ "--frob", NULL, "unknown option" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

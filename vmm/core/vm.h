@@ -40,7 +40,10 @@ enum vm_exit_reason {
 struct vm_disk_config {
 	const char *path;
 	bool read_only;
-	char id[21]; /* virtio-blk serial: 20 bytes + NUL */
+	char id[21];        /* virtio-blk serial: 20 bytes + NUL */
+	const char *format; /* "raw", "qcow2", or NULL: probed (trust the image only
+	                       if no guest wrote it raw: a guest-written qcow2
+	                       header could name any host file as backing) */
 };
 
 enum vm_console { VM_CONSOLE_STDIO, VM_CONSOLE_FILE, VM_CONSOLE_NONE };

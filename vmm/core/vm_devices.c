@@ -46,7 +46,7 @@ int vm_devices_open_disks(struct vm *vm, const struct vm_config *cfg, char *err,
 		const struct vm_disk_config *dc = &cfg->disks[i];
 		struct disk *d = NULL;
 		char msg[256];
-		int r = disk_open_err(dc->path, dc->read_only, &d, msg, sizeof(msg));
+		int r = disk_open_format(dc->path, dc->format, dc->read_only, &d, msg, sizeof(msg));
 		if (r < 0) {
 			snprintf(err, errlen, "cannot open disk '%s': %s", dc->path,
 			         r == -EBUSY ? "it is in use by another VM" : msg);

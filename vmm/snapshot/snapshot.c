@@ -34,6 +34,7 @@
 struct snap_disk {
 	char file[PATH_MAX]; /* a name inside the snapshot, or an absolute path */
 	char id[DISK_ID_LEN + 4];
+	char format[8]; /* "raw" or "qcow2": never probed from guest-written data */
 	uint32_t read_only;
 	uint32_t in_snapshot; /* file is a frozen copy inside the snapshot dir */
 	uint64_t size;
@@ -217,8 +218,9 @@ static bool is_qcow2(struct disk *d)
 }
 
 /* One writable disk: flush, close, move its file into the snapshot,
- * freeze it, and give the device a fresh overlay at the old path.  frozen
- * gets the file name used inside the snapshot. */
+ * freeze it, and give the device a fresh overlay at the old path.  The
+ * formats are known, never probed: a raw disk's content is the guest's and
+ * could be a qcow2 header naming any host file as its backing file. */
 static int freeze_disk(struct vm *vm, unsigned int i, const char *dir, bool reopen,
                        struct snap_disk *sd, char *err, size_t errlen)
 {
@@ -227,39 +229,51 @@ static int freeze_disk(struct vm *vm, unsigned int i, const char *dir, bool reop
 	struct disk *old = vblk_disk(b);
 	char id[DISK_ID_LEN + 1];
 	memcpy(id, old->id, sizeof(id));
+	const char *format = is_qcow2(old) ? "qcow2" : "raw";
 	int r = disk_flush(old);
 	if (r < 0)
 		return errf(err, errlen, r, "cannot flush disk '%s': %s", path, strerror(-r));
+	snprintf(sd->format, sizeof(sd->format), "%s", format);
 	snprintf(sd->file, sizeof(sd->file), "disk%u.%s", i, is_qcow2(old) ? "qcow2" : "img");
 	char frozen[PATH_MAX * 2];
 	snprintf(frozen, sizeof(frozen), "%s/%s", dir, sd->file);
 	disk_close(vblk_swap_disk(b, NULL)); /* drops its exclusive lock */
+	char msg[256] = "";
 	r = move_file(path, frozen);
 	if (r < 0) {
-		/* Put the old file back in service. */
-		struct disk *again = NULL;
-		if (disk_open(path, false, &again) == 0) {
-			disk_set_id(again, id);
-			vblk_swap_disk(b, again);
-		}
-		return errf(err, errlen, r, "cannot move disk '%s' into the snapshot: %s", path,
-		            strerror(-r));
+		snprintf(msg, sizeof(msg), "cannot move it into the snapshot: %s", strerror(-r));
+		goto back;
 	}
 	(void)chmod(frozen, 0444);
 	sd->in_snapshot = 1;
 	if (!reopen)
 		return 0;
-	char msg[256];
-	r = qcow2_create_overlay(path, frozen, 0, msg, sizeof(msg));
+	r = qcow2_create_overlay_format(path, frozen, format, 0, msg, sizeof(msg));
 	struct disk *fresh = NULL;
-	if (r == 0)
-		r = disk_open_err(path, false, &fresh, msg, sizeof(msg));
-	if (r < 0)
-		return errf(err, errlen, r, "cannot continue on a fresh overlay of '%s': %s", path,
-		            msg);
-	disk_set_id(fresh, id);
-	vblk_swap_disk(b, fresh);
-	return 0;
+	if (r == 0) {
+		r = disk_open_format(path, "qcow2", false, &fresh, msg, sizeof(msg));
+		if (r < 0)
+			unlink(path);
+	}
+	if (r == 0) {
+		disk_set_id(fresh, id);
+		vblk_swap_disk(b, fresh);
+		return 0;
+	}
+	/* Undo: the frozen file goes back to its place and into service. */
+	(void)chmod(frozen, 0600);
+	if (move_file(frozen, path) < 0)
+		snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg), "; it stays at '%.180s'",
+		         frozen);
+	sd->in_snapshot = 0;
+back:;
+	struct disk *again = NULL;
+	char m2[128];
+	if (disk_open_format(path, format, false, &again, m2, sizeof(m2)) == 0) {
+		disk_set_id(again, id);
+		vblk_swap_disk(b, again);
+	}
+	return errf(err, errlen, r, "disk '%s': %s", path, msg);
 }
 
 static int remove_dir(const char *dir)
@@ -372,6 +386,8 @@ int vm_snapshot(struct vm *vm, const char *dir, bool resume, struct vm_snapshot_
 		sd->size = d->size;
 		sd->read_only = d->read_only;
 		if (d->read_only) {
+			snprintf(sd->format, sizeof(sd->format), "%s",
+			         is_qcow2(d) ? "qcow2" : "raw");
 			char *abs = realpath(vm->disk_paths[i], NULL);
 			snprintf(sd->file, sizeof(sd->file), "%s", abs ? abs : vm->disk_paths[i]);
 			free(abs);
@@ -432,6 +448,9 @@ static int check_conf(const struct snap_conf *c, char *err, size_t errlen)
 		const struct snap_disk *d = &c->disks[i];
 		if (!str_ok(d->file, sizeof(d->file)) || !memchr(d->id, '\0', sizeof(d->id)))
 			return errf(err, errlen, -EINVAL, "snapshot disk %u has a bad name", i);
+		if (strcmp(d->format, "raw") && strcmp(d->format, "qcow2"))
+			return errf(err, errlen, -EINVAL, "snapshot disk %u has no known format",
+			            i);
 		if (d->in_snapshot && (strchr(d->file, '/') || d->file[0] == '.'))
 			return errf(err, errlen, -EINVAL,
 			            "snapshot disk %u names a file outside it", i);
@@ -590,8 +609,10 @@ int snapshot_vm_config(struct snapshot *s, const char *overlay_dir, struct vm_co
 		dc->read_only = c->disks[i].read_only;
 		if (dc->read_only) {
 			dc->path = s->disk_paths[i];
+			dc->format = c->disks[i].format;
 			continue;
 		}
+		dc->format = "qcow2";
 		if (!overlay_dir)
 			return errf(err, errlen, -EINVAL,
 			            "the snapshot has a writable disk: give --overlay-dir DIR");
@@ -600,7 +621,8 @@ int snapshot_vm_config(struct snapshot *s, const char *overlay_dir, struct vm_co
 			return errf(err, errlen, -ENOMEM, "out of memory");
 		snprintf(top, PATH_MAX, "%s/disk%u.qcow2", overlay_dir, i);
 		char msg[256];
-		int r = qcow2_create_overlay(top, s->disk_paths[i], 0, msg, sizeof(msg));
+		int r = qcow2_create_overlay_format(top, s->disk_paths[i], c->disks[i].format, 0,
+		                                    msg, sizeof(msg));
 		if (r < 0) {
 			free(top);
 			return errf(err, errlen, r, "cannot create an overlay for disk %u: %s", i,
