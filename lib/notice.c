@@ -68,6 +68,12 @@ static int check_reply(const uint8_t *payload, char *err, size_t errlen)
 int cove_agent_restored(struct cove_sandbox *sb, const char *hostname, const char *sandbox_id,
                         char *err, size_t errlen)
 {
+	return cove_agent_restored_on(sb, -1, hostname, sandbox_id, err, errlen);
+}
+
+int cove_agent_restored_on(struct cove_sandbox *sb, int fd, const char *hostname,
+                           const char *sandbox_id, char *err, size_t errlen)
+{
 	if (!name_valid(hostname, false))
 		return cove_fail(err, errlen, -EINVAL,
 		                 "invalid host name '%s': 1-64 of A-Z, a-z, 0-9, '-', '.'",
@@ -88,7 +94,9 @@ int cove_agent_restored(struct cove_sandbox *sb, const char *hostname, const cha
 
 	/* Read last, just before sending, so the guest's clock is as close
 	 * to the host's as one round trip allows. */
-	int fd = cove_agent_connect(sb, err, errlen);
+	bool own = fd < 0;
+	if (own)
+		fd = cove_agent_connect(sb, err, errlen);
 	if (fd < 0) {
 		explicit_bzero(hex, sizeof(hex));
 		return fd;
@@ -106,6 +114,7 @@ int cove_agent_restored(struct cove_sandbox *sb, const char *hostname, const cha
 	if (r == 0)
 		r = check_reply(payload, err, errlen);
 	free(payload);
-	close(fd);
+	if (own)
+		close(fd);
 	return r;
 }

@@ -509,17 +509,15 @@ fail:
 
 /* After a restore there is no HELLO: the agent was already serving when
  * the snapshot was taken.  Poll for its answer, 1 ms apart, while watching
- * the VMM. */
+ * the VMM; returns the open connection (the restore notice goes on it). */
 static int wait_agent(struct cove_sandbox *sb, unsigned int timeout_ms, const char *console,
                       const char *log, char *err, size_t errlen)
 {
 	int64_t deadline = now_ms() + timeout_ms;
 	for (;;) {
 		int fd = cove_agent_connect(sb, err, errlen);
-		if (fd >= 0) {
-			close(fd);
-			return 0;
-		}
+		if (fd >= 0)
+			return fd;
 		if (fd != -ENOENT && fd != -ECONNREFUSED)
 			return fd;
 		struct pollfd p = { .fd = sb->pidfd, .events = POLLIN };
@@ -573,18 +571,37 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
 	const char *argv[] = { cfg->vmm, "--restore", m->restored_from, "--overlay-dir",
 		               sb->dir,  "--vsock",   sb->vsock,        "--api",
 		               sb->api,  "--console", console,          NULL };
+	int afd = -1;
 	if ((r = spawn_vmm((char *const *)argv, cfg->detached, log, sb, err, errlen)) < 0 ||
 	    (r = meta_vmm(sb, m, err, errlen)) < 0 ||
-	    (r = wait_agent(sb, cfg->boot_timeout_ms ? cfg->boot_timeout_ms : 60000, console, log,
-	                    err, errlen)) < 0)
+	    (r = afd = wait_agent(sb, cfg->boot_timeout_ms ? cfg->boot_timeout_ms : 60000, console,
+	                          log, err, errlen)) < 0)
 		goto fail;
 	/* A host name may not hold '_', which sandbox names may. */
 	snprintf(hostname, sizeof(hostname), "%s", sb->name);
 	for (char *c = hostname; *c; c++)
 		if (*c == '_')
 			*c = '-';
-	if ((r = cove_agent_restored(sb, cfg->hostname ? cfg->hostname : hostname, sb->name, err,
-	                             errlen)) < 0)
+	/* The guest resets the connections it had at the snapshot when it
+	 * handles the vsock transport-reset event; a connection made just
+	 * before that can be caught in it.  The notice is idempotent: retry
+	 * it on a fresh connection. */
+	for (int tries = 0;; tries++) {
+		r = cove_agent_restored_on(sb, afd, cfg->hostname ? cfg->hostname : hostname,
+		                           sb->name, err, errlen);
+		close(afd);
+		if (r != -ECONNRESET && r != -EPIPE)
+			break;
+		if (tries == 5)
+			break;
+		afd = wait_agent(sb, cfg->boot_timeout_ms ? cfg->boot_timeout_ms : 60000, console,
+		                 log, err, errlen);
+		if (afd < 0) {
+			r = afd;
+			break;
+		}
+	}
+	if (r < 0)
 		goto fail;
 	free(m);
 	*out = sb;

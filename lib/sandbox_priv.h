@@ -62,4 +62,9 @@ int cove_send_json(int fd, uint16_t type, struct json_t *obj, char *err, size_t 
  * returns its payload (malloc'ed, NUL-terminated) through *payload. */
 int cove_expect(int fd, uint16_t want, uint8_t **payload, uint32_t *len, char *err, size_t errlen);
 
+/* cove_agent_restored() on an agent connection already open (fd >= 0,
+ * left open), or on a new one (fd < 0). */
+int cove_agent_restored_on(struct cove_sandbox *sb, int fd, const char *hostname,
+                           const char *sandbox_id, char *err, size_t errlen);
+
 #endif

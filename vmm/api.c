@@ -83,15 +83,20 @@ static json_t *stats(struct vm *vm)
 	size_t n = 0;
 	int r = 0;
 	for (unsigned int i = 0; i < vm->ncpus && r == 0; i++)
-		r = kvm_stats_add(vm->vcpus[i].fd, c, KVM_STATS_MAX, &n);
+		r = kvm_stats_add(vm->vcpus[i].stats_fd, c, KVM_STATS_MAX, &n);
 	json_t *kvm = json_object();
 	for (size_t i = 0; i < n; i++)
 		json_object_set_new(kvm, c[i].name, json_integer((json_int_t)c[i].value));
 	long guest_kb = 0, own_kb = vmm_rss_kb(vm, &guest_kb);
 	uint64_t rd = 0, wr = 0;
 	vm_disk_io(vm, &rd, &wr);
-	return json_pack("{s:b, s:o, s:I, s:I, s:I, s:I}", "ok", 1, "kvm", kvm, "vmm_rss_kb",
-	                 (json_int_t)own_kb, "guest_rss_kb", (json_int_t)guest_kb,
+	json_t *times = json_pack(
+	    "{s:I, s:I, s:I, s:I}", "process_start_mono_us", (json_int_t)boot_timer_start_mono_us(),
+	    "vm_created_us", (json_int_t)vm->t_created_us, "first_kvm_run_us",
+	    (json_int_t)__atomic_load_n(&vm->t_first_run_us, __ATOMIC_RELAXED), "guest_init_us",
+	    (json_int_t)__atomic_load_n(&vm->boot_timer.fired, __ATOMIC_RELAXED));
+	return json_pack("{s:b, s:o, s:o, s:I, s:I, s:I, s:I}", "ok", 1, "kvm", kvm, "times", times,
+	                 "vmm_rss_kb", (json_int_t)own_kb, "guest_rss_kb", (json_int_t)guest_kb,
 	                 "disk_read_bytes", (json_int_t)rd, "disk_written_bytes", (json_int_t)wr);
 }
 

@@ -8,10 +8,13 @@
  *
  * Both print the snapshot's size on disk against guest memory. */
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -64,6 +67,35 @@ static long rollup(pid_t pid, const char *key)
 			v = atol(line + kl + 1);
 	fclose(f);
 	return v;
+}
+
+/* The VMM's phase times ({"op":"stats"} on its control socket). */
+static void vmm_times(struct cove_sandbox *sb, double t0_ms)
+{
+	char buf[4096];
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.90s/api.sock", cove_sandbox_dir(sb));
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    write(fd, "{\"op\":\"stats\"}\n", 16) != 16) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = 0;
+	json_t *j = json_loads(buf, 0, NULL);
+	json_t *t = json_object_get(j, "times");
+	double start =
+	    json_integer_value(json_object_get(t, "process_start_mono_us")) / 1e3 - t0_ms;
+	printf("  vmm exec +%.1f ms, vm created +%.1f ms, first KVM_RUN +%.1f ms, exits %lld\n",
+	       start, start + json_integer_value(json_object_get(t, "vm_created_us")) / 1e3,
+	       start + json_integer_value(json_object_get(t, "first_kvm_run_us")) / 1e3,
+	       (long long)json_integer_value(json_object_get(json_object_get(j, "kvm"), "exits")));
+	json_decref(j);
 }
 
 static void print_snapshot_size(const char *dir)
@@ -122,11 +154,17 @@ static int latency(struct cove_config *cfg, const char *dir, int n)
 		cold[i] = now_ms() - t0;
 		cove_free(sb);
 		t0 = now_ms();
-		if (cove_restore(cfg, dir, &sb, err, sizeof(err)) < 0 || exec_true(sb) < 0) {
+		if (cove_restore(cfg, dir, &sb, err, sizeof(err)) < 0) {
 			fprintf(stderr, "snapbench: restore %d: %s\n", i, err);
 			return 1;
 		}
+		double t_ready = now_ms() - t0;
+		if (exec_true(sb) < 0)
+			return 1;
 		warm[i] = now_ms() - t0;
+		printf("  restore: agent took the notice +%.1f ms, first exec +%.1f ms\n", t_ready,
+		       warm[i]);
+		vmm_times(sb, t0);
 		cove_free(sb);
 		printf("run %d: cold boot to first exec %.1f ms, restore to first exec %.1f ms\n",
 		       i, cold[i], warm[i]);

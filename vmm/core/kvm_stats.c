@@ -39,11 +39,18 @@ static void add(struct kvm_counter *c, size_t max, size_t *n, const char *name, 
 	(*n)++;
 }
 
-int kvm_stats_add(int fd, struct kvm_counter *c, size_t max, size_t *n)
+int kvm_stats_open(int fd)
 {
 	int sfd = ioctl(fd, KVM_GET_STATS_FD, NULL);
 	if (sfd < 0)
 		return errno == EINVAL || errno == ENOTTY ? -ENOTSUP : -errno;
+	return sfd;
+}
+
+int kvm_stats_add(int sfd, struct kvm_counter *c, size_t max, size_t *n)
+{
+	if (sfd < 0)
+		return -ENOTSUP;
 	struct kvm_stats_header h;
 	int r = pread_all(sfd, &h, sizeof(h), 0);
 	if (r < 0)
@@ -76,6 +83,5 @@ int kvm_stats_add(int fd, struct kvm_counter *c, size_t max, size_t *n)
 	}
 	free(descs);
 out:
-	close(sfd);
 	return r;
 }

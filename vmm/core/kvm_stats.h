@@ -15,10 +15,16 @@ struct kvm_counter {
 	uint64_t value;
 };
 
-/* Adds the cumulative single-value counters of the stats fd of `fd` (a
- * vCPU or VM fd) into c[0..*n), matching by name and appending new ones up
- * to max.  Returns 0 or -errno (-ENOTSUP without KVM_GET_STATS_FD). */
-int kvm_stats_add(int fd, struct kvm_counter *c, size_t max, size_t *n)
+/* The binary stats fd of a vCPU or VM fd, or -errno (-ENOTSUP without
+ * KVM_GET_STATS_FD).  Open a vCPU's before it first runs: every vCPU
+ * ioctl waits for the vCPU's mutex, which KVM_RUN holds while the guest
+ * runs or halts; reading the stats fd later needs no lock. */
+int kvm_stats_open(int fd);
+
+/* Adds the cumulative single-value counters of the stats fd sfd into
+ * c[0..*n), matching by name and appending new ones up to max.  Returns 0
+ * or -errno. */
+int kvm_stats_add(int sfd, struct kvm_counter *c, size_t max, size_t *n)
     __attribute__((warn_unused_result));
 
 #endif

@@ -136,6 +136,9 @@ static void *vcpu_thread(void *arg)
 		pthread_mutex_unlock(&vm->lock);
 		if (!go)
 			break;
+		if (v->index == 0 && !__atomic_load_n(&vm->t_first_run_us, __ATOMIC_RELAXED))
+			__atomic_store_n(&vm->t_first_run_us, boot_timer_now_us(),
+			                 __ATOMIC_RELAXED);
 		if (ioctl(v->fd, KVM_RUN, 0) < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;

@@ -20,6 +20,7 @@
 #include "arch/x86_64/cpu.h"
 #include "arch/x86_64/layout.h"
 #include "arch/x86_64/loader.h"
+#include "core/kvm_stats.h"
 #include "core/vcpu.h"
 #include "core/vm_devices.h"
 #include "snapshot/snapshot.h"
@@ -173,6 +174,7 @@ static int create_vcpus(struct vm *vm, const struct x86_kernel *k, char *err, si
 		if (run == MAP_FAILED)
 			return fail(err, errlen, -errno, "mmap of vCPU %u: %s", i, strerror(errno));
 		v->run = run;
+		v->stats_fd = kvm_stats_open(v->fd); /* optional: -ENOTSUP on old kernels */
 		if (!k)
 			continue;
 		int r = x86_vcpu_setup(v->fd, vm->cpuid, i, vm->ncpus, k);
@@ -219,7 +221,7 @@ static struct vm *vm_alloc(const struct vm_config *cfg)
 	vm->loop.epfd = vm->loop.stop_fd = -1;
 	vm->ncpus = cfg->cpus;
 	for (unsigned int i = 0; i < VM_MAX_VCPUS; i++)
-		vm->vcpus[i].fd = -1;
+		vm->vcpus[i].fd = vm->vcpus[i].stats_fd = -1;
 	pthread_mutex_init(&vm->lock, NULL);
 	pthread_cond_init(&vm->cond, NULL);
 	vm->state = VM_CREATED;
@@ -266,6 +268,7 @@ int vm_restore(struct vm **out, const struct vm_config *cfg, struct snapshot *sn
 	    (r = snapshot_restore_devices(snap, vm, err, errlen)) < 0 ||
 	    (r = watch_signals(vm, err, errlen)) < 0)
 		goto fail;
+	vm->t_created_us = boot_timer_now_us();
 	*out = vm;
 	return 0;
 fail:
@@ -362,6 +365,7 @@ int vm_create(struct vm **out, const struct vm_config *cfg, char *err, size_t er
 
 	unmap_file(&kernel);
 	unmap_file(&initrd);
+	vm->t_created_us = boot_timer_now_us();
 	*out = vm;
 	return 0;
 fail:
@@ -513,6 +517,8 @@ void vm_destroy(struct vm *vm)
 			munmap(vm->vcpus[i].run, vm->run_size);
 		if (vm->vcpus[i].fd >= 0)
 			close(vm->vcpus[i].fd);
+		if (vm->vcpus[i].stats_fd >= 0)
+			close(vm->vcpus[i].stats_fd);
 	}
 	free(vm->cpuid);
 	if (vm->vm_fd >= 0)

@@ -68,6 +68,7 @@ struct vcpu {
 	struct vm *vm;
 	unsigned int index;
 	int fd;
+	int stats_fd; /* KVM_GET_STATS_FD, opened before the vCPU runs; -1 if none */
 	struct kvm_run *run;
 	pthread_t thread;
 	bool thread_started;
@@ -113,6 +114,10 @@ struct vm {
 	struct i8042 i8042;
 	bool i8042_ready;
 	struct boot_timer boot_timer;
+	/* Phase times in microseconds since process start (boot_timer_now_us),
+	 * 0 until reached: what `cove bench` reports. */
+	uint64_t t_created_us;
+	uint64_t t_first_run_us;                  /* vCPU 0 enters KVM_RUN for the first time */
 	struct disk *disk_backends[VM_MAX_DISKS]; /* opened, not yet given to a device */
 	char *disk_paths[VM_MAX_DISKS];           /* as configured; a snapshot moves them */
 	struct vblk *disks[VM_MAX_DISKS];

@@ -23,6 +23,11 @@ uint64_t boot_timer_now_us(void)
 	return (mono_ns() - process_start_ns) / 1000;
 }
 
+uint64_t boot_timer_start_mono_us(void)
+{
+	return process_start_ns / 1000;
+}
+
 void boot_timer_io(void *opaque, uint64_t offset, uint8_t *data, uint32_t len, bool is_write)
 {
 	struct boot_timer *t = opaque;

@@ -14,6 +14,10 @@
  * constructor ran). */
 uint64_t boot_timer_now_us(void);
 
+/* CLOCK_MONOTONIC microseconds at which this process started: the same
+ * clock in every process, so a launcher can line up its own times. */
+uint64_t boot_timer_start_mono_us(void);
+
 struct boot_timer {
 	int log_fd;     /* where the line goes (stderr) */
 	uint64_t fired; /* microseconds at the first magic write, 0 before */
