@@ -17,6 +17,7 @@ static const char usage[] =
     "  snapshot NAME DIR [--stop]         save a running sandbox to DIR\n"
     "  restore DIR --name NAME            start a sandbox from a snapshot\n"
     "  fork DIR --count N --prefix P      start P-1 ... P-N from a snapshot at once\n"
+    "  bench boot|restore|fork|exec [-n N] [--json FILE]   latency benchmarks\n"
     "  help [COMMAND]                     this text, or a command's options\n"
     "\n"
     "Sandboxes are found by name in $COVE_RUNTIME_DIR, else $XDG_RUNTIME_DIR/cove,\n"
@@ -30,7 +31,7 @@ static const struct {
 	{ "exec", cli_exec },         { "cp", cli_cp },
 	{ "stop", cli_stop },         { "ls", cli_ls },
 	{ "snapshot", cli_snapshot }, { "restore", cli_restore },
-	{ "fork", cli_fork },
+	{ "fork", cli_fork },         { "bench", cli_bench },
 };
 
 static int dispatch(int argc, char **argv)

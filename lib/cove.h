@@ -202,4 +202,12 @@ int cove_snapshot(struct cove_sandbox *sb, const char *dir, bool stop_after, cha
 int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct cove_sandbox **out,
                  char *err, size_t errlen) __attribute__((warn_unused_result));
 
+/* cove-vmm's counters and phase times as one JSON object (malloc'ed): the
+ * control API's {"op":"stats"} reply (docs/protocol.md): KVM's per-vCPU
+ * counters summed ("kvm": exits by reason), "times" (process start on
+ * CLOCK_MONOTONIC, VM created, first KVM_RUN, guest init, in us since the
+ * VMM started), "vmm_rss_kb" (outside guest RAM), disk bytes. */
+int cove_vmm_stats(struct cove_sandbox *sb, char **json, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
 #endif

@@ -249,3 +249,16 @@ int cove_snapshot(struct cove_sandbox *sb, const char *dir, bool stop_after, cha
 		sandbox_finish(sb, SNAPSHOT_STOP_GRACE);
 	return 0;
 }
+
+int cove_vmm_stats(struct cove_sandbox *sb, char **json, char *err, size_t errlen)
+{
+	*json = NULL;
+	json_t *reply = NULL;
+	int r =
+	    vmm_api_call(sb->api, json_pack("{s:s}", "op", "stats"), &reply, 10000, err, errlen);
+	if (r < 0)
+		return r;
+	*json = json_dumps(reply, JSON_COMPACT);
+	json_decref(reply);
+	return *json ? 0 : cove_fail(err, errlen, -ENOMEM, "out of memory");
+}

@@ -1,0 +1,431 @@
+/* cove bench: boot, restore, fork and exec latency, with work counts.
+ *
+ *   cove bench boot    [-n N] [options] [--json FILE]   N cold starts
+ *   cove bench restore [-n N] [options] [--json FILE]   N restores of one snapshot
+ *   cove bench fork    [-n N] [--count C] ...           N rounds of C forks at once
+ *   cove bench exec    [-n N] ...                       N exec round trips, one sandbox
+ *
+ * Times are CLOCK_MONOTONIC milliseconds from the moment before libcove
+ * starts the sandbox: cove-vmm's process start, VM created, first KVM_RUN
+ * and guest init come from cove-vmm itself ({"op":"stats"}), the rest from
+ * this process.  Work counts (KVM exits by reason, disk bytes read, VMM
+ * memory outside guest RAM) are read after the first exec. */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+enum phase {
+	PH_VMM_START,
+	PH_VM_CREATED,
+	PH_FIRST_RUN,
+	PH_GUEST_INIT,
+	PH_AGENT_READY,
+	PH_FIRST_EXEC,
+	PH_TEARDOWN,
+	PH_COUNT
+};
+
+static const char *const phase_names[PH_COUNT] = {
+	"vmm_start",   "vm_created", "first_kvm_run", "guest_init",
+	"agent_ready", "first_exec", "teardown",
+};
+
+/* Work counts reported per sample (of KVM's counters, the telling ones). */
+static const char *const kvm_counters[] = { "exits",      "io_exits",  "mmio_exits",
+	                                    "halt_exits", "irq_exits", "pf_taken" };
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int exec_true(struct cove_sandbox *sb, char *err, size_t errlen)
+{
+	const char *argv[] = { "true", NULL };
+	struct cove_exec_opts o = { .argv = argv, .stdin_fd = -1 };
+	struct cove_exec_result res;
+	int r = cove_exec(sb, &o, &res, err, errlen);
+	if (r == 0 && res.exit_code != 0) {
+		snprintf(err, errlen, "true exited %d", res.exit_code);
+		r = -EIO;
+	}
+	return r;
+}
+
+/* Fills the VMM's phases (relative to t0) and the work counts. */
+static json_t *vmm_sample(struct cove_sandbox *sb, double t0, double *ph)
+{
+	char *text = NULL, err[256];
+	if (cove_vmm_stats(sb, &text, err, sizeof(err)) < 0)
+		return json_object();
+	json_t *s = json_loads(text, 0, NULL);
+	free(text);
+	json_t *t = json_object_get(s, "times");
+	double start = json_integer_value(json_object_get(t, "process_start_mono_us")) / 1e3 - t0;
+	ph[PH_VMM_START] = start;
+	static const char *const keys[] = { "vm_created_us", "first_kvm_run_us", "guest_init_us" };
+	static const enum phase which[] = { PH_VM_CREATED, PH_FIRST_RUN, PH_GUEST_INIT };
+	for (int i = 0; i < 3; i++) {
+		json_int_t us = json_integer_value(json_object_get(t, keys[i]));
+		ph[which[i]] = us > 0 ? start + us / 1e3 : NAN;
+	}
+	json_t *work = json_object();
+	json_t *kvm = json_object_get(s, "kvm");
+	for (size_t i = 0; i < sizeof(kvm_counters) / sizeof(kvm_counters[0]); i++) {
+		json_t *v = json_object_get(kvm, kvm_counters[i]);
+		if (v)
+			json_object_set(work, kvm_counters[i], v);
+	}
+	static const char *const more[] = { "disk_read_bytes", "vmm_rss_kb", "guest_rss_kb" };
+	for (size_t i = 0; i < 3; i++)
+		json_object_set(work, more[i], json_object_get(s, more[i]));
+	json_decref(s);
+	return work;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double pct(const double *sorted, int n, double p)
+{
+	int i = (int)ceil(p / 100.0 * n) - 1;
+	return sorted[i < 0 ? 0 : i >= n ? n - 1 : i];
+}
+
+/* One table row: min p50 p90 p99 max over the non-NaN values. */
+static void row(const char *name, const double *v, int n)
+{
+	double *s = malloc(sizeof(double) * (size_t)(n ? n : 1));
+	int m = 0;
+	for (int i = 0; i < n; i++)
+		if (!isnan(v[i]))
+			s[m++] = v[i];
+	if (m) {
+		qsort(s, (size_t)m, sizeof(double), cmp);
+		printf("%-16s %9.1f %9.1f %9.1f %9.1f %9.1f\n", name, s[0], pct(s, m, 50),
+		       pct(s, m, 90), pct(s, m, 99), s[m - 1]);
+	}
+	free(s);
+}
+
+static void header(const char *what, int n)
+{
+	printf("%s, %d samples (ms)\n%-16s %9s %9s %9s %9s %9s\n", what, n, "phase", "min", "p50",
+	       "p90", "p99", "max");
+}
+
+struct bench {
+	const char *mode;
+	int n, count;
+	struct cove_config cfg;
+	const char *json_path;
+	json_t *samples;
+};
+
+static json_t *phases_json(const double *ph)
+{
+	json_t *o = json_object();
+	for (int i = 0; i < PH_COUNT; i++)
+		if (!isnan(ph[i]))
+			json_object_set_new(o, phase_names[i], json_real(ph[i]));
+	return o;
+}
+
+static void add_sample(struct bench *b, const double *ph, json_t *work)
+{
+	json_array_append_new(b->samples,
+	                      json_pack("{s:s, s:o, s:o}", "system", "cove", "phases",
+	                                phases_json(ph), "work", work ? work : json_object()));
+}
+
+/* A cold sandbox, snapshotted into a fresh directory and stopped. */
+static int make_snapshot(struct bench *b, char *dir, size_t len)
+{
+	char err[512];
+	snprintf(dir, len, "%s/cove-bench-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(dir)) {
+		fprintf(stderr, "cove bench: mkdtemp: %s\n", strerror(errno));
+		return -1;
+	}
+	rmdir(dir); /* cove_snapshot wants a new directory */
+	struct cove_sandbox *sb;
+	if (cove_start(&b->cfg, &sb, err, sizeof(err)) < 0 || exec_true(sb, err, sizeof(err)) < 0 ||
+	    cove_snapshot(sb, dir, true, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cove bench: making the snapshot: %s\n", err);
+		return -1;
+	}
+	cove_free(sb);
+	return 0;
+}
+
+static void remove_snapshot(const char *dir)
+{
+	char cmd[PATH_MAX + 16];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cove bench: could not remove %s\n", dir);
+}
+
+/* boot and restore: one sample per sandbox. */
+static int bench_start(struct bench *b, const char *snap)
+{
+	double(*ph)[PH_COUNT] = calloc((size_t)b->n, sizeof(*ph));
+	char err[512];
+	for (int i = 0; i < b->n; i++) {
+		for (int p = 0; p < PH_COUNT; p++)
+			ph[i][p] = NAN;
+		struct cove_sandbox *sb;
+		double t0 = now_ms();
+		int r = snap ? cove_restore(&b->cfg, snap, &sb, err, sizeof(err))
+		             : cove_start(&b->cfg, &sb, err, sizeof(err));
+		if (r < 0) {
+			fprintf(stderr, "cove bench: sample %d: %s\n", i, err);
+			free(ph);
+			return 1;
+		}
+		ph[i][PH_AGENT_READY] = now_ms() - t0;
+		if (exec_true(sb, err, sizeof(err)) < 0) {
+			fprintf(stderr, "cove bench: sample %d: exec: %s\n", i, err);
+			cove_free(sb);
+			free(ph);
+			return 1;
+		}
+		ph[i][PH_FIRST_EXEC] = now_ms() - t0;
+		json_t *work = vmm_sample(sb, t0, ph[i]);
+		(void)cove_stop(sb);
+		ph[i][PH_TEARDOWN] = now_ms() - t0;
+		cove_free(sb);
+		add_sample(b, ph[i], work);
+	}
+	header(b->mode, b->n);
+	for (int p = 0; p < PH_COUNT; p++) {
+		double *col = malloc(sizeof(double) * (size_t)b->n);
+		for (int i = 0; i < b->n; i++)
+			col[i] = ph[i][p];
+		row(phase_names[p], col, b->n);
+		free(col);
+	}
+	free(ph);
+	return 0;
+}
+
+/* kB of key ("Pss", "Rss") in /proc/PID/smaps_rollup, or -1. */
+static long rollup(pid_t pid, const char *key)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	long v = -1;
+	size_t kl = strlen(key);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, kl) && line[kl] == ':')
+			v = atol(line + kl + 1);
+	fclose(f);
+	return v;
+}
+
+static int bench_fork(struct bench *b, const char *snap)
+{
+	double *t = calloc((size_t)b->n, sizeof(double));
+	struct cove_sandbox **sb = calloc((size_t)b->count, sizeof(*sb));
+	char err[512];
+	int rc = 0;
+	for (int i = 0; i < b->n && !rc; i++) {
+		double t0 = now_ms();
+		int started = 0;
+		for (; started < b->count; started++)
+			if (cove_restore(&b->cfg, snap, &sb[started], err, sizeof(err)) < 0)
+				break;
+		for (int k = 0; k < started && started == b->count; k++)
+			if (exec_true(sb[k], err, sizeof(err)) < 0)
+				started = -1;
+		if (started != b->count) {
+			fprintf(stderr, "cove bench: fork round %d: %s\n", i, err);
+			rc = 1;
+		}
+		t[i] = now_ms() - t0;
+		long pss = 0, rss = 0;
+		for (int k = 0; k < b->count && !rc; k++) {
+			pss += rollup(cove_vmm_pid(sb[k]), "Pss");
+			rss += rollup(cove_vmm_pid(sb[k]), "Rss");
+		}
+		for (int k = 0; k < b->count; k++)
+			if (sb[k])
+				cove_free(sb[k]);
+		memset(sb, 0, sizeof(*sb) * (size_t)b->count);
+		if (rc)
+			break;
+		printf("round %d: %d forks to first exec result in %.1f ms; summed PSS %ld kB, RSS "
+		       "%ld "
+		       "kB\n",
+		       i, b->count, t[i], pss, rss);
+		json_array_append_new(
+		    b->samples, json_pack("{s:s, s:i, s:f, s:I, s:I}", "system", "cove", "forks",
+		                          b->count, "all_first_exec_ms", t[i], "pss_kb",
+		                          (json_int_t)pss, "rss_kb", (json_int_t)rss));
+	}
+	if (!rc) {
+		header("fork", b->n);
+		row("all_first_exec", t, b->n);
+	}
+	free(sb);
+	free(t);
+	return rc;
+}
+
+static int bench_exec(struct bench *b)
+{
+	char err[512];
+	struct cove_sandbox *sb;
+	if (cove_start(&b->cfg, &sb, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cove bench: %s\n", err);
+		return 1;
+	}
+	double *t = calloc((size_t)b->n, sizeof(double));
+	int rc = 0;
+	for (int i = 0; i < b->n; i++) {
+		double t0 = now_ms();
+		if (exec_true(sb, err, sizeof(err)) < 0) {
+			fprintf(stderr, "cove bench: exec %d: %s\n", i, err);
+			rc = 1;
+			break;
+		}
+		t[i] = now_ms() - t0;
+		json_array_append_new(b->samples,
+		                      json_pack("{s:s, s:f}", "system", "cove", "rtt_ms", t[i]));
+	}
+	cove_free(sb);
+	if (!rc) {
+		header("exec", b->n);
+		row("rtt", t, b->n);
+	}
+	free(t);
+	return rc;
+}
+
+static const char bench_usage[] =
+    "usage: cove bench boot|restore|fork|exec [-n N] [--count C] [--cpus N] [--memory MiB]\n"
+    "                  [--image NAME|PATH] [--kernel PATH] [--json FILE]\n";
+
+int cli_bench(int argc, char **argv)
+{
+	enum { O_JSON = CLI_O_FIRST_FREE, O_COUNT };
+	static const struct option opts[] = {
+		{ "cpus", required_argument, NULL, CLI_O_CPUS },
+		{ "memory", required_argument, NULL, CLI_O_MEMORY },
+		{ "image", required_argument, NULL, CLI_O_IMAGE },
+		{ "kernel", required_argument, NULL, CLI_O_KERNEL },
+		{ "json", required_argument, NULL, O_JSON },
+		{ "count", required_argument, NULL, O_COUNT },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct bench b = { .n = 0, .count = 10 };
+	char *image = NULL;
+	cove_config_defaults(&b.cfg);
+	if (argc < 2 || argv[1][0] == '-') {
+		fputs(bench_usage, stderr);
+		return 2;
+	}
+	b.mode = argv[1];
+	bool boot = !strcmp(b.mode, "boot"), restore = !strcmp(b.mode, "restore"),
+	     fork_ = !strcmp(b.mode, "fork"), exec = !strcmp(b.mode, "exec");
+	if (!boot && !restore && !fork_ && !exec) {
+		fprintf(stderr,
+		        "cove bench: unknown benchmark '%s' (boot, restore, fork or exec)\n",
+		        b.mode);
+		return 2;
+	}
+	optind = 2;
+	opterr = 0;
+	int o;
+	unsigned long v;
+	while ((o = getopt_long(argc, argv, ":hn:", opts, NULL)) != -1) {
+		int r = cli_config_option(&b.cfg, &image, o, optarg, "cove bench");
+		if (r < 0)
+			return 2;
+		if (r > 0)
+			continue;
+		switch (o) {
+		case 'n':
+			if (cli_parse_num(optarg, 100000, &v) < 0 || v == 0) {
+				fprintf(stderr, "cove bench: -n must be 1 to 100000, got '%s'\n",
+				        optarg);
+				return 2;
+			}
+			b.n = (int)v;
+			break;
+		case O_COUNT:
+			if (cli_parse_num(optarg, 1000, &v) < 0 || v == 0) {
+				fprintf(stderr, "cove bench: --count must be 1 to 1000, got '%s'\n",
+				        optarg);
+				return 2;
+			}
+			b.count = (int)v;
+			break;
+		case O_JSON:
+			b.json_path = optarg;
+			break;
+		case 'h':
+			fputs(bench_usage, stdout);
+			return 0;
+		case ':':
+			fprintf(stderr, "cove bench: option '%s' needs a value\n",
+			        argv[optind - 1]);
+			return 2;
+		default:
+			fprintf(stderr, "cove bench: unknown option '%s'\n", argv[optind - 1]);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "cove bench: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (!b.n)
+		b.n = exec ? 100 : fork_ ? 1 : 5;
+	b.samples = json_array();
+	int rc;
+	char snap[PATH_MAX] = "";
+	if (boot) {
+		rc = bench_start(&b, NULL);
+	} else if (exec) {
+		rc = bench_exec(&b);
+	} else if (make_snapshot(&b, snap, sizeof(snap)) < 0) {
+		rc = 1;
+	} else {
+		rc = restore ? bench_start(&b, snap) : bench_fork(&b, snap);
+		remove_snapshot(snap);
+	}
+	if (!rc && b.json_path) {
+		json_t *doc = json_pack("{s:s, s:i, s:I, s:O}", "benchmark", b.mode, "cpus",
+		                        b.cfg.cpus ? b.cfg.cpus : 1, "memory_mib",
+		                        (json_int_t)(b.cfg.memory_mib ? b.cfg.memory_mib : 256),
+		                        "samples", b.samples);
+		if (json_dump_file(doc, b.json_path, JSON_INDENT(1)) < 0) {
+			fprintf(stderr, "cove bench: cannot write '%s'\n", b.json_path);
+			rc = 1;
+		}
+		json_decref(doc);
+	}
+	json_decref(b.samples);
+	free(image);
+	return rc;
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# cove bench: boot, restore, fork and exec run and write JSON holding every
+# sample with its phases and work counts (no timing assertions: figures
+# belong to docs/benchmarks.md, not to tests).
+source tests/integration/lib.sh
+need build/bin/cove build/bin/cove-vmm build/vmlinux build/images/minimal.ext4
+export COVE_KERNEL=$(stage vmlinux build/vmlinux)
+export COVE_IMAGE=$(stage minimal.ext4 build/images/minimal.ext4)
+export COVE_VMM=$PWD/build/bin/cove-vmm
+export COVE_RUNTIME_DIR=$WORK/rt
+export TMPDIR=$WORK
+cove=build/bin/cove
+
+run() { # run NAME CHECK ARGS...
+	local name=$1 check=$2
+	shift 2
+	if $cove bench "$@" --json "$WORK/$name.json" >"$WORK/$name.out" 2>&1 &&
+		python3 -c "import json,sys; d=json.load(open(sys.argv[1])); $check" "$WORK/$name.json"; then
+		ok "bench $name: $(grep -E '^(first_exec|rtt|all_first|round)' "$WORK/$name.out" | head -n1)"
+	else
+		not_ok "bench $name"; tail -n 15 "$WORK/$name.out"
+	fi
+}
+run boot 'assert len(d["samples"]) == 3 and all({"vmm_start","vm_created","first_kvm_run","guest_init","agent_ready","first_exec","teardown"} <= set(s["phases"]) and s["work"]["exits"] > 0 and s["work"]["disk_read_bytes"] > 0 for s in d["samples"])' boot -n 3
+run restore 'assert len(d["samples"]) == 3 and all("guest_init" not in s["phases"] and s["phases"]["first_exec"] > s["phases"]["first_kvm_run"] for s in d["samples"])' restore -n 3
+run fork 'assert len(d["samples"]) == 1 and d["samples"][0]["forks"] == 3 and d["samples"][0]["pss_kb"] > 0' fork --count 3
+run exec 'assert len(d["samples"]) == 20 and all(s["rtt_ms"] > 0 for s in d["samples"])' exec -n 20
+out=$($cove bench warp 2>&1); rc=$?
+if [ $rc = 2 ] && [[ $out == *"unknown benchmark"* ]]; then ok "unknown benchmark refused"; else not_ok "bench warp: $rc $out"; fi
+if [ -z "$(ls "$COVE_RUNTIME_DIR" 2>/dev/null)" ] && ! ls -d "$WORK"/cove-bench-* >/dev/null 2>&1; then
+	ok "no sandbox or snapshot left behind"; else not_ok "left behind: $(ls "$COVE_RUNTIME_DIR" "$WORK")"; fi
+finish
