@@ -74,6 +74,18 @@ if [ "$(sha256sum <"$COVE_IMAGE")" = "$base_sum" ]; then ok "base image unchange
 if qemu-img check -q "$snap/disk0.qcow2" 2>/dev/null; then ok "frozen disk passes qemu-img check"; else
 	command -v qemu-img >/dev/null && not_ok "qemu-img check of the frozen disk"; fi
 
+# Two vCPUs: both restored, both run.
+$cove start --name smp --cpus 2 --memory 320 >/dev/null
+x smp 'echo smp-state > /tmp/n' >/dev/null
+if $cove snapshot smp "$WORK/snap-smp" --stop 2>"$WORK/err" &&
+	$cove restore "$WORK/snap-smp" --name smp2 >/dev/null 2>>"$WORK/err"; then
+	got=$(x smp2 'cat /tmp/n; nproc; for i in 1 2 3 4; do (i=0; while [ $i -lt 5000 ]; do i=$((i+1)); done) & done; wait; echo busy-ok' | tr '\n' ' ')
+	if [ "$got" = "smp-state 2 busy-ok " ]; then ok "2-vCPU sandbox restored: $got"; else not_ok "2-vCPU restore: '$got'"; fi
+	$cove stop smp2 >/dev/null
+else
+	not_ok "2-vCPU snapshot/restore: $(cat "$WORK/err")"
+fi
+
 bad=$WORK/bad
 cp -a "$snap" "$bad"
 chmod u+w "$bad"/*

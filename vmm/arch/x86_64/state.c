@@ -253,14 +253,14 @@ struct feature_reg {
 
 static const struct feature_reg feature_regs[] = {
 	/* Leaf 1 ECX: hypervisor (31) and TSC-deadline (24) are set by Cove;
-	 * x2APIC (21) is emulated by KVM.  EDX: APIC (9). */
+	 * x2APIC (21) is emulated by KVM.  EDX: HTT (28) is Cove's topology. */
 	{ 1, 0, 2, (1u << 31) | (1u << 24) | (1u << 21) },
-	{ 1, 0, 3, 0 },
+	{ 1, 0, 3, 1u << 28 },
 	{ 7, 0, 1, 0 },
 	{ 7, 0, 2, 0 },
 	{ 7, 0, 3, 0 },
 	{ 0xd, 1, 0, 0 },
-	{ 0x80000001, 0, 2, 0 },
+	{ 0x80000001, 0, 2, 1u << 1 }, /* CmpLegacy: Cove's topology */
 	{ 0x80000001, 0, 3, 0 },
 };
 
