@@ -4,6 +4,8 @@
  *   cove bench restore [-n N] [options] [--json FILE]   N restores of one snapshot
  *   cove bench fork    [-n N] [--count C] ...           N rounds of C forks at once
  *   cove bench exec    [-n N] ...                       N exec round trips, one sandbox
+ *   cove bench boot --vs qemu ...   each cold start followed by a QEMU microvm
+ *                                   boot of the same kernel, image and memory
  *
  * Times are CLOCK_MONOTONIC milliseconds from the moment before libcove
  * starts the sandbox: cove-vmm's process start, VM created, first KVM_RUN
@@ -11,18 +13,23 @@
  * this process.  Work counts (KVM exits by reason, disk bytes read, VMM
  * memory outside guest RAM) are read after the first exec. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "qcow2_create.h"
 
 enum phase {
 	PH_VMM_START,
@@ -132,6 +139,7 @@ static void header(const char *what, int n)
 struct bench {
 	const char *mode;
 	int n, count;
+	bool vs_qemu;
 	struct cove_config cfg;
 	const char *json_path;
 	json_t *samples;
@@ -181,10 +189,125 @@ static void remove_snapshot(const char *dir)
 		fprintf(stderr, "cove bench: could not remove %s\n", dir);
 }
 
+/* One QEMU microvm boot of the same kernel, image (through a fresh qcow2
+ * overlay, as Cove uses) and memory, with the image's /init running
+ * `true`: the phases QEMU lets us see from outside are the console's
+ * COVE-INIT-OK (guest_init), COVE-CMD-EXIT (first_exec) and its exit
+ * (teardown).  Returns 0 and fills ph, or -1. */
+static int qemu_sample(struct bench *b, double *ph, char *err, size_t errlen)
+{
+	for (int p = 0; p < PH_COUNT; p++)
+		ph[p] = NAN;
+	char dir[] = "/tmp/cove-bench-qemu-XXXXXX", overlay[64], drive[128], mem[32], smp[16];
+	if (!mkdtemp(dir)) {
+		snprintf(err, errlen, "mkdtemp: %s", strerror(errno));
+		return -1;
+	}
+	snprintf(overlay, sizeof(overlay), "%s/root.qcow2", dir);
+	if (qcow2_create_overlay(overlay, b->cfg.image, 0, err, errlen) < 0) {
+		rmdir(dir);
+		return -1;
+	}
+	snprintf(drive, sizeof(drive), "id=root,file=%s,format=qcow2,if=none", overlay);
+	snprintf(mem, sizeof(mem), "%llu",
+	         (unsigned long long)(b->cfg.memory_mib ? b->cfg.memory_mib : 256));
+	snprintf(smp, sizeof(smp), "%u", b->cfg.cpus ? b->cfg.cpus : 1);
+	const char *argv[] = { "qemu-system-x86_64",
+		               "-M",
+		               "microvm,acpi=off,rtc=off,x-option-roms=off,isa-serial=on",
+		               "-accel",
+		               "kvm",
+		               "-cpu",
+		               "host",
+		               "-m",
+		               mem,
+		               "-smp",
+		               smp,
+		               "-nodefaults",
+		               "-no-user-config",
+		               "-nographic",
+		               "-no-reboot",
+		               "-serial",
+		               "stdio",
+		               "-device",
+		               "i8042",
+		               "-kernel",
+		               b->cfg.kernel,
+		               "-append",
+		               "console=ttyS0 reboot=k panic=1 root=/dev/vda rw quiet init=/init "
+		               "cove.cmd=dHJ1ZQ==",
+		               "-drive",
+		               drive,
+		               "-device",
+		               "virtio-blk-device,drive=root",
+		               NULL };
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	double t0 = now_ms();
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(pfd[1], 1);
+		dup2(pfd[1], 2);
+		int null = open("/dev/null", O_RDONLY);
+		if (null >= 0)
+			dup2(null, 0);
+		execvp(argv[0], (char *const *)argv);
+		dprintf(1, "cannot run qemu-system-x86_64: %s\n", strerror(errno));
+		_exit(127);
+	}
+	close(pfd[1]);
+	char line[4096];
+	size_t len = 0;
+	for (;;) {
+		struct pollfd p = { .fd = pfd[0], .events = POLLIN };
+		if (poll(&p, 1, 120000) <= 0)
+			break;
+		ssize_t n = read(pfd[0], line + len, sizeof(line) - 1 - len);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		line[len] = '\0';
+		double t = now_ms() - t0;
+		if (isnan(ph[PH_GUEST_INIT]) && strstr(line, "COVE-INIT-OK"))
+			ph[PH_GUEST_INIT] = t;
+		if (isnan(ph[PH_FIRST_EXEC]) && strstr(line, "COVE-CMD-EXIT"))
+			ph[PH_FIRST_EXEC] = t;
+		/* Keep the tail so a marker split across reads is still seen. */
+		char *nl = strrchr(line, '\n');
+		if (nl) {
+			len = strlen(nl + 1);
+			memmove(line, nl + 1, len + 1);
+		} else if (len > sizeof(line) / 2) {
+			memmove(line, line + len - 64, 65);
+			len = 64;
+		}
+	}
+	close(pfd[0]);
+	int status;
+	if (pid > 0) {
+		kill(pid, SIGKILL); /* a no-op once it has ended */
+		waitpid(pid, &status, 0);
+	}
+	ph[PH_TEARDOWN] = now_ms() - t0;
+	unlink(overlay);
+	rmdir(dir);
+	if (pid < 0 || isnan(ph[PH_FIRST_EXEC])) {
+		snprintf(err, errlen,
+		         "QEMU microvm did not run the command (is qemu-system-x86 "
+		         "installed, and /dev/kvm usable?)");
+		return -1;
+	}
+	return 0;
+}
+
 /* boot and restore: one sample per sandbox. */
 static int bench_start(struct bench *b, const char *snap)
 {
 	double(*ph)[PH_COUNT] = calloc((size_t)b->n, sizeof(*ph));
+	double(*qph)[PH_COUNT] = calloc((size_t)b->n, sizeof(*qph));
 	char err[512];
 	for (int i = 0; i < b->n; i++) {
 		for (int p = 0; p < PH_COUNT; p++)
@@ -196,6 +319,7 @@ static int bench_start(struct bench *b, const char *snap)
 		if (r < 0) {
 			fprintf(stderr, "cove bench: sample %d: %s\n", i, err);
 			free(ph);
+			free(qph);
 			return 1;
 		}
 		ph[i][PH_AGENT_READY] = now_ms() - t0;
@@ -203,6 +327,7 @@ static int bench_start(struct bench *b, const char *snap)
 			fprintf(stderr, "cove bench: sample %d: exec: %s\n", i, err);
 			cove_free(sb);
 			free(ph);
+			free(qph);
 			return 1;
 		}
 		ph[i][PH_FIRST_EXEC] = now_ms() - t0;
@@ -211,7 +336,43 @@ static int bench_start(struct bench *b, const char *snap)
 		ph[i][PH_TEARDOWN] = now_ms() - t0;
 		cove_free(sb);
 		add_sample(b, ph[i], work);
+		if (b->vs_qemu) {
+			if (qemu_sample(b, qph[i], err, sizeof(err)) < 0) {
+				fprintf(stderr, "cove bench: qemu sample %d: %s\n", i, err);
+				free(ph);
+				free(qph);
+				return 1;
+			}
+			json_t *ratio = json_object();
+			for (int p = 0; p < PH_COUNT; p++)
+				if (!isnan(qph[i][p]) && !isnan(ph[i][p]) && qph[i][p] > 0)
+					json_object_set_new(ratio, phase_names[p],
+					                    json_real(ph[i][p] / qph[i][p]));
+			json_array_append_new(
+			    b->samples, json_pack("{s:s, s:o, s:o}", "system", "qemu", "phases",
+			                          phases_json(qph[i]), "ratio_cove_qemu", ratio));
+		}
 	}
+	if (b->vs_qemu) {
+		header("qemu microvm (same kernel, image, memory; A B A B)", b->n);
+		for (int p = 0; p < PH_COUNT; p++) {
+			double *col = malloc(sizeof(double) * (size_t)b->n);
+			for (int i = 0; i < b->n; i++)
+				col[i] = qph[i][p];
+			row(phase_names[p], col, b->n);
+			free(col);
+		}
+		header("ratio cove/qemu per pair", b->n);
+		for (int p = 0; p < PH_COUNT; p++) {
+			double *col = malloc(sizeof(double) * (size_t)b->n);
+			for (int i = 0; i < b->n; i++)
+				col[i] = isnan(qph[i][p]) || isnan(ph[i][p]) ? NAN
+				                                             : ph[i][p] / qph[i][p];
+			row(phase_names[p], col, b->n);
+			free(col);
+		}
+	}
+	free(qph);
 	header(b->mode, b->n);
 	for (int p = 0; p < PH_COUNT; p++) {
 		double *col = malloc(sizeof(double) * (size_t)b->n);
@@ -322,11 +483,11 @@ static int bench_exec(struct bench *b)
 
 static const char bench_usage[] =
     "usage: cove bench boot|restore|fork|exec [-n N] [--count C] [--cpus N] [--memory MiB]\n"
-    "                  [--image NAME|PATH] [--kernel PATH] [--json FILE]\n";
+    "                  [--image NAME|PATH] [--kernel PATH] [--json FILE] [--vs qemu]\n";
 
 int cli_bench(int argc, char **argv)
 {
-	enum { O_JSON = CLI_O_FIRST_FREE, O_COUNT };
+	enum { O_JSON = CLI_O_FIRST_FREE, O_COUNT, O_VS };
 	static const struct option opts[] = {
 		{ "cpus", required_argument, NULL, CLI_O_CPUS },
 		{ "memory", required_argument, NULL, CLI_O_MEMORY },
@@ -334,6 +495,7 @@ int cli_bench(int argc, char **argv)
 		{ "kernel", required_argument, NULL, CLI_O_KERNEL },
 		{ "json", required_argument, NULL, O_JSON },
 		{ "count", required_argument, NULL, O_COUNT },
+		{ "vs", required_argument, NULL, O_VS },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -383,6 +545,14 @@ int cli_bench(int argc, char **argv)
 		case O_JSON:
 			b.json_path = optarg;
 			break;
+		case O_VS:
+			if (strcmp(optarg, "qemu")) {
+				fprintf(stderr, "cove bench: --vs knows only 'qemu', got '%s'\n",
+				        optarg);
+				return 2;
+			}
+			b.vs_qemu = true;
+			break;
 		case 'h':
 			fputs(bench_usage, stdout);
 			return 0;
@@ -401,6 +571,11 @@ int cli_bench(int argc, char **argv)
 	}
 	if (!b.n)
 		b.n = exec ? 100 : fork_ ? 1 : 5;
+	if (b.vs_qemu && !boot) {
+		fprintf(stderr,
+		        "cove bench: --vs qemu compares cold boots only (cove bench boot)\n");
+		return 2;
+	}
 	b.samples = json_array();
 	int rc;
 	char snap[PATH_MAX] = "";

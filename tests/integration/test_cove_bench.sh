@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# cove bench: boot, restore, fork and exec run and write JSON holding every
-# sample with its phases and work counts (no timing assertions: figures
+# cove bench: boot (also against QEMU microvm, interleaved), restore, fork
+# and exec run and write JSON holding every sample with its phases, work
+# counts and Cove/QEMU ratios (no timing assertions: figures
 # belong to docs/benchmarks.md, not to tests).
 source tests/integration/lib.sh
 need build/bin/cove build/bin/cove-vmm build/vmlinux build/images/minimal.ext4
@@ -24,6 +25,9 @@ run() { # run NAME CHECK ARGS...
 run boot 'assert len(d["samples"]) == 3 and all({"vmm_start","vm_created","first_kvm_run","guest_init","agent_ready","first_exec","teardown"} <= set(s["phases"]) and s["work"]["exits"] > 0 and s["work"]["disk_read_bytes"] > 0 for s in d["samples"])' boot -n 3
 run restore 'assert len(d["samples"]) == 3 and all("guest_init" not in s["phases"] and s["phases"]["first_exec"] > s["phases"]["first_kvm_run"] for s in d["samples"])' restore -n 3
 run fork 'assert len(d["samples"]) == 1 and d["samples"][0]["forks"] == 3 and d["samples"][0]["pss_kb"] > 0' fork --count 3
+if command -v qemu-system-x86_64 >/dev/null; then
+	run vsqemu 'q=[s for s in d["samples"] if s["system"] == "qemu"]; c=[s for s in d["samples"] if s["system"] == "cove"]; assert len(q) == 2 and len(c) == 2 and all("guest_init" in s["phases"] and "first_exec" in s["phases"] and s["ratio_cove_qemu"]["first_exec"] > 0 for s in q)' boot -n 2 --vs qemu
+fi
 run exec 'assert len(d["samples"]) == 20 and all(s["rtt_ms"] > 0 for s in d["samples"])' exec -n 20
 out=$($cove bench warp 2>&1); rc=$?
 if [ $rc = 2 ] && [[ $out == *"unknown benchmark"* ]]; then ok "unknown benchmark refused"; else not_ok "bench warp: $rc $out"; fi
