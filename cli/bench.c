@@ -140,6 +140,7 @@ struct bench {
 	const char *mode;
 	int n, count;
 	bool vs_qemu;
+	const char *plot_path;
 	struct cove_config cfg;
 	const char *json_path;
 	json_t *samples;
@@ -303,6 +304,78 @@ static int qemu_sample(struct bench *b, double *ph, char *err, size_t errlen)
 	return 0;
 }
 
+/* The sorted non-NaN values of column p; returns how many. */
+static int column(double (*ph)[PH_COUNT], int n, int p, double *out)
+{
+	int m = 0;
+	for (int i = 0; i < n; i++)
+		if (!isnan(ph[i][p]))
+			out[m++] = ph[i][p];
+	qsort(out, (size_t)m, sizeof(double), cmp);
+	return m;
+}
+
+/* One SVG panel per phase: the empirical CDF of Cove's samples (blue) and,
+ * when given, QEMU's (orange), on a shared millisecond axis. */
+static int plot_svg(const char *path, const char *title, double (*ph)[PH_COUNT],
+                    double (*qph)[PH_COUNT], int n)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	const int pw = 300, phh = 180, cols = 2, margin = 40;
+	int panels = 0;
+	double *a = malloc(sizeof(double) * (size_t)n), *q = malloc(sizeof(double) * (size_t)n);
+	for (int p = 0; p < PH_COUNT; p++)
+		if (column(ph, n, p, a) > 0)
+			panels++;
+	int rows = (panels + cols - 1) / cols;
+	fprintf(f,
+	        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+	        "font-family=\"sans-serif\" font-size=\"11\">\n<text x=\"10\" y=\"18\" "
+	        "font-size=\"14\">%s: CDF per phase (ms); blue Cove%s</text>\n",
+	        cols * (pw + margin) + margin, rows * (phh + margin) + 2 * margin, title,
+	        qph ? ", orange QEMU microvm" : "");
+	int k = 0;
+	for (int p = 0; p < PH_COUNT; p++) {
+		int na = column(ph, n, p, a), nq = qph ? column(qph, n, p, q) : 0;
+		if (!na)
+			continue;
+		double max = a[na - 1];
+		if (nq && q[nq - 1] > max)
+			max = q[nq - 1];
+		max = max > 0 ? max * 1.05 : 1;
+		int x0 = margin + (k % cols) * (pw + margin),
+		    y0 = 2 * margin + (k / cols) * (phh + margin);
+		k++;
+		fprintf(f,
+		        "<g transform=\"translate(%d,%d)\"><rect width=\"%d\" height=\"%d\" "
+		        "fill=\"none\" stroke=\"#999\"/><text y=\"-4\">%s</text><text x=\"%d\" "
+		        "y=\"%d\" text-anchor=\"end\">%.0f ms</text><text y=\"%d\">0</text>\n",
+		        x0, y0, pw, phh, phase_names[p], pw, phh + 12, max, phh + 12);
+		for (int sys = 0; sys < 2; sys++) {
+			const double *v = sys ? q : a;
+			int m = sys ? nq : na;
+			if (!m)
+				continue;
+			fprintf(
+			    f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"",
+			    sys ? "#e67e22" : "#2c6fbb");
+			for (int i = 0; i < m; i++) {
+				double x = v[i] / max * pw;
+				fprintf(f, "%.1f,%.1f %.1f,%.1f ", x, phh - (double)i / m * phh, x,
+				        phh - (double)(i + 1) / m * phh);
+			}
+			fprintf(f, "\"/>\n");
+		}
+		fprintf(f, "</g>\n");
+	}
+	fprintf(f, "</svg>\n");
+	free(a);
+	free(q);
+	return fclose(f) == 0 ? 0 : -errno;
+}
+
 /* boot and restore: one sample per sandbox. */
 static int bench_start(struct bench *b, const char *snap)
 {
@@ -372,6 +445,8 @@ static int bench_start(struct bench *b, const char *snap)
 			free(col);
 		}
 	}
+	if (b->plot_path && plot_svg(b->plot_path, b->mode, ph, b->vs_qemu ? qph : NULL, b->n) < 0)
+		fprintf(stderr, "cove bench: cannot write '%s'\n", b->plot_path);
 	free(qph);
 	header(b->mode, b->n);
 	for (int p = 0; p < PH_COUNT; p++) {
@@ -483,11 +558,12 @@ static int bench_exec(struct bench *b)
 
 static const char bench_usage[] =
     "usage: cove bench boot|restore|fork|exec [-n N] [--count C] [--cpus N] [--memory MiB]\n"
-    "                  [--image NAME|PATH] [--kernel PATH] [--json FILE] [--vs qemu]\n";
+    "                  [--image NAME|PATH] [--kernel PATH] [--json FILE] [--vs qemu]\n"
+    "                  [--plot FILE.svg]\n";
 
 int cli_bench(int argc, char **argv)
 {
-	enum { O_JSON = CLI_O_FIRST_FREE, O_COUNT, O_VS };
+	enum { O_JSON = CLI_O_FIRST_FREE, O_COUNT, O_VS, O_PLOT };
 	static const struct option opts[] = {
 		{ "cpus", required_argument, NULL, CLI_O_CPUS },
 		{ "memory", required_argument, NULL, CLI_O_MEMORY },
@@ -496,6 +572,7 @@ int cli_bench(int argc, char **argv)
 		{ "json", required_argument, NULL, O_JSON },
 		{ "count", required_argument, NULL, O_COUNT },
 		{ "vs", required_argument, NULL, O_VS },
+		{ "plot", required_argument, NULL, O_PLOT },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -545,6 +622,9 @@ int cli_bench(int argc, char **argv)
 		case O_JSON:
 			b.json_path = optarg;
 			break;
+		case O_PLOT:
+			b.plot_path = optarg;
+			break;
 		case O_VS:
 			if (strcmp(optarg, "qemu")) {
 				fprintf(stderr, "cove bench: --vs knows only 'qemu', got '%s'\n",
@@ -571,6 +651,10 @@ int cli_bench(int argc, char **argv)
 	}
 	if (!b.n)
 		b.n = exec ? 100 : fork_ ? 1 : 5;
+	if (b.plot_path && !boot && !restore) {
+		fprintf(stderr, "cove bench: --plot draws boot and restore phases\n");
+		return 2;
+	}
 	if (b.vs_qemu && !boot) {
 		fprintf(stderr,
 		        "cove bench: --vs qemu compares cold boots only (cove bench boot)\n");

@@ -77,6 +77,7 @@ if qemu-img check -q "$snap/disk0.qcow2" 2>/dev/null; then ok "frozen disk passe
 # Two vCPUs: both restored, both run.
 $cove start --name smp --cpus 2 --memory 320 >/dev/null
 x smp 'echo smp-state > /tmp/n' >/dev/null
+sleep 3 # let boot-time work settle (see the freeze note in docs/benchmarks.md)
 if $cove snapshot smp "$WORK/snap-smp" --stop 2>"$WORK/err" &&
 	$cove restore "$WORK/snap-smp" --name smp2 >/dev/null 2>>"$WORK/err"; then
 	got=$(x smp2 'cat /tmp/n; nproc; for i in 1 2 3 4; do (i=0; while [ $i -lt 5000 ]; do i=$((i+1)); done) & done; wait; echo busy-ok' | tr '\n' ' ')
