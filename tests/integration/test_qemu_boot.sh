@@ -8,14 +8,14 @@
 # kernel or the minimal image is not built.
 #
 # Environment: QEMU_ACCEL (kvm), QEMU_CPU (host for kvm, max otherwise),
-#              BOOT_TIMEOUT (seconds per boot; 30 for kvm, 180 otherwise),
+#              BOOT_TIMEOUT (seconds per boot; 90 for kvm, 180 otherwise),
 #              QEMU (qemu-system-x86_64).
 set -euo pipefail
 
 name=test_qemu_boot
 accel=${QEMU_ACCEL:-kvm}
 if [[ $accel == kvm ]]; then
-    cpu=${QEMU_CPU:-host} limit=${BOOT_TIMEOUT:-30}
+    cpu=${QEMU_CPU:-host} limit=${BOOT_TIMEOUT:-90}
 else
     cpu=${QEMU_CPU:-max} limit=${BOOT_TIMEOUT:-180}
 fi
