@@ -1,5 +1,6 @@
 /* RESTORED: making a fork of a snapshot unique (see restore.h). */
 #include "restore.h"
+#include "io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,20 +19,6 @@
 #define NSEC_PER_SEC     1000000000ULL
 #define HWRNG_TRIES      5 /* virtio-rng answers a first read by asking the host */
 #define HWRNG_RETRY_NSEC (10 * 1000 * 1000)
-
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
 
 int agent_write_sandbox_id(const char *dir, const char *id)
 {

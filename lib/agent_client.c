@@ -1,5 +1,6 @@
 /* Talking to cove-agent: connection set-up, requests, file transfer. */
 #include "errf.h"
+#include "io.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -15,21 +16,6 @@
 #include "sandbox_priv.h"
 
 #define FILE_CHUNK (256 * 1024)
-
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
 
 int cove_agent_connect(struct cove_sandbox *sb, char *err, size_t errlen)
 {

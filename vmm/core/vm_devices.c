@@ -28,6 +28,19 @@ static uint64_t slot_base(unsigned int slot)
 	return X86_MMIO_DEVICES_START + (uint64_t)slot * VIRTIO_MMIO_SIZE;
 }
 
+/* The transport configuration of virtio slot `slot`. */
+static struct virtio_mmio_cfg slot_cfg(struct vm *vm, unsigned int slot)
+{
+	return (struct virtio_mmio_cfg){
+		.base = slot_base(slot),
+		.gsi = virtio_gsis[slot],
+		.vm_fd = vm->vm_fd,
+		.mem = &vm->mem,
+		.loop = &vm->loop,
+		.bus = &vm->mmio,
+	};
+}
+
 static unsigned int vsock_slot(const struct vm *vm)
 {
 	return vm->ndisks;
@@ -175,14 +188,7 @@ int vm_devices_create(struct vm *vm, const struct vm_config *cfg, char *err, siz
 		return r;
 	}
 	for (unsigned int i = 0; i < vm->ndisks; i++) {
-		struct virtio_mmio_cfg mc = {
-			.base = slot_base(i),
-			.gsi = virtio_gsis[i],
-			.vm_fd = vm->vm_fd,
-			.mem = &vm->mem,
-			.loop = &vm->loop,
-			.bus = &vm->mmio,
-		};
+		struct virtio_mmio_cfg mc = slot_cfg(vm, i);
 		r = vblk_create(&mc, vm->disk_backends[i], &vm->disks[i]);
 		if (r < 0) {
 			snprintf(err, errlen, "cannot create virtio-blk for '%s': %s",
@@ -192,15 +198,7 @@ int vm_devices_create(struct vm *vm, const struct vm_config *cfg, char *err, siz
 		vm->disk_backends[i] = NULL; /* the device owns it now */
 	}
 	if (cfg->vsock_path) {
-		unsigned int slot = vsock_slot(vm);
-		struct virtio_mmio_cfg mc = {
-			.base = slot_base(slot),
-			.gsi = virtio_gsis[slot],
-			.vm_fd = vm->vm_fd,
-			.mem = &vm->mem,
-			.loop = &vm->loop,
-			.bus = &vm->mmio,
-		};
+		struct virtio_mmio_cfg mc = slot_cfg(vm, vsock_slot(vm));
 		uint64_t cid = cfg->vsock_cid ? cfg->vsock_cid : VSOCK_DEFAULT_GUEST_CID;
 		vm->vsock_cid = cid;
 		r = vsock_create(&mc, cid, cfg->vsock_path, &vm->vsock);
@@ -213,15 +211,7 @@ int vm_devices_create(struct vm *vm, const struct vm_config *cfg, char *err, siz
 			return r;
 		}
 	}
-	unsigned int slot = rng_slot(vm, cfg->vsock_path != NULL);
-	struct virtio_mmio_cfg mc = {
-		.base = slot_base(slot),
-		.gsi = virtio_gsis[slot],
-		.vm_fd = vm->vm_fd,
-		.mem = &vm->mem,
-		.loop = &vm->loop,
-		.bus = &vm->mmio,
-	};
+	struct virtio_mmio_cfg mc = slot_cfg(vm, rng_slot(vm, cfg->vsock_path != NULL));
 	r = vrng_create(&mc, &vm->rng);
 	if (r < 0) {
 		snprintf(err, errlen, "cannot create virtio-rng: %s", strerror(-r));
