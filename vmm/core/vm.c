@@ -23,6 +23,7 @@
 #include "core/kvm_stats.h"
 #include "core/vcpu.h"
 #include "core/vm_devices.h"
+#include "kvm_caps.h"
 #include "snapshot/snapshot.h"
 
 #define VM_MIN_MEMORY_MIB 32
@@ -114,20 +115,10 @@ static int kvm_open(struct vm *vm, char *err, size_t errlen)
 		            strerror(errno));
 	if (ioctl(vm->kvm_fd, KVM_GET_API_VERSION, 0) != KVM_API_VERSION)
 		return fail(err, errlen, -ENOTSUP, "unsupported KVM API version");
-	static const struct {
-		int cap;
-		const char *name;
-	} caps[] = {
-		{ KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP" },
-		{ KVM_CAP_IRQFD, "KVM_CAP_IRQFD" },
-		{ KVM_CAP_IOEVENTFD, "KVM_CAP_IOEVENTFD" },
-		{ KVM_CAP_IMMEDIATE_EXIT, "KVM_CAP_IMMEDIATE_EXIT" },
-		{ KVM_CAP_PIT2, "KVM_CAP_PIT2" },
-		{ KVM_CAP_EXT_CPUID, "KVM_CAP_EXT_CPUID" },
-	};
-	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
-		if (ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, caps[i].cap) <= 0)
-			return fail(err, errlen, -ENOTSUP, "KVM lacks %s", caps[i].name);
+	for (size_t i = 0; i < KVM_REQUIRED_CAPS_N; i++)
+		if (ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, kvm_required_caps[i].cap) <= 0)
+			return fail(err, errlen, -ENOTSUP, "KVM lacks %s",
+			            kvm_required_caps[i].name);
 	int run_size = ioctl(vm->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
 	if (run_size < (int)sizeof(struct kvm_run))
 		return fail(err, errlen, -EIO, "KVM_GET_VCPU_MMAP_SIZE failed");

@@ -7,23 +7,12 @@
 
 #include "arch/x86_64/cpuid.h"
 #include "arch/x86_64/layout.h"
+#include "x86_msrs.h"
 
 /* Addresses KVM needs for its own use on Intel (real-mode TSS and the EPT
  * identity map); just below the 4 GiB BIOS area, inside the MMIO hole. */
 #define KVM_TSS_ADDR          0xfffbd000ULL
 #define KVM_IDENTITY_MAP_ADDR 0xfffbc000ULL
-
-#define MSR_IA32_SYSENTER_CS  0x174
-#define MSR_IA32_SYSENTER_ESP 0x175
-#define MSR_IA32_SYSENTER_EIP 0x176
-#define MSR_IA32_MISC_ENABLE  0x1a0
-#define MSR_MTRR_DEF_TYPE     0x2ff
-#define MSR_STAR              0xc0000081
-#define MSR_LSTAR             0xc0000082
-#define MSR_CSTAR             0xc0000083
-#define MSR_SYSCALL_MASK      0xc0000084
-#define MSR_KERNEL_GS_BASE    0xc0000102
-#define MSR_IA32_TSC          0x10
 
 #define CR0_PE   0x1ULL
 #define CR0_ET   0x10ULL
@@ -143,31 +132,17 @@ int x86_write_page_tables(const struct guest_mem *m)
 
 static int set_msrs(int fd)
 {
-	static const uint32_t zero[] = {
-		MSR_IA32_SYSENTER_CS,
-		MSR_IA32_SYSENTER_ESP,
-		MSR_IA32_SYSENTER_EIP,
-		MSR_STAR,
-		MSR_LSTAR,
-		MSR_CSTAR,
-		MSR_SYSCALL_MASK,
-		MSR_KERNEL_GS_BASE,
-		MSR_IA32_TSC,
-	};
-	enum { N = sizeof(zero) / sizeof(zero[0]) + 2 };
-	struct kvm_msrs *msrs = calloc(1, sizeof(*msrs) + N * sizeof(struct kvm_msr_entry));
+	struct kvm_msrs *msrs =
+	    calloc(1, sizeof(*msrs) + X86_BOOT_MSRS_N * sizeof(struct kvm_msr_entry));
 	if (!msrs)
 		return -ENOMEM;
-	unsigned int n = 0;
-	for (size_t i = 0; i < sizeof(zero) / sizeof(zero[0]); i++)
-		msrs->entries[n++].index = zero[i];
-	msrs->entries[n].index = MSR_IA32_MISC_ENABLE;
-	msrs->entries[n++].data = 1; /* fast strings */
-	msrs->entries[n].index = MSR_MTRR_DEF_TYPE;
-	msrs->entries[n++].data = (1u << 11) | 6; /* MTRRs on, default write-back */
-	msrs->nmsrs = n;
+	for (size_t i = 0; i < X86_BOOT_MSRS_N; i++) {
+		msrs->entries[i].index = x86_boot_msrs[i].index;
+		msrs->entries[i].data = x86_boot_msrs[i].value;
+	}
+	msrs->nmsrs = X86_BOOT_MSRS_N;
 	int r = ioctl(fd, KVM_SET_MSRS, msrs);
-	int err = r < 0 ? -errno : (r == (int)n ? 0 : -EIO);
+	int err = r < 0 ? -errno : (r == (int)X86_BOOT_MSRS_N ? 0 : -EIO);
 	free(msrs);
 	return err;
 }

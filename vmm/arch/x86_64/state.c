@@ -7,7 +7,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
-#define MSR_IA32_TSC          0x10
+#include "x86_msrs.h"
+
 #define MSR_IA32_TSC_DEADLINE 0x6e0
 
 int x86_vm_state_save(int vm_fd, struct x86_vm_state *st)
