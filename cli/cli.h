@@ -18,6 +18,7 @@ int cli_snapshot(int argc, char **argv);
 int cli_restore(int argc, char **argv);
 int cli_fork(int argc, char **argv);
 int cli_bench(int argc, char **argv);
+int cli_doctor(int argc, char **argv);
 
 #define CLI_MAX_LIST 64
 

@@ -8,6 +8,7 @@ static const char usage[] =
     "usage: cove <command> [options]\n"
     "\n"
     "commands:\n"
+    "  doctor [--json]                    can sandboxes run here, and how? (start here)\n"
     "  run [options] -- CMD [ARGS...]     boot a sandbox, run CMD in it, tear it down\n"
     "  start --name NAME [options]        boot a named sandbox that keeps running\n"
     "  exec NAME [options] -- CMD...      run CMD in a named sandbox\n"
@@ -32,6 +33,7 @@ static const struct {
 	{ "stop", cli_stop },         { "ls", cli_ls },
 	{ "snapshot", cli_snapshot }, { "restore", cli_restore },
 	{ "fork", cli_fork },         { "bench", cli_bench },
+	{ "doctor", cli_doctor },
 };
 
 static int dispatch(int argc, char **argv)

@@ -1,6 +1,11 @@
 #include "io.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdint.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int write_all(int fd, const void *buf, size_t len)
@@ -16,4 +21,117 @@ int write_all(int fd, const void *buf, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+int pwrite_all(int fd, const void *buf, size_t len, off_t off)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		p += n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
+}
+
+int pread_all(int fd, void *buf, size_t len, off_t off)
+{
+	char *p = buf;
+	while (len) {
+		ssize_t n = pread(fd, p, len, off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		p += n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
+}
+
+/* Copies [off, end) of in to the same offsets of out: copy_file_range
+ * where the kernel allows it between these file systems (since Linux 5.19
+ * it refuses most cross-file-system pairs with EXDEV), else read/write. */
+static int copy_range(int in, int out, off_t off, off_t end, int *use_cfr)
+{
+	static char buf[1 << 16];
+	while (off < end) {
+		size_t want = (size_t)(end - off);
+		if (*use_cfr) {
+			off_t o_in = off, o_out = off;
+			ssize_t n = copy_file_range(in, &o_in, out, &o_out, want, 0);
+			if (n > 0) {
+				off += n;
+				continue;
+			}
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n == 0 || (errno != EXDEV && errno != EINVAL && errno != ENOSYS &&
+			               errno != EOPNOTSUPP))
+				return n < 0 ? -errno : -EIO;
+			*use_cfr = 0; /* not between these two: copy by hand */
+		}
+		if (want > sizeof(buf))
+			want = sizeof(buf);
+		int r = pread_all(in, buf, want, off);
+		if (!r)
+			r = pwrite_all(out, buf, want, off);
+		if (r)
+			return r;
+		off += (off_t)want;
+	}
+	return 0;
+}
+
+int copy_file_sparse(const char *src, const char *dst, mode_t mode)
+{
+	int in = open(src, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	if (out < 0) {
+		int e = -errno;
+		close(in);
+		return e;
+	}
+	int r = 0;
+	struct stat st;
+	if (fstat(in, &st) < 0)
+		r = -errno;
+	else if (!S_ISREG(st.st_mode))
+		r = -EINVAL;
+	if (!r && ioctl(out, FICLONE, in) < 0) {
+		/* No reflink here: copy the data ranges. */
+		if (ftruncate(out, st.st_size) < 0)
+			r = -errno;
+		int use_cfr = 1;
+		off_t pos = 0;
+		while (!r && pos < st.st_size) {
+			off_t data = lseek(in, pos, SEEK_DATA);
+			if (data < 0) {
+				if (errno != ENXIO)
+					r = -errno;
+				break; /* ENXIO: only a hole is left */
+			}
+			off_t hole = lseek(in, data, SEEK_HOLE);
+			if (hole < 0 || hole > st.st_size)
+				hole = st.st_size;
+			r = copy_range(in, out, data, hole, &use_cfr);
+			pos = hole;
+		}
+	}
+	if (!r && fsync(out) < 0)
+		r = -errno;
+	close(in);
+	if (close(out) < 0 && !r)
+		r = -errno;
+	if (r)
+		unlink(dst);
+	return r;
 }

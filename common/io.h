@@ -3,9 +3,23 @@
 #define COVE_IO_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Writes all len bytes (retrying short writes and EINTR); 0 or -errno
  * (-EIO when write returns 0). */
 int write_all(int fd, const void *buf, size_t len) __attribute__((warn_unused_result));
+
+/* pwrite of all len bytes at off, as write_all. */
+int pwrite_all(int fd, const void *buf, size_t len, off_t off) __attribute__((warn_unused_result));
+
+/* pread of all len bytes at off; 0, -errno, or -EIO at end of file. */
+int pread_all(int fd, void *buf, size_t len, off_t off) __attribute__((warn_unused_result));
+
+/* Copies the regular file src to dst, which must not exist, across file
+ * systems too: a reflink (FICLONE) where the file system offers one, else
+ * the data ranges only (holes stay holes), then fsync.  dst gets mode.
+ * On failure dst is removed and src is untouched.  0 or -errno. */
+int copy_file_sparse(const char *src, const char *dst, mode_t mode)
+    __attribute__((warn_unused_result));
 
 #endif

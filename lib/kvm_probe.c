@@ -114,71 +114,6 @@ static const uint8_t guest_code[] = {
 		snprintf((p)->detail, sizeof((p)->detail), __VA_ARGS__); \
 	} while (0)
 
-static bool file_exists(const char *root, const char *path)
-{
-	char buf[512];
-	struct stat st;
-	snprintf(buf, sizeof(buf), "%s%s", root, path);
-	return stat(buf, &st) == 0;
-}
-
-/* Looks for " word" in the first flags line of cpuinfo. */
-static void cpu_flags(const char *root, bool *hypervisor, char *vendor)
-{
-	char path[512], line[4096];
-	snprintf(path, sizeof(path), "%s/proc/cpuinfo", root);
-	*hypervisor = false;
-	if (vendor)
-		vendor[0] = 0;
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "flags", 5))
-			continue;
-		char *nl = strchr(line, '\n');
-		if (nl)
-			*nl = ' ';
-		*hypervisor = strstr(line, " hypervisor ") != NULL;
-		if (vendor && strstr(line, " vmx "))
-			strcpy(vendor, "vmx");
-		else if (vendor && strstr(line, " svm "))
-			strcpy(vendor, "svm");
-		break;
-	}
-	fclose(f);
-}
-
-enum kvm_backend kvm_backend_detect(const char *root, char *vendor)
-{
-	bool hypervisor;
-	cpu_flags(root, &hypervisor, vendor);
-	if (file_exists(root, "/sys/module/kvm_intel") || file_exists(root, "/sys/module/kvm_amd"))
-		return hypervisor ? KVM_BACKEND_NESTED : KVM_BACKEND_HW;
-	if (file_exists(root, "/sys/module/kvm_pvm"))
-		return KVM_BACKEND_PVM;
-	if (file_exists(root, "/sys/module/kvm") || file_exists(root, "/dev/kvm"))
-		return KVM_BACKEND_UNKNOWN;
-	return KVM_BACKEND_NONE;
-}
-
-const char *kvm_backend_name(enum kvm_backend b)
-{
-	switch (b) {
-	case KVM_BACKEND_HW:
-		return "hardware";
-	case KVM_BACKEND_NESTED:
-		return "nested";
-	case KVM_BACKEND_PVM:
-		return "PVM";
-	case KVM_BACKEND_UNKNOWN:
-		return "unknown";
-	case KVM_BACKEND_NONE:
-		break;
-	}
-	return "none";
-}
-
 static void build_guest(uint8_t *mem, bool cx16, bool xsave)
 {
 	uint64_t *gdt = (uint64_t *)(mem + PROBE_GDT);
@@ -201,9 +136,10 @@ static int setup_cpuid(int kvm, int vcpu, bool *cx16, bool *xsave)
 {
 	/* A fixed buffer: the probe runs in a child of a possibly threaded
 	 * process, where malloc is best avoided. */
-	static struct {
+	static union {
 		struct kvm_cpuid2 h;
-		struct kvm_cpuid_entry2 e[PROBE_CPUID_MAX];
+		char raw[sizeof(struct kvm_cpuid2) +
+		         PROBE_CPUID_MAX * sizeof(struct kvm_cpuid_entry2)];
 	} c;
 	memset(&c, 0, sizeof(c));
 	c.h.nent = PROBE_CPUID_MAX;
@@ -211,11 +147,11 @@ static int setup_cpuid(int kvm, int vcpu, bool *cx16, bool *xsave)
 		return -errno;
 	*cx16 = *xsave = false;
 	for (uint32_t i = 0; i < c.h.nent; i++) {
-		if (c.e[i].function != 1)
+		if (c.h.entries[i].function != 1)
 			continue;
-		*cx16 = c.e[i].ecx & CPUID1_ECX_CX16;
-		*xsave = c.e[i].ecx & CPUID1_ECX_XSAVE;
-		c.e[i].ecx &= ~(1U << 27); /* OSXSAVE mirrors CR4; KVM sets it */
+		*cx16 = c.h.entries[i].ecx & CPUID1_ECX_CX16;
+		*xsave = c.h.entries[i].ecx & CPUID1_ECX_XSAVE;
+		c.h.entries[i].ecx &= ~(1U << 27); /* OSXSAVE mirrors CR4; KVM sets it */
 	}
 	return ioctl(vcpu, KVM_SET_CPUID2, &c.h) < 0 ? -errno : 0;
 }
@@ -224,14 +160,14 @@ static int setup_cpuid(int kvm, int vcpu, bool *cx16, bool *xsave)
  * -1 when all were accepted (-2 - errno when the ioctl itself failed). */
 static long setup_msrs(int vcpu)
 {
-	struct {
+	union {
 		struct kvm_msrs h;
-		struct kvm_msr_entry e[X86_BOOT_MSRS_N];
+		char raw[sizeof(struct kvm_msrs) + X86_BOOT_MSRS_N * sizeof(struct kvm_msr_entry)];
 	} m;
 	memset(&m, 0, sizeof(m));
 	for (size_t i = 0; i < X86_BOOT_MSRS_N; i++) {
-		m.e[i].index = x86_boot_msrs[i].index;
-		m.e[i].data = x86_boot_msrs[i].value;
+		m.h.entries[i].index = x86_boot_msrs[i].index;
+		m.h.entries[i].data = x86_boot_msrs[i].value;
 	}
 	m.h.nmsrs = X86_BOOT_MSRS_N;
 	int r = ioctl(vcpu, KVM_SET_MSRS, &m.h);

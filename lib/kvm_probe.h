@@ -17,14 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* What drives /dev/kvm. */
-enum kvm_backend {
-	KVM_BACKEND_NONE,    /* no KVM module loaded */
-	KVM_BACKEND_HW,      /* kvm_intel or kvm_amd on bare metal */
-	KVM_BACKEND_NESTED,  /* kvm_intel or kvm_amd inside a VM (CPUID hypervisor bit) */
-	KVM_BACKEND_PVM,     /* kvm_pvm: a software KVM that runs only PVM guest kernels */
-	KVM_BACKEND_UNKNOWN, /* /dev/kvm exists but no module we know of */
-};
+#include "kvm_backend.h"
 
 enum kvm_probe_status {
 	KVM_PROBE_WORKS,        /* the test guest ran to its end */
@@ -42,14 +35,6 @@ struct kvm_probe {
 	char detail[200];   /* what failed, one line; "" when it works */
 	unsigned int steps; /* test-guest steps completed */
 };
-
-/* The backend behind /dev/kvm, read from ROOT/sys/module and
- * ROOT/proc/cpuinfo; root is "" for this machine (tests pass a fake tree).
- * vendor (8 bytes, may be NULL) gets "vmx", "svm" or "". */
-enum kvm_backend kvm_backend_detect(const char *root, char *vendor);
-
-/* A short name for a backend: "hardware", "nested", "PVM", ... */
-const char *kvm_backend_name(enum kvm_backend b);
 
 /* Probes dev (normally "/dev/kvm") by running the test guest in a child
  * process, so a hang (bounded by timeout_s) or a crash there cannot touch

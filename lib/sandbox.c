@@ -131,20 +131,22 @@ static int listen_unix(const char *path)
 	return fd;
 }
 
+/* The last non-empty line of a file, however long (cut to fit out). */
 static void tail_file(const char *path, char *out, size_t len)
 {
 	out[0] = 0;
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return;
-	char line[256], last[256] = "";
-	while (fgets(line, sizeof(line), f)) {
+	char *line = NULL;
+	size_t cap = 0;
+	while (getline(&line, &cap, f) >= 0) {
 		line[strcspn(line, "\r\n")] = 0;
 		if (line[0])
-			snprintf(last, sizeof(last), "%s", line);
+			snprintf(out, len, "%s", line);
 	}
+	free(line);
 	fclose(f);
-	snprintf(out, len, "%s", last);
 }
 
 static int64_t now_ms(void)
@@ -159,7 +161,7 @@ static int64_t now_ms(void)
 static int vmm_died(const char *log, const char *console, const char *when, char *err,
                     size_t errlen)
 {
-	char why[256];
+	char why[448];
 	tail_file(log, why, sizeof(why));
 	if (!why[0])
 		tail_file(console, why, sizeof(why));

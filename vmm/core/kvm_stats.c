@@ -7,21 +7,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-static int pread_all(int fd, void *buf, size_t len, off_t off)
-{
-	uint8_t *p = buf;
-	while (len > 0) {
-		ssize_t r = pread(fd, p, len, off);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return r < 0 ? -errno : -EIO;
-		p += r;
-		len -= (size_t)r;
-		off += r;
-	}
-	return 0;
-}
+#include "io.h"
 
 static void add(struct kvm_counter *c, size_t max, size_t *n, const char *name, uint64_t v)
 {

@@ -9,6 +9,8 @@
 
 #include "core/vcpu.h"
 #include "core/vm.h"
+#include "kvm_backend.h"
+#include "kvm_caps.h"
 
 static enum vcpu_action handle_io(struct vm *vm, struct kvm_run *run, size_t run_size)
 {
@@ -72,6 +74,61 @@ enum vcpu_action vcpu_handle_exit(struct vm *vm, struct kvm_run *run, size_t run
 		vm_request_stop(vm, VM_EXIT_INTERNAL, detail);
 		return VCPU_STOP;
 	}
+}
+
+/* The instruction bytes at the vCPU's rip: from KVM's own report when the
+ * emulator fetched them, else read through the guest's page tables.
+ * Returns how many bytes were found (0: none). */
+static size_t fault_bytes(struct vcpu *v, uint64_t rip, uint8_t *out, size_t max)
+{
+	struct kvm_run *run = v->run;
+	if (run->emulation_failure.suberror == KVM_INTERNAL_ERROR_EMULATION &&
+	    (run->emulation_failure.flags & KVM_INTERNAL_ERROR_EMULATION_FLAG_INSTRUCTION_BYTES) &&
+	    run->emulation_failure.ndata >= 3) {
+		size_t n = run->emulation_failure.insn_size;
+		if (n > sizeof(run->emulation_failure.insn_bytes))
+			n = sizeof(run->emulation_failure.insn_bytes);
+		if (n > max)
+			n = max;
+		memcpy(out, run->emulation_failure.insn_bytes, n);
+		return n;
+	}
+	struct kvm_translation t = { .linear_address = rip };
+	if (ioctl(v->fd, KVM_TRANSLATE, &t) < 0 || !t.valid)
+		return 0;
+	/* Stop at the page end: the next page may not be mapped. */
+	size_t n = 4096 - (t.physical_address & 4095);
+	if (n > max)
+		n = max;
+	return gmem_read(&v->vm->mem, t.physical_address, out, n) == 0 ? n : 0;
+}
+
+/* KVM_EXIT_INTERNAL_ERROR, told in one line: the suberror's name, the
+ * guest rip and the instruction bytes there, and on a PVM host the way
+ * out (PVM runs only PVM guest kernels). */
+static void report_internal_error(struct vcpu *v)
+{
+	struct kvm_regs regs;
+	bool have_rip = ioctl(v->fd, KVM_GET_REGS, &regs) == 0;
+	char detail[VM_EXIT_DETAIL_LEN];
+	int n = snprintf(detail, sizeof(detail), "%s (KVM internal error) on vCPU %u",
+	                 kvm_suberror_name(v->run->internal.suberror), v->index);
+	if (have_rip) {
+		n += snprintf(detail + n, sizeof(detail) - (size_t)n, " at rip 0x%llx",
+		              (unsigned long long)regs.rip);
+		uint8_t insn[15];
+		size_t len = fault_bytes(v, regs.rip, insn, sizeof(insn));
+		for (size_t i = 0; i < len && (size_t)n < sizeof(detail); i++)
+			n += snprintf(detail + n, sizeof(detail) - (size_t)n, "%s%02x",
+			              i ? " " : " (bytes ", insn[i]);
+		if (len && (size_t)n < sizeof(detail))
+			n += snprintf(detail + n, sizeof(detail) - (size_t)n, ")");
+	}
+	if (kvm_backend_detect("", NULL) == KVM_BACKEND_PVM && (size_t)n < sizeof(detail))
+		snprintf(detail + n, sizeof(detail) - (size_t)n,
+		         "; /dev/kvm is PVM (kvm_pvm), which runs only PVM guest kernels: give "
+		         "--kernel a PVM guest kernel, or run through scripts/kvm-host");
+	vm_request_stop(v->vm, VM_EXIT_INTERNAL, detail);
 }
 
 /* Parks here while a pause is requested; returns false when the vCPU must
@@ -146,6 +203,10 @@ static void *vcpu_thread(void *arg)
 			snprintf(detail, sizeof(detail), "KVM_RUN on vCPU %u: %s", v->index,
 			         strerror(errno));
 			vm_request_stop(vm, VM_EXIT_INTERNAL, detail);
+			break;
+		}
+		if (v->run->exit_reason == KVM_EXIT_INTERNAL_ERROR) {
+			report_internal_error(v); /* needs the vCPU: registers, page tables */
 			break;
 		}
 		if (vcpu_handle_exit(vm, v->run, vm->run_size) == VCPU_STOP)

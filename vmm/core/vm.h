@@ -22,8 +22,9 @@
 #include "devices/i8042.h"
 #include "devices/serial.h"
 
-#define VM_MAX_VCPUS 64
-#define VM_MAX_DISKS 12 /* leaves GSIs for vsock, net and rng */
+#define VM_MAX_VCPUS       64
+#define VM_EXIT_DETAIL_LEN 384 /* one line: why the VM stopped */
+#define VM_MAX_DISKS       12  /* leaves GSIs for vsock, net and rng */
 
 enum vm_state { VM_CREATED, VM_RUNNING, VM_PAUSED, VM_STOPPED };
 
@@ -100,7 +101,7 @@ struct vm {
 	bool stop_requested;
 	unsigned int parked;
 	enum vm_exit_reason exit_reason;
-	char exit_detail[160];
+	char exit_detail[VM_EXIT_DETAIL_LEN];
 	bool guest_panicked; /* the console showed a kernel panic */
 	char panic_msg[128];
 

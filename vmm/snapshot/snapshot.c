@@ -17,6 +17,7 @@
 #include "backend/disk.h"
 #include "core/vm_devices.h"
 #include "errf.h"
+#include "io.h"
 #include "qcow2_create.h"
 #include "snapshot/state_file.h"
 #include "virtio/blk.h"
@@ -75,21 +76,6 @@ static bool all_zero(const uint8_t *p, size_t len)
 		if (w[i])
 			return false;
 	return true;
-}
-
-static int pwrite_all(int fd, const uint8_t *p, size_t len, off_t off)
-{
-	while (len > 0) {
-		ssize_t n = pwrite(fd, p, len, off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		len -= (size_t)n;
-		off += n;
-	}
-	return 0;
 }
 
 /* Writes the pages of [start, end) that are not all zero. */
@@ -157,56 +143,15 @@ static int write_memory(struct vm *vm, int dirfd, uint64_t *written)
 	return r;
 }
 
-static int copy_file(const char *src, const char *dst)
-{
-	int in = open(src, O_RDONLY | O_CLOEXEC);
-	if (in < 0)
-		return -errno;
-	int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (out < 0) {
-		int e = -errno;
-		close(in);
-		return e;
-	}
-	int r = 0;
-	struct stat st;
-	if (fstat(in, &st) < 0 || ftruncate(out, st.st_size) < 0)
-		r = -errno;
-	/* Sparse-aware: copy only the data ranges. */
-	off_t pos = 0;
-	while (!r && pos < st.st_size) {
-		off_t data = lseek(in, pos, SEEK_DATA);
-		if (data < 0)
-			break;
-		off_t hole = lseek(in, data, SEEK_HOLE);
-		if (hole < 0)
-			hole = st.st_size;
-		off_t o_in = data, o_out = data;
-		while (!r && o_in < hole) {
-			ssize_t n =
-			    copy_file_range(in, &o_in, out, &o_out, (size_t)(hole - o_in), 0);
-			if (n <= 0)
-				r = n < 0 ? -errno : -EIO;
-		}
-		pos = hole;
-	}
-	if (!r && fsync(out) < 0)
-		r = -errno;
-	close(in);
-	close(out);
-	if (r)
-		unlink(dst);
-	return r;
-}
-
-/* Moves src to dst; across file systems by copying. */
+/* Moves src to dst; across file systems by copying (reflink, else
+ * sparse), durable before src goes. */
 static int move_file(const char *src, const char *dst)
 {
 	if (rename(src, dst) == 0)
 		return 0;
 	if (errno != EXDEV)
 		return -errno;
-	int r = copy_file(src, dst);
+	int r = copy_file_sparse(src, dst, 0644);
 	if (r < 0)
 		return r;
 	return unlink(src) < 0 ? -errno : 0;
