@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# A guest that fills its root disk (a qcow2 overlay over the 64 MiB minimal
+# image) gets ENOSPC from write(2), never EIO: the block device serves
+# every write up to the file system's end and reports no I/O error; a
+# second file is refused the same way; space freed is usable again; the
+# overlay stays consistent (qemu-img check).  busybox head reports a failed
+# write as "standard output: I/O error" whatever the errno (its
+# die_if_ferror prints a fixed string), so the test writes with dd and cat,
+# which print strerror(errno).
+source tests/integration/lib.sh
+need build/bin/cove build/bin/cove-vmm build/vmlinux build/images/minimal.ext4
+export COVE_KERNEL=$(stage vmlinux build/vmlinux)
+export COVE_IMAGE=$(stage minimal.ext4 build/images/minimal.ext4)
+export COVE_VMM=$PWD/build/bin/cove-vmm
+export COVE_RUNTIME_DIR=$WORK/rt
+cove=build/bin/cove
+cleanup() {
+	$cove stop full >/dev/null 2>&1
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+x() { $cove exec full -- sh -c "$1" 2>&1; }
+
+$cove start --name full >/dev/null || { not_ok "start"; finish; }
+out=$(x 'dd if=/dev/urandom of=/root/big bs=1M count=200; echo "status $?"')
+echo "$out" | sed 's/^/  guest: /'
+if [[ $out == *"No space left on device"* ]] && [[ $out == *"status 1"* ]]; then
+	ok "filling the disk fails with ENOSPC"; else not_ok "filling the disk: $out"; fi
+size=$(x 'stat -c %s /root/big')
+if [ "$size" -gt $((40 * 1024 * 1024)) ] 2>/dev/null; then ok "$size bytes written before the disk was full"; else
+	not_ok "only '$size' bytes written"; fi
+out=$(x 'cat /dev/zero > /root/second; echo "status $?"')
+if [[ $out == *"No space left on device"* ]]; then ok "a second file gets ENOSPC too"; else
+	not_ok "second file: $out"; fi
+errs=$(x 'dmesg | grep -ciE "I/O error|EXT4-fs error|buffer_io_error"')
+if [ "$errs" = 0 ]; then ok "the guest kernel logged no I/O error"; else
+	not_ok "guest kernel I/O errors: $(x 'dmesg | grep -iE "I/O error|EXT4-fs error" | head -3')"; fi
+out=$(x 'rm /root/big /root/second; sync; dd if=/dev/zero of=/root/after bs=1M count=8 2>&1 && sync && echo wrote-again')
+if [[ $out == *wrote-again* ]]; then ok "freed space is usable again"; else not_ok "after freeing: $out"; fi
+disk=$COVE_RUNTIME_DIR/full/disk0.qcow2
+if ! command -v qemu-img >/dev/null; then
+	echo "skip: qemu-img missing"
+elif [ -f "$disk" ] && qemu-img check -U -q "$disk"; then
+	ok "the overlay passes qemu-img check ($(du -k "$disk" | cut -f1) KiB)"; else
+	not_ok "qemu-img check of $disk"; fi
+finish
