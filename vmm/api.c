@@ -12,7 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "core/kvm_stats.h"
+#include "base/kvm_stats.h"
 #include "core/vm.h"
 #include "core/vm_devices.h"
 #include "errf.h"

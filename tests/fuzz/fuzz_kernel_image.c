@@ -6,8 +6,9 @@
 #include <string.h>
 
 #include "arch/x86_64/boot.h"
+#include "arch/x86_64/layout.h"
 #include "arch/x86_64/loader.h"
-#include "core/guest_mem.h"
+#include "base/guest_mem.h"
 
 #define FUZZ_RAM (4u << 20)
 
@@ -18,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static struct guest_mem m;
 	static int ready;
 	if (!ready) {
-		if (gmem_create(&m, FUZZ_RAM) < 0)
+		if (gmem_create(&m, FUZZ_RAM, X86_MMIO_HOLE) < 0)
 			abort();
 		ready = 1;
 	}

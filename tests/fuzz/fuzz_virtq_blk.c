@@ -17,9 +17,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "arch/x86_64/layout.h"
 #include "backend/disk.h"
-#include "core/bus.h"
-#include "core/guest_mem.h"
+#include "base/bus.h"
+#include "base/guest_mem.h"
 #include "virtio/blk.h"
 
 #define RAM_SIZE  (64 * 1024)
@@ -53,7 +54,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
-	if (gmem_create(&g_mem, RAM_SIZE) < 0)
+	if (gmem_create(&g_mem, RAM_SIZE, X86_MMIO_HOLE) < 0)
 		abort();
 	g_disk_rw = open_scratch(false);
 	g_disk_ro = open_scratch(true);

@@ -28,9 +28,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "core/bus.h"
-#include "core/evloop.h"
-#include "core/guest_mem.h"
+#include "arch/x86_64/layout.h"
+#include "base/bus.h"
+#include "base/evloop.h"
+#include "base/guest_mem.h"
 #include "virtio/vsock.h"
 
 #define RAM_SIZE   (2 * 1024 * 1024)
@@ -71,7 +72,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
-	if (gmem_create(&g_mem, RAM_SIZE) < 0 || evloop_init(&g_loop) < 0)
+	if (gmem_create(&g_mem, RAM_SIZE, X86_MMIO_HOLE) < 0 || evloop_init(&g_loop) < 0)
 		abort();
 	snprintf(g_dir, sizeof(g_dir), "/tmp/cove-fuzz-vsock-XXXXXX");
 	if (!mkdtemp(g_dir))

@@ -7,9 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "arch/x86_64/layout.h"
 #include "backend/disk.h"
-#include "core/bus.h"
-#include "core/guest_mem.h"
+#include "base/bus.h"
+#include "base/guest_mem.h"
 #include "unit.h"
 #include "virtio/blk.h"
 
@@ -101,7 +102,7 @@ static void drv_init(struct drv *d, bool read_only)
 	memset(d, 0, sizeof(*d));
 	d->mem = &d->own_mem;
 	d->bus = &d->own_bus;
-	ck_assert_int_eq(gmem_create(d->mem, RAM_SIZE), 0);
+	ck_assert_int_eq(gmem_create(d->mem, RAM_SIZE, X86_MMIO_HOLE), 0);
 	drv_attach(d, d->mem, d->bus, BASE, 5, read_only);
 	driver_up(d);
 }
@@ -499,7 +500,7 @@ START_TEST(several_disks_per_vm)
 {
 	struct guest_mem mem;
 	struct bus bus = { 0 };
-	ck_assert_int_eq(gmem_create(&mem, RAM_SIZE), 0);
+	ck_assert_int_eq(gmem_create(&mem, RAM_SIZE, X86_MMIO_HOLE), 0);
 	struct drv a = { 0 }, b = { 0 };
 	drv_attach(&a, &mem, &bus, BASE, 5, false);
 	drv_attach(&b, &mem, &bus, BASE + VIRTIO_MMIO_SIZE, 6, false);

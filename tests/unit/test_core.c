@@ -6,9 +6,10 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "core/bus.h"
-#include "core/evloop.h"
-#include "core/guest_mem.h"
+#include "arch/x86_64/layout.h"
+#include "base/bus.h"
+#include "base/evloop.h"
+#include "base/guest_mem.h"
 #include "unit.h"
 
 struct probe {
@@ -84,36 +85,36 @@ END_TEST
 START_TEST(gmem_layout_splits_around_hole)
 {
 	struct guest_mem m;
-	gmem_layout(&m, 256ULL << 20);
+	gmem_layout(&m, 256ULL << 20, X86_MMIO_HOLE);
 	ck_assert_uint_eq(m.nregions, 1);
 	ck_assert_uint_eq(m.regions[0].size, 256ULL << 20);
-	gmem_layout(&m, 4ULL << 30);
+	gmem_layout(&m, 4ULL << 30, X86_MMIO_HOLE);
 	ck_assert_uint_eq(m.nregions, 2);
-	ck_assert_uint_eq(m.regions[0].size, GMEM_MMIO_HOLE_START);
-	ck_assert_uint_eq(m.regions[1].gpa, GMEM_MMIO_HOLE_END);
-	ck_assert_uint_eq(m.regions[1].size, (4ULL << 30) - GMEM_MMIO_HOLE_START);
-	ck_assert_uint_eq(m.regions[1].offset, GMEM_MMIO_HOLE_START);
+	ck_assert_uint_eq(m.regions[0].size, X86_MMIO_HOLE_START);
+	ck_assert_uint_eq(m.regions[1].gpa, X86_MMIO_HOLE_END);
+	ck_assert_uint_eq(m.regions[1].size, (4ULL << 30) - X86_MMIO_HOLE_START);
+	ck_assert_uint_eq(m.regions[1].offset, X86_MMIO_HOLE_START);
 }
 END_TEST
 
 START_TEST(gmem_checks_bounds)
 {
 	struct guest_mem m;
-	ck_assert_int_eq(gmem_create(&m, 1 << 20), 0);
+	ck_assert_int_eq(gmem_create(&m, 1 << 20, X86_MMIO_HOLE), 0);
 	ck_assert_ptr_nonnull(gmem_ptr(&m, 0, 1 << 20));
 	ck_assert_ptr_nonnull(gmem_ptr(&m, (1 << 20) - 1, 1));
 	ck_assert_ptr_null(gmem_ptr(&m, (1 << 20) - 1, 2));
 	ck_assert_ptr_null(gmem_ptr(&m, 1 << 20, 0));
 	ck_assert_ptr_null(gmem_ptr(&m, UINT64_MAX, 2));
 	ck_assert_ptr_null(gmem_ptr(&m, 16, UINT64_MAX));
-	ck_assert_ptr_null(gmem_ptr(&m, GMEM_MMIO_HOLE_START, 4));
+	ck_assert_ptr_null(gmem_ptr(&m, X86_MMIO_HOLE_START, 4));
 	uint32_t v = 0x12345678, r = 0;
 	ck_assert_int_eq(gmem_write(&m, 0x1000, &v, sizeof(v)), 0);
 	ck_assert_int_eq(gmem_read(&m, 0x1000, &r, sizeof(r)), 0);
 	ck_assert_uint_eq(r, v);
 	ck_assert_int_eq(gmem_read(&m, (1 << 20) - 2, &r, sizeof(r)), -EFAULT);
 	gmem_destroy(&m);
-	ck_assert_int_eq(gmem_create(&m, 1000), -EINVAL);
+	ck_assert_int_eq(gmem_create(&m, 1000, X86_MMIO_HOLE), -EINVAL);
 }
 END_TEST
 

@@ -3,8 +3,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include "core/bus.h"
-#include "core/guest_mem.h"
+#include "arch/x86_64/layout.h"
+#include "base/bus.h"
+#include "base/guest_mem.h"
 #include "unit.h"
 #include "virtio/mmio.h"
 
@@ -75,7 +76,7 @@ struct rig {
 static void rig_init(struct rig *r)
 {
 	memset(r, 0, sizeof(*r));
-	ck_assert_int_eq(gmem_create(&r->mem, RAM_SIZE), 0);
+	ck_assert_int_eq(gmem_create(&r->mem, RAM_SIZE, X86_MMIO_HOLE), 0);
 	struct virtio_mmio_cfg cfg = {
 		.base = BASE, .gsi = 5, .vm_fd = -1, .mem = &r->mem, .bus = &r->bus
 	};

@@ -7,8 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/bus.h"
-#include "core/guest_mem.h"
+#include "arch/x86_64/layout.h"
+#include "base/bus.h"
+#include "base/guest_mem.h"
 #include "unit.h"
 #include "virtio/rng.h"
 
@@ -70,7 +71,7 @@ static void driver_up(struct drv *d)
 static void drv_init(struct drv *d)
 {
 	memset(d, 0, sizeof(*d));
-	ck_assert_int_eq(gmem_create(&d->mem, RAM_SIZE), 0);
+	ck_assert_int_eq(gmem_create(&d->mem, RAM_SIZE, X86_MMIO_HOLE), 0);
 	struct virtio_mmio_cfg cfg = {
 		.base = BASE, .gsi = GSI, .vm_fd = -1, .mem = &d->mem, .bus = &d->bus
 	};

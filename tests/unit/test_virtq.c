@@ -3,7 +3,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "core/guest_mem.h"
+#include "arch/x86_64/layout.h"
+#include "base/guest_mem.h"
 #include "unit.h"
 #include "virtio/queue.h"
 
@@ -25,7 +26,7 @@ struct ring {
 static void ring_init(struct ring *r, uint64_t ram, uint16_t size, bool event_idx)
 {
 	memset(r, 0, sizeof(*r));
-	ck_assert_int_eq(gmem_create(&r->mem, ram), 0);
+	ck_assert_int_eq(gmem_create(&r->mem, ram, X86_MMIO_HOLE), 0);
 	r->q = (struct virtq){ .size = size,
 		               .desc_gpa = DESC_GPA,
 		               .avail_gpa = AVAIL_GPA,
@@ -153,7 +154,7 @@ START_TEST(buffer_outside_ram_or_wrapping)
 	put_desc(&r, DESC_GPA, 1, UINT64_MAX - 15, 0xffffffff, 0, 0); /* wraps 2^64 */
 	offer(&r, 1);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), -EFAULT);
-	put_desc(&r, DESC_GPA, 2, GMEM_MMIO_HOLE_START, 4, 0, 0);
+	put_desc(&r, DESC_GPA, 2, X86_MMIO_HOLE_START, 4, 0, 0);
 	offer(&r, 2);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), -EFAULT);
 	/* The walk goes on past a bad buffer, leaving a placeholder, so the
@@ -357,7 +358,7 @@ END_TEST
 START_TEST(check_rejects_bad_layouts)
 {
 	struct guest_mem mem;
-	ck_assert_int_eq(gmem_create(&mem, RAM_SIZE), 0);
+	ck_assert_int_eq(gmem_create(&mem, RAM_SIZE, X86_MMIO_HOLE), 0);
 	struct virtq q = {
 		.size = 16, .desc_gpa = 0x1000, .avail_gpa = 0x2000, .used_gpa = 0x3000
 	};

@@ -13,10 +13,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "arch/x86_64/layout.h"
 #include "backend/vsock_unix.h"
-#include "core/bus.h"
-#include "core/evloop.h"
-#include "core/guest_mem.h"
+#include "base/bus.h"
+#include "base/evloop.h"
+#include "base/guest_mem.h"
 #include "unit.h"
 #include "virtio/vsock.h"
 #include "virtio/vsock_conn.h"
@@ -84,7 +85,7 @@ static void driver_up(struct drv *d)
 static void drv_init_noup(struct drv *d)
 {
 	memset(d, 0, sizeof(*d));
-	ck_assert_int_eq(gmem_create(&d->mem, RAM_SIZE), 0);
+	ck_assert_int_eq(gmem_create(&d->mem, RAM_SIZE, X86_MMIO_HOLE), 0);
 	ck_assert_int_eq(evloop_init(&d->loop), 0);
 	snprintf(d->dir, sizeof(d->dir), "/tmp/cove-vsock-XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(d->dir));
@@ -411,7 +412,7 @@ START_TEST(create_rejects_bad_arguments)
 	struct guest_mem mem;
 	struct bus bus = { 0 };
 	struct evloop loop;
-	ck_assert_int_eq(gmem_create(&mem, 1 << 20), 0);
+	ck_assert_int_eq(gmem_create(&mem, 1 << 20, X86_MMIO_HOLE), 0);
 	ck_assert_int_eq(evloop_init(&loop), 0);
 	char dir[] = "/tmp/cove-vsock-XXXXXX";
 	ck_assert_ptr_nonnull(mkdtemp(dir));

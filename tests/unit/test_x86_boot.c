@@ -13,7 +13,7 @@
 #include "arch/x86_64/layout.h"
 #include "arch/x86_64/loader.h"
 #include "arch/x86_64/mptable.h"
-#include "core/guest_mem.h"
+#include "base/guest_mem.h"
 #include "unit.h"
 
 #define MiB (1ULL << 20)
@@ -22,7 +22,7 @@
 static struct guest_mem mem_new(uint64_t size)
 {
 	struct guest_mem m;
-	ck_assert_int_eq(gmem_create(&m, size), 0);
+	ck_assert_int_eq(gmem_create(&m, size, X86_MMIO_HOLE), 0);
 	return m;
 }
 
@@ -399,7 +399,7 @@ static void expect_entry(const struct boot_e820_entry *e, uint64_t addr, uint64_
 START_TEST(e820_256m)
 {
 	struct guest_mem m;
-	gmem_layout(&m, 256 * MiB);
+	gmem_layout(&m, 256 * MiB, X86_MMIO_HOLE);
 	struct boot_e820_entry e[X86_E820_MAX];
 	ck_assert_int_eq(x86_build_e820(&m, e, X86_E820_MAX), 3);
 	expect_entry(&e[0], 0, 0x9fc00, X86_E820_RAM);
@@ -412,21 +412,21 @@ END_TEST
 START_TEST(e820_4g_splits_around_hole)
 {
 	struct guest_mem m;
-	gmem_layout(&m, 4 * GiB);
+	gmem_layout(&m, 4 * GiB, X86_MMIO_HOLE);
 	struct boot_e820_entry e[X86_E820_MAX];
 	ck_assert_int_eq(x86_build_e820(&m, e, X86_E820_MAX), 4);
 	expect_entry(&e[0], 0, 0x9fc00, X86_E820_RAM);
 	expect_entry(&e[1], 0x9fc00, 0x60400, X86_E820_RESERVED);
-	expect_entry(&e[2], 0x100000, GMEM_MMIO_HOLE_START - 0x100000, X86_E820_RAM);
-	expect_entry(&e[3], GMEM_MMIO_HOLE_END, 4 * GiB - GMEM_MMIO_HOLE_START, X86_E820_RAM);
+	expect_entry(&e[2], 0x100000, X86_MMIO_HOLE_START - 0x100000, X86_E820_RAM);
+	expect_entry(&e[3], X86_MMIO_HOLE_END, 4 * GiB - X86_MMIO_HOLE_START, X86_E820_RAM);
 	/* nothing in the hole, where the IOAPIC, LAPIC and virtio devices live */
 	for (int i = 0; i < 4; i++)
 		ck_assert(e[i].addr + e[i].size <= X86_MMIO_DEVICES_START ||
-		          e[i].addr >= GMEM_MMIO_HOLE_END);
+		          e[i].addr >= X86_MMIO_HOLE_END);
 	ck_assert_int_eq(x86_build_e820(&m, e, 3), -ENOSPC);
 
 	/* A tiny guest still gets the reserved range, after its RAM. */
-	gmem_layout(&m, 512 * 1024);
+	gmem_layout(&m, 512 * 1024, X86_MMIO_HOLE);
 	ck_assert_int_eq(x86_build_e820(&m, e, X86_E820_MAX), 2);
 	expect_entry(&e[0], 0, 512 * 1024, X86_E820_RAM);
 	ck_assert_uint_eq(e[1].type, X86_E820_RESERVED);
@@ -487,7 +487,7 @@ START_TEST(pvh_start_info_contents)
 	ck_assert_int_eq(load(&m, e.b, sizeof(e.b), &k, err), 0);
 	struct x86_boot_cfg c = { .cmdline = "console=ttyS0", .ncpus = 1 };
 	ck_assert_int_eq(x86_place_initrd(&m, &k, 1 * MiB, &c.initrd_gpa), 0);
-	ck_assert_uint_eq(c.initrd_gpa, GMEM_MMIO_HOLE_START - MiB); /* top of low RAM */
+	ck_assert_uint_eq(c.initrd_gpa, X86_MMIO_HOLE_START - MiB); /* top of low RAM */
 	c.initrd_size = 1 * MiB;
 	ck_assert_int_eq(x86_setup_boot(&m, &k, &c, err, sizeof(err)), 0);
 
@@ -622,7 +622,7 @@ START_TEST(initrd_placement)
 	make_elf(&e);
 	ck_assert_int_eq(load(&m, e.b, sizeof(e.b), &k, err), 0);
 	ck_assert_int_eq(x86_place_initrd(&m, &k, 4096, &g), 0);
-	ck_assert_uint_eq(g, GMEM_MMIO_HOLE_START - 4096);
+	ck_assert_uint_eq(g, X86_MMIO_HOLE_START - 4096);
 	gmem_destroy(&m);
 }
 END_TEST

@@ -20,7 +20,7 @@
 #include "arch/x86_64/cpu.h"
 #include "arch/x86_64/layout.h"
 #include "arch/x86_64/loader.h"
-#include "core/kvm_stats.h"
+#include "base/kvm_stats.h"
 #include "core/vcpu.h"
 #include "core/vm_devices.h"
 #include "kvm_caps.h"
@@ -235,7 +235,8 @@ int vm_restore(struct vm **out, const struct vm_config *cfg, struct snapshot *sn
 	r = snapshot_check_host(snap, vm->cpuid, err, errlen);
 	if (r < 0)
 		goto fail;
-	r = gmem_map_private(&vm->mem, snapshot_memory_fd(snap), cfg->memory_mib << 20);
+	r = gmem_map_private(&vm->mem, snapshot_memory_fd(snap), cfg->memory_mib << 20,
+	                     X86_MMIO_HOLE);
 	if (r < 0) {
 		fail(err, errlen, r, "cannot map the snapshot's memory: %s", strerror(-r));
 		goto fail;
@@ -290,7 +291,7 @@ int vm_create(struct vm **out, const struct vm_config *cfg, char *err, size_t er
 	r = vm_devices_open_disks(vm, cfg, err, errlen);
 	if (r < 0)
 		goto fail;
-	r = gmem_create(&vm->mem, cfg->memory_mib << 20);
+	r = gmem_create(&vm->mem, cfg->memory_mib << 20, X86_MMIO_HOLE);
 	if (r < 0) {
 		fail(err, errlen, r, "cannot create %llu MiB of guest memory: %s",
 		     (unsigned long long)cfg->memory_mib, strerror(-r));

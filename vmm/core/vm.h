@@ -15,9 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/bus.h"
-#include "core/evloop.h"
-#include "core/guest_mem.h"
+#include "base/bus.h"
+#include "base/evloop.h"
+#include "base/guest_mem.h"
 #include "devices/boot_timer.h"
 #include "devices/i8042.h"
 #include "devices/serial.h"

@@ -20,9 +20,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/bus.h"
-#include "core/evloop.h"
-#include "core/guest_mem.h"
+#include "base/bus.h"
+#include "base/evloop.h"
+#include "base/guest_mem.h"
 #include "virtio/queue.h"
 #include "virtio/virtio.h"
 

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "core/guest_mem.h"
+#include "base/guest_mem.h"
 
 /* Largest queue any device may offer; bounds the segments of one request. */
 #define VIRTQ_MAX_SIZE 256

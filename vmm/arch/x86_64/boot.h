@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "arch/x86_64/loader.h"
-#include "core/guest_mem.h"
+#include "base/guest_mem.h"
 
 /* e820 entry types (boot.rst); PVH memmap entries use the same numbers. */
 #define X86_E820_RAM      1

@@ -7,7 +7,7 @@
 #include <linux/kvm.h>
 
 #include "arch/x86_64/loader.h"
-#include "core/guest_mem.h"
+#include "base/guest_mem.h"
 
 /* What KVM_GET_SUPPORTED_CPUID reports (malloc'ed), or NULL. */
 struct kvm_cpuid2 *x86_supported_cpuid(int kvm_fd);

@@ -1,7 +1,7 @@
 /* Guest physical memory map of an x86_64 Cove guest: where the VMM puts the
  * boot structures, page tables, command line, MP table and kernel.  All of
  * it lives in the first 1 MiB, except the kernel (1 MiB up) and the initrd
- * (top of low RAM).  The MMIO hole [GMEM_MMIO_HOLE_START, 4 GiB) is never
+ * (top of low RAM).  The MMIO hole [X86_MMIO_HOLE_START, 4 GiB) is never
  * RAM; e820 simply leaves it out.
  *
  *   0x00000 - 0x004ff  real-mode IVT and BIOS data area, left zero
@@ -24,7 +24,14 @@
 #ifndef COVE_ARCH_X86_64_LAYOUT_H
 #define COVE_ARCH_X86_64_LAYOUT_H
 
+#include "base/guest_mem.h"
+
 #define X86_PAGE_SIZE 0x1000ULL
+
+/* RAM runs from 0 up to the 32-bit MMIO hole and continues above 4 GiB. */
+#define X86_MMIO_HOLE_START 0xc0000000ULL
+#define X86_MMIO_HOLE_END   0x100000000ULL
+#define X86_MMIO_HOLE       ((struct gmem_hole){ X86_MMIO_HOLE_START, X86_MMIO_HOLE_END })
 
 /* Descriptor tables for the 64-bit (and PVH 32-bit) entry; the lead's vCPU
  * setup writes them.  128 bytes leaves room for 16 GDT entries. */

@@ -131,7 +131,7 @@ static int elf_check_load(const struct guest_mem *m, const Elf64_Phdr *ph, size_
 		            "vmlinux: segment %u at 0x%llx overlaps the boot area below 1 MiB", i,
 		            (unsigned long long)ph->p_paddr);
 	/* The PVH entry runs in 32-bit mode: everything must sit below 4 GiB. */
-	if (ph->p_memsz > GMEM_MMIO_HOLE_END || ph->p_paddr > GMEM_MMIO_HOLE_END - ph->p_memsz ||
+	if (ph->p_memsz > X86_MMIO_HOLE_END || ph->p_paddr > X86_MMIO_HOLE_END - ph->p_memsz ||
 	    (ph->p_memsz && !gmem_ptr(m, ph->p_paddr, ph->p_memsz)))
 		return fail(err, errlen, -EFBIG,
 		            "vmlinux: segment %u [0x%llx, +0x%llx) is outside guest RAM", i,
@@ -284,7 +284,7 @@ static int load_bzimage(const struct guest_mem *m, const uint8_t *img, size_t le
 		ws = align_up(base, h.kernel_alignment);
 	if (h.pref_address > ws)
 		ws = h.pref_address;
-	if (ws >= GMEM_MMIO_HOLE_END || !gmem_ptr(m, ws, h.init_size))
+	if (ws >= X86_MMIO_HOLE_END || !gmem_ptr(m, ws, h.init_size))
 		return fail(err, errlen, -EFBIG,
 		            "bzImage: kernel needs 0x%x bytes at 0x%llx (init_size), beyond RAM",
 		            h.init_size, (unsigned long long)ws);

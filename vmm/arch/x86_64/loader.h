@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/guest_mem.h"
+#include "base/guest_mem.h"
 
 enum x86_boot_mode {
 	X86_BOOT_PVH = 1,     /* 32-bit protected mode, %ebx = X86_PVH_START_INFO */

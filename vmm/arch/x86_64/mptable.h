@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "core/guest_mem.h"
+#include "base/guest_mem.h"
 
 /* APIC ids 0..ncpus-1 go to the CPUs and ncpus to the IOAPIC; 0xff is the
  * broadcast id, so 254 CPUs is the most one xAPIC table can name. */

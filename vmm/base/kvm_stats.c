@@ -1,4 +1,4 @@
-#include "core/kvm_stats.h"
+#include "base/kvm_stats.h"
 
 #include <errno.h>
 #include <linux/kvm.h>

@@ -1,31 +1,30 @@
-#include "core/guest_mem.h"
+#include "base/guest_mem.h"
 
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-void gmem_layout(struct guest_mem *m, uint64_t ram_size)
+void gmem_layout(struct guest_mem *m, uint64_t ram_size, struct gmem_hole hole)
 {
 	memset(m, 0, sizeof(*m));
 	m->fd = -1;
 	m->ram_size = ram_size;
-	uint64_t low = ram_size < GMEM_MMIO_HOLE_START ? ram_size : GMEM_MMIO_HOLE_START;
+	uint64_t low = ram_size < hole.start ? ram_size : hole.start;
 	m->regions[0] = (struct gmem_region){ .gpa = 0, .size = low, .offset = 0 };
 	m->nregions = 1;
 	if (ram_size > low) {
-		m->regions[1] = (struct gmem_region){ .gpa = GMEM_MMIO_HOLE_END,
-			                              .size = ram_size - low,
-			                              .offset = low };
+		m->regions[1] =
+		    (struct gmem_region){ .gpa = hole.end, .size = ram_size - low, .offset = low };
 		m->nregions = 2;
 	}
 }
 
-int gmem_create(struct guest_mem *m, uint64_t ram_size)
+int gmem_create(struct guest_mem *m, uint64_t ram_size, struct gmem_hole hole)
 {
 	if (ram_size == 0 || ram_size % 4096)
 		return -EINVAL;
-	gmem_layout(m, ram_size);
+	gmem_layout(m, ram_size, hole);
 	m->fd = memfd_create("cove-guest-ram", MFD_CLOEXEC);
 	if (m->fd < 0)
 		return -errno;
@@ -48,11 +47,11 @@ fail:;
 	return err;
 }
 
-int gmem_map_private(struct guest_mem *m, int fd, uint64_t ram_size)
+int gmem_map_private(struct guest_mem *m, int fd, uint64_t ram_size, struct gmem_hole hole)
 {
 	if (ram_size == 0 || ram_size % 4096)
 		return -EINVAL;
-	gmem_layout(m, ram_size);
+	gmem_layout(m, ram_size, hole);
 	void *p = mmap(NULL, ram_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
 	if (p == MAP_FAILED)
 		return -errno;

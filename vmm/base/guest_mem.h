@@ -10,9 +10,13 @@
 
 #define GMEM_MAX_REGIONS 2
 
-/* x86_64 layout: RAM from 0 up to the 32-bit MMIO hole, the rest above 4 GiB. */
-#define GMEM_MMIO_HOLE_START 0xc0000000ULL
-#define GMEM_MMIO_HOLE_END   0x100000000ULL
+/* The guest-physical range below 4 GiB that is never RAM (device MMIO):
+ * RAM runs from 0 up to start, and the rest continues at end.  The
+ * architecture says where it is (arch/x86_64/layout.h: X86_MMIO_HOLE). */
+struct gmem_hole {
+	uint64_t start;
+	uint64_t end;
+};
 
 struct gmem_region {
 	uint64_t gpa;    /* first guest physical address */
@@ -29,19 +33,20 @@ struct guest_mem {
 	int fd;            /* memfd (or snapshot file) backing all RAM; -1 if anonymous */
 };
 
-/* Lays out ram_size bytes of RAM (around the MMIO hole) without mapping
- * anything: fills regions[] with host == NULL.  Pure, for tests. */
-void gmem_layout(struct guest_mem *m, uint64_t ram_size);
+/* Lays out ram_size bytes of RAM around hole without mapping anything:
+ * fills regions[] with host == NULL.  Pure, for tests. */
+void gmem_layout(struct guest_mem *m, uint64_t ram_size, struct gmem_hole hole);
 
 /* Creates guest RAM of ram_size bytes (a multiple of 4 KiB) backed by a
  * memfd mapped MAP_SHARED.  Returns 0 or -errno. */
-int gmem_create(struct guest_mem *m, uint64_t ram_size) __attribute__((warn_unused_result));
+int gmem_create(struct guest_mem *m, uint64_t ram_size, struct gmem_hole hole)
+    __attribute__((warn_unused_result));
 
 /* Maps ram_size bytes of the file fd (a snapshot's memory) MAP_PRIVATE as
  * guest RAM: pages load lazily from the file and are copied on the guest's
  * first write, so every VM mapping one file shares its unchanged pages.
  * fd is not kept.  Returns 0 or -errno. */
-int gmem_map_private(struct guest_mem *m, int fd, uint64_t ram_size)
+int gmem_map_private(struct guest_mem *m, int fd, uint64_t ram_size, struct gmem_hole hole)
     __attribute__((warn_unused_result));
 
 /* Unmaps and closes; safe on a zeroed or half-created struct. */

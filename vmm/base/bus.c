@@ -1,4 +1,4 @@
-#include "core/bus.h"
+#include "base/bus.h"
 
 #include <errno.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-#include "core/evloop.h"
+#include "base/evloop.h"
 
 #include <errno.h>
 #include <stdlib.h>
