@@ -11,8 +11,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "backend/disk.h"
-#include "backend/qcow2.h"
+#include "backend/disk_open.h"
+#include "backend/disk_qcow2.h"
 
 #define MAX_REQ 70000 /* a little over one 64 KiB cluster */
 #define OPS     8

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "arch/x86_64/layout.h"
-#include "backend/disk.h"
+#include "backend/disk_open.h"
 #include "base/bus.h"
 #include "base/guest_mem.h"
 #include "unit.h"

@@ -15,8 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backend/disk.h"
-#include "backend/qcow2.h"
+#include "backend/disk_open.h"
+#include "backend/disk_qcow2.h"
+#include "backend/disk_raw.h"
 #include "qcow2_create.h"
 #include "unit.h"
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "core/vcpu_exit.h"
 #include "core/vm.h"
 #include "devices/i8042.h"
 #include "devices/serial.h"
@@ -138,6 +139,81 @@ START_TEST(exit_mmio_dispatch)
 	fr.run.mmio.len = 9; /* more than the data field holds: ignored */
 	ck_assert_int_eq(vcpu_handle_exit(vm, &fr.run, sizeof(fr)), VCPU_CONTINUE);
 	ck_assert_uint_eq(log.n, 4);
+}
+END_TEST
+
+/* The pure decision alone: what each exit means, no VM involved. */
+START_TEST(exit_decision_is_pure)
+{
+	struct fake_run fr;
+	struct vcpu_exit x;
+	memset(&fr, 0, sizeof(fr));
+	fr.run.exit_reason = KVM_EXIT_IO;
+	fr.run.io.direction = KVM_EXIT_IO_IN;
+	fr.run.io.port = 0x60;
+	fr.run.io.size = 2;
+	fr.run.io.count = 4;
+	fr.run.io.data_offset = offsetof(struct fake_run, data);
+	vcpu_decide(&fr.run, sizeof(fr), &x);
+	ck_assert_int_eq(x.kind, VCPU_EXIT_PIO);
+	ck_assert_uint_eq(x.addr, 0x60);
+	ck_assert_ptr_eq(x.data, fr.data);
+	ck_assert_uint_eq(x.size, 2);
+	ck_assert_uint_eq(x.count, 4);
+	ck_assert(!x.is_write);
+	/* The data area would run past the mapping: ignored, not trusted. */
+	fr.run.io.count = 33;
+	vcpu_decide(&fr.run, sizeof(fr), &x);
+	ck_assert_int_eq(x.kind, VCPU_EXIT_RESUME);
+	fr.run.io.count = 1;
+	fr.run.io.data_offset = sizeof(fr) + 1;
+	vcpu_decide(&fr.run, sizeof(fr), &x);
+	ck_assert_int_eq(x.kind, VCPU_EXIT_RESUME);
+	fr.run.io.data_offset = offsetof(struct fake_run, data);
+	fr.run.io.size = 8; /* port I/O is at most 4 bytes */
+	vcpu_decide(&fr.run, sizeof(fr), &x);
+	ck_assert_int_eq(x.kind, VCPU_EXIT_RESUME);
+
+	memset(&fr, 0, sizeof(fr));
+	fr.run.exit_reason = KVM_EXIT_MMIO;
+	fr.run.mmio.phys_addr = 0xd0000200;
+	fr.run.mmio.len = 8;
+	fr.run.mmio.is_write = 1;
+	vcpu_decide(&fr.run, sizeof(fr), &x);
+	ck_assert_int_eq(x.kind, VCPU_EXIT_MMIO);
+	ck_assert_uint_eq(x.addr, 0xd0000200);
+	ck_assert_ptr_eq(x.data, fr.run.mmio.data);
+	ck_assert(x.is_write && x.size == 8 && x.count == 1);
+
+	static const struct {
+		uint32_t exit, event;
+		enum vcpu_exit_kind kind;
+		const char *detail;
+	} cases[] = {
+		{ KVM_EXIT_INTR, 0, VCPU_EXIT_RESUME, "" },
+		{ KVM_EXIT_SHUTDOWN, 0, VCPU_EXIT_TRIPLE_FAULT, "triple fault" },
+		{ KVM_EXIT_SYSTEM_EVENT, KVM_SYSTEM_EVENT_SHUTDOWN, VCPU_EXIT_RESET,
+		  "system event" },
+		{ KVM_EXIT_SYSTEM_EVENT, KVM_SYSTEM_EVENT_CRASH, VCPU_EXIT_PANIC, "crash" },
+		{ KVM_EXIT_SYSTEM_EVENT, 77, VCPU_EXIT_FAIL, "unknown system event 77" },
+		{ KVM_EXIT_FAIL_ENTRY, 0, VCPU_EXIT_FAIL, "VM entry failed" },
+		{ KVM_EXIT_INTERNAL_ERROR, 0, VCPU_EXIT_INTERNAL, "KVM internal error" },
+		{ 999, 0, VCPU_EXIT_FAIL, "unhandled KVM exit 999" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		memset(&fr, 0, sizeof(fr));
+		fr.run.exit_reason = cases[i].exit;
+		fr.run.system_event.type = cases[i].event; /* also internal.suberror */
+		vcpu_decide(&fr.run, sizeof(fr), &x);
+		ck_assert_int_eq(x.kind, cases[i].kind);
+		ck_assert_ptr_nonnull(strstr(x.detail, cases[i].detail));
+	}
+	/* The suberror is named. */
+	memset(&fr, 0, sizeof(fr));
+	fr.run.exit_reason = KVM_EXIT_INTERNAL_ERROR;
+	fr.run.internal.suberror = KVM_INTERNAL_ERROR_EMULATION;
+	vcpu_decide(&fr.run, sizeof(fr), &x);
+	ck_assert_str_eq(x.detail, "instruction emulation failed (KVM internal error)");
 }
 END_TEST
 
@@ -377,6 +453,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, exit_io_string_and_bounds);
 	tcase_add_test(tc, exit_reasons_stop_with_the_right_status);
 	tcase_add_test(tc, exit_mmio_dispatch);
+	tcase_add_test(tc, exit_decision_is_pure);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("devices");
 	tcase_add_test(tc, serial_output_input_and_panic);

@@ -6,52 +6,6 @@
 #include <unistd.h>
 
 #include "errf.h"
-#include "qcow2_create.h"
-
-/* Whether the file at path starts with the qcow2 magic.  A file that
- * cannot be read here is left to the raw backend to report. */
-static bool looks_qcow2(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO must not block */
-	if (fd < 0)
-		return false;
-	uint8_t magic[4];
-	ssize_t n;
-	do {
-		n = pread(fd, magic, sizeof(magic), 0);
-	} while (n < 0 && errno == EINTR);
-	close(fd);
-	return n == (ssize_t)sizeof(magic) && qcow2_be32(magic) == QCOW2_MAGIC;
-}
-
-int disk_open_format(const char *path, const char *format, bool read_only, struct disk **out,
-                     char *err, size_t errlen)
-{
-	*out = NULL;
-	if (!path || !*path)
-		return errf(err, errlen, -EINVAL, "empty disk path");
-	if (format && strcmp(format, "raw") && strcmp(format, "qcow2"))
-		return errf(err, errlen, -EINVAL, "unknown disk format '%s'", format);
-	if (format ? !strcmp(format, "qcow2") : looks_qcow2(path))
-		return disk_qcow2_open(path, read_only, out, err, errlen);
-	int r = disk_raw_open(path, read_only, out);
-	if (r < 0)
-		errf(err, errlen, r, "%s: %s", path,
-		     r == -EBUSY    ? "in use by another writer"
-		     : r == -EINVAL ? "not a regular file or block device"
-		                    : strerror(-r));
-	return r;
-}
-
-int disk_open_err(const char *path, bool read_only, struct disk **out, char *err, size_t errlen)
-{
-	return disk_open_format(path, NULL, read_only, out, err, errlen);
-}
-
-int disk_open(const char *path, bool read_only, struct disk **out)
-{
-	return disk_open_format(path, NULL, read_only, out, NULL, 0);
-}
 
 void disk_close(struct disk *d)
 {

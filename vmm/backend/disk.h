@@ -2,7 +2,8 @@
  * table; the device only sees `struct disk` and the disk_* wrappers, which
  * check ranges and the read-only flag before any backend runs, so a
  * backend can trust offset + length <= size.  Two backends: raw files
- * (disk_raw.c) and qcow2 images with backing chains (disk_qcow2.c).
+ * (disk_raw.c) and qcow2 images with backing chains (disk_qcow2.c);
+ * disk_open.h chooses between them.
  *
  * Calls are synchronous and made from one thread at a time per disk. */
 #ifndef COVE_DISK_H
@@ -40,44 +41,6 @@ struct disk {
 	bool read_only;
 	char id[DISK_ID_LEN + 1]; /* serial for GET_ID, NUL-padded */
 };
-
-/* Opens the image at `path`: a qcow2 image when the file starts with the
- * qcow2 magic ("QFI\xfb"), else a raw disk.  O_CLOEXEC, O_RDONLY when
- * read_only, and a non-blocking flock (shared when read_only, exclusive
- * otherwise) so two VMs cannot write one image; a qcow2 image's backing
- * files are opened read-only with shared locks.  The id defaults to one
- * derived from the file's device and inode.  Returns 0 and *out, or
- * -ENOENT/-EACCES/... from open, -EBUSY when another writer (or, for a
- * writer, any user) holds the image, -EINVAL for something that is
- * neither a regular file nor a block device, or a qcow2 image that is
- * malformed, -ENOTSUP, -EFBIG or -ELOOP for qcow2 features, sizes or
- * backing chains this backend refuses.
- *
- * Format probing trusts the file's first bytes: a raw image whose first
- * sector a guest could write must not be probed again later (use
- * disk_open_format() with "raw"), or that guest could turn it into a
- * qcow2 image naming any host file as its backing file. */
-int disk_open(const char *path, bool read_only, struct disk **out)
-    __attribute__((warn_unused_result));
-
-/* disk_open() that also formats a one-line reason into err. */
-int disk_open_err(const char *path, bool read_only, struct disk **out, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-
-/* disk_open_err() with the format given: "raw", "qcow2", or NULL to
- * probe.  -EINVAL for any other name. */
-int disk_open_format(const char *path, const char *format, bool read_only, struct disk **out,
-                     char *err, size_t errlen) __attribute__((warn_unused_result));
-
-/* The raw backend itself. */
-int disk_raw_open(const char *path, bool read_only, struct disk **out)
-    __attribute__((warn_unused_result));
-
-/* The qcow2 backend itself (versions 2 and 3; docs/qcow2.md): the disk's
- * size is the header's, unallocated clusters read from the backing chain
- * (or as zeros), writes allocate clusters at the end of the file. */
-int disk_qcow2_open(const char *path, bool read_only, struct disk **out, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
 
 /* Closes a disk from disk_open(); NULL is fine. */
 void disk_close(struct disk *d);

@@ -24,7 +24,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "backend/qcow2.h"
+#include "backend/disk_qcow2.h"
+#include "backend/disk_raw.h"
 #include "errf.h"
 #include "qcow2_create.h"
 

@@ -1,5 +1,5 @@
 /* Raw disk images: the file's bytes are the disk's bytes. */
-#include "backend/disk.h"
+#include "backend/disk_raw.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,5 +1,6 @@
-/* The vCPU loop: one thread per vCPU calls KVM_RUN; vcpu_handle_exit()
- * decides what an exit means.  Pausing and stopping kick a vCPU out of
+/* The vCPU loop: one thread per vCPU calls KVM_RUN; vcpu_decide()
+ * (vcpu_exit.c) decides what an exit means and vcpu_handle_exit() acts on
+ * it.  Pausing and stopping kick a vCPU out of
  * KVM_RUN with immediate_exit plus a signal. */
 #include <errno.h>
 #include <signal.h>
@@ -7,73 +8,41 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
-#include "core/vcpu.h"
-#include "core/vm.h"
+#include "core/vcpu_exit.h"
+#include "core/vm_priv.h"
 #include "kvm_backend.h"
-#include "kvm_caps.h"
-
-static enum vcpu_action handle_io(struct vm *vm, struct kvm_run *run, size_t run_size)
-{
-	uint32_t size = run->io.size;
-	uint64_t bytes = (uint64_t)size * run->io.count;
-	if (size == 0 || size > 4 || run->io.data_offset > run_size ||
-	    bytes > run_size - run->io.data_offset)
-		return VCPU_CONTINUE; /* malformed by KVM's own contract: ignore */
-	uint8_t *data = (uint8_t *)run + run->io.data_offset;
-	bool is_write = run->io.direction == KVM_EXIT_IO_OUT;
-	/* String I/O (rep outsb/insb) arrives as count items of size bytes. */
-	for (uint32_t i = 0; i < run->io.count; i++)
-		(void)bus_access(&vm->pio, run->io.port, data + (size_t)i * size, size, is_write);
-	return VCPU_CONTINUE;
-}
 
 enum vcpu_action vcpu_handle_exit(struct vm *vm, struct kvm_run *run, size_t run_size)
 {
-	char detail[128];
-	switch (run->exit_reason) {
-	case KVM_EXIT_IO:
-		return handle_io(vm, run, run_size);
-	case KVM_EXIT_MMIO:
-		if (run->mmio.len == 0 || run->mmio.len > sizeof(run->mmio.data))
-			return VCPU_CONTINUE;
-		(void)bus_access(&vm->mmio, run->mmio.phys_addr, run->mmio.data, run->mmio.len,
-		                 run->mmio.is_write);
+	struct vcpu_exit x;
+	vcpu_decide(run, run_size, &x);
+	switch (x.kind) {
+	case VCPU_EXIT_RESUME:
 		return VCPU_CONTINUE;
-	case KVM_EXIT_INTR:
+	case VCPU_EXIT_PIO:
+		/* String I/O (rep outsb/insb) arrives as count items of size bytes. */
+		for (uint32_t i = 0; i < x.count; i++)
+			(void)bus_access(&vm->pio, x.addr, x.data + (size_t)i * x.size, x.size,
+			                 x.is_write);
 		return VCPU_CONTINUE;
-	case KVM_EXIT_SHUTDOWN:
-		vm_request_stop(vm, VM_EXIT_TRIPLE_FAULT, "triple fault (KVM_EXIT_SHUTDOWN)");
+	case VCPU_EXIT_MMIO:
+		(void)bus_access(&vm->mmio, x.addr, x.data, x.size, x.is_write);
+		return VCPU_CONTINUE;
+	case VCPU_EXIT_RESET:
+		vm_guest_reset(vm, x.detail);
 		return VCPU_STOP;
-	case KVM_EXIT_SYSTEM_EVENT:
-		switch (run->system_event.type) {
-		case KVM_SYSTEM_EVENT_RESET:
-		case KVM_SYSTEM_EVENT_SHUTDOWN:
-			vm_guest_reset(vm, "guest system event");
-			return VCPU_STOP;
-		case KVM_SYSTEM_EVENT_CRASH:
-			vm_request_stop(vm, VM_EXIT_PANIC, "guest crash event");
-			return VCPU_STOP;
-		default:
-			break;
-		}
-		snprintf(detail, sizeof(detail), "unknown system event %u", run->system_event.type);
-		vm_request_stop(vm, VM_EXIT_INTERNAL, detail);
+	case VCPU_EXIT_PANIC:
+		vm_request_stop(vm, VM_EXIT_PANIC, x.detail);
 		return VCPU_STOP;
-	case KVM_EXIT_FAIL_ENTRY:
-		snprintf(detail, sizeof(detail), "VM entry failed (hardware reason 0x%llx)",
-		         (unsigned long long)run->fail_entry.hardware_entry_failure_reason);
-		vm_request_stop(vm, VM_EXIT_INTERNAL, detail);
+	case VCPU_EXIT_TRIPLE_FAULT:
+		vm_request_stop(vm, VM_EXIT_TRIPLE_FAULT, x.detail);
 		return VCPU_STOP;
-	case KVM_EXIT_INTERNAL_ERROR:
-		snprintf(detail, sizeof(detail), "KVM internal error (suberror %u)",
-		         run->internal.suberror);
-		vm_request_stop(vm, VM_EXIT_INTERNAL, detail);
-		return VCPU_STOP;
-	default:
-		snprintf(detail, sizeof(detail), "unhandled KVM exit %u", run->exit_reason);
-		vm_request_stop(vm, VM_EXIT_INTERNAL, detail);
-		return VCPU_STOP;
+	case VCPU_EXIT_INTERNAL:
+	case VCPU_EXIT_FAIL:
+		break;
 	}
+	vm_request_stop(vm, VM_EXIT_INTERNAL, x.detail);
+	return VCPU_STOP;
 }
 
 /* The instruction bytes at the vCPU's rip: from KVM's own report when the
@@ -111,8 +80,9 @@ static void report_internal_error(struct vcpu *v)
 	struct kvm_regs regs;
 	bool have_rip = ioctl(v->fd, KVM_GET_REGS, &regs) == 0;
 	char detail[VM_EXIT_DETAIL_LEN];
-	int n = snprintf(detail, sizeof(detail), "%s (KVM internal error) on vCPU %u",
-	                 kvm_suberror_name(v->run->internal.suberror), v->index);
+	struct vcpu_exit x;
+	vcpu_decide(v->run, v->vm->run_size, &x);
+	int n = snprintf(detail, sizeof(detail), "%s on vCPU %u", x.detail, v->index);
 	if (have_rip) {
 		n += snprintf(detail + n, sizeof(detail) - (size_t)n, " at rip 0x%llx",
 		              (unsigned long long)regs.rip);

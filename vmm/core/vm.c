@@ -1,4 +1,4 @@
-#include "core/vm.h"
+#include "core/vm_priv.h"
 #include "errf.h"
 
 #include <errno.h>
@@ -21,10 +21,7 @@
 #include "arch/x86_64/layout.h"
 #include "arch/x86_64/loader.h"
 #include "base/kvm_stats.h"
-#include "core/vcpu.h"
-#include "core/vm_devices.h"
 #include "kvm_caps.h"
-#include "snapshot/snapshot.h"
 
 #define VM_MIN_MEMORY_MIB 32
 
@@ -149,9 +146,8 @@ static int map_memory(struct vm *vm, char *err, size_t errlen)
 	return 0;
 }
 
-/* With k NULL (a restore) the vCPUs are created bare; their state comes
- * from the snapshot. */
-static int create_vcpus(struct vm *vm, const struct x86_kernel *k, char *err, size_t errlen)
+/* The vCPUs, bare: their registers come from the source (vm_build). */
+static int create_vcpus(struct vm *vm, char *err, size_t errlen)
 {
 	for (unsigned int i = 0; i < vm->ncpus; i++) {
 		struct vcpu *v = &vm->vcpus[i];
@@ -166,11 +162,6 @@ static int create_vcpus(struct vm *vm, const struct x86_kernel *k, char *err, si
 			return fail(err, errlen, -errno, "mmap of vCPU %u: %s", i, strerror(errno));
 		v->run = run;
 		v->stats_fd = kvm_stats_open(v->fd); /* optional: -ENOTSUP on old kernels */
-		if (!k)
-			continue;
-		int r = x86_vcpu_setup(v->fd, vm->cpuid, i, vm->ncpus, k);
-		if (r < 0)
-			return fail(err, errlen, r, "setting up vCPU %u: %s", i, strerror(-r));
 	}
 	return 0;
 }
@@ -219,45 +210,37 @@ static struct vm *vm_alloc(const struct vm_config *cfg)
 	return vm;
 }
 
-int vm_restore(struct vm **out, const struct vm_config *cfg, struct snapshot *snap, char *err,
-               size_t errlen)
+int vm_build(struct vm **out, const struct vm_config *cfg, const struct vm_source *src, char *err,
+             size_t errlen)
 {
 	*out = NULL;
 	struct vm *vm = vm_alloc(cfg);
 	if (!vm)
 		return fail(err, errlen, -ENOMEM, "out of memory");
+	/* 1. What the user gave us is checked before KVM is touched. */
 	int r = vm_devices_open_disks(vm, cfg, err, errlen);
-	if (r < 0)
+	if (r < 0 || (src->before_kvm && (r = src->before_kvm(vm, src->ctx, err, errlen)) < 0))
 		goto fail;
-	r = kvm_open(vm, err, errlen);
-	if (r < 0)
+	/* 2. The KVM VM, its memory and vCPUs. */
+	if ((r = kvm_open(vm, err, errlen)) < 0 ||
+	    (src->after_kvm && (r = src->after_kvm(vm, src->ctx, err, errlen)) < 0))
 		goto fail;
-	r = snapshot_check_host(snap, vm->cpuid, err, errlen);
-	if (r < 0)
-		goto fail;
-	r = gmem_map_private(&vm->mem, snapshot_memory_fd(snap), cfg->memory_mib << 20,
-	                     X86_MMIO_HOLE);
-	if (r < 0) {
-		fail(err, errlen, r, "cannot map the snapshot's memory: %s", strerror(-r));
-		goto fail;
-	}
 	r = x86_vm_setup(vm->vm_fd);
 	if (r < 0) {
 		fail(err, errlen, r, "setting up the VM (irqchip, PIT): %s", strerror(-r));
 		goto fail;
 	}
-	if ((r = map_memory(vm, err, errlen)) < 0 || (r = create_vcpus(vm, NULL, err, errlen)) < 0)
+	if ((r = map_memory(vm, err, errlen)) < 0 || (r = create_vcpus(vm, err, errlen)) < 0 ||
+	    (r = src->vcpus(vm, src->ctx, err, errlen)) < 0)
 		goto fail;
-	r = snapshot_restore_cpus(snap, vm, err, errlen);
-	if (r < 0)
-		goto fail;
+	/* 3. The I/O loop and devices. */
 	r = evloop_init(&vm->loop);
 	if (r < 0) {
 		fail(err, errlen, r, "cannot create the I/O loop: %s", strerror(-r));
 		goto fail;
 	}
 	if ((r = vm_devices_create(vm, cfg, err, errlen)) < 0 ||
-	    (r = snapshot_restore_devices(snap, vm, err, errlen)) < 0 ||
+	    (src->devices && (r = src->devices(vm, src->ctx, err, errlen)) < 0) ||
 	    (r = watch_signals(vm, err, errlen)) < 0)
 		goto fail;
 	vm->t_created_us = boot_timer_now_us();
@@ -268,102 +251,78 @@ fail:
 	return r;
 }
 
+/* A cold boot as a vm_source: the kernel and initrd are mapped, loaded and
+ * described to the guest before KVM is opened. */
+struct boot_source {
+	const struct vm_config *cfg;
+	struct mapped_file kernel, initrd;
+	struct x86_kernel k;
+};
+
+static int boot_load(struct vm *vm, void *ctx, char *err, size_t errlen)
+{
+	struct boot_source *b = ctx;
+	const struct vm_config *cfg = b->cfg;
+	char cmdline[X86_CMDLINE_MAX];
+	int r = map_file(cfg->kernel, "kernel", &b->kernel, err, errlen);
+	if (r < 0)
+		return r;
+	if (cfg->initrd && (r = map_file(cfg->initrd, "initrd", &b->initrd, err, errlen)) < 0)
+		return r;
+	r = gmem_create(&vm->mem, cfg->memory_mib << 20, X86_MMIO_HOLE);
+	if (r < 0)
+		return fail(err, errlen, r, "cannot create %llu MiB of guest memory: %s",
+		            (unsigned long long)cfg->memory_mib, strerror(-r));
+	r = x86_load_kernel(&vm->mem, b->kernel.data, b->kernel.len, &b->k, err, errlen);
+	if (r < 0)
+		return r;
+	struct x86_boot_cfg boot = { .ncpus = vm->ncpus };
+	if (b->initrd.data) {
+		r = x86_place_initrd(&vm->mem, &b->k, b->initrd.len, &boot.initrd_gpa);
+		if (r < 0)
+			return fail(err, errlen, r,
+			            "initrd of %zu bytes does not fit in guest memory",
+			            b->initrd.len);
+		boot.initrd_size = b->initrd.len;
+		r = gmem_write(&vm->mem, boot.initrd_gpa, b->initrd.data, b->initrd.len);
+		if (r < 0)
+			return r;
+	}
+	if ((r = build_cmdline(vm, cfg, cmdline, sizeof(cmdline), err, errlen)) < 0)
+		return r;
+	boot.cmdline = cmdline;
+	if ((r = x86_setup_boot(&vm->mem, &b->k, &boot, err, errlen)) < 0)
+		return r;
+	r = x86_write_page_tables(&vm->mem);
+	return r < 0 ? fail(err, errlen, r, "cannot write boot page tables") : 0;
+}
+
+static int boot_vcpus(struct vm *vm, void *ctx, char *err, size_t errlen)
+{
+	struct boot_source *b = ctx;
+	for (unsigned int i = 0; i < vm->ncpus; i++) {
+		int r = x86_vcpu_setup(vm->vcpus[i].fd, vm->cpuid, i, vm->ncpus, &b->k);
+		if (r < 0)
+			return fail(err, errlen, r, "setting up vCPU %u: %s", i, strerror(-r));
+	}
+	return 0;
+}
+
 int vm_create(struct vm **out, const struct vm_config *cfg, char *err, size_t errlen)
 {
 	*out = NULL;
 	int r = check_config(cfg, err, errlen);
 	if (r < 0)
 		return r;
-	struct vm *vm = vm_alloc(cfg);
-	if (!vm)
-		return fail(err, errlen, -ENOMEM, "out of memory");
-
-	struct mapped_file kernel = { 0 }, initrd = { 0 };
-	struct x86_kernel k;
-	char cmdline[X86_CMDLINE_MAX];
-
-	/* 1. Everything the user gave us is checked before KVM is touched. */
-	r = map_file(cfg->kernel, "kernel", &kernel, err, errlen);
-	if (r < 0)
-		goto fail;
-	if (cfg->initrd && (r = map_file(cfg->initrd, "initrd", &initrd, err, errlen)) < 0)
-		goto fail;
-	r = vm_devices_open_disks(vm, cfg, err, errlen);
-	if (r < 0)
-		goto fail;
-	r = gmem_create(&vm->mem, cfg->memory_mib << 20, X86_MMIO_HOLE);
-	if (r < 0) {
-		fail(err, errlen, r, "cannot create %llu MiB of guest memory: %s",
-		     (unsigned long long)cfg->memory_mib, strerror(-r));
-		goto fail;
-	}
-	r = x86_load_kernel(&vm->mem, kernel.data, kernel.len, &k, err, errlen);
-	if (r < 0)
-		goto fail;
-	struct x86_boot_cfg boot = { .ncpus = vm->ncpus };
-	if (initrd.data) {
-		r = x86_place_initrd(&vm->mem, &k, initrd.len, &boot.initrd_gpa);
-		if (r < 0) {
-			fail(err, errlen, r, "initrd of %zu bytes does not fit in guest memory",
-			     initrd.len);
-			goto fail;
-		}
-		boot.initrd_size = initrd.len;
-		r = gmem_write(&vm->mem, boot.initrd_gpa, initrd.data, initrd.len);
-		if (r < 0)
-			goto fail;
-	}
-	r = build_cmdline(vm, cfg, cmdline, sizeof(cmdline), err, errlen);
-	if (r < 0)
-		goto fail;
-	boot.cmdline = cmdline;
-	r = x86_setup_boot(&vm->mem, &k, &boot, err, errlen);
-	if (r < 0)
-		goto fail;
-	r = x86_write_page_tables(&vm->mem);
-	if (r < 0) {
-		fail(err, errlen, r, "cannot write boot page tables");
-		goto fail;
-	}
-
-	/* 2. The KVM VM, its memory and vCPUs. */
-	r = kvm_open(vm, err, errlen);
-	if (r < 0)
-		goto fail;
-	r = x86_vm_setup(vm->vm_fd);
-	if (r < 0) {
-		fail(err, errlen, r, "setting up the VM (irqchip, PIT): %s", strerror(-r));
-		goto fail;
-	}
-	r = map_memory(vm, err, errlen);
-	if (r < 0)
-		goto fail;
-	r = create_vcpus(vm, &k, err, errlen);
-	if (r < 0)
-		goto fail;
-
-	/* 3. The I/O loop and devices. */
-	r = evloop_init(&vm->loop);
-	if (r < 0) {
-		fail(err, errlen, r, "cannot create the I/O loop: %s", strerror(-r));
-		goto fail;
-	}
-	r = vm_devices_create(vm, cfg, err, errlen);
-	if (r < 0)
-		goto fail;
-	r = watch_signals(vm, err, errlen);
-	if (r < 0)
-		goto fail;
-
-	unmap_file(&kernel);
-	unmap_file(&initrd);
-	vm->t_created_us = boot_timer_now_us();
-	*out = vm;
-	return 0;
-fail:
-	unmap_file(&kernel);
-	unmap_file(&initrd);
-	vm_destroy(vm);
+	struct boot_source b = { .cfg = cfg };
+	const struct vm_source src = {
+		.ctx = &b,
+		.before_kvm = boot_load,
+		.vcpus = boot_vcpus,
+	};
+	r = vm_build(out, cfg, &src, err, errlen);
+	unmap_file(&b.kernel);
+	unmap_file(&b.initrd);
 	return r;
 }
 

@@ -137,13 +137,26 @@ struct vm {
 int vm_create(struct vm **out, const struct vm_config *cfg, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
-/* Creates a VM from a snapshot (snapshot/snapshot.h): cfg comes from
- * snapshot_vm_config() plus the caller's vsock path and console; memory is
- * the snapshot's file mapped MAP_PRIVATE; vCPU, irqchip and device state
- * are restored.  vm_start() then resumes the guest where it was. */
-struct snapshot;
-int vm_restore(struct vm **out, const struct vm_config *cfg, struct snapshot *snap, char *err,
-               size_t errlen) __attribute__((warn_unused_result));
+/* Where a new VM's memory, vCPU and device state come from: a cold boot
+ * (vm_create) or a snapshot (vm_restore, snapshot/restore.c).  vm_build()
+ * runs the steps both share, calling the source's hooks between them:
+ *   open the disks -> before_kvm -> open KVM, KVM_CREATE_VM -> after_kvm
+ *   -> irqchip/PIT, memory slots, bare vCPUs -> vcpus -> I/O loop, devices
+ *   -> devices -> signal watch.
+ * before_kvm, after_kvm and devices may be NULL.  A hook that fails leaves
+ * its one-line reason in err; vm_build then frees everything. */
+struct vm_source {
+	void *ctx;
+	int (*before_kvm)(struct vm *vm, void *ctx, char *err, size_t errlen);
+	int (*after_kvm)(struct vm *vm, void *ctx, char *err, size_t errlen);
+	int (*vcpus)(struct vm *vm, void *ctx, char *err, size_t errlen);
+	int (*devices)(struct vm *vm, void *ctx, char *err, size_t errlen);
+};
+
+/* The build step vm_create and vm_restore share (above).  On failure *out
+ * is NULL.  cfg must already be checked. */
+int vm_build(struct vm **out, const struct vm_config *cfg, const struct vm_source *src, char *err,
+             size_t errlen) __attribute__((warn_unused_result));
 
 /* Starts the I/O loop and one thread per vCPU.  Call once, after vm_create(). */
 int vm_start(struct vm *vm) __attribute__((warn_unused_result));
@@ -172,8 +185,10 @@ void vm_destroy(struct vm *vm);
 int vm_exit_status(enum vm_exit_reason reason);
 const char *vm_exit_reason_name(enum vm_exit_reason reason);
 
-/* The decision for one KVM exit, separate from the KVM_RUN loop so tests can
- * feed it fabricated kvm_run structs.  run_size bounds the I/O data area. */
+/* Acts on one KVM exit of a vCPU of vm: vcpu_decide() (core/vcpu_exit.h)
+ * says what it means; I/O goes to the buses, the rest becomes a stop
+ * request.  Called by the vCPU threads; tests feed it fabricated kvm_run
+ * structs.  run_size bounds the I/O data area. */
 enum vcpu_action { VCPU_CONTINUE, VCPU_STOP };
 enum vcpu_action vcpu_handle_exit(struct vm *vm, struct kvm_run *run, size_t run_size);
 

@@ -1,4 +1,5 @@
 #include "core/vm_devices.h"
+#include "core/vm_priv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,7 +12,7 @@
 #include <unistd.h>
 
 #include "arch/x86_64/layout.h"
-#include "backend/disk.h"
+#include "backend/disk_open.h"
 #include "virtio/blk.h"
 #include "virtio/rng.h"
 #include "virtio/vsock.h"

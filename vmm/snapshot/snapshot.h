@@ -49,11 +49,6 @@ struct snapshot;
 int snapshot_open(const char *dir, struct snapshot **out, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
-/* Whether every vCPU's CPU features are ones this host's KVM supports. */
-struct kvm_cpuid2;
-int snapshot_check_host(struct snapshot *s, const struct kvm_cpuid2 *supported, char *err,
-                        size_t errlen) __attribute__((warn_unused_result));
-
 /* Fills cfg for a restore: cpus, memory, disks (each writable disk gets a
  * fresh overlay overlay_dir/disk<N>.qcow2 over the frozen one; created
  * here) and the vsock CID.  cfg->vsock_path and the console are the
@@ -64,14 +59,14 @@ int snapshot_vm_config(struct snapshot *s, const char *overlay_dir, struct vm_co
 /* Whether the snapshot's VM had a vsock device. */
 bool snapshot_has_vsock(const struct snapshot *s);
 
-/* The memory file, opened read-only (owned by s). */
-int snapshot_memory_fd(const struct snapshot *s);
-
-/* Restore steps, called by vm_restore() in order. */
-int snapshot_restore_cpus(struct snapshot *s, struct vm *vm, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-int snapshot_restore_devices(struct snapshot *s, struct vm *vm, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
+/* Creates a VM from an opened snapshot: cfg comes from
+ * snapshot_vm_config() plus the caller's vsock path and console; the
+ * snapshot must fit this host's KVM (CPU features); memory is the
+ * snapshot's file mapped MAP_PRIVATE; vCPU, irqchip and device state are
+ * restored.  vm_start() then resumes the guest where it was.  On failure
+ * *out is NULL.  s must outlive the VM's start. */
+int vm_restore(struct vm **out, const struct vm_config *cfg, struct snapshot *s, char *err,
+               size_t errlen) __attribute__((warn_unused_result));
 
 void snapshot_close(struct snapshot *s);
 

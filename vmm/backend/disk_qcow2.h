@@ -1,9 +1,15 @@
-/* qcow2 backend internals shared with its tests and fuzzer.  The VMM
- * itself goes through disk_open_err() or disk_qcow2_open() (disk.h). */
-#ifndef COVE_QCOW2_H
-#define COVE_QCOW2_H
+/* The qcow2 disk backend, and its internals shared with its tests and
+ * fuzzer.  The VMM itself opens disks through disk_open.h. */
+#ifndef COVE_DISK_QCOW2_H
+#define COVE_DISK_QCOW2_H
 
 #include "backend/disk.h"
+
+/* The qcow2 backend itself (versions 2 and 3; docs/qcow2.md): the disk's
+ * size is the header's, unallocated clusters read from the backing chain
+ * (or as zeros), writes allocate clusters at the end of the file. */
+int disk_qcow2_open(const char *path, bool read_only, struct disk **out, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 
 /* Backing files allowed below one image (a raw base counts as one). */
 #define QCOW2_MAX_CHAIN 16

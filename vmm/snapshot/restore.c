@@ -1,0 +1,344 @@
+/* Reading and checking a snapshot directory, and restoring a VM from it:
+ * snapshot_open() ... vm_restore(). */
+#include "snapshot/snapshot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+#include "arch/x86_64/cpu.h"
+#include "arch/x86_64/layout.h"
+#include "backend/disk_open.h"
+#include "clock.h"
+#include "core/vm_devices.h"
+#include "errf.h"
+#include "io.h"
+#include "qcow2_create.h"
+#include "snapshot/format.h"
+#include "virtio/blk.h"
+#include "virtio/vsock.h"
+
+static bool str_ok(const char *s, size_t cap)
+{
+	return memchr(s, '\0', cap) != NULL && s[0] != '\0';
+}
+
+static int check_conf(const struct snap_conf *c, char *err, size_t errlen)
+{
+	if (c->cpus < 1 || c->cpus > VM_MAX_VCPUS)
+		return errf(err, errlen, -EINVAL, "snapshot has %u vCPUs", c->cpus);
+	if (c->ndisks > VM_MAX_DISKS)
+		return errf(err, errlen, -EINVAL, "snapshot has %u disks", c->ndisks);
+	if (c->memory_bytes < (32ull << 20) || c->memory_bytes > (1ull << 40) ||
+	    c->memory_bytes % PAGE)
+		return errf(err, errlen, -EINVAL, "snapshot has a bad memory size (%llu bytes)",
+		            (unsigned long long)c->memory_bytes);
+	if (c->ndevices != c->ndisks + (c->has_vsock ? 1 : 0) + 1)
+		return errf(err, errlen, -EINVAL, "snapshot's device list is inconsistent");
+	for (unsigned int i = 0; i < c->ndisks; i++) {
+		const struct snap_disk *d = &c->disks[i];
+		if (!str_ok(d->file, sizeof(d->file)) || !memchr(d->id, '\0', sizeof(d->id)))
+			return errf(err, errlen, -EINVAL, "snapshot disk %u has a bad name", i);
+		if (strcmp(d->format, "raw") && strcmp(d->format, "qcow2"))
+			return errf(err, errlen, -EINVAL, "snapshot disk %u has no known format",
+			            i);
+		if (d->in_snapshot && (strchr(d->file, '/') || d->file[0] == '.'))
+			return errf(err, errlen, -EINVAL,
+			            "snapshot disk %u names a file outside it", i);
+		if (!d->in_snapshot && d->file[0] != '/')
+			return errf(err, errlen, -EINVAL, "snapshot disk %u has a relative path",
+			            i);
+	}
+	return 0;
+}
+
+int snapshot_open(const char *dir, struct snapshot **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	struct snapshot *s = calloc(1, sizeof(*s));
+	if (!s)
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	s->mem_fd = -1;
+	int r;
+	char *abs = realpath(dir, NULL);
+	if (!abs) {
+		r = errf(err, errlen, -errno, "snapshot '%s': %s", dir, strerror(errno));
+		goto fail;
+	}
+	snprintf(s->dir, sizeof(s->dir), "%s", abs);
+	free(abs);
+	int dirfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0) {
+		r = errf(err, errlen, -errno, "snapshot '%s': %s", dir, strerror(errno));
+		goto fail;
+	}
+	char msg[256];
+	r = sf_read_file(&s->sf, dirfd, SNAPSHOT_STATE_FILE, msg, sizeof(msg));
+	if (r < 0) {
+		close(dirfd);
+		errf(err, errlen, r, "snapshot '%s' refused: %s", dir, msg);
+		goto fail;
+	}
+	s->mem_fd = openat(dirfd, SNAPSHOT_MEMORY_FILE, O_RDONLY | O_CLOEXEC);
+	int e = errno;
+	close(dirfd);
+	if (s->mem_fd < 0) {
+		r = errf(err, errlen, -e, "snapshot '%s' refused: no memory file: %s", dir,
+		         strerror(e));
+		goto fail;
+	}
+	s->conf = sf_find(&s->sf, TAG_CONF, 0, sizeof(*s->conf));
+	s->vmst = sf_find(&s->sf, TAG_VMST, 0, sizeof(*s->vmst));
+	if (!s->conf || !s->vmst) {
+		r = errf(err, errlen, -EINVAL,
+		         "snapshot '%s' refused: its state file lacks the %s section", dir,
+		         s->conf ? "VM" : "configuration");
+		goto fail;
+	}
+	r = check_conf(s->conf, msg, sizeof(msg));
+	if (r < 0) {
+		errf(err, errlen, r, "snapshot '%s' refused: %s", dir, msg);
+		goto fail;
+	}
+	struct stat st;
+	if (fstat(s->mem_fd, &st) < 0 || (uint64_t)st.st_size != s->conf->memory_bytes) {
+		r = errf(err, errlen, -EINVAL,
+		         "snapshot '%s' refused: its memory file is %lld bytes, not %llu", dir,
+		         (long long)st.st_size, (unsigned long long)s->conf->memory_bytes);
+		goto fail;
+	}
+	for (unsigned int i = 0; i < s->conf->cpus; i++) {
+		const struct x86_vcpu_state *cs =
+		    sf_find(&s->sf, TAG_VCPU, i, sizeof(struct x86_vcpu_state));
+		if (!cs || x86_vcpu_state_check(cs) < 0) {
+			r = errf(err, errlen, -EINVAL,
+			         "snapshot '%s' refused: vCPU %u's state is missing or malformed",
+			         dir, i);
+			goto fail;
+		}
+	}
+	for (unsigned int i = 0; i < s->conf->ndevices; i++)
+		if (!sf_find(&s->sf, TAG_MMIO, i, sizeof(struct virtio_mmio_state))) {
+			r = errf(err, errlen, -EINVAL,
+			         "snapshot '%s' refused: device %u's state is missing", dir, i);
+			goto fail;
+		}
+	const struct serial_state *ss = sf_find(&s->sf, TAG_SERI, 0, sizeof(struct serial_state));
+	const struct i8042_state *ks = sf_find(&s->sf, TAG_KBDC, 0, sizeof(struct i8042_state));
+	if (!ss || !ks || ss->rx_head >= SERIAL_FIFO_SIZE || ss->rx_count > SERIAL_FIFO_SIZE ||
+	    ks->out_head >= sizeof(ks->out) || ks->out_count > sizeof(ks->out)) {
+		r = errf(err, errlen, -EINVAL,
+		         "snapshot '%s' refused: the console or keyboard state is malformed", dir);
+		goto fail;
+	}
+	/* Does it fit this host? */
+	struct sysinfo si;
+	if (sysinfo(&si) == 0 &&
+	    s->conf->memory_bytes > (uint64_t)si.totalram * (uint64_t)si.mem_unit) {
+		r = errf(err, errlen, -ENOMEM,
+		         "snapshot '%s' does not fit this host: %llu MiB of guest memory, %llu MiB "
+		         "of host memory",
+		         dir, (unsigned long long)(s->conf->memory_bytes >> 20),
+		         (unsigned long long)(((uint64_t)si.totalram * si.mem_unit) >> 20));
+		goto fail;
+	}
+	for (unsigned int i = 0; i < s->conf->ndisks; i++) {
+		const struct snap_disk *d = &s->conf->disks[i];
+		size_t dl = strlen(s->dir), fl = strlen(d->file);
+		if (d->in_snapshot && dl + 1 + fl >= PATH_MAX) {
+			r = errf(err, errlen, -ENAMETOOLONG, "snapshot '%s': disk path too long",
+			         dir);
+			goto fail;
+		}
+		if (d->in_snapshot) {
+			memcpy(s->disk_paths[i], s->dir, dl);
+			s->disk_paths[i][dl] = '/';
+			memcpy(s->disk_paths[i] + dl + 1, d->file, fl + 1);
+		} else {
+			memcpy(s->disk_paths[i], d->file, fl + 1);
+		}
+		if (access(s->disk_paths[i], R_OK) < 0) {
+			r = errf(err, errlen, -errno, "snapshot '%s' refused: disk '%s': %s", dir,
+			         s->disk_paths[i], strerror(errno));
+			goto fail;
+		}
+	}
+	*out = s;
+	return 0;
+fail:
+	snapshot_close(s);
+	return r;
+}
+
+static int snapshot_check_host(struct snapshot *s, const struct kvm_cpuid2 *supported, char *err,
+                               size_t errlen)
+{
+	for (unsigned int i = 0; i < s->conf->cpus; i++) {
+		const struct x86_vcpu_state *cs =
+		    sf_find(&s->sf, TAG_VCPU, i, sizeof(struct x86_vcpu_state));
+		char msg[200];
+		int r = x86_cpuid_compatible(supported, cs, msg, sizeof(msg));
+		if (r < 0)
+			return errf(err, errlen, r, "snapshot '%s' does not fit this host: %s",
+			            s->dir, msg);
+	}
+	return 0;
+}
+
+int snapshot_vm_config(struct snapshot *s, const char *overlay_dir, struct vm_config *cfg,
+                       char *err, size_t errlen)
+{
+	const struct snap_conf *c = s->conf;
+	cfg->cpus = c->cpus;
+	cfg->memory_mib = c->memory_bytes >> 20;
+	cfg->ndisks = c->ndisks;
+	cfg->vsock_cid = c->vsock_cid;
+	for (unsigned int i = 0; i < c->ndisks; i++) {
+		struct vm_disk_config *dc = &cfg->disks[i];
+		memset(dc, 0, sizeof(*dc));
+		snprintf(dc->id, sizeof(dc->id), "%s", c->disks[i].id);
+		dc->read_only = c->disks[i].read_only;
+		if (dc->read_only) {
+			dc->path = s->disk_paths[i];
+			dc->format = c->disks[i].format;
+			continue;
+		}
+		dc->format = "qcow2";
+		if (!overlay_dir)
+			return errf(err, errlen, -EINVAL,
+			            "the snapshot has a writable disk: give --overlay-dir DIR");
+		char *top = malloc(PATH_MAX);
+		if (!top)
+			return errf(err, errlen, -ENOMEM, "out of memory");
+		snprintf(top, PATH_MAX, "%s/disk%u.qcow2", overlay_dir, i);
+		char msg[256];
+		int r = qcow2_create_overlay_format(top, s->disk_paths[i], c->disks[i].format, 0,
+		                                    msg, sizeof(msg));
+		if (r < 0) {
+			free(top);
+			return errf(err, errlen, r, "cannot create an overlay for disk %u: %s", i,
+			            msg);
+		}
+		/* The path string now belongs to the snapshot's lifetime. */
+		snprintf(s->disk_paths[i], sizeof(s->disk_paths[i]), "%s", top);
+		free(top);
+		dc->path = s->disk_paths[i];
+	}
+	return 0;
+}
+
+bool snapshot_has_vsock(const struct snapshot *s)
+{
+	return s->conf->has_vsock;
+}
+
+static int snapshot_memory_fd(const struct snapshot *s)
+{
+	return s->mem_fd;
+}
+
+static int snapshot_restore_cpus(struct snapshot *s, struct vm *vm, char *err, size_t errlen)
+{
+	int r = x86_vm_state_restore(vm->vm_fd, s->vmst);
+	if (r < 0)
+		return errf(err, errlen, r, "cannot restore the irqchip/PIT/clock: %s",
+		            strerror(-r));
+	for (unsigned int i = 0; i < vm->ncpus; i++) {
+		const struct x86_vcpu_state *cs =
+		    sf_find(&s->sf, TAG_VCPU, i, sizeof(struct x86_vcpu_state));
+		const char *what = "";
+		r = x86_vcpu_state_restore(vm->kvm_fd, vm->vcpus[i].fd, cs, &what);
+		if (r < 0)
+			return errf(err, errlen, r, "cannot restore vCPU %u (%s): %s", i, what,
+			            strerror(-r));
+	}
+	return 0;
+}
+
+static int snapshot_restore_devices(struct snapshot *s, struct vm *vm, char *err, size_t errlen)
+{
+	const struct serial_state *ss = sf_find(&s->sf, TAG_SERI, 0, sizeof(*ss));
+	const struct i8042_state *ks = sf_find(&s->sf, TAG_KBDC, 0, sizeof(*ks));
+	pthread_mutex_lock(&vm->serial.lock);
+	vm->serial.s = *ss;
+	pthread_mutex_unlock(&vm->serial.lock);
+	pthread_mutex_lock(&vm->i8042.lock);
+	vm->i8042.s = *ks;
+	pthread_mutex_unlock(&vm->i8042.lock);
+	struct virtio_mmio *tr[VM_MAX_DISKS + 4];
+	unsigned int ntr = vm_devices_transports(vm, tr, sizeof(tr) / sizeof(tr[0]));
+	if (ntr != s->conf->ndevices)
+		return errf(err, errlen, -EINVAL, "the restored VM has %u devices, the snapshot %u",
+		            ntr, s->conf->ndevices);
+	for (unsigned int i = 0; i < ntr; i++) {
+		const struct virtio_mmio_state *ms =
+		    sf_find(&s->sf, TAG_MMIO, i, sizeof(struct virtio_mmio_state));
+		int r = virtio_mmio_restore(tr[i], ms);
+		if (r < 0)
+			return errf(err, errlen, r, "cannot restore virtio device %u: %s", i,
+			            r == -EINVAL ? "its saved queues do not fit guest memory"
+			                         : strerror(-r));
+	}
+	/* Connections the guest had are gone: tell it (it resets them and its
+	 * listeners stay), then catch up on notifications the saved VMM had
+	 * not processed yet. */
+	if (vm->vsock)
+		vsock_transport_reset(vm->vsock);
+	for (unsigned int i = 0; i < ntr; i++)
+		virtio_mmio_kick_all(tr[i]);
+	return 0;
+}
+
+/* The snapshot as a vm_source (core/vm.h): memory is mapped once KVM's
+ * CPUID is known and the snapshot found to fit it; vCPU and device state
+ * come from the state file. */
+static int restore_memory(struct vm *vm, void *ctx, char *err, size_t errlen)
+{
+	struct snapshot *s = ctx;
+	int r = snapshot_check_host(s, vm->cpuid, err, errlen);
+	if (r < 0)
+		return r;
+	r = gmem_map_private(&vm->mem, snapshot_memory_fd(s), s->conf->memory_bytes >> 20 << 20,
+	                     X86_MMIO_HOLE);
+	return r < 0 ? errf(err, errlen, r, "cannot map the snapshot's memory: %s", strerror(-r))
+	             : 0;
+}
+
+static int restore_vcpus(struct vm *vm, void *ctx, char *err, size_t errlen)
+{
+	return snapshot_restore_cpus(ctx, vm, err, errlen);
+}
+
+static int restore_devices(struct vm *vm, void *ctx, char *err, size_t errlen)
+{
+	return snapshot_restore_devices(ctx, vm, err, errlen);
+}
+
+int vm_restore(struct vm **out, const struct vm_config *cfg, struct snapshot *s, char *err,
+               size_t errlen)
+{
+	const struct vm_source src = {
+		.ctx = s,
+		.after_kvm = restore_memory,
+		.vcpus = restore_vcpus,
+		.devices = restore_devices,
+	};
+	return vm_build(out, cfg, &src, err, errlen);
+}
+
+void snapshot_close(struct snapshot *s)
+{
+	if (!s)
+		return;
+	sf_reader_free(&s->sf);
+	if (s->mem_fd >= 0)
+		close(s->mem_fd);
+	free(s);
+}
