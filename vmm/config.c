@@ -1,4 +1,5 @@
 #include "config.h"
+#include "cove_limits.h"
 #include "errf.h"
 
 #include <errno.h>
@@ -259,8 +260,8 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 		{ 0 },
 	};
 	memset(c, 0, sizeof(*c));
-	c->vm.cpus = 1;
-	c->vm.memory_mib = 256;
+	c->vm.cpus = COVE_CPUS_DEFAULT;
+	c->vm.memory_mib = COVE_MEMORY_DEFAULT_MIB;
 	c->vm.console = VM_CONSOLE_STDIO;
 	unsigned int ndisk_specs = 0;
 	const char *machine_flag = NULL; /* a flag a snapshot decides instead */

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,11 +20,8 @@
 #include "arch/x86_64/layout.h"
 #include "arch/x86_64/loader.h"
 #include "base/kvm_stats.h"
+#include "cove_limits.h"
 #include "kvm_caps.h"
-
-#define VM_MIN_MEMORY_MIB 32
-
-#define fail errf
 
 /* A read-only mapping of a whole file (kernel, initrd). */
 struct mapped_file {
@@ -40,19 +36,19 @@ static int map_file(const char *path, const char *what, struct mapped_file *f, c
 	f->len = 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return fail(err, errlen, -errno, "cannot open %s '%s': %s", what, path,
+		return errf(err, errlen, -errno, "cannot open %s '%s': %s", what, path,
 		            strerror(errno));
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
 		close(fd);
-		return fail(err, errlen, -EINVAL, "%s '%s' is not a non-empty regular file", what,
+		return errf(err, errlen, -EINVAL, "%s '%s' is not a non-empty regular file", what,
 		            path);
 	}
 	void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	int e = errno;
 	close(fd);
 	if (p == MAP_FAILED)
-		return fail(err, errlen, -e, "cannot map %s '%s': %s", what, path, strerror(e));
+		return errf(err, errlen, -e, "cannot map %s '%s': %s", what, path, strerror(e));
 	f->data = p;
 	f->len = (size_t)st.st_size;
 	return 0;
@@ -68,18 +64,18 @@ static void unmap_file(struct mapped_file *f)
 static int check_config(const struct vm_config *cfg, char *err, size_t errlen)
 {
 	if (!cfg->kernel)
-		return fail(err, errlen, -EINVAL, "no kernel given (--kernel PATH)");
+		return errf(err, errlen, -EINVAL, "no kernel given (--kernel PATH)");
 	if (cfg->cpus < 1 || cfg->cpus > VM_MAX_VCPUS)
-		return fail(err, errlen, -EINVAL, "cpus must be between 1 and %d, got %u",
+		return errf(err, errlen, -EINVAL, "cpus must be between 1 and %d, got %u",
 		            VM_MAX_VCPUS, cfg->cpus);
-	if (cfg->memory_mib < VM_MIN_MEMORY_MIB)
-		return fail(err, errlen, -EINVAL, "memory must be at least %d MiB, got %llu",
-		            VM_MIN_MEMORY_MIB, (unsigned long long)cfg->memory_mib);
+	if (cfg->memory_mib < COVE_MEMORY_MIN_MIB)
+		return errf(err, errlen, -EINVAL, "memory must be at least %d MiB, got %llu",
+		            COVE_MEMORY_MIN_MIB, (unsigned long long)cfg->memory_mib);
 	if (cfg->memory_mib > (1ULL << 20))
-		return fail(err, errlen, -EINVAL, "memory of %llu MiB is more than 1 TiB",
+		return errf(err, errlen, -EINVAL, "memory of %llu MiB is more than 1 TiB",
 		            (unsigned long long)cfg->memory_mib);
 	if (cfg->ndisks > VM_MAX_DISKS)
-		return fail(err, errlen, -EINVAL, "at most %d disks", VM_MAX_DISKS);
+		return errf(err, errlen, -EINVAL, "at most %d disks", VM_MAX_DISKS);
 	return 0;
 }
 
@@ -98,7 +94,7 @@ static int build_cmdline(struct vm *vm, const struct vm_config *cfg, char *buf, 
 	if (cfg->cmdline && (size_t)n < len)
 		n += snprintf(buf + n, len - (size_t)n, " %s", cfg->cmdline);
 	if ((size_t)n >= len)
-		return fail(err, errlen, -E2BIG, "kernel command line is longer than %zu bytes",
+		return errf(err, errlen, -E2BIG, "kernel command line is longer than %zu bytes",
 		            len - 1);
 	return 0;
 }
@@ -107,25 +103,25 @@ static int kvm_open(struct vm *vm, char *err, size_t errlen)
 {
 	vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (vm->kvm_fd < 0)
-		return fail(err, errlen, -errno,
+		return errf(err, errlen, -errno,
 		            "cannot open /dev/kvm: %s (no KVM here? see scripts/kvm-host)",
 		            strerror(errno));
 	if (ioctl(vm->kvm_fd, KVM_GET_API_VERSION, 0) != KVM_API_VERSION)
-		return fail(err, errlen, -ENOTSUP, "unsupported KVM API version");
+		return errf(err, errlen, -ENOTSUP, "unsupported KVM API version");
 	for (size_t i = 0; i < KVM_REQUIRED_CAPS_N; i++)
 		if (ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, kvm_required_caps[i].cap) <= 0)
-			return fail(err, errlen, -ENOTSUP, "KVM lacks %s",
+			return errf(err, errlen, -ENOTSUP, "KVM lacks %s",
 			            kvm_required_caps[i].name);
 	int run_size = ioctl(vm->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
 	if (run_size < (int)sizeof(struct kvm_run))
-		return fail(err, errlen, -EIO, "KVM_GET_VCPU_MMAP_SIZE failed");
+		return errf(err, errlen, -EIO, "KVM_GET_VCPU_MMAP_SIZE failed");
 	vm->run_size = (size_t)run_size;
 	vm->cpuid = x86_supported_cpuid(vm->kvm_fd);
 	if (!vm->cpuid)
-		return fail(err, errlen, -EIO, "KVM_GET_SUPPORTED_CPUID failed");
+		return errf(err, errlen, -EIO, "KVM_GET_SUPPORTED_CPUID failed");
 	vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
 	if (vm->vm_fd < 0)
-		return fail(err, errlen, -errno, "KVM_CREATE_VM: %s", strerror(errno));
+		return errf(err, errlen, -errno, "KVM_CREATE_VM: %s", strerror(errno));
 	return 0;
 }
 
@@ -140,7 +136,7 @@ static int map_memory(struct vm *vm, char *err, size_t errlen)
 			.userspace_addr = (uint64_t)(uintptr_t)r->host,
 		};
 		if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &region) < 0)
-			return fail(err, errlen, -errno, "KVM_SET_USER_MEMORY_REGION: %s",
+			return errf(err, errlen, -errno, "KVM_SET_USER_MEMORY_REGION: %s",
 			            strerror(errno));
 	}
 	return 0;
@@ -155,11 +151,11 @@ static int create_vcpus(struct vm *vm, char *err, size_t errlen)
 		v->index = i;
 		v->fd = ioctl(vm->vm_fd, KVM_CREATE_VCPU, (unsigned long)i);
 		if (v->fd < 0)
-			return fail(err, errlen, -errno, "KVM_CREATE_VCPU %u: %s", i,
+			return errf(err, errlen, -errno, "KVM_CREATE_VCPU %u: %s", i,
 			            strerror(errno));
 		void *run = mmap(NULL, vm->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
 		if (run == MAP_FAILED)
-			return fail(err, errlen, -errno, "mmap of vCPU %u: %s", i, strerror(errno));
+			return errf(err, errlen, -errno, "mmap of vCPU %u: %s", i, strerror(errno));
 		v->run = run;
 		v->stats_fd = kvm_stats_open(v->fd); /* optional: -ENOTSUP on old kernels */
 	}
@@ -188,7 +184,7 @@ static int watch_signals(struct vm *vm, char *err, size_t errlen)
 	sigaddset(&sigs, SIGHUP);
 	vm->signal_fd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (vm->signal_fd < 0 || evloop_add(&vm->loop, vm->signal_fd, EPOLLIN, on_signal, vm) < 0)
-		return fail(err, errlen, -errno, "cannot watch signals");
+		return errf(err, errlen, -errno, "cannot watch signals");
 	return 0;
 }
 
@@ -216,7 +212,7 @@ int vm_build(struct vm **out, const struct vm_config *cfg, const struct vm_sourc
 	*out = NULL;
 	struct vm *vm = vm_alloc(cfg);
 	if (!vm)
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return errf(err, errlen, -ENOMEM, "out of memory");
 	/* 1. What the user gave us is checked before KVM is touched. */
 	int r = vm_devices_open_disks(vm, cfg, err, errlen);
 	if (r < 0 || (src->before_kvm && (r = src->before_kvm(vm, src->ctx, err, errlen)) < 0))
@@ -227,7 +223,7 @@ int vm_build(struct vm **out, const struct vm_config *cfg, const struct vm_sourc
 		goto fail;
 	r = x86_vm_setup(vm->vm_fd);
 	if (r < 0) {
-		fail(err, errlen, r, "setting up the VM (irqchip, PIT): %s", strerror(-r));
+		errf(err, errlen, r, "setting up the VM (irqchip, PIT): %s", strerror(-r));
 		goto fail;
 	}
 	if ((r = map_memory(vm, err, errlen)) < 0 || (r = create_vcpus(vm, err, errlen)) < 0 ||
@@ -236,7 +232,7 @@ int vm_build(struct vm **out, const struct vm_config *cfg, const struct vm_sourc
 	/* 3. The I/O loop and devices. */
 	r = evloop_init(&vm->loop);
 	if (r < 0) {
-		fail(err, errlen, r, "cannot create the I/O loop: %s", strerror(-r));
+		errf(err, errlen, r, "cannot create the I/O loop: %s", strerror(-r));
 		goto fail;
 	}
 	if ((r = vm_devices_create(vm, cfg, err, errlen)) < 0 ||
@@ -271,7 +267,7 @@ static int boot_load(struct vm *vm, void *ctx, char *err, size_t errlen)
 		return r;
 	r = gmem_create(&vm->mem, cfg->memory_mib << 20, X86_MMIO_HOLE);
 	if (r < 0)
-		return fail(err, errlen, r, "cannot create %llu MiB of guest memory: %s",
+		return errf(err, errlen, r, "cannot create %llu MiB of guest memory: %s",
 		            (unsigned long long)cfg->memory_mib, strerror(-r));
 	r = x86_load_kernel(&vm->mem, b->kernel.data, b->kernel.len, &b->k, err, errlen);
 	if (r < 0)
@@ -280,7 +276,7 @@ static int boot_load(struct vm *vm, void *ctx, char *err, size_t errlen)
 	if (b->initrd.data) {
 		r = x86_place_initrd(&vm->mem, &b->k, b->initrd.len, &boot.initrd_gpa);
 		if (r < 0)
-			return fail(err, errlen, r,
+			return errf(err, errlen, r,
 			            "initrd of %zu bytes does not fit in guest memory",
 			            b->initrd.len);
 		boot.initrd_size = b->initrd.len;
@@ -294,7 +290,7 @@ static int boot_load(struct vm *vm, void *ctx, char *err, size_t errlen)
 	if ((r = x86_setup_boot(&vm->mem, &b->k, &boot, err, errlen)) < 0)
 		return r;
 	r = x86_write_page_tables(&vm->mem);
-	return r < 0 ? fail(err, errlen, r, "cannot write boot page tables") : 0;
+	return r < 0 ? errf(err, errlen, r, "cannot write boot page tables") : 0;
 }
 
 static int boot_vcpus(struct vm *vm, void *ctx, char *err, size_t errlen)
@@ -303,7 +299,7 @@ static int boot_vcpus(struct vm *vm, void *ctx, char *err, size_t errlen)
 	for (unsigned int i = 0; i < vm->ncpus; i++) {
 		int r = x86_vcpu_setup(vm->vcpus[i].fd, vm->cpuid, i, vm->ncpus, &b->k);
 		if (r < 0)
-			return fail(err, errlen, r, "setting up vCPU %u: %s", i, strerror(-r));
+			return errf(err, errlen, r, "setting up vCPU %u: %s", i, strerror(-r));
 	}
 	return 0;
 }

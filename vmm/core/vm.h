@@ -18,6 +18,7 @@
 #include "base/bus.h"
 #include "base/evloop.h"
 #include "base/guest_mem.h"
+#include "cove_limits.h"
 #include "devices/boot_timer.h"
 #include "devices/i8042.h"
 #include "devices/serial.h"

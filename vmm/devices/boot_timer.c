@@ -1,26 +1,20 @@
 #include "devices/boot_timer.h"
 
 #include <stdio.h>
-#include <time.h>
+
+#include "clock.h"
 
 static uint64_t process_start_ns;
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 /* Runs before main(): as close to exec as user space gets. */
 __attribute__((constructor)) static void boot_timer_mark_start(void)
 {
-	process_start_ns = mono_ns();
+	process_start_ns = (uint64_t)mono_ns();
 }
 
 uint64_t boot_timer_now_us(void)
 {
-	return (mono_ns() - process_start_ns) / 1000;
+	return ((uint64_t)mono_ns() - process_start_ns) / 1000;
 }
 
 uint64_t boot_timer_start_mono_us(void)

@@ -36,8 +36,8 @@ static int check_conf(const struct snap_conf *c, char *err, size_t errlen)
 		return errf(err, errlen, -EINVAL, "snapshot has %u vCPUs", c->cpus);
 	if (c->ndisks > VM_MAX_DISKS)
 		return errf(err, errlen, -EINVAL, "snapshot has %u disks", c->ndisks);
-	if (c->memory_bytes < (32ull << 20) || c->memory_bytes > (1ull << 40) ||
-	    c->memory_bytes % PAGE)
+	if (c->memory_bytes < ((uint64_t)COVE_MEMORY_MIN_MIB << 20) ||
+	    c->memory_bytes > (1ull << 40) || c->memory_bytes % PAGE)
 		return errf(err, errlen, -EINVAL, "snapshot has a bad memory size (%llu bytes)",
 		            (unsigned long long)c->memory_bytes);
 	if (c->ndevices != c->ndisks + (c->has_vsock ? 1 : 0) + 1)

@@ -10,8 +10,7 @@
 #include <zlib.h>
 
 #include "errf.h"
-
-#define SECTION_HDR 16
+#include "io.h"
 
 static void put32(uint8_t *p, uint32_t v)
 {
@@ -81,32 +80,32 @@ static int reserve(struct sf_writer *w, size_t more)
 void sf_add(struct sf_writer *w, uint32_t tag, uint32_t instance, const void *data, size_t len)
 {
 	size_t padded = (len + 7) & ~(size_t)7;
-	if (padded < len || reserve(w, SECTION_HDR + padded) < 0)
+	if (padded < len || reserve(w, SF_SECTION_HDR + padded) < 0)
 		return;
 	if (w->nsections >= SF_MAX_SECTIONS) {
 		w->error = -E2BIG;
 		return;
 	}
 	uint8_t *p = w->buf + w->len;
-	put32(p, tag);
-	put32(p + 4, instance);
-	put64(p + 8, len);
+	put32(p + SF_S_TAG, tag);
+	put32(p + SF_S_INSTANCE, instance);
+	put64(p + SF_S_LEN, len);
 	if (len)
-		memcpy(p + SECTION_HDR, data, len);
-	memset(p + SECTION_HDR + len, 0, padded - len);
-	w->len += SECTION_HDR + padded;
+		memcpy(p + SF_SECTION_HDR, data, len);
+	memset(p + SF_SECTION_HDR + len, 0, padded - len);
+	w->len += SF_SECTION_HDR + padded;
 	w->nsections++;
 }
 
 static void finish_header(struct sf_writer *w)
 {
 	uint8_t *h = w->buf;
-	memcpy(h, SF_MAGIC, 8);
-	put32(h + 8, SF_VERSION);
-	put32(h + 12, w->nsections);
-	put64(h + 16, w->len - SF_HEADER_SIZE);
-	put32(h + 24, crc(w->buf + SF_HEADER_SIZE, w->len - SF_HEADER_SIZE));
-	put32(h + 28, crc(h, 28));
+	memcpy(h + SF_H_MAGIC, SF_MAGIC, SF_MAGIC_LEN);
+	put32(h + SF_H_VERSION, SF_VERSION);
+	put32(h + SF_H_NSECTIONS, w->nsections);
+	put64(h + SF_H_PAYLOAD_LEN, w->len - SF_HEADER_SIZE);
+	put32(h + SF_H_PAYLOAD_CRC, crc(w->buf + SF_HEADER_SIZE, w->len - SF_HEADER_SIZE));
+	put32(h + SF_H_HEADER_CRC, crc(h, SF_H_HEADER_CRC));
 }
 
 int sf_write_file(struct sf_writer *w, int dirfd, const char *name)
@@ -120,18 +119,7 @@ int sf_write_file(struct sf_writer *w, int dirfd, const char *name)
 	int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0444);
 	if (fd < 0)
 		return -errno;
-	size_t off = 0;
-	int r = 0;
-	while (off < w->len) {
-		ssize_t n = write(fd, w->buf + off, w->len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			r = n < 0 ? -errno : -EIO;
-			break;
-		}
-		off += (size_t)n;
-	}
+	int r = write_all(fd, w->buf, w->len);
 	if (!r && fsync(fd) < 0)
 		r = -errno;
 	close(fd);
@@ -153,24 +141,24 @@ int sf_parse(struct sf_reader *r, const uint8_t *buf, size_t len, char *err, siz
 	memset(r, 0, sizeof(*r));
 	if (len < SF_HEADER_SIZE)
 		return errf(err, errlen, -EINVAL, "state file is truncated (%zu bytes)", len);
-	if (memcmp(buf, SF_MAGIC, 8) != 0)
+	if (memcmp(buf + SF_H_MAGIC, SF_MAGIC, SF_MAGIC_LEN) != 0)
 		return errf(err, errlen, -EINVAL,
 		            "state file has a wrong magic (not a Cove snapshot)");
-	if (get32(buf + 28) != crc(buf, 28))
+	if (get32(buf + SF_H_HEADER_CRC) != crc(buf, SF_H_HEADER_CRC))
 		return errf(err, errlen, -EINVAL, "state file header checksum mismatch");
-	uint32_t version = get32(buf + 8);
+	uint32_t version = get32(buf + SF_H_VERSION);
 	if (version != SF_VERSION)
 		return errf(err, errlen, -EINVAL,
 		            "state file version %u is not supported (this cove-vmm reads %u)",
 		            version, SF_VERSION);
-	uint32_t nsections = get32(buf + 12);
-	uint64_t payload = get64(buf + 16);
+	uint32_t nsections = get32(buf + SF_H_NSECTIONS);
+	uint64_t payload = get64(buf + SF_H_PAYLOAD_LEN);
 	if (payload != len - SF_HEADER_SIZE)
 		return errf(
 		    err, errlen, -EINVAL,
 		    "state file is truncated or has trailing bytes (%zu of %llu payload bytes)",
 		    len - SF_HEADER_SIZE, (unsigned long long)payload);
-	if (get32(buf + 24) != crc(buf + SF_HEADER_SIZE, len - SF_HEADER_SIZE))
+	if (get32(buf + SF_H_PAYLOAD_CRC) != crc(buf + SF_HEADER_SIZE, len - SF_HEADER_SIZE))
 		return errf(err, errlen, -EINVAL, "state file checksum mismatch (corrupted)");
 	if (nsections > SF_MAX_SECTIONS)
 		return errf(err, errlen, -EINVAL, "state file claims %u sections", nsections);
@@ -179,15 +167,15 @@ int sf_parse(struct sf_reader *r, const uint8_t *buf, size_t len, char *err, siz
 		return errf(err, errlen, -ENOMEM, "out of memory");
 	size_t off = SF_HEADER_SIZE;
 	for (uint32_t i = 0; i < nsections; i++) {
-		if (len - off < SECTION_HDR) {
+		if (len - off < SF_SECTION_HDR) {
 			sf_reader_free(r);
 			return errf(err, errlen, -EINVAL, "state file section %u is truncated", i);
 		}
 		struct sf_section *s = &r->sections[i];
-		s->tag = get32(buf + off);
-		s->instance = get32(buf + off + 4);
-		s->len = get64(buf + off + 8);
-		off += SECTION_HDR;
+		s->tag = get32(buf + off + SF_S_TAG);
+		s->instance = get32(buf + off + SF_S_INSTANCE);
+		s->len = get64(buf + off + SF_S_LEN);
+		off += SF_SECTION_HDR;
 		uint64_t padded = (s->len + 7) & ~(uint64_t)7;
 		if (s->len > len - off || padded > len - off) {
 			sf_reader_free(r);
@@ -228,15 +216,10 @@ int sf_read_file(struct sf_reader *r, int dirfd, const char *name, char *err, si
 		close(fd);
 		return errf(err, errlen, -ENOMEM, "out of memory");
 	}
+	/* A file that shrank since fstat reads short: the parse reports it. */
 	size_t off = 0;
-	while (off < len) {
-		ssize_t n = read(fd, buf + off, len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		off += (size_t)n;
-	}
+	if (len && pread_all(fd, buf, len, 0) == 0)
+		off = len;
 	close(fd);
 	int rc = sf_parse(r, buf, off, err, errlen);
 	if (rc < 0) {

@@ -20,9 +20,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SF_MAGIC        "COVESNAP"
-#define SF_VERSION      1
-#define SF_HEADER_SIZE  32
+#define SF_MAGIC       "COVESNAP"
+#define SF_VERSION     1
+#define SF_HEADER_SIZE 32
+/* Where each header field lies. */
+#define SF_H_MAGIC       0
+#define SF_H_VERSION     8
+#define SF_H_NSECTIONS   12
+#define SF_H_PAYLOAD_LEN 16
+#define SF_H_PAYLOAD_CRC 24
+#define SF_H_HEADER_CRC  28 /* covers the bytes before it */
+#define SF_MAGIC_LEN     8
+/* And in each section header (SF_SECTION_HDR bytes, then the data). */
+#define SF_S_TAG        0
+#define SF_S_INSTANCE   4
+#define SF_S_LEN        8
+#define SF_SECTION_HDR  16
 #define SF_MAX_SECTIONS 4096
 #define SF_MAX_SIZE     (64u << 20) /* a state file is kilobytes; refuse giants */
 

@@ -13,18 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "virtio/iov.h"
 #include "virtio/vsock_priv.h"
 
 #define EVENT_BATCH  64
 #define ACCEPT_BATCH 16
-
-uint64_t vsock_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static int epoll_op(struct vsock *v, int op, int fd, uint32_t mask, struct vsock_watch *w)
 {
@@ -84,7 +78,7 @@ static void timer_arm(struct vsock *v)
 	}
 	struct itimerspec its = { 0 };
 	if (next != UINT64_MAX) {
-		uint64_t now = vsock_now_ms();
+		uint64_t now = (uint64_t)mono_ms();
 		uint64_t delta = next > now ? next - now : 1;
 		its.it_value.tv_sec = (time_t)(delta / 1000);
 		its.it_value.tv_nsec = (long)(delta % 1000) * 1000000;
@@ -112,7 +106,7 @@ static void timer_expired(struct vsock *v)
 {
 	uint64_t ticks;
 	(void)!read(v->timer_fd, &ticks, sizeof(ticks));
-	uint64_t now = vsock_now_ms();
+	uint64_t now = (uint64_t)mono_ms();
 	while (vsock_link_linked(&v->clients)) {
 		struct vsock_client *cl =
 		    vsock_link_entry(v->clients.next, struct vsock_client, link);
@@ -173,7 +167,7 @@ static void accept_clients(struct vsock *v)
 		}
 		cl->w.kind = VSOCK_WATCH_CLIENT;
 		cl->fd = fd;
-		cl->deadline_ms = vsock_now_ms() + v->line_timeout_ms;
+		cl->deadline_ms = (uint64_t)mono_ms() + v->line_timeout_ms;
 		vsock_link_init(&cl->link);
 		if (epoll_op(v, EPOLL_CTL_ADD, fd, EPOLLIN, &cl->w) < 0) {
 			close(fd);
@@ -207,7 +201,7 @@ static void host_connect(struct vsock *v, struct vsock_client *cl, uint32_t port
 	client_close(v, cl);
 	c->state = VSOCK_CONN_HOST_CONNECTING;
 	c->pending = VSOCK_PEND_REQUEST;
-	c->deadline_ms = vsock_now_ms() + v->response_timeout_ms;
+	c->deadline_ms = (uint64_t)mono_ms() + v->response_timeout_ms;
 	vsock_link_add_tail(&v->connecting, &c->timed_link);
 	timer_arm(v); /* the response timeout may be the shorter one */
 	vsock_conn_refresh(v, c);

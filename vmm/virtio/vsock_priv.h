@@ -86,8 +86,6 @@ void vsock_reap(struct vsock *v);
 
 /* ---- host side (vsock_host.c) ---- */
 
-uint64_t vsock_now_ms(void);
-
 /* Creates the epoll set with the listener and timer in it.  Needs
  * listen_fd and timer_fd open. */
 int vsock_host_init(struct vsock *v) __attribute__((warn_unused_result));

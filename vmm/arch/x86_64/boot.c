@@ -3,13 +3,13 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "arch/x86_64/layout.h"
 #include "arch/x86_64/mptable.h"
+#include "errf.h"
 
 /* Kernels before protocol 2.06 did not state a limit; 255 was it. */
 #define X86_OLD_CMDLINE_SIZE 255
@@ -31,18 +31,6 @@ static_assert(X86_PVH_MEMMAP + X86_E820_MAX * sizeof(struct pvh_memmap_entry) <=
               "PVH memmap fits its page");
 static_assert(X86_E820_MAX <= E820_MAX_ENTRIES_ZEROPAGE, "e820 fits the zero page");
 static_assert(X86_CMDLINE_MAX >= X86_PVH_CMDLINE_MAX, "command line area");
-
-__attribute__((format(printf, 4, 5))) static int fail(char *err, size_t errlen, int rc,
-                                                      const char *fmt, ...)
-{
-	if (errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 /* End of the RAM region that starts at 0 (it never reaches the MMIO hole). */
 static uint64_t low_ram_end(const struct guest_mem *m)
@@ -130,11 +118,11 @@ static int check_initrd(const struct guest_mem *m, const struct x86_kernel *k,
 {
 	uint64_t g = c->initrd_gpa, n = c->initrd_size;
 	if (!gmem_ptr(m, g, n) || g < X86_KERNEL_LOAD || g + n > initrd_limit(m, k))
-		return fail(err, errlen, -EINVAL,
+		return errf(err, errlen, -EINVAL,
 		            "initrd [0x%llx, +0x%llx) is not in usable low RAM",
 		            (unsigned long long)g, (unsigned long long)n);
 	if (g < k->load_end && k->load_addr < g + n)
-		return fail(err, errlen, -EINVAL,
+		return errf(err, errlen, -EINVAL,
 		            "initrd [0x%llx, +0x%llx) overlaps the kernel [0x%llx, 0x%llx)",
 		            (unsigned long long)g, (unsigned long long)n,
 		            (unsigned long long)k->load_addr, (unsigned long long)k->load_end);
@@ -154,12 +142,12 @@ static int write_cmdline(const struct guest_mem *m, const struct x86_kernel *k, 
 		cmdline = "";
 	size_t len = strnlen(cmdline, max + 1);
 	if (len > max)
-		return fail(
+		return errf(
 		    err, errlen, -E2BIG,
 		    "kernel command line too long (%zu bytes or more, the kernel takes %llu)", len,
 		    (unsigned long long)max);
 	if (gmem_write(m, X86_CMDLINE, cmdline, len + 1) < 0)
-		return fail(err, errlen, -EFAULT, "no RAM for the command line at 0x%llx",
+		return errf(err, errlen, -EFAULT, "no RAM for the command line at 0x%llx",
 		            (unsigned long long)X86_CMDLINE);
 	return 0;
 }
@@ -184,7 +172,7 @@ static int write_zero_page(const struct guest_mem *m, const struct x86_kernel *k
 	memcpy(bp.e820_table, e820, n * sizeof(*e820));
 	bp.e820_entries = (uint8_t)n;
 	if (gmem_write(m, X86_ZERO_PAGE, &bp, sizeof(bp)) < 0)
-		return fail(err, errlen, -EFAULT, "no RAM for the zero page");
+		return errf(err, errlen, -EFAULT, "no RAM for the zero page");
 	return 0;
 }
 
@@ -213,7 +201,7 @@ static int write_pvh(const struct guest_mem *m, const struct x86_boot_cfg *c,
 	if (gmem_write(m, X86_PVH_START_INFO, &si, sizeof(si)) < 0 ||
 	    gmem_write(m, X86_PVH_MODLIST, &mod, sizeof(mod)) < 0 ||
 	    gmem_write(m, X86_PVH_MEMMAP, mm, n * sizeof(mm[0])) < 0)
-		return fail(err, errlen, -EFAULT, "no RAM for the PVH start_info");
+		return errf(err, errlen, -EFAULT, "no RAM for the PVH start_info");
 	return 0;
 }
 
@@ -221,9 +209,9 @@ int x86_setup_boot(const struct guest_mem *m, const struct x86_kernel *k,
                    const struct x86_boot_cfg *c, char *err, size_t errlen)
 {
 	if (!m || !k || !c || (k->mode != X86_BOOT_PVH && k->mode != X86_BOOT_LINUX64))
-		return fail(err, errlen, -EINVAL, "boot setup: bad arguments");
+		return errf(err, errlen, -EINVAL, "boot setup: bad arguments");
 	if (c->ncpus == 0 || c->ncpus > MPTABLE_MAX_CPUS)
-		return fail(err, errlen, -EINVAL, "boot setup: %u vCPUs (1..%u supported)",
+		return errf(err, errlen, -EINVAL, "boot setup: %u vCPUs (1..%u supported)",
 		            c->ncpus, MPTABLE_MAX_CPUS);
 	int rc;
 	if (c->initrd_size) {
@@ -237,12 +225,12 @@ int x86_setup_boot(const struct guest_mem *m, const struct x86_kernel *k,
 
 	rc = mptable_write(m, c->ncpus);
 	if (rc < 0)
-		return fail(err, errlen, rc, "cannot write the MP table: %s", strerror(-rc));
+		return errf(err, errlen, rc, "cannot write the MP table: %s", strerror(-rc));
 
 	struct boot_e820_entry e820[X86_E820_MAX];
 	int n = x86_build_e820(m, e820, X86_E820_MAX);
 	if (n < 0)
-		return fail(err, errlen, n, "e820 map does not fit");
+		return errf(err, errlen, n, "e820 map does not fit");
 
 	if (k->mode == X86_BOOT_LINUX64)
 		return write_zero_page(m, k, c, e820, (unsigned int)n, err, errlen);

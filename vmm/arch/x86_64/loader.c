@@ -5,12 +5,12 @@
 #include <assert.h>
 #include <elf.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "arch/x86_64/layout.h"
+#include "errf.h"
 
 /* From xen/include/public/elfnote.h: the 32-bit physical PVH entry point. */
 #define XEN_ELFNOTE_PHYS32_ENTRY 18
@@ -33,18 +33,6 @@
 static_assert(offsetof(struct setup_header, init_size) == 0x260 - BZ_HDR_OFFSET,
               "setup_header layout");
 static_assert(sizeof(struct setup_header) == 0x26c - BZ_HDR_OFFSET, "setup_header size");
-
-__attribute__((format(printf, 4, 5))) static int fail(char *err, size_t errlen, int rc,
-                                                      const char *fmt, ...)
-{
-	if (errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 /* [off, off + n) lies inside a file of len bytes, without overflow. */
 static bool in_file(uint64_t off, uint64_t n, size_t len)
@@ -86,7 +74,7 @@ static int elf_find_pvh_note(const uint8_t *img, const Elf64_Phdr *ph, uint64_t 
 		uint64_t desc_len = align_up(nh.n_descsz, a);
 		uint64_t body = rem - sizeof(nh);
 		if (name_len > body || desc_len > body - name_len)
-			return fail(err, errlen, -ENOEXEC, "vmlinux: truncated ELF note");
+			return errf(err, errlen, -ENOEXEC, "vmlinux: truncated ELF note");
 		const uint8_t *name = p + sizeof(nh);
 		const uint8_t *desc = name + name_len;
 		if (nh.n_namesz == 4 && memcmp(name, "Xen", 4) == 0 &&
@@ -97,12 +85,12 @@ static int elf_find_pvh_note(const uint8_t *img, const Elf64_Phdr *ph, uint64_t 
 			} else if (nh.n_descsz == 8) {
 				v = get32(desc) | (uint64_t)get32(desc + 4) << 32;
 			} else {
-				return fail(err, errlen, -ENOEXEC,
+				return errf(err, errlen, -ENOEXEC,
 				            "vmlinux: PVH entry note has %u-byte value",
 				            nh.n_descsz);
 			}
 			if (v > UINT32_MAX)
-				return fail(err, errlen, -ENOEXEC,
+				return errf(err, errlen, -ENOEXEC,
 				            "vmlinux: PVH entry 0x%llx is not a 32-bit address",
 				            (unsigned long long)v);
 			*entry = v;
@@ -120,20 +108,20 @@ static int elf_check_load(const struct guest_mem *m, const Elf64_Phdr *ph, size_
                           char *err, size_t errlen)
 {
 	if (ph->p_filesz > ph->p_memsz)
-		return fail(err, errlen, -ENOEXEC, "vmlinux: segment %u has filesz > memsz", i);
+		return errf(err, errlen, -ENOEXEC, "vmlinux: segment %u has filesz > memsz", i);
 	if (!in_file(ph->p_offset, ph->p_filesz, len))
-		return fail(err, errlen, -ENOEXEC,
+		return errf(err, errlen, -ENOEXEC,
 		            "vmlinux: segment %u (offset 0x%llx, 0x%llx bytes) is past the end "
 		            "of the file",
 		            i, (unsigned long long)ph->p_offset, (unsigned long long)ph->p_filesz);
 	if (ph->p_paddr < X86_KERNEL_LOAD)
-		return fail(err, errlen, -ENOEXEC,
+		return errf(err, errlen, -ENOEXEC,
 		            "vmlinux: segment %u at 0x%llx overlaps the boot area below 1 MiB", i,
 		            (unsigned long long)ph->p_paddr);
 	/* The PVH entry runs in 32-bit mode: everything must sit below 4 GiB. */
 	if (ph->p_memsz > X86_MMIO_HOLE_END || ph->p_paddr > X86_MMIO_HOLE_END - ph->p_memsz ||
 	    (ph->p_memsz && !gmem_ptr(m, ph->p_paddr, ph->p_memsz)))
-		return fail(err, errlen, -EFBIG,
+		return errf(err, errlen, -EFBIG,
 		            "vmlinux: segment %u [0x%llx, +0x%llx) is outside guest RAM", i,
 		            (unsigned long long)ph->p_paddr, (unsigned long long)ph->p_memsz);
 	return 0;
@@ -144,22 +132,22 @@ static int load_elf(const struct guest_mem *m, const uint8_t *img, size_t len, s
 {
 	Elf64_Ehdr eh;
 	if (len < sizeof(eh))
-		return fail(err, errlen, -ENOEXEC, "vmlinux: file too short for an ELF header");
+		return errf(err, errlen, -ENOEXEC, "vmlinux: file too short for an ELF header");
 	memcpy(&eh, img, sizeof(eh));
 	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
 	    eh.e_ident[EI_VERSION] != EV_CURRENT)
-		return fail(err, errlen, -ENOEXEC, "vmlinux: not a little-endian ELF64 file");
+		return errf(err, errlen, -ENOEXEC, "vmlinux: not a little-endian ELF64 file");
 	if (eh.e_machine != EM_X86_64)
-		return fail(err, errlen, -ENOEXEC, "vmlinux: not an x86_64 ELF file (machine %u)",
+		return errf(err, errlen, -ENOEXEC, "vmlinux: not an x86_64 ELF file (machine %u)",
 		            eh.e_machine);
 	if (eh.e_type != ET_EXEC)
-		return fail(err, errlen, -ENOEXEC, "vmlinux: not an executable (ELF type %u)",
+		return errf(err, errlen, -ENOEXEC, "vmlinux: not an executable (ELF type %u)",
 		            eh.e_type);
 	if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phnum > ELF_MAX_PHDRS)
-		return fail(err, errlen, -ENOEXEC, "vmlinux: bad program header table (%u x %u)",
+		return errf(err, errlen, -ENOEXEC, "vmlinux: bad program header table (%u x %u)",
 		            eh.e_phnum, eh.e_phentsize);
 	if (!in_file(eh.e_phoff, (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr), len))
-		return fail(err, errlen, -ENOEXEC,
+		return errf(err, errlen, -ENOEXEC,
 		            "vmlinux: program headers are past the end of the file");
 
 	Elf64_Phdr ph[ELF_MAX_PHDRS];
@@ -182,7 +170,7 @@ static int load_elf(const struct guest_mem *m, const uint8_t *img, size_t len, s
 				hi = ph[i].p_paddr + ph[i].p_memsz;
 		} else if (ph[i].p_type == PT_NOTE && !have_entry) {
 			if (!in_file(ph[i].p_offset, ph[i].p_filesz, len))
-				return fail(err, errlen, -ENOEXEC,
+				return errf(err, errlen, -ENOEXEC,
 				            "vmlinux: note segment %u is past the end of the file",
 				            i);
 			rc = elf_find_pvh_note(img, &ph[i], &entry, err, errlen);
@@ -192,9 +180,9 @@ static int load_elf(const struct guest_mem *m, const uint8_t *img, size_t len, s
 		}
 	}
 	if (hi == 0)
-		return fail(err, errlen, -ENOEXEC, "vmlinux: no loadable segments");
+		return errf(err, errlen, -ENOEXEC, "vmlinux: no loadable segments");
 	if (!have_entry)
-		return fail(err, errlen, -ENOEXEC,
+		return errf(err, errlen, -ENOEXEC,
 		            "vmlinux has no PVH entry note (build with CONFIG_PVH)");
 
 	bool entry_loaded = false;
@@ -206,7 +194,7 @@ static int load_elf(const struct guest_mem *m, const uint8_t *img, size_t len, s
 			entry_loaded = true;
 	}
 	if (!entry_loaded)
-		return fail(err, errlen, -ENOEXEC,
+		return errf(err, errlen, -ENOEXEC,
 		            "vmlinux: PVH entry 0x%llx is not inside a loaded segment",
 		            (unsigned long long)entry);
 
@@ -216,7 +204,7 @@ static int load_elf(const struct guest_mem *m, const uint8_t *img, size_t len, s
 			continue;
 		uint8_t *dst = gmem_ptr(m, p->p_paddr, p->p_memsz);
 		if (!dst) /* checked above; only an unmapped guest_mem gets here */
-			return fail(err, errlen, -EFBIG, "vmlinux: segment %u is not mapped", i);
+			return errf(err, errlen, -EFBIG, "vmlinux: segment %u is not mapped", i);
 		memcpy(dst, img + p->p_offset, p->p_filesz);
 		memset(dst + p->p_filesz, 0, p->p_memsz - p->p_filesz);
 	}
@@ -243,37 +231,37 @@ static int load_bzimage(const struct guest_mem *m, const uint8_t *img, size_t le
 	size_t hdr_end = BZ_MAGIC_OFFSET + (size_t)img[BZ_JUMP_END_OFFSET];
 	size_t need = BZ_HDR_OFFSET + offsetof(struct setup_header, init_size) + 4;
 	if (hdr_end > len)
-		return fail(err, errlen, -ENOEXEC, "bzImage: setup header is truncated");
+		return errf(err, errlen, -ENOEXEC, "bzImage: setup header is truncated");
 	memset(&h, 0, sizeof(h));
 	size_t n = hdr_end - BZ_HDR_OFFSET;
 	memcpy(&h, img + BZ_HDR_OFFSET, n < sizeof(h) ? n : sizeof(h));
 
 	if (h.version < BZ_MIN_VERSION)
-		return fail(err, errlen, -ENOEXEC,
+		return errf(err, errlen, -ENOEXEC,
 		            "bzImage: boot protocol %u.%02u is too old (need 2.12)", h.version >> 8,
 		            h.version & 0xff);
 	if (hdr_end < need)
-		return fail(err, errlen, -ENOEXEC,
+		return errf(err, errlen, -ENOEXEC,
 		            "bzImage: setup header is too short for protocol 2.12");
 	if (!(h.xloadflags & XLF_KERNEL_64))
-		return fail(err, errlen, -ENOEXEC,
+		return errf(err, errlen, -ENOEXEC,
 		            "bzImage: no 64-bit entry point (XLF_KERNEL_64 not set)");
 	if (!(h.loadflags & LOADED_HIGH))
-		return fail(err, errlen, -ENOEXEC, "bzImage: kernel does not load at 1 MiB");
+		return errf(err, errlen, -ENOEXEC, "bzImage: kernel does not load at 1 MiB");
 
 	uint64_t sects = h.setup_sects ? h.setup_sects : BZ_DEFAULT_SECTS;
 	uint64_t pm_off = (sects + 1) * BZ_SECTOR;
 	if (pm_off >= len)
-		return fail(err, errlen, -ENOEXEC,
+		return errf(err, errlen, -ENOEXEC,
 		            "bzImage: setup code (%llu sectors) reaches the end of the file",
 		            (unsigned long long)sects);
 	uint64_t pm_len = len - pm_off;
 	if ((uint64_t)h.syssize * 16 > pm_len)
-		return fail(err, errlen, -ENOEXEC,
+		return errf(err, errlen, -ENOEXEC,
 		            "bzImage: truncated: kernel is %llu bytes, header says %llu",
 		            (unsigned long long)pm_len, (unsigned long long)h.syssize * 16);
 	if (h.init_size == 0)
-		return fail(err, errlen, -ENOEXEC, "bzImage: init_size is 0");
+		return errf(err, errlen, -ENOEXEC, "bzImage: init_size is 0");
 
 	/* The decompressor works in [max(aligned load address, pref_address),
 	 * + init_size): startup_64 moves itself there before extracting. */
@@ -285,12 +273,12 @@ static int load_bzimage(const struct guest_mem *m, const uint8_t *img, size_t le
 	if (h.pref_address > ws)
 		ws = h.pref_address;
 	if (ws >= X86_MMIO_HOLE_END || !gmem_ptr(m, ws, h.init_size))
-		return fail(err, errlen, -EFBIG,
+		return errf(err, errlen, -EFBIG,
 		            "bzImage: kernel needs 0x%x bytes at 0x%llx (init_size), beyond RAM",
 		            h.init_size, (unsigned long long)ws);
 	uint8_t *dst = gmem_ptr(m, base, pm_len);
 	if (!dst)
-		return fail(err, errlen, -EFBIG,
+		return errf(err, errlen, -EFBIG,
 		            "bzImage: kernel (%llu bytes) does not fit in RAM at 0x%llx",
 		            (unsigned long long)pm_len, (unsigned long long)base);
 	memcpy(dst, img + pm_off, pm_len);
@@ -307,12 +295,12 @@ int x86_load_kernel(const struct guest_mem *m, const uint8_t *img, size_t len, s
                     char *err, size_t errlen)
 {
 	if (!m || !k || (!img && len))
-		return fail(err, errlen, -EINVAL, "kernel loader: bad arguments");
+		return errf(err, errlen, -EINVAL, "kernel loader: bad arguments");
 	memset(k, 0, sizeof(*k));
 	if (len >= SELFMAG && memcmp(img, ELFMAG, SELFMAG) == 0)
 		return load_elf(m, img, len, k, err, errlen);
 	if (is_bzimage(img, len))
 		return load_bzimage(m, img, len, k, err, errlen);
-	return fail(err, errlen, -ENOEXEC,
+	return errf(err, errlen, -ENOEXEC,
 	            "kernel image is neither an ELF vmlinux nor a bzImage (%zu bytes)", len);
 }
