@@ -8,51 +8,41 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int write_all(int fd, const void *buf, size_t len)
+enum io_op { IO_WRITE, IO_PWRITE, IO_PREAD };
+
+/* The one whole-buffer loop: retries short transfers and EINTR; a
+ * transfer of 0 bytes (end of file, or a full device that says so) is
+ * -EIO. */
+static int io_all(int fd, char *p, size_t len, off_t off, enum io_op op)
 {
-	const char *p = buf;
 	while (len) {
-		ssize_t n = write(fd, p, len);
+		ssize_t n = op == IO_WRITE    ? write(fd, p, len)
+		            : op == IO_PWRITE ? pwrite(fd, p, len, off)
+		                              : pread(fd, p, len, off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return n < 0 ? -errno : -EIO;
 		p += n;
 		len -= (size_t)n;
+		off += n;
 	}
 	return 0;
+}
+
+int write_all(int fd, const void *buf, size_t len)
+{
+	return io_all(fd, (char *)buf, len, 0, IO_WRITE);
 }
 
 int pwrite_all(int fd, const void *buf, size_t len, off_t off)
 {
-	const char *p = buf;
-	while (len) {
-		ssize_t n = pwrite(fd, p, len, off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		len -= (size_t)n;
-		off += n;
-	}
-	return 0;
+	return io_all(fd, (char *)buf, len, off, IO_PWRITE);
 }
 
 int pread_all(int fd, void *buf, size_t len, off_t off)
 {
-	char *p = buf;
-	while (len) {
-		ssize_t n = pread(fd, p, len, off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		len -= (size_t)n;
-		off += n;
-	}
-	return 0;
+	return io_all(fd, buf, len, off, IO_PREAD);
 }
 
 /* Copies [off, end) of in to the same offsets of out: copy_file_range
