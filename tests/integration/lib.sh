@@ -18,6 +18,30 @@ need() {
 	done
 }
 
+# cove_env [RUNTIME_DIR]: what the CLI tests share: cove, cove-vmm, the
+# kernel and the minimal image staged on tmpfs, and a registry of the
+# test's own (default $WORK/rt) so other sandboxes do not show; sets $cove
+# and traps EXIT to stop every sandbox left there and remove $WORK (and
+# RUNTIME_DIR when one was given).
+cove_env() {
+	need build/bin/cove build/bin/cove-vmm build/vmlinux build/images/minimal.ext4
+	COVE_KERNEL=$(stage vmlinux build/vmlinux)
+	COVE_IMAGE=$(stage minimal.ext4 build/images/minimal.ext4)
+	export COVE_KERNEL COVE_IMAGE COVE_VMM=$PWD/build/bin/cove-vmm
+	export COVE_RUNTIME_DIR=${1:-$WORK/rt}
+	cove_own_rt=${1:-}
+	cove=build/bin/cove
+	trap cove_cleanup EXIT
+}
+
+cove_cleanup() {
+	local d
+	for d in "$COVE_RUNTIME_DIR"/*/; do
+		[ -d "$d" ] && $cove stop "$(basename "$d")" >/dev/null 2>&1
+	done
+	rm -rf "$WORK" ${cove_own_rt:+"$cove_own_rt"}
+}
+
 # stage NAME SRC: copy SRC to tmpfs (sparse) and print the copy's path.
 stage() {
 	cp --sparse=always "$2" "$WORK/$1"

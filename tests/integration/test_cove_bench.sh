@@ -4,13 +4,8 @@
 # counts and Cove/QEMU ratios (no timing assertions: figures
 # belong to docs/benchmarks.md, not to tests).
 source tests/integration/lib.sh
-need build/bin/cove build/bin/cove-vmm build/vmlinux build/images/minimal.ext4
-export COVE_KERNEL=$(stage vmlinux build/vmlinux)
-export COVE_IMAGE=$(stage minimal.ext4 build/images/minimal.ext4)
-export COVE_VMM=$PWD/build/bin/cove-vmm
-export COVE_RUNTIME_DIR=$WORK/rt
+cove_env
 export TMPDIR=$WORK
-cove=build/bin/cove
 
 run() { # run NAME CHECK ARGS...
 	local name=$1 check=$2

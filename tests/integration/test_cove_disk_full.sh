@@ -8,17 +8,7 @@
 # die_if_ferror prints a fixed string), so the test writes with dd and cat,
 # which print strerror(errno).
 source tests/integration/lib.sh
-need build/bin/cove build/bin/cove-vmm build/vmlinux build/images/minimal.ext4
-export COVE_KERNEL=$(stage vmlinux build/vmlinux)
-export COVE_IMAGE=$(stage minimal.ext4 build/images/minimal.ext4)
-export COVE_VMM=$PWD/build/bin/cove-vmm
-export COVE_RUNTIME_DIR=$WORK/rt
-cove=build/bin/cove
-cleanup() {
-	$cove stop full >/dev/null 2>&1
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
+cove_env
 x() { $cove exec full -- sh -c "$1" 2>&1; }
 
 $cove start --name full >/dev/null || { not_ok "start"; finish; }

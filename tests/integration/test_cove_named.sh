@@ -3,22 +3,7 @@
 # stop find it by name from other cove processes; a duplicate name is
 # refused; a VMM killed behind cove's back is reported and cleaned by ls.
 source tests/integration/lib.sh
-need build/bin/cove build/bin/cove-vmm build/bin/cove-agent build/vmlinux build/images/minimal.ext4
-export COVE_KERNEL=$(stage vmlinux build/vmlinux)
-export COVE_IMAGE=$(stage minimal.ext4 build/images/minimal.ext4)
-export COVE_VMM=$PWD/build/bin/cove-vmm
-# A registry of our own, so other sandboxes on this host do not show.
-export COVE_RUNTIME_DIR=$WORK/rt
-cove=build/bin/cove
-
-# Whatever the outcome, no VMM outlives the test.
-cleanup() {
-	for d in "$COVE_RUNTIME_DIR"/*/; do
-		[ -d "$d" ] && $cove stop "$(basename "$d")" >/dev/null 2>&1
-	done
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
+cove_env # whatever the outcome, no VMM outlives the test
 
 meta_pid() {
 	sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$COVE_RUNTIME_DIR/$1/meta.json"

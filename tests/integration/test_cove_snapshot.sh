@@ -5,21 +5,8 @@
 # sandbox id, and their wall clock is the host's; the base image is never
 # written; a corrupted snapshot is refused with one line.
 source tests/integration/lib.sh
-need build/bin/cove build/bin/cove-vmm build/vmlinux build/images/minimal.ext4
-export COVE_KERNEL=$(stage vmlinux build/vmlinux)
-export COVE_IMAGE=$(stage minimal.ext4 build/images/minimal.ext4)
-export COVE_VMM=$PWD/build/bin/cove-vmm
-export COVE_RUNTIME_DIR=$WORK/rt
-cove=build/bin/cove
+cove_env
 base_sum=$(sha256sum <"$COVE_IMAGE")
-
-cleanup() {
-	for d in "$COVE_RUNTIME_DIR"/*/; do
-		[ -d "$d" ] && $cove stop "$(basename "$d")" >/dev/null 2>&1
-	done
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
 
 x() { $cove exec "$1" -- sh -c "$2" 2>&1; }
 

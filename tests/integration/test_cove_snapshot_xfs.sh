@@ -5,19 +5,7 @@
 # disk cannot be renamed there, so it is copied; the snapshot must restore
 # and fork with the disk's content, and the running sandbox goes on.
 source tests/integration/lib.sh
-need build/bin/cove build/bin/cove-vmm build/vmlinux build/images/minimal.ext4
-export COVE_KERNEL=$(stage vmlinux build/vmlinux)
-export COVE_IMAGE=$(stage minimal.ext4 build/images/minimal.ext4)
-export COVE_VMM=$PWD/build/bin/cove-vmm
-export COVE_RUNTIME_DIR=$(mktemp -d /run/cove-xfs.XXXXXX)
-cove=build/bin/cove
-cleanup() {
-	for d in "$COVE_RUNTIME_DIR"/*/; do
-		[ -d "$d" ] && $cove stop "$(basename "$d")" >/dev/null 2>&1
-	done
-	rm -rf "$WORK" "$COVE_RUNTIME_DIR"
-}
-trap cleanup EXIT
+cove_env "$(mktemp -d /run/cove-xfs.XXXXXX)"
 x() { $cove exec "$1" -- sh -c "$2" 2>&1; }
 
 snap=$WORK/snap
