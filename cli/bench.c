@@ -25,10 +25,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "clock.h"
+#include "errf.h"
 #include "qcow2_create.h"
 
 enum phase {
@@ -51,23 +52,14 @@ static const char *const phase_names[PH_COUNT] = {
 static const char *const kvm_counters[] = { "exits",      "io_exits",  "mmio_exits",
 	                                    "halt_exits", "irq_exits", "pf_taken" };
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 static int exec_true(struct cove_sandbox *sb, char *err, size_t errlen)
 {
 	const char *argv[] = { "true", NULL };
 	struct cove_exec_opts o = { .argv = argv, .stdin_fd = -1 };
 	struct cove_exec_result res;
 	int r = cove_exec(sb, &o, &res, err, errlen);
-	if (r == 0 && res.exit_code != 0) {
-		snprintf(err, errlen, "true exited %d", res.exit_code);
-		r = -EIO;
-	}
+	if (r == 0 && res.exit_code != 0)
+		r = errf(err, errlen, -EIO, "true exited %d", res.exit_code);
 	return r;
 }
 
@@ -200,10 +192,8 @@ static int qemu_sample(struct bench *b, double *ph, char *err, size_t errlen)
 	for (int p = 0; p < PH_COUNT; p++)
 		ph[p] = NAN;
 	char dir[] = "/tmp/cove-bench-qemu-XXXXXX", overlay[64], drive[128], mem[32], smp[16];
-	if (!mkdtemp(dir)) {
-		snprintf(err, errlen, "mkdtemp: %s", strerror(errno));
-		return -1;
-	}
+	if (!mkdtemp(dir))
+		return errf(err, errlen, -1, "mkdtemp: %s", strerror(errno));
 	snprintf(overlay, sizeof(overlay), "%s/root.qcow2", dir);
 	if (qcow2_create_overlay(overlay, b->cfg.image, 0, err, errlen) < 0) {
 		rmdir(dir);
@@ -243,11 +233,9 @@ static int qemu_sample(struct bench *b, double *ph, char *err, size_t errlen)
 		               "virtio-blk-device,drive=root",
 		               NULL };
 	int pfd[2];
-	if (pipe2(pfd, O_CLOEXEC) < 0) {
-		snprintf(err, errlen, "pipe: %s", strerror(errno));
-		return -1;
-	}
-	double t0 = now_ms();
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return errf(err, errlen, -1, "pipe: %s", strerror(errno));
+	double t0 = mono_ns() / 1e6;
 	pid_t pid = fork();
 	if (pid == 0) {
 		dup2(pfd[1], 1);
@@ -271,7 +259,7 @@ static int qemu_sample(struct bench *b, double *ph, char *err, size_t errlen)
 			break;
 		len += (size_t)n;
 		line[len] = '\0';
-		double t = now_ms() - t0;
+		double t = mono_ns() / 1e6 - t0;
 		if (isnan(ph[PH_GUEST_INIT]) && strstr(line, "COVE-INIT-OK"))
 			ph[PH_GUEST_INIT] = t;
 		if (isnan(ph[PH_FIRST_EXEC]) && strstr(line, "COVE-CMD-EXIT"))
@@ -292,15 +280,13 @@ static int qemu_sample(struct bench *b, double *ph, char *err, size_t errlen)
 		kill(pid, SIGKILL); /* a no-op once it has ended */
 		waitpid(pid, &status, 0);
 	}
-	ph[PH_TEARDOWN] = now_ms() - t0;
+	ph[PH_TEARDOWN] = mono_ns() / 1e6 - t0;
 	unlink(overlay);
 	rmdir(dir);
-	if (pid < 0 || isnan(ph[PH_FIRST_EXEC])) {
-		snprintf(err, errlen,
-		         "QEMU microvm did not run the command (is qemu-system-x86 "
-		         "installed, and /dev/kvm usable?)");
-		return -1;
-	}
+	if (pid < 0 || isnan(ph[PH_FIRST_EXEC]))
+		return errf(err, errlen, -1,
+		            "QEMU microvm did not run the command (is qemu-system-x86 "
+		            "installed, and /dev/kvm usable?)");
 	return 0;
 }
 
@@ -386,7 +372,7 @@ static int bench_start(struct bench *b, const char *snap)
 		for (int p = 0; p < PH_COUNT; p++)
 			ph[i][p] = NAN;
 		struct cove_sandbox *sb;
-		double t0 = now_ms();
+		double t0 = mono_ns() / 1e6;
 		int r = snap ? cove_restore(&b->cfg, snap, &sb, err, sizeof(err))
 		             : cove_start(&b->cfg, &sb, err, sizeof(err));
 		if (r < 0) {
@@ -395,7 +381,7 @@ static int bench_start(struct bench *b, const char *snap)
 			free(qph);
 			return 1;
 		}
-		ph[i][PH_AGENT_READY] = now_ms() - t0;
+		ph[i][PH_AGENT_READY] = mono_ns() / 1e6 - t0;
 		if (exec_true(sb, err, sizeof(err)) < 0) {
 			fprintf(stderr, "cove bench: sample %d: exec: %s\n", i, err);
 			cove_free(sb);
@@ -403,10 +389,10 @@ static int bench_start(struct bench *b, const char *snap)
 			free(qph);
 			return 1;
 		}
-		ph[i][PH_FIRST_EXEC] = now_ms() - t0;
+		ph[i][PH_FIRST_EXEC] = mono_ns() / 1e6 - t0;
 		json_t *work = vmm_sample(sb, t0, ph[i]);
 		(void)cove_stop(sb);
-		ph[i][PH_TEARDOWN] = now_ms() - t0;
+		ph[i][PH_TEARDOWN] = mono_ns() / 1e6 - t0;
 		cove_free(sb);
 		add_sample(b, ph[i], work);
 		if (b->vs_qemu) {
@@ -484,7 +470,7 @@ static int bench_fork(struct bench *b, const char *snap)
 	char err[512];
 	int rc = 0;
 	for (int i = 0; i < b->n && !rc; i++) {
-		double t0 = now_ms();
+		double t0 = mono_ns() / 1e6;
 		int started = 0;
 		for (; started < b->count; started++)
 			if (cove_restore(&b->cfg, snap, &sb[started], err, sizeof(err)) < 0)
@@ -496,7 +482,7 @@ static int bench_fork(struct bench *b, const char *snap)
 			fprintf(stderr, "cove bench: fork round %d: %s\n", i, err);
 			rc = 1;
 		}
-		t[i] = now_ms() - t0;
+		t[i] = mono_ns() / 1e6 - t0;
 		long pss = 0, rss = 0;
 		for (int k = 0; k < b->count && !rc; k++) {
 			pss += rollup(cove_vmm_pid(sb[k]), "Pss");
@@ -537,13 +523,13 @@ static int bench_exec(struct bench *b)
 	double *t = calloc((size_t)b->n, sizeof(double));
 	int rc = 0;
 	for (int i = 0; i < b->n; i++) {
-		double t0 = now_ms();
+		double t0 = mono_ns() / 1e6;
 		if (exec_true(sb, err, sizeof(err)) < 0) {
 			fprintf(stderr, "cove bench: exec %d: %s\n", i, err);
 			rc = 1;
 			break;
 		}
-		t[i] = now_ms() - t0;
+		t[i] = mono_ns() / 1e6 - t0;
 		json_array_append_new(b->samples,
 		                      json_pack("{s:s, s:f}", "system", "cove", "rtt_ms", t[i]));
 	}

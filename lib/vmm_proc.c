@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "io.h"
 #include "libcove.h"
 #include "proto.h"
 
@@ -155,10 +156,7 @@ static int spawn_detached(char *const argv[], const char *log, struct cove_sandb
 	close(up[1]);
 	close(go[1]);
 	if (r == 0) {
-		ssize_t n;
-		do
-			n = read(up[0], &v, sizeof(v));
-		while (n < 0 && errno == EINTR);
+		ssize_t n = read_full(up[0], &v, sizeof(v));
 		waitpid(mid, NULL, 0);
 		r = n != sizeof(v) ? -ECHILD : v < 0 ? v : 0;
 	}
