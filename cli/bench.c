@@ -29,6 +29,7 @@
 
 #include "cli.h"
 #include "clock.h"
+#include "cove_limits.h"
 #include "errf.h"
 #include "qcow2_create.h"
 
@@ -200,9 +201,9 @@ static int qemu_sample(struct bench *b, double *ph, char *err, size_t errlen)
 		return -1;
 	}
 	snprintf(drive, sizeof(drive), "id=root,file=%s,format=qcow2,if=none", overlay);
-	snprintf(mem, sizeof(mem), "%llu",
-	         (unsigned long long)(b->cfg.memory_mib ? b->cfg.memory_mib : 256));
-	snprintf(smp, sizeof(smp), "%u", b->cfg.cpus ? b->cfg.cpus : 1);
+	uint64_t mib = b->cfg.memory_mib ? b->cfg.memory_mib : COVE_MEMORY_DEFAULT_MIB;
+	snprintf(mem, sizeof(mem), "%llu", (unsigned long long)mib);
+	snprintf(smp, sizeof(smp), "%u", b->cfg.cpus ? b->cfg.cpus : COVE_CPUS_DEFAULT);
 	const char *argv[] = { "qemu-system-x86_64",
 		               "-M",
 		               "microvm,acpi=off,rtc=off,x-option-roms=off,isa-serial=on",
@@ -660,10 +661,10 @@ int cli_bench(int argc, char **argv)
 		remove_snapshot(snap);
 	}
 	if (!rc && b.json_path) {
-		json_t *doc = json_pack("{s:s, s:i, s:I, s:O}", "benchmark", b.mode, "cpus",
-		                        b.cfg.cpus ? b.cfg.cpus : 1, "memory_mib",
-		                        (json_int_t)(b.cfg.memory_mib ? b.cfg.memory_mib : 256),
-		                        "samples", b.samples);
+		unsigned int cpus = b.cfg.cpus ? b.cfg.cpus : COVE_CPUS_DEFAULT;
+		uint64_t mib = b.cfg.memory_mib ? b.cfg.memory_mib : COVE_MEMORY_DEFAULT_MIB;
+		json_t *doc = json_pack("{s:s, s:i, s:I, s:O}", "benchmark", b.mode, "cpus", cpus,
+		                        "memory_mib", (json_int_t)mib, "samples", b.samples);
 		if (json_dump_file(doc, b.json_path, JSON_INDENT(1)) < 0) {
 			fprintf(stderr, "cove bench: cannot write '%s'\n", b.json_path);
 			rc = 1;

@@ -87,8 +87,23 @@ unsigned int config_boot_timeout_ms(const struct cove_config *cfg)
 	return cfg->boot_timeout_ms ? cfg->boot_timeout_ms : CONFIG_BOOT_TIMEOUT_MS;
 }
 
+int config_check_sizes(unsigned int cpus, uint64_t memory_mib, char *err, size_t errlen)
+{
+	if (memory_mib && memory_mib < COVE_MEMORY_MIN_MIB)
+		return errf(err, errlen, -EINVAL, "memory must be at least %d MiB, got %llu",
+		            COVE_MEMORY_MIN_MIB, (unsigned long long)memory_mib);
+	if (cpus > COVE_CPUS_MAX)
+		return errf(err, errlen, -EINVAL, "cpus must be between 1 and %d, got %u",
+		            COVE_CPUS_MAX, cpus);
+	return 0;
+}
+
 int config_check(const struct cove_config *cfg, bool boot, char *err, size_t errlen)
 {
+	/* A restore takes its sizes from the snapshot. */
+	int r = boot ? config_check_sizes(cfg->cpus, cfg->memory_mib, err, errlen) : 0;
+	if (r < 0)
+		return r;
 	int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (kvm < 0)
 		return errf(err, errlen, -ENODEV,

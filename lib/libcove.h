@@ -40,9 +40,17 @@ struct cove_sandbox {
 /* ---- config.c ----------------------------------------------------------- */
 
 /* What cove_start (boot) or cove_restore (!boot) needs before anything
- * is created: a usable /dev/kvm, the files cfg names, a valid name.  0, or
+ * is created: sizes within bounds (boot only: a restore takes them from the
+ * snapshot), a usable /dev/kvm, the files cfg names, a valid name.  0, or
  * -errno with a message in err. */
 int config_check(const struct cove_config *cfg, bool boot, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* The sizes a sandbox may boot with (common/cove_limits.h), 0 meaning the
+ * default: -EINVAL for memory below COVE_MEMORY_MIN_MIB or more than
+ * COVE_CPUS_MAX CPUs, with cove-vmm's wording ("memory must be at least
+ * 32 MiB, got 16"). */
+int config_check_sizes(unsigned int cpus, uint64_t memory_mib, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
 /* cfg's boot timeout, or its default. */
