@@ -79,8 +79,9 @@ $(B)/bin/cove-vmm: $(call obj,$(VMM_SRCS) $(COMMON_SRCS))
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS_VMM)
 
 # The agent is PID 1 in a guest with no libc of its own: link it statically.
-# It shares the wire protocol code (lib/proto*.c) with libcove.
-AGENT_SHARED := $(wildcard lib/proto*.c) $(COMMON_SRCS)
+# It shares common/ (the wire protocol code, common/proto*.c, among it)
+# with libcove.
+AGENT_SHARED := $(COMMON_SRCS)
 $(B)/bin/cove-agent: $(call obj,$(AGENT_SRCS) $(AGENT_SHARED))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")

@@ -11,38 +11,25 @@
  * starts the sandbox: cove-vmm's process start, VM created, first KVM_RUN
  * and guest init come from cove-vmm itself ({"op":"stats"}), the rest from
  * this process.  Work counts (KVM exits by reason, disk bytes read, VMM
- * memory outside guest RAM) are read after the first exec. */
+ * memory outside guest RAM) are read after the first exec.  The QEMU
+ * comparison is bench_qemu.c's, the SVG plot bench_plot.c's. */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "cli.h"
-#include "qcow2_create.h"
+#include "clock.h"
+#include "cove_limits.h"
+#include "errf.h"
 
-enum phase {
-	PH_VMM_START,
-	PH_VM_CREATED,
-	PH_FIRST_RUN,
-	PH_GUEST_INIT,
-	PH_AGENT_READY,
-	PH_FIRST_EXEC,
-	PH_TEARDOWN,
-	PH_COUNT
-};
-
-static const char *const phase_names[PH_COUNT] = {
+const char *const bench_phase_names[PH_COUNT] = {
 	"vmm_start",   "vm_created", "first_kvm_run", "guest_init",
 	"agent_ready", "first_exec", "teardown",
 };
@@ -51,23 +38,14 @@ static const char *const phase_names[PH_COUNT] = {
 static const char *const kvm_counters[] = { "exits",      "io_exits",  "mmio_exits",
 	                                    "halt_exits", "irq_exits", "pf_taken" };
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 static int exec_true(struct cove_sandbox *sb, char *err, size_t errlen)
 {
 	const char *argv[] = { "true", NULL };
 	struct cove_exec_opts o = { .argv = argv, .stdin_fd = -1 };
 	struct cove_exec_result res;
 	int r = cove_exec(sb, &o, &res, err, errlen);
-	if (r == 0 && res.exit_code != 0) {
-		snprintf(err, errlen, "true exited %d", res.exit_code);
-		r = -EIO;
-	}
+	if (r == 0 && res.exit_code != 0)
+		r = errf(err, errlen, -EIO, "true exited %d", res.exit_code);
 	return r;
 }
 
@@ -102,7 +80,7 @@ static json_t *vmm_sample(struct cove_sandbox *sb, double t0, double *ph)
 	return work;
 }
 
-static int cmp(const void *a, const void *b)
+int bench_cmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 	return x < y ? -1 : x > y;
@@ -114,8 +92,7 @@ static double pct(const double *sorted, int n, double p)
 	return sorted[i < 0 ? 0 : i >= n ? n - 1 : i];
 }
 
-/* One table row: min p50 p90 p99 max over the non-NaN values. */
-static void row(const char *name, const double *v, int n)
+void bench_row(const char *name, const double *v, int n)
 {
 	double *s = malloc(sizeof(double) * (size_t)(n ? n : 1));
 	int m = 0;
@@ -123,14 +100,14 @@ static void row(const char *name, const double *v, int n)
 		if (!isnan(v[i]))
 			s[m++] = v[i];
 	if (m) {
-		qsort(s, (size_t)m, sizeof(double), cmp);
+		qsort(s, (size_t)m, sizeof(double), bench_cmp);
 		printf("%-16s %9.1f %9.1f %9.1f %9.1f %9.1f\n", name, s[0], pct(s, m, 50),
 		       pct(s, m, 90), pct(s, m, 99), s[m - 1]);
 	}
 	free(s);
 }
 
-static void header(const char *what, int n)
+void bench_header(const char *what, int n)
 {
 	printf("%s, %d samples (ms)\n%-16s %9s %9s %9s %9s %9s\n", what, n, "phase", "min", "p50",
 	       "p90", "p99", "max");
@@ -146,20 +123,20 @@ struct bench {
 	json_t *samples;
 };
 
-static json_t *phases_json(const double *ph)
+json_t *bench_phases_json(const double *ph)
 {
 	json_t *o = json_object();
 	for (int i = 0; i < PH_COUNT; i++)
 		if (!isnan(ph[i]))
-			json_object_set_new(o, phase_names[i], json_real(ph[i]));
+			json_object_set_new(o, bench_phase_names[i], json_real(ph[i]));
 	return o;
 }
 
 static void add_sample(struct bench *b, const double *ph, json_t *work)
 {
-	json_array_append_new(b->samples,
-	                      json_pack("{s:s, s:o, s:o}", "system", "cove", "phases",
-	                                phases_json(ph), "work", work ? work : json_object()));
+	json_array_append_new(b->samples, json_pack("{s:s, s:o, s:o}", "system", "cove", "phases",
+	                                            bench_phases_json(ph), "work",
+	                                            work ? work : json_object()));
 }
 
 /* A cold sandbox, snapshotted into a fresh directory and stopped. */
@@ -190,192 +167,6 @@ static void remove_snapshot(const char *dir)
 		fprintf(stderr, "cove bench: could not remove %s\n", dir);
 }
 
-/* One QEMU microvm boot of the same kernel, image (through a fresh qcow2
- * overlay, as Cove uses) and memory, with the image's /init running
- * `true`: the phases QEMU lets us see from outside are the console's
- * COVE-INIT-OK (guest_init), COVE-CMD-EXIT (first_exec) and its exit
- * (teardown).  Returns 0 and fills ph, or -1. */
-static int qemu_sample(struct bench *b, double *ph, char *err, size_t errlen)
-{
-	for (int p = 0; p < PH_COUNT; p++)
-		ph[p] = NAN;
-	char dir[] = "/tmp/cove-bench-qemu-XXXXXX", overlay[64], drive[128], mem[32], smp[16];
-	if (!mkdtemp(dir)) {
-		snprintf(err, errlen, "mkdtemp: %s", strerror(errno));
-		return -1;
-	}
-	snprintf(overlay, sizeof(overlay), "%s/root.qcow2", dir);
-	if (qcow2_create_overlay(overlay, b->cfg.image, 0, err, errlen) < 0) {
-		rmdir(dir);
-		return -1;
-	}
-	snprintf(drive, sizeof(drive), "id=root,file=%s,format=qcow2,if=none", overlay);
-	snprintf(mem, sizeof(mem), "%llu",
-	         (unsigned long long)(b->cfg.memory_mib ? b->cfg.memory_mib : 256));
-	snprintf(smp, sizeof(smp), "%u", b->cfg.cpus ? b->cfg.cpus : 1);
-	const char *argv[] = { "qemu-system-x86_64",
-		               "-M",
-		               "microvm,acpi=off,rtc=off,x-option-roms=off,isa-serial=on",
-		               "-accel",
-		               "kvm",
-		               "-cpu",
-		               "host",
-		               "-m",
-		               mem,
-		               "-smp",
-		               smp,
-		               "-nodefaults",
-		               "-no-user-config",
-		               "-nographic",
-		               "-no-reboot",
-		               "-serial",
-		               "stdio",
-		               "-device",
-		               "i8042",
-		               "-kernel",
-		               b->cfg.kernel,
-		               "-append",
-		               "console=ttyS0 reboot=k panic=1 root=/dev/vda rw quiet init=/init "
-		               "cove.cmd=dHJ1ZQ==",
-		               "-drive",
-		               drive,
-		               "-device",
-		               "virtio-blk-device,drive=root",
-		               NULL };
-	int pfd[2];
-	if (pipe2(pfd, O_CLOEXEC) < 0) {
-		snprintf(err, errlen, "pipe: %s", strerror(errno));
-		return -1;
-	}
-	double t0 = now_ms();
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(pfd[1], 1);
-		dup2(pfd[1], 2);
-		int null = open("/dev/null", O_RDONLY);
-		if (null >= 0)
-			dup2(null, 0);
-		execvp(argv[0], (char *const *)argv);
-		dprintf(1, "cannot run qemu-system-x86_64: %s\n", strerror(errno));
-		_exit(127);
-	}
-	close(pfd[1]);
-	char line[4096];
-	size_t len = 0;
-	for (;;) {
-		struct pollfd p = { .fd = pfd[0], .events = POLLIN };
-		if (poll(&p, 1, 120000) <= 0)
-			break;
-		ssize_t n = read(pfd[0], line + len, sizeof(line) - 1 - len);
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-		line[len] = '\0';
-		double t = now_ms() - t0;
-		if (isnan(ph[PH_GUEST_INIT]) && strstr(line, "COVE-INIT-OK"))
-			ph[PH_GUEST_INIT] = t;
-		if (isnan(ph[PH_FIRST_EXEC]) && strstr(line, "COVE-CMD-EXIT"))
-			ph[PH_FIRST_EXEC] = t;
-		/* Keep the tail so a marker split across reads is still seen. */
-		char *nl = strrchr(line, '\n');
-		if (nl) {
-			len = strlen(nl + 1);
-			memmove(line, nl + 1, len + 1);
-		} else if (len > sizeof(line) / 2) {
-			memmove(line, line + len - 64, 65);
-			len = 64;
-		}
-	}
-	close(pfd[0]);
-	int status;
-	if (pid > 0) {
-		kill(pid, SIGKILL); /* a no-op once it has ended */
-		waitpid(pid, &status, 0);
-	}
-	ph[PH_TEARDOWN] = now_ms() - t0;
-	unlink(overlay);
-	rmdir(dir);
-	if (pid < 0 || isnan(ph[PH_FIRST_EXEC])) {
-		snprintf(err, errlen,
-		         "QEMU microvm did not run the command (is qemu-system-x86 "
-		         "installed, and /dev/kvm usable?)");
-		return -1;
-	}
-	return 0;
-}
-
-/* The sorted non-NaN values of column p; returns how many. */
-static int column(double (*ph)[PH_COUNT], int n, int p, double *out)
-{
-	int m = 0;
-	for (int i = 0; i < n; i++)
-		if (!isnan(ph[i][p]))
-			out[m++] = ph[i][p];
-	qsort(out, (size_t)m, sizeof(double), cmp);
-	return m;
-}
-
-/* One SVG panel per phase: the empirical CDF of Cove's samples (blue) and,
- * when given, QEMU's (orange), on a shared millisecond axis. */
-static int plot_svg(const char *path, const char *title, double (*ph)[PH_COUNT],
-                    double (*qph)[PH_COUNT], int n)
-{
-	FILE *f = fopen(path, "w");
-	if (!f)
-		return -errno;
-	const int pw = 300, phh = 180, cols = 2, margin = 40;
-	int panels = 0;
-	double *a = malloc(sizeof(double) * (size_t)n), *q = malloc(sizeof(double) * (size_t)n);
-	for (int p = 0; p < PH_COUNT; p++)
-		if (column(ph, n, p, a) > 0)
-			panels++;
-	int rows = (panels + cols - 1) / cols;
-	fprintf(f,
-	        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-	        "font-family=\"sans-serif\" font-size=\"11\">\n<text x=\"10\" y=\"18\" "
-	        "font-size=\"14\">%s: CDF per phase (ms); blue Cove%s</text>\n",
-	        cols * (pw + margin) + margin, rows * (phh + margin) + 2 * margin, title,
-	        qph ? ", orange QEMU microvm" : "");
-	int k = 0;
-	for (int p = 0; p < PH_COUNT; p++) {
-		int na = column(ph, n, p, a), nq = qph ? column(qph, n, p, q) : 0;
-		if (!na)
-			continue;
-		double max = a[na - 1];
-		if (nq && q[nq - 1] > max)
-			max = q[nq - 1];
-		max = max > 0 ? max * 1.05 : 1;
-		int x0 = margin + (k % cols) * (pw + margin),
-		    y0 = 2 * margin + (k / cols) * (phh + margin);
-		k++;
-		fprintf(f,
-		        "<g transform=\"translate(%d,%d)\"><rect width=\"%d\" height=\"%d\" "
-		        "fill=\"none\" stroke=\"#999\"/><text y=\"-4\">%s</text><text x=\"%d\" "
-		        "y=\"%d\" text-anchor=\"end\">%.0f ms</text><text y=\"%d\">0</text>\n",
-		        x0, y0, pw, phh, phase_names[p], pw, phh + 12, max, phh + 12);
-		for (int sys = 0; sys < 2; sys++) {
-			const double *v = sys ? q : a;
-			int m = sys ? nq : na;
-			if (!m)
-				continue;
-			fprintf(
-			    f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"",
-			    sys ? "#e67e22" : "#2c6fbb");
-			for (int i = 0; i < m; i++) {
-				double x = v[i] / max * pw;
-				fprintf(f, "%.1f,%.1f %.1f,%.1f ", x, phh - (double)i / m * phh, x,
-				        phh - (double)(i + 1) / m * phh);
-			}
-			fprintf(f, "\"/>\n");
-		}
-		fprintf(f, "</g>\n");
-	}
-	fprintf(f, "</svg>\n");
-	free(a);
-	free(q);
-	return fclose(f) == 0 ? 0 : -errno;
-}
-
 /* boot and restore: one sample per sandbox. */
 static int bench_start(struct bench *b, const char *snap)
 {
@@ -386,7 +177,7 @@ static int bench_start(struct bench *b, const char *snap)
 		for (int p = 0; p < PH_COUNT; p++)
 			ph[i][p] = NAN;
 		struct cove_sandbox *sb;
-		double t0 = now_ms();
+		double t0 = mono_ns() / 1e6;
 		int r = snap ? cove_restore(&b->cfg, snap, &sb, err, sizeof(err))
 		             : cove_start(&b->cfg, &sb, err, sizeof(err));
 		if (r < 0) {
@@ -395,7 +186,7 @@ static int bench_start(struct bench *b, const char *snap)
 			free(qph);
 			return 1;
 		}
-		ph[i][PH_AGENT_READY] = now_ms() - t0;
+		ph[i][PH_AGENT_READY] = mono_ns() / 1e6 - t0;
 		if (exec_true(sb, err, sizeof(err)) < 0) {
 			fprintf(stderr, "cove bench: sample %d: exec: %s\n", i, err);
 			cove_free(sb);
@@ -403,57 +194,34 @@ static int bench_start(struct bench *b, const char *snap)
 			free(qph);
 			return 1;
 		}
-		ph[i][PH_FIRST_EXEC] = now_ms() - t0;
+		ph[i][PH_FIRST_EXEC] = mono_ns() / 1e6 - t0;
 		json_t *work = vmm_sample(sb, t0, ph[i]);
 		(void)cove_stop(sb);
-		ph[i][PH_TEARDOWN] = now_ms() - t0;
+		ph[i][PH_TEARDOWN] = mono_ns() / 1e6 - t0;
 		cove_free(sb);
 		add_sample(b, ph[i], work);
 		if (b->vs_qemu) {
-			if (qemu_sample(b, qph[i], err, sizeof(err)) < 0) {
+			if (bench_qemu_sample(&b->cfg, qph[i], err, sizeof(err)) < 0) {
 				fprintf(stderr, "cove bench: qemu sample %d: %s\n", i, err);
 				free(ph);
 				free(qph);
 				return 1;
 			}
-			json_t *ratio = json_object();
-			for (int p = 0; p < PH_COUNT; p++)
-				if (!isnan(qph[i][p]) && !isnan(ph[i][p]) && qph[i][p] > 0)
-					json_object_set_new(ratio, phase_names[p],
-					                    json_real(ph[i][p] / qph[i][p]));
-			json_array_append_new(
-			    b->samples, json_pack("{s:s, s:o, s:o}", "system", "qemu", "phases",
-			                          phases_json(qph[i]), "ratio_cove_qemu", ratio));
+			bench_qemu_add_sample(b->samples, ph[i], qph[i]);
 		}
 	}
-	if (b->vs_qemu) {
-		header("qemu microvm (same kernel, image, memory; A B A B)", b->n);
-		for (int p = 0; p < PH_COUNT; p++) {
-			double *col = malloc(sizeof(double) * (size_t)b->n);
-			for (int i = 0; i < b->n; i++)
-				col[i] = qph[i][p];
-			row(phase_names[p], col, b->n);
-			free(col);
-		}
-		header("ratio cove/qemu per pair", b->n);
-		for (int p = 0; p < PH_COUNT; p++) {
-			double *col = malloc(sizeof(double) * (size_t)b->n);
-			for (int i = 0; i < b->n; i++)
-				col[i] = isnan(qph[i][p]) || isnan(ph[i][p]) ? NAN
-				                                             : ph[i][p] / qph[i][p];
-			row(phase_names[p], col, b->n);
-			free(col);
-		}
-	}
-	if (b->plot_path && plot_svg(b->plot_path, b->mode, ph, b->vs_qemu ? qph : NULL, b->n) < 0)
+	if (b->vs_qemu)
+		bench_qemu_report(ph, qph, b->n);
+	if (b->plot_path &&
+	    bench_plot_svg(b->plot_path, b->mode, ph, b->vs_qemu ? qph : NULL, b->n) < 0)
 		fprintf(stderr, "cove bench: cannot write '%s'\n", b->plot_path);
 	free(qph);
-	header(b->mode, b->n);
+	bench_header(b->mode, b->n);
 	for (int p = 0; p < PH_COUNT; p++) {
 		double *col = malloc(sizeof(double) * (size_t)b->n);
 		for (int i = 0; i < b->n; i++)
 			col[i] = ph[i][p];
-		row(phase_names[p], col, b->n);
+		bench_row(bench_phase_names[p], col, b->n);
 		free(col);
 	}
 	free(ph);
@@ -484,7 +252,7 @@ static int bench_fork(struct bench *b, const char *snap)
 	char err[512];
 	int rc = 0;
 	for (int i = 0; i < b->n && !rc; i++) {
-		double t0 = now_ms();
+		double t0 = mono_ns() / 1e6;
 		int started = 0;
 		for (; started < b->count; started++)
 			if (cove_restore(&b->cfg, snap, &sb[started], err, sizeof(err)) < 0)
@@ -496,7 +264,7 @@ static int bench_fork(struct bench *b, const char *snap)
 			fprintf(stderr, "cove bench: fork round %d: %s\n", i, err);
 			rc = 1;
 		}
-		t[i] = now_ms() - t0;
+		t[i] = mono_ns() / 1e6 - t0;
 		long pss = 0, rss = 0;
 		for (int k = 0; k < b->count && !rc; k++) {
 			pss += rollup(cove_vmm_pid(sb[k]), "Pss");
@@ -518,8 +286,8 @@ static int bench_fork(struct bench *b, const char *snap)
 		                          (json_int_t)pss, "rss_kb", (json_int_t)rss));
 	}
 	if (!rc) {
-		header("fork", b->n);
-		row("all_first_exec", t, b->n);
+		bench_header("fork", b->n);
+		bench_row("all_first_exec", t, b->n);
 	}
 	free(sb);
 	free(t);
@@ -537,20 +305,20 @@ static int bench_exec(struct bench *b)
 	double *t = calloc((size_t)b->n, sizeof(double));
 	int rc = 0;
 	for (int i = 0; i < b->n; i++) {
-		double t0 = now_ms();
+		double t0 = mono_ns() / 1e6;
 		if (exec_true(sb, err, sizeof(err)) < 0) {
 			fprintf(stderr, "cove bench: exec %d: %s\n", i, err);
 			rc = 1;
 			break;
 		}
-		t[i] = now_ms() - t0;
+		t[i] = mono_ns() / 1e6 - t0;
 		json_array_append_new(b->samples,
 		                      json_pack("{s:s, s:f}", "system", "cove", "rtt_ms", t[i]));
 	}
 	cove_free(sb);
 	if (!rc) {
-		header("exec", b->n);
-		row("rtt", t, b->n);
+		bench_header("exec", b->n);
+		bench_row("rtt", t, b->n);
 	}
 	free(t);
 	return rc;
@@ -674,10 +442,10 @@ int cli_bench(int argc, char **argv)
 		remove_snapshot(snap);
 	}
 	if (!rc && b.json_path) {
-		json_t *doc = json_pack("{s:s, s:i, s:I, s:O}", "benchmark", b.mode, "cpus",
-		                        b.cfg.cpus ? b.cfg.cpus : 1, "memory_mib",
-		                        (json_int_t)(b.cfg.memory_mib ? b.cfg.memory_mib : 256),
-		                        "samples", b.samples);
+		unsigned int cpus = b.cfg.cpus ? b.cfg.cpus : COVE_CPUS_DEFAULT;
+		uint64_t mib = b.cfg.memory_mib ? b.cfg.memory_mib : COVE_MEMORY_DEFAULT_MIB;
+		json_t *doc = json_pack("{s:s, s:i, s:I, s:O}", "benchmark", b.mode, "cpus", cpus,
+		                        "memory_mib", (json_int_t)mib, "samples", b.samples);
 		if (json_dump_file(doc, b.json_path, JSON_INDENT(1)) < 0) {
 			fprintf(stderr, "cove bench: cannot write '%s'\n", b.json_path);
 			rc = 1;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "io.h"
 
 static volatile int pending_signal;
 static volatile sig_atomic_t winch;
@@ -28,17 +29,8 @@ static void on_winch(int sig)
 
 static void write_out(void *opaque, const void *data, size_t len)
 {
-	int fd = (int)(intptr_t)opaque;
-	const char *p = data;
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return; /* our reader went away; the guest's output is dropped */
-		p += n;
-		len -= (size_t)n;
-	}
+	/* When our reader went away, the guest's output is dropped. */
+	(void)!write_all((int)(intptr_t)opaque, data, len);
 }
 
 static void write_stderr(void *opaque, const void *data, size_t len)

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cove_limits.h"
 
 int cli_parse_num(const char *s, unsigned long max, unsigned long *out)
 {
@@ -27,16 +28,17 @@ int cli_config_option(struct cove_config *cfg, char **image, int o, const char *
 	unsigned long v;
 	switch (o) {
 	case CLI_O_CPUS:
-		if (cli_parse_num(arg, 64, &v) < 0 || v == 0) {
-			fprintf(stderr, "%s: --cpus must be 1 to 64, got '%s'\n", prog, arg);
+		if (cli_parse_num(arg, COVE_CPUS_MAX, &v) < 0 || v == 0) {
+			fprintf(stderr, "%s: --cpus must be 1 to %d, got '%s'\n", prog,
+			        COVE_CPUS_MAX, arg);
 			return -1;
 		}
 		cfg->cpus = (unsigned)v;
 		return 1;
 	case CLI_O_MEMORY:
-		if (cli_parse_num(arg, 1UL << 20, &v) < 0 || v < 64) {
-			fprintf(stderr, "%s: --memory must be at least 64 (MiB), got '%s'\n", prog,
-			        arg);
+		if (cli_parse_num(arg, 1UL << 20, &v) < 0 || v < COVE_MEMORY_MIN_MIB) {
+			fprintf(stderr, "%s: --memory must be at least %d MiB, got '%s'\n", prog,
+			        COVE_MEMORY_MIN_MIB, arg);
 			return -1;
 		}
 		cfg->memory_mib = v;

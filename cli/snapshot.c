@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "cove.h"
+#include "errf.h"
 
 #define FORK_MAX 256
 
@@ -233,10 +234,9 @@ int cli_fork(int argc, char **argv)
 		j->cfg.name = j->name;
 		j->cfg.hostname = j->hostname;
 		int e = pthread_create(&threads[i], NULL, fork_one, j);
-		if (e) {
-			j->r = -e;
-			snprintf(j->err, sizeof(j->err), "cannot start a thread: %s", strerror(e));
-		}
+		if (e)
+			j->r = errf(j->err, sizeof(j->err), -e, "cannot start a thread: %s",
+			            strerror(e));
 		started[i] = e == 0;
 	}
 	int failed = 0;

@@ -125,3 +125,20 @@ int copy_file_sparse(const char *src, const char *dst, mode_t mode)
 		unlink(dst);
 	return r;
 }
+
+ssize_t read_full(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = read(fd, p + done, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}

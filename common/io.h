@@ -15,6 +15,13 @@ int pwrite_all(int fd, const void *buf, size_t len, off_t off) __attribute__((wa
 /* pread of all len bytes at off; 0, -errno, or -EIO at end of file. */
 int pread_all(int fd, void *buf, size_t len, off_t off) __attribute__((warn_unused_result));
 
+/* Reads until len bytes are in or the file ends (retrying short reads and
+ * EINTR).  Returns how many bytes were read, fewer than len only at end of
+ * file, or -errno.  Unlike pread_all an early end is no error: for callers
+ * that take what there is (a header that may be short, a pipe whose writer
+ * may die). */
+ssize_t read_full(int fd, void *buf, size_t len) __attribute__((warn_unused_result));
+
 /* Copies the regular file src to dst, which must not exist, across file
  * systems too: a reflink (FICLONE) where the file system offers one, else
  * the data ranges only (holes stay holes), then fsync.  dst gets mode.

@@ -17,44 +17,11 @@
 #include <unistd.h>
 
 #include "errf.h"
+#include "io.h"
 
 #define CREATE_CLUSTER    (1ULL << QCOW2_CREATE_CLUSTER_BITS)
 #define CREATE_L2_ENTRIES (CREATE_CLUSTER / 8)
 #define SECTOR            512ULL
-
-static int read_full(int fd, void *buf, size_t len, size_t *got)
-{
-	size_t done = 0;
-	while (done < len) {
-		ssize_t r = pread(fd, (uint8_t *)buf + done, len - done, (off_t)done);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			break;
-		done += (size_t)r;
-	}
-	*got = done;
-	return 0;
-}
-
-static int write_full(int fd, const void *buf, size_t len, uint64_t off)
-{
-	size_t done = 0;
-	while (done < len) {
-		ssize_t r =
-		    pwrite(fd, (const uint8_t *)buf + done, len - done, (off_t)(off + done));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			return -EIO;
-		done += (size_t)r;
-	}
-	return 0;
-}
 
 int qcow2_probe(const char *path, bool *is_qcow2, uint64_t *virtual_size, char *err, size_t errlen)
 {
@@ -68,8 +35,13 @@ int qcow2_probe(const char *path, bool *is_qcow2, uint64_t *virtual_size, char *
 	int r = fstat(fd, &st) < 0 ? -errno : 0;
 	if (!r && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
 		r = -EINVAL;
-	if (!r)
-		r = read_full(fd, h, sizeof(h), &got);
+	if (!r) {
+		ssize_t n = read_full(fd, h, sizeof(h));
+		if (n < 0)
+			r = (int)n;
+		else
+			got = (size_t)n;
+	}
 	if (r == -EINVAL) {
 		errf(err, errlen, r, "%s: not a regular file or block device", path);
 		goto out;
@@ -223,7 +195,7 @@ int qcow2_create_overlay_format(const char *path, const char *backing, const cha
 		free(buf);
 		return r;
 	}
-	r = write_full(fd, buf, 3 * CREATE_CLUSTER, 0);
+	r = pwrite_all(fd, buf, 3 * CREATE_CLUSTER, 0);
 	if (!r && ftruncate(fd, (off_t)(total * CREATE_CLUSTER)) < 0)
 		r = -errno;
 	if (!r && fsync(fd) < 0)

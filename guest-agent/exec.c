@@ -17,10 +17,11 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <termios.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "conn.h"
+#include "errf.h"
 #include "proto_json.h"
 #include "spawn.h"
 
@@ -41,20 +42,13 @@ struct exec {
 	bool exited;    /* reaped: code/sig valid */
 	int code, sig;  /* exit status or terminating signal */
 	bool timed_out; /* the deadline killed it */
-	uint64_t deadline, drain_deadline; /* CLOCK_MONOTONIC ms, 0 = none */
-	uint8_t *obuf;                     /* one output frame: header + up to OUT_CHUNK */
+	int64_t deadline, drain_deadline; /* mono_ms(), 0 = none */
+	uint8_t *obuf;                    /* one output frame: header + up to OUT_CHUNK */
 	size_t ooff, olen;
 	uint8_t *ibuf; /* a STDIN payload on its way to the process */
 	size_t ioff, ilen;
 	bool in_eof; /* close stdin once ibuf is written */
 };
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static void close_fd(int *fd)
 {
@@ -149,8 +143,7 @@ static int exec_start(struct exec *ex, const struct agent_exec_req *x)
 	struct agent_spawn s = { .argv = x->argv, .cwd = x->cwd, .uid = x->uid, .gid = x->gid };
 	char **env = build_env(x);
 	if (!env) {
-		r = -ENOMEM;
-		snprintf(err, sizeof(err), "out of memory");
+		r = errf(err, sizeof(err), -ENOMEM, "out of memory");
 		goto out;
 	}
 	s.envp = env;
@@ -158,7 +151,7 @@ static int exec_start(struct exec *ex, const struct agent_exec_req *x)
 	if (x->pty) {
 		int slave = -1;
 		if ((r = open_pty(x, &ex->master, &slave)) < 0) {
-			snprintf(err, sizeof(err), "pty: %s", strerror(-r));
+			errf(err, sizeof(err), r, "pty: %s", strerror(-r));
 			goto out;
 		}
 		child[0] = child[1] = child[2] = slave;
@@ -189,8 +182,7 @@ static int exec_start(struct exec *ex, const struct agent_exec_req *x)
 	r = agent_spawn(&s, &ex->pid, &ex->pidfd, err, sizeof(err));
 	goto out;
 fail_errno:
-	r = -errno;
-	snprintf(err, sizeof(err), "stdio for the process: %s", strerror(errno));
+	r = errf(err, sizeof(err), -errno, "stdio for the process: %s", strerror(errno));
 out:
 	if (child[0] >= 0 && child[0] == child[1])
 		close(child[0]);
@@ -332,7 +324,7 @@ static void on_exited(struct exec *ex)
 	if (ex->in >= 0)
 		stdin_close(ex);
 	if (ex->out[0] >= 0 || ex->out[1] >= 0)
-		ex->drain_deadline = now_ms() + AGENT_DRAIN_GRACE_MS;
+		ex->drain_deadline = mono_ms() + AGENT_DRAIN_GRACE_MS;
 }
 
 /* Finishes the output frame in flight, so that another frame may follow. */
@@ -440,10 +432,10 @@ static bool exec_done(const struct exec *ex)
 
 static int poll_timeout(struct exec *ex)
 {
-	uint64_t when = ex->exited ? ex->drain_deadline : ex->deadline;
+	int64_t when = ex->exited ? ex->drain_deadline : ex->deadline;
 	if (!when)
 		return -1;
-	uint64_t now = now_ms();
+	int64_t now = mono_ms();
 	if (now >= when)
 		return 0;
 	return when - now > INT32_MAX ? INT32_MAX : (int)(when - now);
@@ -451,7 +443,7 @@ static int poll_timeout(struct exec *ex)
 
 static void on_deadline(struct exec *ex)
 {
-	uint64_t now = now_ms();
+	int64_t now = mono_ms();
 	if (!ex->exited && ex->deadline && now >= ex->deadline) {
 		ex->timed_out = true;
 		ex->deadline = 0;
@@ -568,7 +560,7 @@ int agent_exec(struct agent_conn *c, const struct agent_req *req)
 	int r = exec_start(&ex, x);
 	if (r == 1) {
 		if (x->timeout_ms)
-			ex.deadline = now_ms() + x->timeout_ms;
+			ex.deadline = mono_ms() + x->timeout_ms;
 		r = exec_loop(&ex);
 		if (r == 0)
 			r = send_exit(&ex);

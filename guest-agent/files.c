@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "io.h"
 #include "proto_json.h"
 
 #define GET_CHUNK (256 * 1024)
@@ -41,20 +42,6 @@ static json_t *stat_json(const struct stat *st)
 	                 (json_int_t)st->st_size, "mode", (int)(st->st_mode & 07777), "uid",
 	                 (json_int_t)st->st_uid, "gid", (json_int_t)st->st_gid, "mtime",
 	                 (json_int_t)st->st_mtime);
-}
-
-static int write_all(int fd, const uint8_t *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 /* ---- FILE_PUT ----------------------------------------------------------- */

@@ -32,6 +32,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "errf.h"
+
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define P_PIDFD_ID   ((idtype_t)3) /* P_PIDFD: Linux 5.4; glibc 2.36 lacks the name */
 #define CHILD_STACK  (64 * 1024)   /* exec_search's PATH_MAX buffer and a few frames */
@@ -265,10 +267,8 @@ int agent_spawn(const struct agent_spawn *s, pid_t *pid, int *pidfd, char *err, 
 {
 	void *stack = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE,
 	                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	if (stack == MAP_FAILED) {
-		snprintf(err, errlen, "child stack: %s", strerror(errno));
-		return -errno;
-	}
+	if (stack == MAP_FAILED)
+		return errf(err, errlen, -errno, "child stack: %s", strerror(errno));
 	/* No handler of ours may run in the child, which shares our memory:
 	 * signals stay blocked until it has reset the dispositions. */
 	sigset_t all, old;
@@ -280,8 +280,7 @@ int agent_spawn(const struct agent_spawn *s, pid_t *pid, int *pidfd, char *err, 
 	if (!t) {
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		munmap(stack, CHILD_STACK);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+		return errf(err, errlen, -ENOMEM, "out of memory");
 	}
 	pthread_mutex_lock(&track_lock);
 	pid_t child = clone(child_main, (uint8_t *)stack + CHILD_STACK,
@@ -297,10 +296,8 @@ int agent_spawn(const struct agent_spawn *s, pid_t *pid, int *pidfd, char *err, 
 	pthread_mutex_unlock(&track_lock);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	munmap(stack, CHILD_STACK);
-	if (child < 0) {
-		snprintf(err, errlen, "clone: %s", strerror(e));
-		return -e;
-	}
+	if (child < 0)
+		return errf(err, errlen, -e, "clone: %s", strerror(e));
 	if (a.cr.err == 0) {
 		*pid = child;
 		*pidfd = pfd;
@@ -311,6 +308,6 @@ int agent_spawn(const struct agent_spawn *s, pid_t *pid, int *pidfd, char *err, 
 	close(pfd);
 	const char *arg;
 	const char *what = step_name(s, a.cr.step, &arg);
-	snprintf(err, errlen, "%s%s%s: %s", what, arg[0] ? " " : "", arg, strerror(a.cr.err));
-	return -a.cr.err;
+	return errf(err, errlen, -a.cr.err, "%s%s%s: %s", what, arg[0] ? " " : "", arg,
+	            strerror(a.cr.err));
 }

@@ -16,7 +16,7 @@
 #include <sys/io.h>
 #endif
 
-#include "devices/boot_timer.h"
+#include "boot_timer_abi.h"
 
 #define CMDLINE_MAX  4096
 #define HOSTNAME_MAX 64

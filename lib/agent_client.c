@@ -1,6 +1,4 @@
 /* Talking to cove-agent: connection set-up, requests, file transfer. */
-#include "errf.h"
-#include "io.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -12,8 +10,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "io.h"
+#include "libcove.h"
 #include "proto.h"
-#include "sandbox_priv.h"
 
 #define FILE_CHUNK (256 * 1024)
 
@@ -21,25 +20,24 @@ int cove_agent_connect(struct cove_sandbox *sb, char *err, size_t errlen)
 {
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return cove_fail(err, errlen, -errno, "socket: %s", strerror(errno));
+		return errf(err, errlen, -errno, "socket: %s", strerror(errno));
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	size_t plen = strlen(sb->vsock);
 	if (plen >= sizeof(sa.sun_path)) {
 		close(fd);
-		return cove_fail(err, errlen, -ENAMETOOLONG, "socket path '%s' is too long",
-		                 sb->vsock);
+		return errf(err, errlen, -ENAMETOOLONG, "socket path '%s' is too long", sb->vsock);
 	}
 	memcpy(sa.sun_path, sb->vsock, plen + 1);
 	char line[32];
 	int n = snprintf(line, sizeof(line), "CONNECT %u\n", PROTO_AGENT_PORT);
 	int r;
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		r = cove_fail(err, errlen, -errno, "cannot reach the sandbox's vsock %s: %s",
-		              sb->vsock, strerror(errno));
+		r = errf(err, errlen, -errno, "cannot reach the sandbox's vsock %s: %s", sb->vsock,
+		         strerror(errno));
 		goto fail;
 	}
 	if ((r = write_all(fd, line, (size_t)n)) < 0) {
-		cove_fail(err, errlen, r, "vsock CONNECT: %s", strerror(-r));
+		errf(err, errlen, r, "vsock CONNECT: %s", strerror(-r));
 		goto fail;
 	}
 	/* "OK <port>\n", read byte by byte so no stream data is consumed. */
@@ -50,22 +48,22 @@ int cove_agent_connect(struct cove_sandbox *sb, char *err, size_t errlen)
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0) {
-			r = cove_fail(err, errlen, -ECONNREFUSED,
-			              "the guest agent is not listening (vsock port %u)",
-			              PROTO_AGENT_PORT);
+			r = errf(err, errlen, -ECONNREFUSED,
+			         "the guest agent is not listening (vsock port %u)",
+			         PROTO_AGENT_PORT);
 			goto fail;
 		}
 		if (c == '\n')
 			break;
 		if (got == sizeof(line) - 1) {
-			r = cove_fail(err, errlen, -EPROTO, "bad vsock reply");
+			r = errf(err, errlen, -EPROTO, "bad vsock reply");
 			goto fail;
 		}
 		line[got++] = c;
 	}
 	line[got] = 0;
 	if (strncmp(line, "OK ", 3) != 0) {
-		r = cove_fail(err, errlen, -EPROTO, "bad vsock reply '%s'", line);
+		r = errf(err, errlen, -EPROTO, "bad vsock reply '%s'", line);
 		goto fail;
 	}
 	return fd;
@@ -79,11 +77,11 @@ int cove_send_json(int fd, uint16_t type, json_t *obj, char *err, size_t errlen)
 	char *text = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
 	json_decref(obj);
 	if (!text)
-		return cove_fail(err, errlen, -ENOMEM, "cannot encode a request");
+		return errf(err, errlen, -ENOMEM, "cannot encode a request");
 	int r = proto_send(fd, type, 0, text, (uint32_t)strlen(text));
 	free(text);
 	if (r < 0)
-		return cove_fail(err, errlen, r, "sending to the agent: %s", strerror(-r));
+		return errf(err, errlen, r, "sending to the agent: %s", strerror(-r));
 	return 0;
 }
 
@@ -101,7 +99,7 @@ static int error_frame(const uint8_t *payload, char *err, size_t errlen)
 		if (json_is_string(v))
 			msg = json_string_value(v);
 	}
-	cove_fail(err, errlen, -e, "%s", msg);
+	errf(err, errlen, -e, "%s", msg);
 	json_decref(o);
 	return -e;
 }
@@ -112,8 +110,8 @@ int cove_expect(int fd, uint16_t want, uint8_t **payload, uint32_t *len, char *e
 	uint8_t *p = NULL;
 	int r = proto_recv(fd, &h, &p);
 	if (r < 0)
-		return cove_fail(err, errlen, r, "the agent connection failed: %s",
-		                 r == -ECONNRESET ? "closed" : strerror(-r));
+		return errf(err, errlen, r, "the agent connection failed: %s",
+		            r == -ECONNRESET ? "closed" : strerror(-r));
 	if (h.type == PROTO_ERROR) {
 		r = error_frame(p, err, errlen);
 		free(p);
@@ -121,8 +119,8 @@ int cove_expect(int fd, uint16_t want, uint8_t **payload, uint32_t *len, char *e
 	}
 	if (h.type != want) {
 		free(p);
-		return cove_fail(err, errlen, -EPROTO, "unexpected frame type %u from the agent",
-		                 h.type);
+		return errf(err, errlen, -EPROTO, "unexpected frame type %u from the agent",
+		            h.type);
 	}
 	if (payload)
 		*payload = p;
@@ -150,12 +148,11 @@ int cove_put_file(struct cove_sandbox *sb, const char *local, const char *guest,
 {
 	int in = open(local, O_RDONLY | O_CLOEXEC);
 	if (in < 0)
-		return cove_fail(err, errlen, -errno, "cannot open '%s': %s", local,
-		                 strerror(errno));
+		return errf(err, errlen, -errno, "cannot open '%s': %s", local, strerror(errno));
 	struct stat st;
 	if (fstat(in, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(in);
-		return cove_fail(err, errlen, -EINVAL, "'%s' is not a regular file", local);
+		return errf(err, errlen, -EINVAL, "'%s' is not a regular file", local);
 	}
 	if (mode == 0)
 		mode = st.st_mode & 07777;
@@ -174,13 +171,12 @@ int cove_put_file(struct cove_sandbox *sb, const char *local, const char *guest,
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			r = cove_fail(err, errlen, -errno, "reading '%s': %s", local,
-			              strerror(errno));
+			r = errf(err, errlen, -errno, "reading '%s': %s", local, strerror(errno));
 			break;
 		}
 		r = proto_send(fd, PROTO_DATA, 0, buf, (uint32_t)n);
 		if (r < 0)
-			cove_fail(err, errlen, r, "sending '%s': %s", local, strerror(-r));
+			errf(err, errlen, r, "sending '%s': %s", local, strerror(-r));
 		if (n == 0)
 			break;
 	}
@@ -212,12 +208,12 @@ int cove_get_file(struct cove_sandbox *sb, const char *guest, const char *local,
 		mode = (mode_t)json_integer_value(json_object_get(o, "mode")) & 0777;
 	json_decref(o);
 	if (snprintf(tmp, sizeof(tmp), "%s.cove-XXXXXX", local) >= (int)sizeof(tmp)) {
-		r = cove_fail(err, errlen, -ENAMETOOLONG, "path '%s' is too long", local);
+		r = errf(err, errlen, -ENAMETOOLONG, "path '%s' is too long", local);
 		goto done;
 	}
 	out = mkostemp(tmp, O_CLOEXEC);
 	if (out < 0) {
-		r = cove_fail(err, errlen, -errno, "cannot write '%s': %s", local, strerror(errno));
+		r = errf(err, errlen, -errno, "cannot write '%s': %s", local, strerror(errno));
 		goto done;
 	}
 	for (;;) {
@@ -229,16 +225,16 @@ int cove_get_file(struct cove_sandbox *sb, const char *guest, const char *local,
 		r = len ? write_all(out, data, len) : 0;
 		free(data);
 		if (r < 0) {
-			cove_fail(err, errlen, r, "writing '%s': %s", local, strerror(-r));
+			errf(err, errlen, r, "writing '%s': %s", local, strerror(-r));
 			break;
 		}
 		if (len == 0)
 			break;
 	}
 	if (r == 0 && fchmod(out, mode) < 0)
-		r = cove_fail(err, errlen, -errno, "chmod '%s': %s", local, strerror(errno));
+		r = errf(err, errlen, -errno, "chmod '%s': %s", local, strerror(errno));
 	if (r == 0 && rename(tmp, local) < 0)
-		r = cove_fail(err, errlen, -errno, "cannot write '%s': %s", local, strerror(errno));
+		r = errf(err, errlen, -errno, "cannot write '%s': %s", local, strerror(errno));
 	if (r < 0)
 		unlink(tmp);
 done:

@@ -30,8 +30,9 @@ struct cove_config {
 	const char *kernel;           /* guest kernel (vmlinux or bzImage) */
 	const char *image;            /* root file system image (ext4): the read-only base
 	                                 of the sandbox's own qcow2 overlay */
-	unsigned int cpus;            /* default 1 */
-	uint64_t memory_mib;          /* default 256 */
+	unsigned int cpus;            /* 0: 1 (COVE_CPUS_DEFAULT); at most 64 (COVE_CPUS_MAX) */
+	uint64_t memory_mib;          /* 0: 256 (COVE_MEMORY_DEFAULT_MIB); at least 32
+	                                 (COVE_MEMORY_MIN_MIB); common/cove_limits.h */
 	const char *cmdline;          /* extra kernel command line, or NULL */
 	const char *hostname;         /* guest hostname, or NULL for "cove" */
 	const char *console_log;      /* where the guest console goes; NULL: the sandbox dir */
@@ -55,8 +56,9 @@ struct cove_sandbox;
 
 /* Boots a sandbox and waits until its agent announces itself (no sleeps:
  * the agent connects to the host).  Fails with a message naming the
- * problem: no /dev/kvm, a missing kernel or image, cove-vmm exiting early
- * (its last console lines), or the boot timeout. */
+ * problem: sizes out of bounds (-EINVAL, before anything else), no
+ * /dev/kvm, a missing kernel or image, cove-vmm exiting early (its last
+ * console lines), or the boot timeout. */
 int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 

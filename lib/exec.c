@@ -8,8 +8,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "libcove.h"
 #include "proto.h"
-#include "sandbox_priv.h"
 
 #define STDIN_CHUNK (64 * 1024)
 
@@ -128,7 +128,7 @@ static int exec_frame(const struct cove_exec_opts *o, struct cove_exec_result *r
 		return 0;
 	case PROTO_EXIT:
 		if (parse_exit(payload, res) < 0)
-			return cove_fail(err, errlen, -EPROTO, "malformed EXIT from the agent");
+			return errf(err, errlen, -EPROTO, "malformed EXIT from the agent");
 		return 1;
 	case PROTO_ERROR: {
 		json_t *e = payload ? json_loads((const char *)payload, 0, NULL) : NULL;
@@ -138,14 +138,14 @@ static int exec_frame(const struct cove_exec_opts *o, struct cove_exec_result *r
 		    json_is_integer(n) && json_integer_value(n) > 0 && json_integer_value(n) < 4096
 		        ? -(int)json_integer_value(n)
 		        : -EIO;
-		cove_fail(err, errlen, r, "%s",
-		          json_is_string(m) ? json_string_value(m) : "exec failed");
+		errf(err, errlen, r, "%s",
+		     json_is_string(m) ? json_string_value(m) : "exec failed");
 		json_decref(e);
 		return r;
 	}
 	default:
-		return cove_fail(err, errlen, -EPROTO, "unexpected frame type %u from the agent",
-		                 h->type);
+		return errf(err, errlen, -EPROTO, "unexpected frame type %u from the agent",
+		            h->type);
 	}
 }
 
@@ -154,7 +154,7 @@ int cove_exec(struct cove_sandbox *sb, const struct cove_exec_opts *o, struct co
 {
 	memset(res, 0, sizeof(*res));
 	if (!o->argv || !o->argv[0])
-		return cove_fail(err, errlen, -EINVAL, "no command given");
+		return errf(err, errlen, -EINVAL, "no command given");
 	int fd = cove_agent_connect(sb, err, errlen);
 	if (fd < 0)
 		return fd;
@@ -167,7 +167,7 @@ int cove_exec(struct cove_sandbox *sb, const struct cove_exec_opts *o, struct co
 	if (r == 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0)
 		r = -errno;
 	if (r < 0)
-		cove_fail(err, errlen, r, "starting the execution: %s", strerror(-r));
+		errf(err, errlen, r, "starting the execution: %s", strerror(-r));
 	while (r == 0) {
 		if (o->pending_signal && *o->pending_signal) {
 			int sig = *o->pending_signal;
@@ -181,7 +181,7 @@ int cove_exec(struct cove_sandbox *sb, const struct cove_exec_opts *o, struct co
 		if (r == 0)
 			r = outq_flush(&q, fd);
 		if (r < 0) {
-			cove_fail(err, errlen, r, "sending to the agent: %s", strerror(-r));
+			errf(err, errlen, r, "sending to the agent: %s", strerror(-r));
 			break;
 		}
 		/* Input is read only when the previous chunk has gone out. */
@@ -193,7 +193,7 @@ int cove_exec(struct cove_sandbox *sb, const struct cove_exec_opts *o, struct co
 		if (poll(p, 2, -1) < 0) {
 			if (errno == EINTR)
 				continue; /* a signal to forward, or a resize */
-			r = cove_fail(err, errlen, -errno, "poll: %s", strerror(errno));
+			r = errf(err, errlen, -errno, "poll: %s", strerror(errno));
 			break;
 		}
 		if (p[1].revents) {
@@ -213,8 +213,8 @@ int cove_exec(struct cove_sandbox *sb, const struct cove_exec_opts *o, struct co
 			if (k == -EAGAIN)
 				break;
 			if (k < 0) {
-				r = cove_fail(err, errlen, k, "the agent connection failed: %s",
-				              k == -ECONNRESET ? "closed" : strerror(-k));
+				r = errf(err, errlen, k, "the agent connection failed: %s",
+				         k == -ECONNRESET ? "closed" : strerror(-k));
 				break;
 			}
 			struct proto_hdr h;

@@ -1,5 +1,6 @@
 /* kvm_probe: boots a tiny 64-bit test guest to learn whether /dev/kvm can
- * run Cove's guest (see kvm_probe.h).  Only libc and kernel headers. */
+ * run Cove's guest (see kvm_probe.h).  Only libc, kernel headers and the
+ * few files of common/ that scripts/kvm-probe compiles with it. */
 #include "kvm_probe.h"
 
 #include <errno.h>
@@ -15,9 +16,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "kvm_caps.h"
 #include "x86_msrs.h"
 
@@ -365,13 +366,6 @@ static void probe_child(const char *dev, struct kvm_probe *p)
 	run_guest(vcpu, run, mem, cx16, p);
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 enum kvm_probe_status kvm_probe_run(const char *dev, unsigned int timeout_s, struct kvm_probe *p)
 {
 	memset(p, 0, sizeof(*p));
@@ -407,9 +401,9 @@ enum kvm_probe_status kvm_probe_run(const char *dev, unsigned int timeout_s, str
 	close(fds[1]);
 	struct kvm_probe c;
 	size_t got = 0;
-	int64_t deadline = now_ms() + (int64_t)(timeout_s + 2) * 1000;
+	int64_t deadline = mono_ms() + (int64_t)(timeout_s + 2) * 1000;
 	while (got < sizeof(c)) {
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - mono_ms();
 		struct pollfd pfd = { .fd = fds[0], .events = POLLIN };
 		if (left <= 0 || poll(&pfd, 1, (int)left) == 0)
 			break;

@@ -9,8 +9,9 @@
  *
  * kvm_route_decide() is the pure decision built on that verdict: run
  * sandboxes directly, through the emulated host (scripts/kvm-host), or not
- * at all.  This file depends only on libc and the kernel headers, so
- * scripts/kvm-probe can build it before anything else is built. */
+ * at all.  This file depends only on libc, the kernel headers and a few
+ * small files of common/ (kvm_backend, clock), so scripts/kvm-probe can
+ * build it, with those, before anything else is built. */
 #ifndef COVE_KVM_PROBE_H
 #define COVE_KVM_PROBE_H
 

@@ -10,8 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "libcove.h"
 #include "proto.h"
-#include "sandbox_priv.h"
 
 #define SEED_BYTES   32 /* the protocol's "seed": 64 hex digits */
 #define NAME_MAX_LEN 64
@@ -54,13 +54,13 @@ static int check_reply(const uint8_t *payload, char *err, size_t errlen)
 	json_t *v = json_object_get(o, "reseeded");
 	int r = 0;
 	if (!json_is_boolean(v))
-		r = cove_fail(err, errlen, -EPROTO,
-		              "the agent's reply to the restore notice "
-		              "lacks \"reseeded\"");
+		r = errf(err, errlen, -EPROTO,
+		         "the agent's reply to the restore notice "
+		         "lacks \"reseeded\"");
 	else if (!json_is_true(v))
-		r = cove_fail(err, errlen, -EIO,
-		              "the guest could not reseed its random generator after the "
-		              "restore (see its console)");
+		r = errf(err, errlen, -EIO,
+		         "the guest could not reseed its random generator after the "
+		         "restore (see its console)");
 	json_decref(o);
 	return r;
 }
@@ -75,19 +75,19 @@ int cove_agent_restored_on(struct cove_sandbox *sb, int fd, const char *hostname
                            const char *sandbox_id, char *err, size_t errlen)
 {
 	if (!name_valid(hostname, false))
-		return cove_fail(err, errlen, -EINVAL,
-		                 "invalid host name '%s': 1-64 of A-Z, a-z, 0-9, '-', '.'",
-		                 hostname ? hostname : "");
+		return errf(err, errlen, -EINVAL,
+		            "invalid host name '%s': 1-64 of A-Z, a-z, 0-9, '-', '.'",
+		            hostname ? hostname : "");
 	if (!name_valid(sandbox_id, true))
-		return cove_fail(err, errlen, -EINVAL,
-		                 "invalid sandbox id '%s': 1-64 of A-Z, a-z, 0-9, '-', '.', '_'",
-		                 sandbox_id ? sandbox_id : "");
+		return errf(err, errlen, -EINVAL,
+		            "invalid sandbox id '%s': 1-64 of A-Z, a-z, 0-9, '-', '.', '_'",
+		            sandbox_id ? sandbox_id : "");
 
 	uint8_t seed[SEED_BYTES];
 	char hex[2 * SEED_BYTES + 1];
 	int r = fill_seed(seed, sizeof(seed));
 	if (r < 0)
-		return cove_fail(err, errlen, r, "getrandom: %s", strerror(-r));
+		return errf(err, errlen, r, "getrandom: %s", strerror(-r));
 	for (size_t i = 0; i < sizeof(seed); i++)
 		snprintf(hex + 2 * i, 3, "%02x", seed[i]);
 	explicit_bzero(seed, sizeof(seed));

@@ -1,5 +1,6 @@
 /* The sandbox registry: runtime base, names, meta.json, liveness of the
- * recorded process, removal of dead entries, and cove_list. */
+ * recorded process, removal of dead entries.  What the API makes of it
+ * (cove_open, cove_list) is in lookup.c. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -12,17 +13,6 @@
 #include <unistd.h>
 
 #include "registry.h"
-#include "sandbox_priv.h"
-
-/* Entries without meta.json younger than this are being created. */
-#define REGISTRY_CREATE_GRACE_S 30
-
-/* out = a/b; false when it does not fit. */
-static bool join(char *out, size_t len, const char *a, const char *b)
-{
-	int n = snprintf(out, len, "%s/%s", a, b);
-	return n >= 0 && (size_t)n < len;
-}
 
 bool registry_name_valid(const char *name)
 {
@@ -52,8 +42,8 @@ int registry_base(char *out, size_t len)
 		n = snprintf(out, len, "/run/cove");
 	else
 		n = snprintf(out, len, "/tmp/cove-%u", (unsigned)geteuid());
-	/* <base>/<name> must fit SANDBOX_DIR_MAX with its terminator. */
-	if (n < 0 || (size_t)n >= len || (size_t)n + 1 + REGISTRY_NAME_MAX >= SANDBOX_DIR_MAX)
+	/* <base>/<name> must fit REGISTRY_DIR_MAX with its terminator. */
+	if (n < 0 || (size_t)n >= len || (size_t)n + 1 + REGISTRY_NAME_MAX >= REGISTRY_DIR_MAX)
 		return -ENAMETOOLONG;
 	if (mkdir(out, 0700) < 0 && errno != EEXIST)
 		return -errno;
@@ -269,143 +259,4 @@ int registry_remove_dead(const char *base, const char *name, const struct regist
 		return -EBUSY;
 	}
 	return registry_remove_tree(aside);
-}
-
-/* ---- cove_list ---------------------------------------------------------- */
-
-const char *cove_state_name(enum cove_state state)
-{
-	switch (state) {
-	case COVE_STATE_STARTING:
-		return "starting";
-	case COVE_STATE_RUNNING:
-		return "running";
-	case COVE_STATE_PAUSED:
-		return "paused";
-	case COVE_STATE_DEAD:
-		return "dead";
-	}
-	return "unknown";
-}
-
-/* Fills info from the entry <base>/<name>; removes it when it is dead.
- * Returns 1 when info should be listed, 0 when not, or -errno. */
-static int list_entry(const char *base, const char *name, struct registry_meta *m,
-                      struct cove_info *info)
-{
-	char dir[PATH_MAX];
-	memset(info, 0, sizeof(*info));
-	if (!join(dir, sizeof(dir), base, name) || strlen(name) >= sizeof(info->name))
-		return 0;
-	memcpy(info->name, name, strlen(name) + 1);
-	int r = registry_meta_read(dir, m);
-	if (r < 0) {
-		struct stat st;
-		if (stat(dir, &st) < 0)
-			return 0; /* removed under us */
-		if (time(NULL) - st.st_ctime < REGISTRY_CREATE_GRACE_S) {
-			info->state = COVE_STATE_STARTING;
-			return 1;
-		}
-		info->state = COVE_STATE_DEAD;
-		r = registry_remove_dead(base, name, NULL);
-		return r == -EBUSY ? 0 : 1;
-	}
-	info->pid = m->pid;
-	info->cpus = m->cpus;
-	info->memory_mib = m->memory_mib;
-	info->created = m->created;
-	if ((m->image[0] && !(info->image = strdup(m->image))) ||
-	    (m->restored_from[0] && !(info->restored_from = strdup(m->restored_from))))
-		return -ENOMEM;
-	if (!registry_alive(m)) {
-		info->state = COVE_STATE_DEAD;
-		r = registry_remove_dead(base, name, m);
-		return r == -EBUSY ? 0 : 1;
-	}
-	if (m->starting) {
-		info->state = COVE_STATE_STARTING;
-		return 1;
-	}
-	char api[PATH_MAX];
-	bool paused = false;
-	info->state = join(api, sizeof(api), dir, SANDBOX_API_SOCK) &&
-	                      vmm_api_paused(api, &paused) == 0 && paused
-	                  ? COVE_STATE_PAUSED
-	                  : COVE_STATE_RUNNING;
-	return 1;
-}
-
-static int info_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct cove_info *)a)->name, ((const struct cove_info *)b)->name);
-}
-
-int cove_list(struct cove_info **out, size_t *count, char *err, size_t errlen)
-{
-	*out = NULL;
-	*count = 0;
-	char base[PATH_MAX];
-	int r = registry_base(base, sizeof(base));
-	if (r < 0)
-		return cove_fail(err, errlen, r, "runtime directory %s: %s", base, strerror(-r));
-	DIR *d = opendir(base);
-	if (!d)
-		return cove_fail(err, errlen, -errno, "cannot read %s: %s", base, strerror(errno));
-	struct registry_meta *m = malloc(sizeof(*m));
-	struct cove_info *list = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *e;
-	r = m ? 0 : -ENOMEM;
-	while (r == 0 && (e = readdir(d))) {
-		if (!registry_name_valid(e->d_name))
-			continue; /* ".", "..", entries being removed */
-		struct stat st;
-		if (e->d_type != DT_DIR &&
-		    (e->d_type != DT_UNKNOWN ||
-		     fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		     !S_ISDIR(st.st_mode)))
-			continue; /* a stray file */
-		if (n == cap) {
-			size_t c = cap ? cap * 2 : 16;
-			struct cove_info *l = realloc(list, c * sizeof(*l));
-			if (!l) {
-				r = -ENOMEM;
-				break;
-			}
-			list = l;
-			cap = c;
-		}
-		int k = list_entry(base, e->d_name, m, &list[n]);
-		if (k < 0) {
-			free(list[n].image);
-			free(list[n].restored_from);
-			r = k;
-		} else if (k > 0) {
-			n++;
-		} else {
-			free(list[n].image);
-			free(list[n].restored_from);
-		}
-	}
-	closedir(d);
-	free(m);
-	if (r < 0) {
-		cove_list_free(list, n);
-		return cove_fail(err, errlen, r, "listing %s: %s", base, strerror(-r));
-	}
-	if (n)
-		qsort(list, n, sizeof(*list), info_cmp);
-	*out = list;
-	*count = n;
-	return 0;
-}
-
-void cove_list_free(struct cove_info *list, size_t count)
-{
-	for (size_t i = 0; list && i < count; i++) {
-		free(list[i].image);
-		free(list[i].restored_from);
-	}
-	free(list);
 }

@@ -23,6 +23,13 @@
 
 #define REGISTRY_NAME_MAX 32
 #define REGISTRY_META     "meta.json"
+/* The longest entry path <base>/<name>, terminator included.  Unix socket
+ * paths are at most 107 bytes, the sockets live in the entry and the VMM
+ * appends "_<port>" to the vsock's path, so the directory is kept short. */
+#define REGISTRY_DIR_MAX 90
+/* An entry without meta.json younger than this (seconds) is being created;
+ * an older one is dead. */
+#define REGISTRY_CREATE_GRACE_S 30
 
 struct registry_meta {
 	char name[REGISTRY_NAME_MAX + 1];
@@ -42,7 +49,7 @@ bool registry_name_valid(const char *name);
 
 /* Writes the runtime base into out and creates it (0700).  -ENAMETOOLONG
  * when <base>/<longest name>/ would leave no room for the Unix socket
- * paths inside it (SANDBOX_DIR_MAX). */
+ * paths inside it (REGISTRY_DIR_MAX). */
 int registry_base(char *out, size_t len) __attribute__((warn_unused_result));
 
 /* meta.json in dir: write (atomically) and read.  read returns -ENOENT

@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include "cove.h"
+#include "libcove.h"
 #include "proto.h"
-#include "sandbox_priv.h"
 
 struct buf {
 	char data[256];

@@ -21,9 +21,9 @@
 #include "guest-agent/request.h"
 #include "guest-agent/restore.h"
 #include "guest-agent/sys.h"
+#include "libcove.h"
 #include "proto.h"
 #include "proto_json.h"
-#include "sandbox_priv.h"
 #include "unit.h"
 
 /* ---- harness ------------------------------------------------------------ */

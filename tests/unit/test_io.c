@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "io.h"
@@ -53,6 +54,48 @@ START_TEST(pread_pwrite_all)
 	ck_assert_int_eq(pread_all(fd, r, sizeof(r), 8192), -EIO);
 	close(fd);
 	ck_assert_int_eq(pwrite_all(-1, w, 1, 0), -EBADF);
+}
+END_TEST
+
+/* read_full takes what there is: all of it, the rest of a file that ends
+ * early, or what a pipe's writer sent before it closed. */
+START_TEST(read_full_until_end)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "%s/r", a);
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	ck_assert_int_ge(fd, 0);
+	uint8_t w[5000], r[8000];
+	fill(w, sizeof(w), 9);
+	ck_assert_int_eq(write_all(fd, w, sizeof(w)), 0);
+	ck_assert_int_eq(lseek(fd, 0, SEEK_SET), 0);
+	ck_assert_int_eq(read_full(fd, r, 1000), 1000);
+	ck_assert_mem_eq(r, w, 1000);
+	ck_assert_int_eq(read_full(fd, r, sizeof(r)), 4000);
+	ck_assert_mem_eq(r, w + 1000, 4000);
+	ck_assert_int_eq(read_full(fd, r, sizeof(r)), 0);
+	close(fd);
+
+	int p[2];
+	ck_assert_int_eq(pipe(p), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		/* Two writes, so the reader sees two short reads. */
+		close(p[0]);
+		if (write_all(p[1], w, 10) < 0)
+			_exit(1);
+		usleep(20000);
+		_exit(write_all(p[1], w + 10, 20) < 0);
+	}
+	close(p[1]);
+	ck_assert_int_eq(read_full(p[0], r, sizeof(r)), 30);
+	ck_assert_mem_eq(r, w, 30);
+	close(p[0]);
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_int_eq(status, 0);
+	ck_assert_int_eq(read_full(-1, r, 1), -EBADF);
 }
 END_TEST
 
@@ -127,6 +170,7 @@ static Suite *make_suite(void)
 	TCase *tc = tcase_create("core");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, pread_pwrite_all);
+	tcase_add_test(tc, read_full_until_end);
 	tcase_add_test(tc, copy_across_file_systems);
 	tcase_add_test(tc, copy_refusals);
 	suite_add_tcase(s, tc);

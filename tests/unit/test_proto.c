@@ -1,5 +1,5 @@
-/* Unit tests: the wire codec (lib/proto.c) and the JSON helpers
- * (lib/proto_json.c): header layout and validation, the incremental reader,
+/* Unit tests: the wire codec (common/proto.c) and the JSON helpers
+ * (common/proto_json.c): header layout and validation, the incremental reader,
  * blocking send/receive over sockets and pipes, stream ends and errors. */
 #include <errno.h>
 #include <fcntl.h>

@@ -7,8 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define BOOT_TIMER_PORT  0x440
-#define BOOT_TIMER_MAGIC 123
+#include "boot_timer_abi.h" /* BOOT_TIMER_PORT, BOOT_TIMER_MAGIC */
 
 /* Monotonic microseconds since this process started (its first
  * constructor ran). */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "errf.h"
 #include "proto.h"
 
 #define SMALL_JSON 512
@@ -20,14 +21,12 @@ int proto_json_parse(const uint8_t *payload, uint32_t len, json_t **out, char *e
 	}
 	json_error_t je;
 	json_t *v = json_loadb((const char *)payload, len, JSON_REJECT_DUPLICATES, &je);
-	if (!v) {
-		snprintf(err, errlen, "invalid JSON at %d:%d: %s", je.line, je.column, je.text);
-		return -EPROTO;
-	}
+	if (!v)
+		return errf(err, errlen, -EPROTO, "invalid JSON at %d:%d: %s", je.line, je.column,
+		            je.text);
 	if (!json_is_object(v)) {
 		json_decref(v);
-		snprintf(err, errlen, "the payload is not a JSON object");
-		return -EPROTO;
+		return errf(err, errlen, -EPROTO, "the payload is not a JSON object");
 	}
 	*out = v;
 	return 0;

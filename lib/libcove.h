@@ -1,0 +1,160 @@
+/* libcove's internals, shared by its files and by no one else (the public
+ * API is cove.h).  Grouped by the file that defines them:
+ *
+ *   config.c        defaults, and what cove_start and cove_restore accept
+ *   sandbox.c       the handle and its registry entry; cove_start, cove_stop
+ *   vmm_proc.c      cove-vmm as a process: spawn, readiness, death, exit
+ *   vmm_api.c       cove-vmm's control socket
+ *   agent_client.c  connections and requests to the guest agent
+ *   notice.c        the restore notice
+ *
+ * snapshot.c (cove_snapshot, cove_restore), lookup.c (cove_open,
+ * cove_list) and exec.c (cove_exec) use these and add none of their own. */
+#ifndef COVE_LIBCOVE_H
+#define COVE_LIBCOVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cove.h"
+#include "errf.h"
+#include "registry.h"
+
+#define SANDBOX_API_SOCK "api.sock" /* in the sandbox's directory */
+
+struct cove_sandbox {
+	char dir[REGISTRY_DIR_MAX];       /* runtime directory (registry entry), removed at stop */
+	char vsock[REGISTRY_DIR_MAX + 8]; /* the VMM's hybrid-vsock Unix socket */
+	char api[REGISTRY_DIR_MAX + 10];  /* the VMM's control socket */
+	char name[REGISTRY_NAME_MAX + 1]; /* the entry's name: dir's last component */
+	pid_t pid;                        /* cove-vmm */
+	int pidfd;                        /* readable when cove-vmm exits */
+	bool child;                       /* cove-vmm is our child: reaped through the pidfd */
+	bool detached; /* cove_free leaves it running (detached start, cove_open) */
+	bool stopped;
+	int vmm_status; /* wait status once reaped (children only) */
+};
+
+/* ---- config.c ----------------------------------------------------------- */
+
+/* What cove_start (boot) or cove_restore (!boot) needs before anything
+ * is created: sizes within bounds (boot only: a restore takes them from the
+ * snapshot), a usable /dev/kvm, the files cfg names, a valid name.  0, or
+ * -errno with a message in err. */
+int config_check(const struct cove_config *cfg, bool boot, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* The sizes a sandbox may boot with (common/cove_limits.h), 0 meaning the
+ * default: -EINVAL for memory below COVE_MEMORY_MIN_MIB or more than
+ * COVE_CPUS_MAX CPUs, with cove-vmm's wording ("memory must be at least
+ * 32 MiB, got 16"). */
+int config_check_sizes(unsigned int cpus, uint64_t memory_mib, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* cfg's boot timeout, or its default. */
+unsigned int config_boot_timeout_ms(const struct cove_config *cfg);
+
+/* ---- sandbox.c ---------------------------------------------------------- */
+
+/* 0 for a valid sandbox name (cove_name_valid), else -EINVAL with the
+ * rules in err. */
+int sandbox_check_name(const char *name, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* A zeroed handle (no pidfd yet); NULL when out of memory. */
+struct cove_sandbox *sandbox_new(bool detached);
+
+/* Sets sb's runtime directory <base>/<name> and the socket paths in it. */
+void sandbox_paths(struct cove_sandbox *sb, const char *base, const char *name);
+
+/* Creates the registry entry: <base>/<name> (mkdir takes the name) or,
+ * with name NULL, an anonymous <base>/sb-XXXXXX. */
+int sandbox_create(struct cove_sandbox *sb, const char *name, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* The entry's meta.json while we set the sandbox up (it names this
+ * process, so nobody takes the entry for dead), then once cove-vmm runs
+ * (from then on the entry lives with it).  m holds what the caller filled
+ * in (cpus, image...). */
+int sandbox_meta_begin(struct cove_sandbox *sb, struct registry_meta *m, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+int sandbox_meta_vmm(struct cove_sandbox *sb, struct registry_meta *m, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* Where cove-vmm's own output (log) and the guest console (console: cfg's
+ * console_log, else the sandbox's directory) go; both PATH_MAX bytes. */
+void sandbox_logs(const struct cove_sandbox *sb, const struct cove_config *cfg, char *console,
+                  char *log);
+
+/* Stops and frees a sandbox that failed to come up, detached or not. */
+void sandbox_abort(struct cove_sandbox *sb);
+
+/* Ends cove-vmm as vmm_reap(sb, grace_ms) does, then removes the runtime
+ * directory.  The end of cove_stop, and of a snapshot that stops the
+ * sandbox. */
+void sandbox_finish(struct cove_sandbox *sb, int grace_ms);
+
+/* ---- vmm_proc.c --------------------------------------------------------- */
+
+/* A listening Unix socket at path: where the agent's HELLO arrives. */
+int vmm_listen(const char *path);
+
+/* Starts cove-vmm (argv, NULL-terminated) with its output appended to log:
+ * our child, killed when we die, or detached (its own session, neither
+ * dying with us nor staying our zombie).  Sets sb->pid and sb->pidfd. */
+int vmm_spawn(char *const argv[], bool detached, const char *log, struct cove_sandbox *sb,
+              char *err, size_t errlen) __attribute__((warn_unused_result));
+
+/* Waits up to timeout_ms for the agent's HELLO on the listening socket lfd.
+ * -ECHILD when cove-vmm dies first (its log's or console's last line in
+ * err), -ETIMEDOUT. */
+int vmm_wait_ready(struct cove_sandbox *sb, int lfd, unsigned int timeout_ms, const char *console,
+                   const char *log, char *err, size_t errlen) __attribute__((warn_unused_result));
+
+/* After a restore there is no HELLO: the agent was serving when the
+ * snapshot was taken.  Polls for its answer, 1 ms apart, while watching
+ * cove-vmm; returns the open connection, or -errno as vmm_wait_ready. */
+int vmm_wait_agent(struct cove_sandbox *sb, unsigned int timeout_ms, const char *console,
+                   const char *log, char *err, size_t errlen) __attribute__((warn_unused_result));
+
+/* Waits up to grace_ms for cove-vmm to exit, then sends SIGTERM and at
+ * last SIGKILL (through the pidfd, never to a reused pid); reaps a child
+ * and closes the pidfd.  A no-op once the pidfd is closed. */
+void vmm_reap(struct cove_sandbox *sb, int grace_ms);
+
+/* ---- vmm_api.c ---------------------------------------------------------- */
+
+/* One request to cove-vmm's control socket sock (req is consumed).  An
+ * {"ok": false} answer becomes -EIO with its "error" in err; on success
+ * the whole answer is returned through reply (when not NULL). */
+struct json_t;
+int vmm_api_call(const char *sock, struct json_t *req, struct json_t **reply, int timeout_ms,
+                 char *err, size_t errlen);
+
+/* Asks cove-vmm whether the VM is paused (a short timeout: `cove ls`). */
+int vmm_api_paused(const char *sock, bool *paused);
+
+/* ---- agent_client.c ----------------------------------------------------- */
+
+/* Opens a stream to the guest agent through the VMM's Unix socket
+ * (Firecracker's hybrid vsock: "CONNECT <port>\n" -> "OK <hostport>\n").
+ * Returns the fd or -errno. */
+int cove_agent_connect(struct cove_sandbox *sb, char *err, size_t errlen);
+
+/* Sends one JSON request (a jansson object, consumed). */
+int cove_send_json(int fd, uint16_t type, struct json_t *obj, char *err, size_t errlen);
+
+/* Reads frames until one of type want (or ERROR, turned into a message);
+ * returns its payload (malloc'ed, NUL-terminated) through *payload. */
+int cove_expect(int fd, uint16_t want, uint8_t **payload, uint32_t *len, char *err, size_t errlen);
+
+/* ---- notice.c ----------------------------------------------------------- */
+
+/* cove_agent_restored() on an agent connection already open (fd >= 0,
+ * left open), or on a new one (fd < 0). */
+int cove_agent_restored_on(struct cove_sandbox *sb, int fd, const char *hostname,
+                           const char *sandbox_id, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,177 @@
+/* Snapshots and restores: cove_snapshot asks cove-vmm, through its control
+ * socket, to save a running sandbox into a new directory and leaves a note
+ * beside the snapshot (the CPUs, memory and image `cove ls` shows of what
+ * is restored from it); cove_restore starts a sandbox from such a
+ * directory and hands its agent the restore notice. */
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "libcove.h"
+
+#define API_SNAPSHOT_MS     (10 * 60 * 1000)
+#define SNAPSHOT_NOTE       "cove-sandbox.json"
+#define SNAPSHOT_STOP_GRACE 10000
+
+/* Makes path absolute for a directory that must not exist yet: its parent
+ * is resolved (symlinks too), its last component kept. */
+static int new_dir_path(const char *path, char *out, size_t len, char *err, size_t errlen)
+{
+	char buf[PATH_MAX], parent[PATH_MAX];
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return errf(err, errlen, -ENAMETOOLONG, "path '%s' is too long", path);
+	size_t n = strlen(buf);
+	while (n > 1 && buf[n - 1] == '/')
+		buf[--n] = 0;
+	char *slash = strrchr(buf, '/');
+	const char *leaf = slash ? slash + 1 : buf;
+	if (!*leaf || !strcmp(leaf, ".") || !strcmp(leaf, ".."))
+		return errf(err, errlen, -EINVAL, "'%s' is not a new directory's path", path);
+	if (slash)
+		*slash = 0;
+	const char *dir = !slash ? "." : slash == buf ? "/" : buf;
+	if (!realpath(dir, parent))
+		return errf(err, errlen, -errno, "'%s': %s", dir, strerror(errno));
+	if (snprintf(out, len, "%s/%s", strcmp(parent, "/") ? parent : "", leaf) >= (int)len)
+		return errf(err, errlen, -ENAMETOOLONG, "path '%s' is too long", path);
+	struct stat st;
+	if (lstat(out, &st) == 0)
+		return errf(err, errlen, -EEXIST, "'%s' already exists", out);
+	return 0;
+}
+
+/* What the VMM does not keep but `cove ls` shows of a restored sandbox:
+ * best effort, a restore works without it. */
+static void snapshot_note_write(const struct cove_sandbox *sb, const char *snapdir)
+{
+	struct registry_meta *m = malloc(sizeof(*m));
+	if (!m || registry_meta_read(sb->dir, m) < 0) {
+		free(m);
+		return;
+	}
+	json_t *o = json_pack("{s:i, s:s, s:i, s:I}", "version", 1, "name", m->name, "cpus",
+	                      (int)m->cpus, "memory_mib", (json_int_t)m->memory_mib);
+	if (o && m->image[0])
+		json_object_set_new(o, "image", json_string(m->image));
+	char path[PATH_MAX];
+	if (o && snprintf(path, sizeof(path), "%s/%s", snapdir, SNAPSHOT_NOTE) < (int)sizeof(path))
+		(void)json_dump_file(o, path, JSON_COMPACT);
+	json_decref(o);
+	free(m);
+}
+
+/* The CPUs and memory a snapshot was taken with, from its note; 0 when
+ * unknown. */
+static void snapshot_note_read(const char *snapdir, unsigned int *cpus, uint64_t *memory_mib)
+{
+	char path[PATH_MAX];
+	*cpus = 0;
+	*memory_mib = 0;
+	if (snprintf(path, sizeof(path), "%s/%s", snapdir, SNAPSHOT_NOTE) >= (int)sizeof(path))
+		return;
+	json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
+	json_t *c = o ? json_object_get(o, "cpus") : NULL;
+	json_t *mem = o ? json_object_get(o, "memory_mib") : NULL;
+	if (json_is_integer(c) && json_integer_value(c) > 0 && json_integer_value(c) <= 1024)
+		*cpus = (unsigned int)json_integer_value(c);
+	if (json_is_integer(mem) && json_integer_value(mem) > 0)
+		*memory_mib = (uint64_t)json_integer_value(mem);
+	json_decref(o);
+}
+
+int cove_snapshot(struct cove_sandbox *sb, const char *dir, bool stop_after, char *err,
+                  size_t errlen)
+{
+	if (!sb || sb->stopped)
+		return errf(err, errlen, -ESRCH, "the sandbox is stopped");
+	if (!dir || !*dir)
+		return errf(err, errlen, -EINVAL, "no snapshot directory given");
+	char abs[PATH_MAX];
+	int r = new_dir_path(dir, abs, sizeof(abs), err, errlen);
+	if (r < 0)
+		return r;
+	json_t *req = json_pack("{s:s, s:s, s:s}", "op", "snapshot", "dir", abs, "then",
+	                        stop_after ? "stop" : "resume");
+	if ((r = vmm_api_call(sb->api, req, NULL, API_SNAPSHOT_MS, err, errlen)) < 0)
+		return r;
+	snapshot_note_write(sb, abs);
+	if (stop_after)
+		sandbox_finish(sb, SNAPSHOT_STOP_GRACE);
+	return 0;
+}
+
+int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct cove_sandbox **out,
+                 char *err, size_t errlen)
+{
+	*out = NULL;
+	int r = config_check(cfg, false, err, errlen);
+	if (r < 0)
+		return r;
+	struct cove_sandbox *sb = sandbox_new(cfg->detached);
+	struct registry_meta *m = calloc(1, sizeof(*m));
+	char console[PATH_MAX], log[PATH_MAX], hostname[REGISTRY_NAME_MAX + 1];
+	struct stat st;
+	if (!sb || !m) {
+		r = errf(err, errlen, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (!realpath(snapshot_dir, m->restored_from) || stat(m->restored_from, &st) < 0) {
+		r = errf(err, errlen, -errno, "snapshot '%s': %s", snapshot_dir, strerror(errno));
+		goto fail;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		r = errf(err, errlen, -ENOTDIR, "snapshot '%s' is not a directory", snapshot_dir);
+		goto fail;
+	}
+	snapshot_note_read(m->restored_from, &m->cpus, &m->memory_mib);
+	if ((r = sandbox_create(sb, cfg->name, err, errlen)) < 0 ||
+	    (r = sandbox_meta_begin(sb, m, err, errlen)) < 0)
+		goto fail;
+	sandbox_logs(sb, cfg, console, log);
+	const char *argv[] = { cfg->vmm, "--restore", m->restored_from, "--overlay-dir",
+		               sb->dir,  "--vsock",   sb->vsock,        "--api",
+		               sb->api,  "--console", console,          NULL };
+	unsigned int timeout_ms = config_boot_timeout_ms(cfg);
+	int afd = -1;
+	if ((r = vmm_spawn((char *const *)argv, cfg->detached, log, sb, err, errlen)) < 0 ||
+	    (r = sandbox_meta_vmm(sb, m, err, errlen)) < 0 ||
+	    (r = afd = vmm_wait_agent(sb, timeout_ms, console, log, err, errlen)) < 0)
+		goto fail;
+	/* A host name may not hold '_', which sandbox names may. */
+	snprintf(hostname, sizeof(hostname), "%s", sb->name);
+	for (char *c = hostname; *c; c++)
+		if (*c == '_')
+			*c = '-';
+	/* The guest resets the connections it had at the snapshot when it
+	 * handles the vsock transport-reset event; a connection made just
+	 * before that can be caught in it.  The notice is idempotent: retry
+	 * it on a fresh connection. */
+	for (int tries = 0;; tries++) {
+		r = cove_agent_restored_on(sb, afd, cfg->hostname ? cfg->hostname : hostname,
+		                           sb->name, err, errlen);
+		close(afd);
+		if (r != -ECONNRESET && r != -EPIPE)
+			break;
+		if (tries == 5)
+			break;
+		afd = vmm_wait_agent(sb, timeout_ms, console, log, err, errlen);
+		if (afd < 0) {
+			r = afd;
+			break;
+		}
+	}
+	if (r < 0)
+		goto fail;
+	free(m);
+	*out = sb;
+	return 0;
+fail:
+	free(m);
+	sandbox_abort(sb);
+	return r;
+}
