@@ -13,16 +13,11 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
-#include "arch/x86_64/cpu.h"
 #include "arch/x86_64/layout.h"
-#include "backend/disk_open.h"
-#include "clock.h"
 #include "core/vm_devices.h"
 #include "errf.h"
-#include "io.h"
 #include "qcow2_create.h"
 #include "snapshot/format.h"
-#include "virtio/blk.h"
 #include "virtio/vsock.h"
 
 static bool str_ok(const char *s, size_t cap)

@@ -10,7 +10,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "arch/x86_64/cpu.h"
 #include "backend/disk_open.h"
 #include "clock.h"
 #include "core/vm_devices.h"
@@ -19,7 +18,6 @@
 #include "qcow2_create.h"
 #include "snapshot/format.h"
 #include "virtio/blk.h"
-#include "virtio/vsock.h"
 
 static bool all_zero(const uint8_t *p, size_t len)
 {
