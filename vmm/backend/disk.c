@@ -5,7 +5,6 @@
 #include <string.h>
 #include <unistd.h>
 
-
 void disk_close(struct disk *d)
 {
 	if (d)
