@@ -13,92 +13,18 @@
  * the file, so nothing still referenced can be handed out twice. */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <linux/falloc.h>
-#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "backend/disk_qcow2.h"
-#include "backend/disk_raw.h"
-#include "errf.h"
+#include "backend/disk_qcow2_priv.h"
 #include "qcow2_create.h"
-
-#define IOV_WINDOW      64
-#define CACHE_SLOTS     16
-#define CACHE_BYTES     (8ULL << 20) /* per table cache, at most */
-#define CLAIM_SKIP_MAX  4096         /* in-use clusters skipped past the file end */
-#define BACKING_FMT_MAX 16
-
-enum cl_kind { CL_UNALLOC, CL_ZERO, CL_DATA };
-
-/* A few whole clusters of one kind of table, written through. */
-struct tslot {
-	uint64_t off; /* host offset; 0 = empty (cluster 0 is the header) */
-	uint64_t stamp;
-	uint8_t *buf;
-};
-
-struct tcache {
-	struct tslot slot[CACHE_SLOTS];
-	unsigned int nslots;
-	uint64_t clock;
-};
-
-struct qcow2 {
-	struct disk d; /* first: the disk_ops get &d */
-	int fd;
-	unsigned int flags;
-	bool warned;
-	char *path;
-	unsigned int version;
-	unsigned int cluster_bits;
-	uint64_t cs;          /* cluster size */
-	unsigned int l2_bits; /* log2 of entries per L2 table */
-	unsigned int rc_order;
-	unsigned int rb_bits; /* log2 of entries per refcount block */
-	uint64_t *l1;         /* host byte order */
-	uint32_t l1_size;
-	uint64_t l1_off;
-	uint64_t rt_off;
-	uint64_t rt_bytes;
-	uint64_t *rt; /* refcount table, loaded only when writable */
-	uint64_t rt_entries;
-	uint64_t end; /* cluster-aligned end of the file; new clusters go here */
-	struct tcache l2c;
-	struct tcache rbc;
-	struct disk *backing;
-	uint8_t *bounce; /* one cluster */
-	struct iovec *iov;
-	int iov_cap;
-};
-
-/* Where a request stands in the caller's iovec array. */
-struct cursor {
-	const struct iovec *iov;
-	int cnt;
-	int idx;
-	size_t skip;
-};
-
-static struct qcow2 *to_q(struct disk *d)
-{
-	return (struct qcow2 *)d;
-}
-
-static uint64_t min64(uint64_t a, uint64_t b)
-{
-	return a < b ? a : b;
-}
 
 /* One stderr line per disk, the first time a request meets something this
  * backend refuses, so a guest I/O error can be traced to its cause. */
-static int bad(struct qcow2 *q, int err, uint64_t guest_off, const char *what)
+int qcow2_bad(struct qcow2 *q, int err, uint64_t guest_off, const char *what)
 {
 	if (!q->warned && !(q->flags & QCOW2_OPEN_QUIET)) {
 		q->warned = true;
@@ -111,7 +37,7 @@ static int bad(struct qcow2 *q, int err, uint64_t guest_off, const char *what)
 /* ---- file I/O --------------------------------------------------------- */
 
 /* All of buf at off; reads past the end of the file give zeros. */
-static int io_full(int fd, void *buf, size_t len, uint64_t off, bool write)
+int qcow2_io_full(int fd, void *buf, size_t len, uint64_t off, bool write)
 {
 	uint8_t *p = buf;
 	while (len) {
@@ -171,7 +97,7 @@ static int io_vec(int fd, uint64_t off, struct iovec *v, int n, bool write)
 	return 0;
 }
 
-static int sync_fd(int fd)
+int qcow2_sync(int fd)
 {
 	while (fdatasync(fd) < 0) {
 		if (errno != EINTR)
@@ -182,7 +108,7 @@ static int sync_fd(int fd)
 
 /* ---- request iovecs --------------------------------------------------- */
 
-static int reserve_iov(struct qcow2 *q, int n)
+int qcow2_reserve_iov(struct qcow2 *q, int n)
 {
 	if (n <= q->iov_cap)
 		return 0;
@@ -232,7 +158,7 @@ static void iov_gather(uint8_t *dst, const struct iovec *v, int n)
 
 /* ---- table caches ----------------------------------------------------- */
 
-static void cache_init(struct tcache *c, uint64_t cs)
+void qcow2_cache_init(struct tcache *c, uint64_t cs)
 {
 	uint64_t n = CACHE_BYTES / cs;
 	c->nslots = n < 2 ? 2 : n > CACHE_SLOTS ? CACHE_SLOTS : (unsigned int)n;
@@ -276,7 +202,7 @@ static int cache_get(struct qcow2 *q, struct tcache *c, uint64_t off, bool fresh
 	if (fresh) {
 		memset(s->buf, 0, q->cs);
 	} else {
-		int r = io_full(q->fd, s->buf, q->cs, off, false);
+		int r = qcow2_io_full(q->fd, s->buf, q->cs, off, false);
 		if (r)
 			return r;
 	}
@@ -291,7 +217,7 @@ static int cache_get(struct qcow2 *q, struct tcache *c, uint64_t off, bool fresh
 static int cache_write(struct qcow2 *q, struct tcache *c, uint64_t off, const uint8_t *buf,
                        size_t at, size_t len)
 {
-	int r = io_full(q->fd, (void *)(buf + at), len, off + at, true);
+	int r = qcow2_io_full(q->fd, (void *)(buf + at), len, off + at, true);
 	if (r)
 		cache_forget(c, off);
 	return r;
@@ -299,7 +225,7 @@ static int cache_write(struct qcow2 *q, struct tcache *c, uint64_t off, const ui
 
 /* ---- validation of offsets found in tables ------------------------------ */
 
-static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+bool qcow2_overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 {
 	return a < b + blen && b < a + alen;
 }
@@ -310,9 +236,9 @@ static bool cluster_ok(const struct qcow2 *q, uint64_t off)
 {
 	if (!off || off & (q->cs - 1) || off >= q->end || q->end - off < q->cs)
 		return false;
-	if (overlaps(off, q->cs, q->l1_off, (uint64_t)q->l1_size * 8))
+	if (qcow2_overlaps(off, q->cs, q->l1_off, (uint64_t)q->l1_size * 8))
 		return false;
-	return !overlaps(off, q->cs, q->rt_off, q->rt_bytes);
+	return !qcow2_overlaps(off, q->cs, q->rt_off, q->rt_bytes);
 }
 
 /* ---- L1 and L2 -------------------------------------------------------- */
@@ -333,11 +259,12 @@ static int l2_table(struct qcow2 *q, uint64_t vc, uint8_t **table, uint64_t *tab
 	uint64_t e = q->l1[i];
 	uint64_t off = e & QCOW2_OFFSET_MASK;
 	if (e & QCOW2_L1_RESERVED)
-		return bad(q, -EIO, vc << q->cluster_bits, "bad L1 entry");
+		return qcow2_bad(q, -EIO, vc << q->cluster_bits, "bad L1 entry");
 	if (!off)
 		return 0;
 	if (!cluster_ok(q, off))
-		return bad(q, -EIO, vc << q->cluster_bits, "L1 entry points outside the image");
+		return qcow2_bad(q, -EIO, vc << q->cluster_bits,
+		                 "L1 entry points outside the image");
 	*table_off = off;
 	return cache_get(q, &q->l2c, off, false, table);
 }
@@ -357,17 +284,19 @@ static int l2_lookup(struct qcow2 *q, uint64_t vc, uint64_t *entry, enum cl_kind
 	uint64_t e = *entry;
 	*host = e & QCOW2_OFFSET_MASK;
 	if (e & QCOW2_COMPRESSED)
-		return bad(q, -EIO, vc << q->cluster_bits, "compressed clusters are not supported");
+		return qcow2_bad(q, -EIO, vc << q->cluster_bits,
+		                 "compressed clusters are not supported");
 	if (e & QCOW2_L2_RESERVED || (e & QCOW2_ZERO && q->version < 3))
-		return bad(q, -EIO, vc << q->cluster_bits, "bad L2 entry");
+		return qcow2_bad(q, -EIO, vc << q->cluster_bits, "bad L2 entry");
 	if (*host && !cluster_ok(q, *host))
-		return bad(q, -EIO, vc << q->cluster_bits, "L2 entry points outside the image");
+		return qcow2_bad(q, -EIO, vc << q->cluster_bits,
+		                 "L2 entry points outside the image");
 	if (e & QCOW2_ZERO)
 		*kind = CL_ZERO;
 	else if (*host)
 		*kind = CL_DATA;
 	else if (e & QCOW2_COPIED)
-		return bad(q, -EIO, vc << q->cluster_bits, "bad L2 entry");
+		return qcow2_bad(q, -EIO, vc << q->cluster_bits, "bad L2 entry");
 	else
 		*kind = CL_UNALLOC;
 	return 0;
@@ -472,7 +401,7 @@ static int new_refblock(struct qcow2 *q, uint64_t ri)
 		return r;
 	uint8_t e[8];
 	qcow2_put64(e, off);
-	r = io_full(q->fd, e, sizeof(e), q->rt_off + 8 * ri, true);
+	r = qcow2_io_full(q->fd, e, sizeof(e), q->rt_off + 8 * ri, true);
 	if (!r)
 		q->rt[ri] = off;
 	return r;
@@ -528,18 +457,18 @@ static int grow_reftable(struct qcow2 *q)
 
 	uint64_t new_off = (s + nb) << q->cluster_bits;
 	q->end = endc << q->cluster_bits; /* claimed, whatever happens next */
-	r = io_full(q->fd, blocks, nb * q->cs, s << q->cluster_bits, true);
+	r = qcow2_io_full(q->fd, blocks, nb * q->cs, s << q->cluster_bits, true);
 	if (!r)
-		r = io_full(q->fd, table, tcl * q->cs, new_off, true);
+		r = qcow2_io_full(q->fd, table, tcl * q->cs, new_off, true);
 	if (!r)
-		r = sync_fd(q->fd);
+		r = qcow2_sync(q->fd);
 	uint8_t h[12];
 	qcow2_put64(h, new_off);
 	qcow2_put32(h + 8, (uint32_t)tcl);
 	if (!r)
-		r = io_full(q->fd, h, sizeof(h), QCOW2_H_RT_OFFSET, true);
+		r = qcow2_io_full(q->fd, h, sizeof(h), QCOW2_H_RT_OFFSET, true);
 	if (!r)
-		r = sync_fd(q->fd);
+		r = qcow2_sync(q->fd);
 	if (r)
 		goto out;
 
@@ -636,7 +565,7 @@ static int set_l2(struct qcow2 *q, uint64_t vc, uint64_t entry)
 	uint64_t l1i = vc >> q->l2_bits;
 	uint8_t e[8];
 	qcow2_put64(e, toff | QCOW2_COPIED);
-	r = io_full(q->fd, e, sizeof(e), q->l1_off + 8 * l1i, true);
+	r = qcow2_io_full(q->fd, e, sizeof(e), q->l1_off + 8 * l1i, true);
 	if (!r)
 		q->l1[l1i] = toff | QCOW2_COPIED;
 	return r;
@@ -681,7 +610,7 @@ static size_t run_length(struct qcow2 *q, uint64_t off, size_t n, uint64_t left,
 static int qcow2_read(struct disk *d, uint64_t off, const struct iovec *iov, int iovcnt)
 {
 	struct qcow2 *q = to_q(d);
-	int r = reserve_iov(q, iovcnt);
+	int r = qcow2_reserve_iov(q, iovcnt);
 	struct cursor c = { .iov = iov, .cnt = iovcnt };
 	uint64_t left = disk_iov_total(iov, iovcnt);
 	while (!r && left) {
@@ -729,7 +658,7 @@ static int put_data(struct qcow2 *q, uint64_t host, size_t n, struct cursor *c)
 	if (c)
 		return io_vec(q->fd, host, q->iov, take(q, c, n), true);
 	memset(q->bounce, 0, n);
-	return io_full(q->fd, q->bounce, n, host, true);
+	return qcow2_io_full(q->fd, q->bounce, n, host, true);
 }
 
 /* Writes n bytes at guest offset off, inside one cluster, from c (zeros
@@ -745,7 +674,7 @@ static int write_cluster(struct qcow2 *q, uint64_t off, size_t n, struct cursor 
 	if (k == CL_DATA && (e & QCOW2_COPIED))
 		return put_data(q, host + in, n, c);
 	if ((host && !(e & QCOW2_COPIED)) || !l2_writable(q, vc))
-		return bad(q, -EIO, off, "shared clusters (refcount > 1) are not supported");
+		return qcow2_bad(q, -EIO, off, "shared clusters (refcount > 1) are not supported");
 
 	/* A preallocated zero cluster is reused; anything else gets a new
 	 * cluster, filled completely before anything points to it. */
@@ -764,7 +693,7 @@ static int write_cluster(struct qcow2 *q, uint64_t off, size_t n, struct cursor 
 		else if (!r)
 			memset(q->bounce + in, 0, n);
 		if (!r)
-			r = io_full(q->fd, q->bounce, q->cs, target, true);
+			r = qcow2_io_full(q->fd, q->bounce, q->cs, target, true);
 	}
 	if (!r && !host)
 		r = refcount_set(q, target >> q->cluster_bits, 1);
@@ -776,7 +705,7 @@ static int write_cluster(struct qcow2 *q, uint64_t off, size_t n, struct cursor 
 static int qcow2_write(struct disk *d, uint64_t off, const struct iovec *iov, int iovcnt)
 {
 	struct qcow2 *q = to_q(d);
-	int r = reserve_iov(q, iovcnt);
+	int r = qcow2_reserve_iov(q, iovcnt);
 	struct cursor c = { .iov = iov, .cnt = iovcnt };
 	uint64_t left = disk_iov_total(iov, iovcnt);
 	while (!r && left) {
@@ -857,10 +786,10 @@ static int qcow2_discard(struct disk *d, uint64_t off, uint64_t len)
 
 static int qcow2_flush(struct disk *d)
 {
-	return sync_fd(to_q(d)->fd);
+	return qcow2_sync(to_q(d)->fd);
 }
 
-static void qcow2_close(struct disk *d)
+void qcow2_close(struct disk *d)
 {
 	struct qcow2 *q = to_q(d);
 	disk_close(q->backing);
@@ -876,7 +805,7 @@ static void qcow2_close(struct disk *d)
 	free(q);
 }
 
-static const struct disk_ops qcow2_ops = {
+const struct disk_ops qcow2_ops = {
 	.name = "qcow2",
 	.read = qcow2_read,
 	.write = qcow2_write,
@@ -885,307 +814,3 @@ static const struct disk_ops qcow2_ops = {
 	.write_zeroes = qcow2_write_zeroes,
 	.close = qcow2_close,
 };
-
-/* ---- open ------------------------------------------------------------- */
-
-/* What open needs from the header beyond the fields kept in struct qcow2. */
-struct hdr {
-	uint64_t file_size;
-	uint8_t *buf; /* the first cluster, or as much of it as the file has */
-	size_t len;
-	uint32_t hlen;
-	uint64_t incompat;
-	uint64_t autoclear;
-	uint64_t backing_off;
-	uint32_t backing_len;
-	char backing_fmt[BACKING_FMT_MAX];
-};
-
-static int open_chain(const char *path, bool read_only, unsigned int flags, unsigned int depth,
-                      struct disk **out, char *err, size_t errlen);
-
-/* Reads the first cluster and checks the fixed header fields. */
-static int read_header(struct qcow2 *q, struct hdr *h, bool read_only, char *err, size_t errlen)
-{
-	uint8_t fixed[QCOW2_V3_HEADER_LEN] = { 0 };
-	size_t flen = (size_t)min64(h->file_size, sizeof(fixed));
-	int r = io_full(q->fd, fixed, flen, 0, false);
-	if (r)
-		return errf(err, errlen, r, "%s: %s", q->path, strerror(-r));
-	if (flen < 4 || qcow2_be32(fixed) != QCOW2_MAGIC)
-		return errf(err, errlen, -EINVAL, "%s: not a qcow2 image (bad magic)", q->path);
-	if (flen < QCOW2_V2_HEADER_LEN)
-		return errf(err, errlen, -EINVAL, "%s: truncated qcow2 header", q->path);
-	q->version = qcow2_be32(fixed + QCOW2_H_VERSION);
-	if (q->version != 2 && q->version != 3)
-		return errf(err, errlen, -ENOTSUP, "%s: unsupported qcow2 version %u", q->path,
-		            q->version);
-	if (q->version == 3 && flen < QCOW2_V3_HEADER_LEN)
-		return errf(err, errlen, -EINVAL, "%s: truncated qcow2 header", q->path);
-	q->cluster_bits = qcow2_be32(fixed + QCOW2_H_CLUSTER_BITS);
-	if (q->cluster_bits < QCOW2_MIN_CLUSTER_BITS || q->cluster_bits > QCOW2_MAX_CLUSTER_BITS)
-		return errf(err, errlen, -ENOTSUP, "%s: cluster_bits %u outside %d..%d", q->path,
-		            q->cluster_bits, QCOW2_MIN_CLUSTER_BITS, QCOW2_MAX_CLUSTER_BITS);
-	q->cs = 1ULL << q->cluster_bits;
-	if (qcow2_be32(fixed + QCOW2_H_CRYPT_METHOD))
-		return errf(err, errlen, -ENOTSUP, "%s: encrypted qcow2 images are not supported",
-		            q->path);
-	if (qcow2_be32(fixed + QCOW2_H_NB_SNAPSHOTS))
-		return errf(err, errlen, -ENOTSUP,
-		            "%s: qcow2 images with internal snapshots are not supported", q->path);
-	h->hlen = QCOW2_V2_HEADER_LEN;
-	q->rc_order = 4;
-	if (q->version == 3) {
-		h->incompat = qcow2_be64(fixed + QCOW2_H_INCOMPAT);
-		h->autoclear = qcow2_be64(fixed + QCOW2_H_AUTOCLEAR);
-		q->rc_order = qcow2_be32(fixed + QCOW2_H_REFCOUNT_ORDER);
-		h->hlen = qcow2_be32(fixed + QCOW2_H_HEADER_LENGTH);
-		if (h->hlen < QCOW2_V3_HEADER_LEN || h->hlen > q->cs || h->hlen > h->file_size)
-			return errf(err, errlen, -EINVAL, "%s: bad qcow2 header_length %u", q->path,
-			            h->hlen);
-	}
-	uint64_t unknown = h->incompat & ~QCOW2_INCOMPAT_KNOWN;
-	if (unknown)
-		return errf(err, errlen, -ENOTSUP, "%s: unknown qcow2 incompatible features 0x%llx",
-		            q->path, (unsigned long long)unknown);
-	if (h->incompat & QCOW2_INCOMPAT_CORRUPT)
-		return errf(err, errlen, -EINVAL, "%s: qcow2 image is marked corrupt", q->path);
-	if (h->incompat & QCOW2_INCOMPAT_DATA_FILE)
-		return errf(err, errlen, -ENOTSUP,
-		            "%s: qcow2 external data files are not supported", q->path);
-	if (h->incompat & QCOW2_INCOMPAT_EXTL2)
-		return errf(err, errlen, -ENOTSUP,
-		            "%s: qcow2 extended L2 entries are not supported", q->path);
-	if ((h->incompat & QCOW2_INCOMPAT_DIRTY) && !read_only)
-		return errf(
-		    err, errlen, -ENOTSUP,
-		    "%s: qcow2 image is dirty (lazy refcounts); repair it with qemu-img check "
-		    "-r all",
-		    q->path);
-	if (q->rc_order > QCOW2_MAX_REFCOUNT_ORD)
-		return errf(err, errlen, -EINVAL, "%s: bad qcow2 refcount_order %u", q->path,
-		            q->rc_order);
-	q->l2_bits = q->cluster_bits - 3;
-	q->rb_bits = q->cluster_bits + 3 - q->rc_order;
-	q->d.size = qcow2_be64(fixed + QCOW2_H_SIZE);
-	q->l1_size = qcow2_be32(fixed + QCOW2_H_L1_SIZE);
-	q->l1_off = qcow2_be64(fixed + QCOW2_H_L1_OFFSET);
-	q->rt_off = qcow2_be64(fixed + QCOW2_H_RT_OFFSET);
-	q->rt_bytes = (uint64_t)qcow2_be32(fixed + QCOW2_H_RT_CLUSTERS) << q->cluster_bits;
-	h->backing_off = qcow2_be64(fixed + QCOW2_H_BACKING_OFFSET);
-	h->backing_len = qcow2_be32(fixed + QCOW2_H_BACKING_SIZE);
-
-	h->len = (size_t)min64(q->cs, h->file_size);
-	h->buf = malloc(h->len);
-	if (!h->buf)
-		return errf(err, errlen, -ENOMEM, "out of memory");
-	r = io_full(q->fd, h->buf, h->len, 0, false);
-	return r ? errf(err, errlen, r, "%s: %s", q->path, strerror(-r)) : 0;
-}
-
-/* Header extensions: only the backing format matters here. */
-static int read_extensions(struct qcow2 *q, struct hdr *h, char *err, size_t errlen)
-{
-	size_t p = h->hlen;
-	while (h->len - p >= 8) {
-		uint32_t type = qcow2_be32(h->buf + p);
-		uint32_t len = qcow2_be32(h->buf + p + 4);
-		p += 8;
-		if (type == QCOW2_EXT_END)
-			break;
-		if (len > h->len - p)
-			return errf(err, errlen, -EINVAL, "%s: qcow2 header extension overruns",
-			            q->path);
-		if (type == QCOW2_EXT_BACKING_FORMAT) {
-			if (len == 0 || len >= sizeof(h->backing_fmt))
-				return errf(err, errlen, -ENOTSUP, "%s: unsupported backing format",
-				            q->path);
-			memcpy(h->backing_fmt, h->buf + p, len);
-			h->backing_fmt[len] = 0;
-		}
-		size_t padded = ((size_t)len + 7) & ~(size_t)7;
-		if (padded > h->len - p)
-			break;
-		p += padded;
-	}
-	return 0;
-}
-
-/* Checks the L1 and refcount table placement and loads them. */
-static int load_tables(struct qcow2 *q, bool read_only, char *err, size_t errlen)
-{
-	uint64_t per_l1 = 1ULL << (q->cluster_bits + q->l2_bits);
-	uint64_t need = q->d.size / per_l1 + (q->d.size % per_l1 != 0);
-	uint64_t l1_bytes = (uint64_t)q->l1_size * 8;
-	if (l1_bytes > QCOW2_MAX_L1_BYTES)
-		return errf(err, errlen, -EFBIG, "%s: qcow2 L1 table too large", q->path);
-	if (need > q->l1_size)
-		return errf(err, errlen, -EINVAL, "%s: qcow2 L1 table too small for the disk size",
-		            q->path);
-	if (!q->rt_bytes || q->rt_bytes > QCOW2_MAX_RT_BYTES)
-		return errf(err, errlen, -EINVAL, "%s: bad qcow2 refcount table size", q->path);
-	if (!q->rt_off || q->rt_off & (q->cs - 1) || q->rt_off > q->end ||
-	    q->end - q->rt_off < q->rt_bytes)
-		return errf(err, errlen, -EINVAL,
-		            "%s: qcow2 refcount table outside the file or over the header",
-		            q->path);
-	if (l1_bytes) {
-		if (!q->l1_off || q->l1_off & (q->cs - 1) || q->l1_off > q->end ||
-		    q->end - q->l1_off < l1_bytes)
-			return errf(err, errlen, -EINVAL,
-			            "%s: qcow2 L1 table outside the file or over the header",
-			            q->path);
-		if (overlaps(q->l1_off, l1_bytes, q->rt_off, q->rt_bytes))
-			return errf(err, errlen, -EINVAL,
-			            "%s: qcow2 L1 table overlaps the refcount table", q->path);
-	}
-	q->l1 = calloc(q->l1_size ? q->l1_size : 1, sizeof(*q->l1));
-	if (!q->l1)
-		return errf(err, errlen, -ENOMEM, "out of memory");
-	int r = io_full(q->fd, q->l1, l1_bytes, q->l1_off, false);
-	for (uint32_t i = 0; i < q->l1_size; i++)
-		q->l1[i] = qcow2_be64((const uint8_t *)&q->l1[i]);
-	if (!r && !read_only) {
-		q->rt_entries = q->rt_bytes / 8;
-		q->rt = malloc(q->rt_bytes);
-		r = q->rt ? io_full(q->fd, q->rt, q->rt_bytes, q->rt_off, false) : -ENOMEM;
-		for (uint64_t i = 0; !r && i < q->rt_entries; i++)
-			q->rt[i] = qcow2_be64((const uint8_t *)&q->rt[i]);
-	}
-	return r ? errf(err, errlen, r, "%s: %s", q->path, strerror(-r)) : 0;
-}
-
-static int open_backing(struct qcow2 *q, struct hdr *h, unsigned int depth, char *err,
-                        size_t errlen)
-{
-	if (q->flags & QCOW2_OPEN_NO_BACKING)
-		return errf(err, errlen, -EPERM, "%s: backing files are not allowed here", q->path);
-	if (!h->backing_len || h->backing_len > QCOW2_MAX_BACKING_NAME ||
-	    h->backing_off < h->hlen || h->backing_off > h->len ||
-	    h->len - h->backing_off < h->backing_len)
-		return errf(err, errlen, -EINVAL, "%s: bad qcow2 backing file name", q->path);
-	char name[QCOW2_MAX_BACKING_NAME + 1];
-	memcpy(name, h->buf + h->backing_off, h->backing_len);
-	name[h->backing_len] = 0;
-	if (strlen(name) != h->backing_len)
-		return errf(err, errlen, -EINVAL, "%s: bad qcow2 backing file name", q->path);
-	char full[PATH_MAX];
-	if (qcow2_backing_path(q->path, name, full, sizeof(full)) < 0)
-		return errf(err, errlen, -ENAMETOOLONG, "%s: backing file name too long", q->path);
-	if (depth + 1 > QCOW2_MAX_CHAIN)
-		return errf(err, errlen, -ELOOP, "%s: backing chain longer than %d files", q->path,
-		            QCOW2_MAX_CHAIN);
-	/* Probed even when the format is named: the probe also refuses what
-	 * is neither a file nor a block device (a FIFO would block open). */
-	bool is_qcow2;
-	char msg[256];
-	int r = qcow2_probe(full, &is_qcow2, NULL, msg, sizeof(msg));
-	if (r)
-		return errf(err, errlen, r, "backing file of %s: %s", q->path, msg);
-	if (!strcmp(h->backing_fmt, "qcow2"))
-		is_qcow2 = true;
-	else if (!strcmp(h->backing_fmt, "raw"))
-		is_qcow2 = false;
-	else if (h->backing_fmt[0])
-		return errf(err, errlen, -ENOTSUP, "%s: unsupported backing format", q->path);
-	if (is_qcow2)
-		return open_chain(full, true, q->flags, depth + 1, &q->backing, err, errlen);
-	r = disk_raw_open(full, true, &q->backing);
-	if (r)
-		return errf(err, errlen, r, "backing file %s: %s", full,
-		            r == -EBUSY ? "in use by a writer" : strerror(-r));
-	return 0;
-}
-
-static int open_chain(const char *path, bool read_only, unsigned int flags, unsigned int depth,
-                      struct disk **out, char *err, size_t errlen)
-{
-	*out = NULL;
-	struct hdr h = { 0 };
-	struct qcow2 *q = calloc(1, sizeof(*q));
-	if (!q)
-		return errf(err, errlen, -ENOMEM, "out of memory");
-	q->fd = -1;
-	q->flags = flags;
-	q->d.ops = &qcow2_ops;
-	q->d.read_only = read_only;
-	int r = (q->path = strdup(path)) ? 0 : errf(err, errlen, -ENOMEM, "out of memory");
-	if (r)
-		goto fail;
-	q->fd = open(path, (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
-	if (q->fd < 0) {
-		r = errf(err, errlen, -errno, "%s: %s", path, strerror(errno));
-		goto fail;
-	}
-	if (flock(q->fd, (read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0) {
-		r = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		errf(err, errlen, r, "%s: %s", path,
-		     r == -EBUSY ? "in use by another writer" : strerror(-r));
-		goto fail;
-	}
-	struct stat st;
-	if (fstat(q->fd, &st) < 0) {
-		r = errf(err, errlen, -errno, "%s: %s", path, strerror(errno));
-		goto fail;
-	}
-	if (S_ISREG(st.st_mode)) {
-		h.file_size = (uint64_t)st.st_size;
-	} else if (!S_ISBLK(st.st_mode) || ioctl(q->fd, BLKGETSIZE64, &h.file_size) < 0) {
-		r = errf(err, errlen, -EINVAL, "%s: not a regular file or block device", path);
-		goto fail;
-	}
-	r = read_header(q, &h, read_only, err, errlen);
-	if (r)
-		goto fail;
-	if (h.file_size > QCOW2_MAX_HOST_OFFSET) {
-		r = errf(err, errlen, -EFBIG, "%s: qcow2 image file too large", path);
-		goto fail;
-	}
-	q->end = (h.file_size + q->cs - 1) & ~(q->cs - 1);
-	r = read_extensions(q, &h, err, errlen);
-	if (!r)
-		r = load_tables(q, read_only, err, errlen);
-	if (!r && h.backing_off)
-		r = open_backing(q, &h, depth, err, errlen);
-	if (r)
-		goto fail;
-	cache_init(&q->l2c, q->cs);
-	cache_init(&q->rbc, q->cs);
-	q->bounce = malloc(q->cs);
-	if (!q->bounce || reserve_iov(q, 1) < 0) {
-		r = errf(err, errlen, -ENOMEM, "out of memory");
-		goto fail;
-	}
-	if (!read_only && h.autoclear) {
-		/* Autoclear features we do not maintain must be dropped before
-		 * the first change (bitmaps would go stale). */
-		uint8_t zero[8] = { 0 };
-		r = io_full(q->fd, zero, sizeof(zero), QCOW2_H_AUTOCLEAR, true);
-		if (!r)
-			r = sync_fd(q->fd);
-		if (r) {
-			errf(err, errlen, r, "%s: %s", path, strerror(-r));
-			goto fail;
-		}
-	}
-	snprintf(q->d.id, sizeof(q->d.id), "cove%llx-%llx", (unsigned long long)st.st_dev,
-	         (unsigned long long)st.st_ino);
-	free(h.buf);
-	*out = &q->d;
-	return 0;
-fail:
-	free(h.buf);
-	qcow2_close(&q->d);
-	return r;
-}
-
-int disk_qcow2_open_flags(const char *path, bool read_only, unsigned int flags, struct disk **out,
-                          char *err, size_t errlen)
-{
-	return open_chain(path, read_only, flags, 0, out, err, errlen);
-}
-
-int disk_qcow2_open(const char *path, bool read_only, struct disk **out, char *err, size_t errlen)
-{
-	return open_chain(path, read_only, 0, 0, out, err, errlen);
-}
