@@ -119,11 +119,19 @@ static int elf_check_load(const struct guest_mem *m, const Elf64_Phdr *ph, size_
 		            "vmlinux: segment %u at 0x%llx overlaps the boot area below 1 MiB", i,
 		            (unsigned long long)ph->p_paddr);
 	/* The PVH entry runs in 32-bit mode: everything must sit below 4 GiB. */
-	if (ph->p_memsz > X86_MMIO_HOLE_END || ph->p_paddr > X86_MMIO_HOLE_END - ph->p_memsz ||
-	    (ph->p_memsz && !gmem_ptr(m, ph->p_paddr, ph->p_memsz)))
-		return errf(err, errlen, -EFBIG,
-		            "vmlinux: segment %u [0x%llx, +0x%llx) is outside guest RAM", i,
-		            (unsigned long long)ph->p_paddr, (unsigned long long)ph->p_memsz);
+	if (ph->p_memsz > X86_MMIO_HOLE_END || ph->p_paddr > X86_MMIO_HOLE_END - ph->p_memsz)
+		return errf(
+		    err, errlen, -EFBIG,
+		    "vmlinux: segment %u [0x%llx, +0x%llx) is outside guest RAM (above 4 GiB)", i,
+		    (unsigned long long)ph->p_paddr, (unsigned long long)ph->p_memsz);
+	if (ph->p_memsz && !gmem_ptr(m, ph->p_paddr, ph->p_memsz))
+		return errf(
+		    err, errlen, -EFBIG,
+		    "vmlinux: segment %u [0x%llx, +0x%llx) is outside guest RAM (%llu MiB; "
+		    "this kernel needs at least %llu)",
+		    i, (unsigned long long)ph->p_paddr, (unsigned long long)ph->p_memsz,
+		    (unsigned long long)(m->ram_size >> 20),
+		    (unsigned long long)((ph->p_paddr + ph->p_memsz + (1ULL << 20) - 1) >> 20));
 	return 0;
 }
 
