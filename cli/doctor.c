@@ -3,13 +3,16 @@
  * the emulated host (scripts/kvm-host), or cannot run, and why.  --json
  * gives the same report as one JSON object.  Exit status 0 when sandboxes
  * can run (either way), 1 when they cannot, 2 on bad usage. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
 #include <jansson.h>
 #include <linux/kvm.h>
+#include <poll.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,9 +20,11 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "cove.h"
 #include "kvm_caps.h"
 #include "kvm_probe.h"
@@ -157,20 +162,51 @@ static void check_kvm(struct report *r, const struct kvm_probe *p)
 }
 
 /* Whether qemu-system-x86_64 offers an EPYC model (SVM emulation under
- * TCG): the emulated host needs it. */
+ * TCG): the emulated host needs it.  `qemu -cpu help` runs with a 10 s
+ * deadline. */
 static bool qemu_has_epyc(const char *qemu)
 {
-	char cmd[4200];
-	snprintf(cmd, sizeof(cmd), "timeout 10 '%s' -cpu help 2>/dev/null", qemu);
-	FILE *f = popen(cmd, "r");
-	if (!f)
+	int fds[2];
+	if (pipe2(fds, O_CLOEXEC) < 0)
 		return false;
-	char line[256];
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return false;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		dup2(null, 0);
+		dup2(fds[1], 1);
+		dup2(null, 2);
+		execl(qemu, qemu, "-cpu", "help", (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	/* The last 3 bytes stay in front, so a match across two reads counts. */
+	char win[3 + 4096 + 1];
+	size_t keep = 0;
 	bool found = false;
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, "EPYC"))
-			found = true;
-	pclose(f);
+	int64_t deadline = mono_ms() + 10000;
+	while (!found) {
+		struct pollfd pfd = { .fd = fds[0], .events = POLLIN };
+		int64_t left = deadline - mono_ms();
+		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
+			break;
+		ssize_t n = read(fds[0], win + keep, sizeof(win) - keep - 1);
+		if (n <= 0)
+			break;
+		size_t total = keep + (size_t)n;
+		win[total] = 0;
+		found = strstr(win, "EPYC") != NULL;
+		keep = total < 3 ? total : 3;
+		memmove(win, win + total - keep, keep);
+	}
+	close(fds[0]);
+	kill(pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
 	return found;
 }
 
@@ -282,19 +318,15 @@ static int cache_entries(const char *env, const char *sub, char *dir, size_t len
 		snprintf(dir, len, "%s%s/%s", base, strcmp(env, "COVE_CACHE") ? "/cove" : "", sub);
 	else
 		snprintf(dir, len, "%s/.cache/cove/%s", home ? home : "/root", sub);
-	char cmd[4200];
-	snprintf(cmd, sizeof(cmd), "find '%s' -mindepth 1 -maxdepth 1 ! -name '.*' 2>/dev/null",
-	         dir);
-	struct stat st;
-	if (stat(dir, &st) < 0)
+	DIR *d = opendir(dir);
+	if (!d)
 		return -1;
-	FILE *f = popen(cmd, "r");
 	int n = 0;
-	char line[4200];
-	while (f && fgets(line, sizeof(line), f))
-		n++;
-	if (f)
-		pclose(f);
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.') /* ".", "..", and builds in progress (.tmp.*) */
+			n++;
+	closedir(d);
 	return n;
 }
 

@@ -491,8 +491,8 @@ enum kvm_route kvm_route_decide(const struct kvm_probe *p, bool emulator, char *
 		return KVM_ROUTE_EMULATED;
 	}
 	snprintf(why, len,
-	         "%s, and there is no emulated host (qemu-system-x86_64 is missing: run "
-	         "scripts/install-deps)",
+	         "%s, and there is no emulated host (it needs qemu-system-x86_64 with SVM "
+	         "emulation: run scripts/install-deps)",
 	         cause);
 	return KVM_ROUTE_NONE;
 }
