@@ -1,7 +1,7 @@
 /* The vCPU loop: one thread per vCPU calls KVM_RUN; vcpu_decide()
  * (vcpu_exit.c) decides what an exit means and vcpu_handle_exit() acts on
- * it.  Pausing and stopping kick a vCPU out of
- * KVM_RUN with immediate_exit plus a signal. */
+ * it.  Pausing and stopping kick a vCPU out of KVM_RUN with immediate_exit
+ * plus a signal. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
