@@ -81,10 +81,15 @@ static int copy_range(int in, int out, off_t off, off_t end, int *use_cfr)
 
 int copy_file_sparse(const char *src, const char *dst, mode_t mode)
 {
-	int in = open(src, O_RDONLY | O_CLOEXEC);
+	return copy_file_sparse_at(AT_FDCWD, src, AT_FDCWD, dst, mode);
+}
+
+int copy_file_sparse_at(int srcdir, const char *src, int dstdir, const char *dst, mode_t mode)
+{
+	int in = openat(srcdir, src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (in < 0)
 		return -errno;
-	int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	int out = openat(dstdir, dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (out < 0) {
 		int e = -errno;
 		close(in);
@@ -122,7 +127,7 @@ int copy_file_sparse(const char *src, const char *dst, mode_t mode)
 	if (close(out) < 0 && !r)
 		r = -errno;
 	if (r)
-		unlink(dst);
+		unlinkat(dstdir, dst, 0);
 	return r;
 }
 

@@ -29,4 +29,9 @@ ssize_t read_full(int fd, void *buf, size_t len) __attribute__((warn_unused_resu
 int copy_file_sparse(const char *src, const char *dst, mode_t mode)
     __attribute__((warn_unused_result));
 
+/* copy_file_sparse() with each name relative to a directory fd (or
+ * AT_FDCWD); neither name is followed if it is a symlink. */
+int copy_file_sparse_at(int srcdir, const char *src, int dstdir, const char *dst, mode_t mode)
+    __attribute__((warn_unused_result));
+
 #endif

@@ -20,21 +20,24 @@
 
 #include "cove.h"
 #include "errf.h"
+#include "jail.h"
 #include "registry.h"
 
-#define SANDBOX_API_SOCK "api.sock" /* in the sandbox's directory */
+#define SANDBOX_API_SOCK JAIL_ROOT_DIR "/api.sock" /* in the sandbox's directory */
 
 struct cove_sandbox {
-	char dir[REGISTRY_DIR_MAX];       /* runtime directory (registry entry), removed at stop */
-	char vsock[REGISTRY_DIR_MAX + 8]; /* the VMM's hybrid-vsock Unix socket */
-	char api[REGISTRY_DIR_MAX + 10];  /* the VMM's control socket */
-	char name[REGISTRY_NAME_MAX + 1]; /* the entry's name: dir's last component */
-	pid_t pid;                        /* cove-vmm */
-	int pidfd;                        /* readable when cove-vmm exits */
-	bool child;                       /* cove-vmm is our child: reaped through the pidfd */
+	char dir[REGISTRY_DIR_MAX];        /* runtime directory (registry entry), removed at stop */
+	char root[REGISTRY_DIR_MAX + 6];   /* dir/root: the jail's root (disks, sockets) */
+	char vsock[REGISTRY_DIR_MAX + 12]; /* the VMM's hybrid-vsock Unix socket */
+	char api[REGISTRY_DIR_MAX + 16];   /* the VMM's control socket */
+	char name[REGISTRY_NAME_MAX + 1];  /* the entry's name: dir's last component */
+	pid_t pid;                         /* cove-vmm */
+	int pidfd;                         /* readable when cove-vmm exits */
+	bool child;                        /* cove-vmm is our child: reaped through the pidfd */
 	bool detached; /* cove_free leaves it running (detached start, cove_open) */
 	bool stopped;
 	int vmm_status; /* wait status once reaped (children only) */
+	struct sandbox_jail jail;
 };
 
 /* ---- config.c ----------------------------------------------------------- */
@@ -88,6 +91,11 @@ int sandbox_meta_vmm(struct cove_sandbox *sb, struct registry_meta *m, char *err
 void sandbox_logs(const struct cove_sandbox *sb, const struct cove_config *cfg, char *console,
                   char *log);
 
+/* The cgroup limits of a sandbox of cfg with these sizes: memory.max is
+ * guest RAM plus CGROUP_VMM_OVERHEAD_MIB, pids.max the threads plus spare. */
+void sandbox_limits(const struct cove_config *cfg, unsigned int cpus, uint64_t memory_mib,
+                    struct cgroup_limits *l);
+
 /* Stops and frees a sandbox that failed to come up, detached or not. */
 void sandbox_abort(struct cove_sandbox *sb);
 
@@ -97,6 +105,9 @@ void sandbox_abort(struct cove_sandbox *sb);
 void sandbox_finish(struct cove_sandbox *sb, int grace_ms);
 
 /* ---- vmm_proc.c --------------------------------------------------------- */
+
+/* The most arguments a caller gives vmm_spawn (the jail's are added). */
+#define COVE_VMM_ARGS_MAX 48
 
 /* A listening Unix socket at path: where the agent's HELLO arrives. */
 int vmm_listen(const char *path);
@@ -132,6 +143,10 @@ void vmm_reap(struct cove_sandbox *sb, int grace_ms);
 struct json_t;
 int vmm_api_call(const char *sock, struct json_t *req, struct json_t **reply, int timeout_ms,
                  char *err, size_t errlen);
+
+/* vmm_api_call() that passes the fd pass (SCM_RIGHTS) with the request. */
+int vmm_api_call_fd(const char *sock, struct json_t *req, int pass, struct json_t **reply,
+                    int timeout_ms, char *err, size_t errlen);
 
 /* Asks cove-vmm whether the VM is paused (a short timeout: `cove ls`). */
 int vmm_api_paused(const char *sock, bool *paused);

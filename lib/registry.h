@@ -24,9 +24,10 @@
 #define REGISTRY_NAME_MAX 32
 #define REGISTRY_META     "meta.json"
 /* The longest entry path <base>/<name>, terminator included.  Unix socket
- * paths are at most 107 bytes, the sockets live in the entry and the VMM
- * appends "_<port>" to the vsock's path, so the directory is kept short. */
-#define REGISTRY_DIR_MAX 90
+ * paths are at most 107 bytes, the sockets live in the entry's jail root
+ * (<entry>/root/vsock) and the VMM appends "_<port>" to the vsock's path,
+ * so the directory is kept short. */
+#define REGISTRY_DIR_MAX 84
 /* An entry without meta.json younger than this (seconds) is being created;
  * an older one is dead. */
 #define REGISTRY_CREATE_GRACE_S 30

@@ -54,6 +54,7 @@ struct cove_sandbox *sandbox_new(bool detached)
 	struct cove_sandbox *sb = calloc(1, sizeof(*sb));
 	if (sb) {
 		sb->pidfd = -1;
+		sb->jail.cgroup_fd = -1;
 		sb->detached = detached;
 	}
 	return sb;
@@ -63,8 +64,18 @@ void sandbox_paths(struct cove_sandbox *sb, const char *base, const char *name)
 {
 	snprintf(sb->dir, sizeof(sb->dir), "%s/%s", base, name);
 	snprintf(sb->name, sizeof(sb->name), "%s", name);
-	snprintf(sb->vsock, sizeof(sb->vsock), "%s/vsock", sb->dir);
+	snprintf(sb->root, sizeof(sb->root), "%s/%s", sb->dir, JAIL_ROOT_DIR);
+	snprintf(sb->vsock, sizeof(sb->vsock), "%s/vsock", sb->root);
 	snprintf(sb->api, sizeof(sb->api), "%s/%s", sb->dir, SANDBOX_API_SOCK);
+}
+
+/* The jail's root inside the entry: disks and sockets, all cove-vmm may
+ * see once it has pivoted into it. */
+static int make_root(struct cove_sandbox *sb, char *err, size_t errlen)
+{
+	if (mkdir(sb->root, 0700) == 0)
+		return 0;
+	return errf(err, errlen, -errno, "cannot create %s: %s", sb->root, strerror(errno));
 }
 
 int sandbox_create(struct cove_sandbox *sb, const char *name, char *err, size_t errlen)
@@ -82,7 +93,7 @@ int sandbox_create(struct cove_sandbox *sb, const char *name, char *err, size_t 
 	if (name) {
 		sandbox_paths(sb, base, name);
 		if (mkdir(sb->dir, 0700) == 0)
-			return 0;
+			return make_root(sb, err, errlen);
 		int e = errno;
 		sb->dir[0] = 0; /* not ours: never removed by this handle */
 		if (e == EEXIST)
@@ -95,7 +106,7 @@ int sandbox_create(struct cove_sandbox *sb, const char *name, char *err, size_t 
 		return errf(err, errlen, -errno, "cannot create a sandbox directory in %s: %s",
 		            base, strerror(errno));
 	sandbox_paths(sb, base, strrchr(dir, '/') + 1);
-	return 0;
+	return make_root(sb, err, errlen);
 }
 
 int sandbox_meta_begin(struct cove_sandbox *sb, struct registry_meta *m, char *err, size_t errlen)
@@ -171,14 +182,23 @@ int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *e
 	if ((r = sandbox_create(sb, cfg->name, err, errlen)) < 0 ||
 	    (r = sandbox_meta_begin(sb, m, err, errlen)) < 0)
 		goto fail;
-	snprintf(disk, sizeof(disk), "%s/disk0.qcow2", sb->dir);
+	snprintf(disk, sizeof(disk), "%s/disk0.qcow2", sb->root);
 	snprintf(ready, sizeof(ready), "%s_%u", sb->vsock, PROTO_READY_PORT);
 	sandbox_logs(sb, cfg, console, log);
 	if ((r = qcow2_create_overlay(disk, m->image, 0, err, errlen)) < 0)
 		goto fail;
+	struct cgroup_limits lim;
+	sandbox_limits(cfg, m->cpus, m->memory_mib, &lim);
+	if ((r = jail_prepare(sb, &lim, err, errlen)) < 0)
+		goto fail;
 	lfd = vmm_listen(ready);
 	if (lfd < 0) {
 		r = errf(err, errlen, lfd, "cannot listen on %s: %s", ready, strerror(-lfd));
+		goto fail;
+	}
+	/* The jailed VMM connects to it for the agent's HELLO. */
+	if ((r = jail_give(&sb->jail, ready)) < 0) {
+		r = errf(err, errlen, r, "cannot give %s to the jail: %s", ready, strerror(-r));
 		goto fail;
 	}
 	snprintf(cpus, sizeof(cpus), "%u", m->cpus);
@@ -220,10 +240,26 @@ static bool dir_still_ours(const struct cove_sandbox *sb)
 	return ours;
 }
 
+void sandbox_limits(const struct cove_config *cfg, unsigned int cpus, uint64_t memory_mib,
+                    struct cgroup_limits *l)
+{
+	(void)cfg;
+	l->cpu_quota = 0;
+	/* A snapshot without its note does not say: no memory limit then. */
+	l->memory_bytes = memory_mib ? (memory_mib + CGROUP_VMM_OVERHEAD_MIB) << 20 : 0;
+	l->pids_max = cpus + CGROUP_PIDS_SPARE;
+}
+
 void sandbox_finish(struct cove_sandbox *sb, int grace_ms)
 {
 	vmm_reap(sb, grace_ms);
 	sb->stopped = true;
+	if (sb->jail.cgroup[0] || sb->jail.claim[0])
+		jail_release(&sb->jail);
+	else if (sb->dir[0] && sb->pid > 0 && dir_still_ours(sb)) {
+		cgroup_remove_named(sb->name); /* a handle from cove_open */
+		jail_release_named(sb->dir, sb->name);
+	}
 	if (sb->dir[0] && !getenv("COVE_KEEP_SANDBOX") && dir_still_ours(sb))
 		registry_remove_tree(sb->dir);
 }

@@ -3,7 +3,9 @@
  * beside the snapshot (the CPUs, memory and image `cove ls` shows of what
  * is restored from it); cove_restore starts a sandbox from such a
  * directory and hands its agent the restore notice. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
@@ -12,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cove_limits.h"
 #include "libcove.h"
 
 #define API_SNAPSHOT_MS     (10 * 60 * 1000)
@@ -84,6 +87,64 @@ static void snapshot_note_read(const char *snapdir, unsigned int *cpus, uint64_t
 	json_decref(o);
 }
 
+/* Removes every entry of the snapshot directory dfd (it holds no
+ * directories). */
+static void empty_dir(int dfd)
+{
+	int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			(void)unlinkat(dfd, e->d_name, 0);
+	closedir(d);
+}
+
+/* The snapshot the VMM wrote becomes ours again: every entry must be a
+ * regular file with one link (nothing the jail could point elsewhere),
+ * owned by us, 0600 (frozen disks 0400), the directory 0700. */
+static int take_back(int dfd, const char *abs, char *err, size_t errlen)
+{
+	int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return errf(err, errlen, -errno, "cannot read '%s': %s", abs, strerror(errno));
+	}
+	int r = 0;
+	struct dirent *e;
+	while (r == 0 && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		struct stat st;
+		if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			r = errf(err, errlen, -errno, "%s/%s: %s", abs, e->d_name, strerror(errno));
+			break;
+		}
+		if (!S_ISREG(st.st_mode) || st.st_nlink != 1) {
+			r = errf(err, errlen, -EPERM,
+			         "the VMM left '%s/%s', which is not a plain file: refused", abs,
+			         e->d_name);
+			break;
+		}
+		mode_t mode = strncmp(e->d_name, "disk", 4) ? 0600 : 0400;
+		if ((st.st_uid != geteuid() &&
+		     fchownat(dfd, e->d_name, geteuid(), getegid(), AT_SYMLINK_NOFOLLOW) < 0) ||
+		    fchmodat(dfd, e->d_name, mode, 0) < 0)
+			r = errf(err, errlen, -errno, "%s/%s: %s", abs, e->d_name, strerror(errno));
+	}
+	closedir(d);
+	if (r == 0 && (fchown(dfd, geteuid(), getegid()) < 0 || fchmod(dfd, 0700) < 0))
+		r = errf(err, errlen, -errno, "%s: %s", abs, strerror(errno));
+	return r;
+}
+
 int cove_snapshot(struct cove_sandbox *sb, const char *dir, bool stop_after, char *err,
                   size_t errlen)
 {
@@ -95,14 +156,42 @@ int cove_snapshot(struct cove_sandbox *sb, const char *dir, bool stop_after, cha
 	int r = new_dir_path(dir, abs, sizeof(abs), err, errlen);
 	if (r < 0)
 		return r;
-	json_t *req = json_pack("{s:s, s:s, s:s}", "op", "snapshot", "dir", abs, "then",
-	                        stop_after ? "stop" : "resume");
-	if ((r = vmm_api_call(sb->api, req, NULL, API_SNAPSHOT_MS, err, errlen)) < 0)
+	/* We make the directory and hand it over open: a jailed VMM has no
+	 * path to it, and writes it as the jail's uid, from which it comes
+	 * back to us once written. */
+	struct stat root;
+	if (stat(sb->root, &root) < 0)
+		return errf(err, errlen, -errno, "sandbox %s: %s: %s", sb->name, sb->root,
+		            strerror(errno));
+	if (mkdir(abs, 0700) < 0)
+		return errf(err, errlen, -errno, "cannot create snapshot directory '%s': %s", abs,
+		            errno == EEXIST ? "it already exists" : strerror(errno));
+	int dfd = open(abs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
+		r = errf(err, errlen, -errno, "cannot open '%s': %s", abs, strerror(errno));
+		rmdir(abs);
 		return r;
+	}
+	if (root.st_uid != geteuid() && fchown(dfd, root.st_uid, root.st_gid) < 0) {
+		r = errf(err, errlen, -errno, "cannot give '%s' to the jail's uid %u: %s", abs,
+		         (unsigned)root.st_uid, strerror(errno));
+		goto fail;
+	}
+	json_t *req = json_pack("{s:s, s:s, s:s, s:b}", "op", "snapshot", "dir", abs, "then",
+	                        stop_after ? "stop" : "resume", "dirfd", 1);
+	if ((r = vmm_api_call_fd(sb->api, req, dfd, NULL, API_SNAPSHOT_MS, err, errlen)) < 0 ||
+	    (r = take_back(dfd, abs, err, errlen)) < 0)
+		goto fail;
+	close(dfd);
 	snapshot_note_write(sb, abs);
 	if (stop_after)
 		sandbox_finish(sb, SNAPSHOT_STOP_GRACE);
 	return 0;
+fail:
+	empty_dir(dfd);
+	close(dfd);
+	rmdir(abs);
+	return r;
 }
 
 int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct cove_sandbox **out,
@@ -133,8 +222,12 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
 	    (r = sandbox_meta_begin(sb, m, err, errlen)) < 0)
 		goto fail;
 	sandbox_logs(sb, cfg, console, log);
+	struct cgroup_limits lim;
+	sandbox_limits(cfg, m->cpus ? m->cpus : COVE_CPUS_MAX, m->memory_mib, &lim);
+	if ((r = jail_prepare(sb, &lim, err, errlen)) < 0)
+		goto fail;
 	const char *argv[] = { cfg->vmm, "--restore", m->restored_from, "--overlay-dir",
-		               sb->dir,  "--vsock",   sb->vsock,        "--api",
+		               sb->root, "--vsock",   sb->vsock,        "--api",
 		               sb->api,  "--console", console,          NULL };
 	unsigned int timeout_ms = config_boot_timeout_ms(cfg);
 	int afd = -1;

@@ -38,13 +38,32 @@ static int api_connect(const char *sock, char *err, size_t errlen)
 	return fd;
 }
 
-/* Sends text (one line) and reads one line back into a malloc'ed string. */
-static int api_exchange(int fd, const char *text, int timeout_ms, char **line, char *err,
+/* The first byte of a request, with pass (an fd) beside it. */
+static ssize_t send_fd(int fd, const char *text, int pass)
+{
+	char ctl[CMSG_SPACE(sizeof(int))];
+	memset(ctl, 0, sizeof(ctl));
+	struct iovec iov = { .iov_base = (void *)text, .iov_len = 1 };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)
+	};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &pass, sizeof(int));
+	return sendmsg(fd, &mh, MSG_NOSIGNAL);
+}
+
+/* Sends text (one line), with pass (an fd, or -1) on its first byte, and
+ * reads one line back into a malloc'ed string. */
+static int api_exchange(int fd, const char *text, int pass, int timeout_ms, char **line, char *err,
                         size_t errlen)
 {
 	size_t len = strlen(text);
 	for (size_t off = 0; off < len;) {
-		ssize_t n = send(fd, text + off, len - off, MSG_NOSIGNAL);
+		ssize_t n = off == 0 && pass >= 0 ? send_fd(fd, text, pass)
+		                                  : send(fd, text + off, len - off, MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -95,6 +114,12 @@ static int api_exchange(int fd, const char *text, int timeout_ms, char **line, c
 int vmm_api_call(const char *sock, json_t *req, json_t **reply, int timeout_ms, char *err,
                  size_t errlen)
 {
+	return vmm_api_call_fd(sock, req, -1, reply, timeout_ms, err, errlen);
+}
+
+int vmm_api_call_fd(const char *sock, json_t *req, int pass, json_t **reply, int timeout_ms,
+                    char *err, size_t errlen)
+{
 	if (reply)
 		*reply = NULL;
 	char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
@@ -112,7 +137,7 @@ int vmm_api_call(const char *sock, json_t *req, json_t **reply, int timeout_ms, 
 		free(framed);
 		return fd;
 	}
-	r = api_exchange(fd, framed, timeout_ms, &line, err, errlen);
+	r = api_exchange(fd, framed, pass, timeout_ms, &line, err, errlen);
 	close(fd);
 	free(framed);
 	if (r < 0)

@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/close_range.h>
+#include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -72,13 +74,32 @@ static int vmm_died(const char *log, const char *console, const char *when, char
 	            why[0] ? why : "(no output)");
 }
 
+/* The jail's arguments for cove-vmm and the clone3 flags, decided in the
+ * parent before the child exists (the child reads them from its copy). */
+struct spawn_plan {
+	char *const *argv;    /* as the caller gave it */
+	const char *jargv[8]; /* --jail ROOT [--jail-uid U --jail-gid U] */
+	char uid[16];
+	bool jailed; /* append jargv */
+	bool die_with_parent;
+	uint64_t flags;
+	int cgroup_fd;
+	int go; /* the child waits for a byte (or EOF) here before exec */
+};
+
 /* In the child, before exec: stdin from /dev/null, stdout and stderr to
- * the log, default signal handling.  Async-signal-safe calls only: the
- * caller may have threads (cove fork restores several at once). */
-static void exec_vmm(char *const argv[], const char *log)
+ * the log, default signal handling, no fd but these, an empty
+ * environment.  Async-signal-safe calls only: the caller may have threads
+ * (cove fork restores several at once). */
+static void exec_vmm(const struct spawn_plan *p, const char *log)
 {
+	char c;
+	if (p->die_with_parent)
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* cove-vmm sets it again once jailed */
+	if (read(p->go, &c, 1) != 1)
+		_exit(127); /* the parent gave up, or died before the prctl */
 	int null = open("/dev/null", O_RDWR);
-	int logfd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+	int logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
 	if (null < 0 || logfd < 0)
 		_exit(127);
 	dup2(null, 0);
@@ -91,34 +112,169 @@ static void exec_vmm(char *const argv[], const char *log)
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	execv(argv[0], argv);
+	/* Nothing of ours leaks into the VMM. */
+	if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		for (int fd = 3; fd < 1024; fd++)
+			(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+	const char *argv[COVE_VMM_ARGS_MAX + 8];
+	size_t n = 0;
+	for (; p->argv[n] && n < COVE_VMM_ARGS_MAX; n++)
+		argv[n] = p->argv[n];
+	for (size_t i = 0; p->jailed && p->jargv[i]; i++)
+		argv[n++] = p->jargv[i];
+	argv[n] = NULL;
+	static char *const no_env[] = { NULL };
+	execve(argv[0], (char *const *)argv, no_env);
 	dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
 	_exit(127);
 }
 
-/* cove-vmm as our child, killed when we die (PR_SET_PDEATHSIG). */
-static int spawn_child(char *const argv[], const char *log, struct cove_sandbox *sb)
+static pid_t clone_vmm(const struct spawn_plan *p, int *pidfd)
 {
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		setpgid(0, 0); /* a terminal's ^C goes to us, not straight to the VMM */
-		exec_vmm(argv, log);
+	struct clone_args a;
+	memset(&a, 0, sizeof(a));
+	a.flags = p->flags | CLONE_PIDFD;
+	a.pidfd = (uint64_t)(uintptr_t)pidfd;
+	a.exit_signal = SIGCHLD;
+	if (p->cgroup_fd >= 0) {
+		a.flags |= CLONE_INTO_CGROUP;
+		a.cgroup = (uint64_t)p->cgroup_fd;
 	}
-	sb->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (sb->pidfd < 0) {
+	return (pid_t)syscall(SYS_clone3, &a, sizeof(a));
+}
+
+static int write_proc(pid_t pid, const char *file, const char *val)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = write_all(fd, val, strlen(val));
+	close(fd);
+	return r;
+}
+
+/* Inside its user namespace the VMM is uid and gid 0, which is us outside:
+ * the one mapping an unprivileged user may write. */
+static int map_ids(pid_t pid)
+{
+	char u[32], g[32];
+	snprintf(u, sizeof(u), "0 %u 1\n", (unsigned)geteuid());
+	snprintf(g, sizeof(g), "0 %u 1\n", (unsigned)getegid());
+	int r = write_proc(pid, "setgroups", "deny");
+	if (r == 0)
+		r = write_proc(pid, "uid_map", u);
+	if (r == 0)
+		r = write_proc(pid, "gid_map", g);
+	return r;
+}
+
+static bool userns_refused(int e)
+{
+	return e == EPERM || e == EACCES || e == EINVAL || e == ENOSPC || e == EUSERS;
+}
+
+/* Starts the child: clone3 into the namespaces and the cgroup, else (user
+ * namespaces refused here) without namespaces; the child then waits on
+ * p->go.  Returns the pid (and *pidfd), or -errno. */
+static pid_t start_child(struct spawn_plan *p, struct cove_sandbox *sb, const char *log, int *pidfd)
+{
+	for (;;) {
+		pid_t pid = clone_vmm(p, pidfd);
+		if (pid == 0)
+			exec_vmm(p, log);
+		if (pid < 0 && errno == ENOSYS && p->flags == 0) {
+			*pidfd = -1;
+			pid = fork(); /* before clone3 (Linux 5.3): no cgroup either */
+			if (pid == 0)
+				exec_vmm(p, log);
+			if (pid > 0)
+				*pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+			return pid < 0 ? -errno : pid;
+		}
 		int e = errno;
+		if (pid > 0 && (p->flags & CLONE_NEWUSER)) {
+			int r = map_ids(pid);
+			if (r == 0)
+				return pid;
+			(void)syscall(SYS_pidfd_send_signal, *pidfd, SIGKILL, NULL, 0);
+			close(*pidfd);
+			waitpid(pid, NULL, 0);
+			e = -r;
+		} else if (pid > 0) {
+			return pid;
+		}
+		if (!p->jailed || !((p->flags & CLONE_NEWUSER) ? userns_refused(e) : e == ENOSYS))
+			return -e;
+		/* No user namespace for us here: seccomp and no_new_privs only. */
+		jail_without_namespaces(&sb->jail, e);
+		p->jailed = false;
+		p->flags = 0;
+	}
+}
+
+static void plan_init(struct spawn_plan *p, char *const argv[], struct cove_sandbox *sb)
+{
+	memset(p, 0, sizeof(*p));
+	p->argv = argv;
+	p->cgroup_fd = sb->jail.cgroup_fd;
+	p->jailed = sb->jail.namespaces;
+	size_t n = 0;
+	p->jargv[n++] = "--jail";
+	p->jargv[n++] = sb->root;
+	if (sb->jail.ids) {
+		snprintf(p->uid, sizeof(p->uid), "%u", (unsigned)sb->jail.uid);
+		p->jargv[n++] = "--jail-uid";
+		p->jargv[n++] = p->uid;
+	}
+	p->jargv[n] = NULL;
+	if (p->jailed)
+		p->flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET |
+		           (sb->jail.userns ? CLONE_NEWUSER : 0);
+}
+
+/* The start log's first line: what confines this sandbox. */
+static void log_confinement(const struct cove_sandbox *sb, const char *log)
+{
+	char line[1024];
+	jail_describe(&sb->jail, line, sizeof(line));
+	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		(void)!dprintf(fd, "cove: %s\n", line);
+		close(fd);
+	}
+}
+
+/* cove-vmm as our child, killed when we die (PR_SET_PDEATHSIG; a child
+ * whose parent died before that reads EOF on the go pipe and exits). */
+static int spawn_child(struct spawn_plan *p, const char *log, struct cove_sandbox *sb)
+{
+	int go[2];
+	if (pipe2(go, O_CLOEXEC) < 0)
+		return -errno;
+	p->go = go[0];
+	p->die_with_parent = true;
+	int pidfd = -1;
+	pid_t pid = start_child(p, sb, log, &pidfd);
+	close(go[0]);
+	if (pid < 0) {
+		close(go[1]);
+		return (int)pid;
+	}
+	if (pidfd < 0) {
+		int e = errno;
+		close(go[1]);
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		return -e;
 	}
+	sb->pidfd = pidfd;
 	sb->pid = pid;
 	sb->child = true;
+	log_confinement(sb, log);
+	(void)!write(go[1], "g", 1);
+	close(go[1]);
 	return 0;
 }
 
@@ -126,7 +282,7 @@ static int spawn_child(char *const argv[], const char *log, struct cove_sandbox 
  * dies with us nor stays our zombie.  The middle child reports its pid; the
  * grandchild waits for our go before exec, so the pid we open a pidfd on
  * cannot have been reused. */
-static int spawn_detached(char *const argv[], const char *log, struct cove_sandbox *sb)
+static int spawn_detached(struct spawn_plan *p, const char *log, struct cove_sandbox *sb)
 {
 	int up[2], go[2];
 	if (pipe2(up, O_CLOEXEC) < 0)
@@ -141,36 +297,37 @@ static int spawn_detached(char *const argv[], const char *log, struct cove_sandb
 	pid_t mid = fork();
 	if (mid == 0) {
 		setsid();
-		pid_t pid = fork();
-		if (pid != 0) {
-			int v = pid < 0 ? -errno : pid;
-			_exit(write(up[1], &v, sizeof(v)) == sizeof(v) ? 0 : 1);
-		}
-		close(go[0]); /* EOF reaches us when the parent gives up */
-		char c;
-		if (read(go[1], &c, 1) != 1)
-			_exit(127);
-		exec_vmm(argv, log);
+		close(go[0]); /* EOF reaches the grandchild when the parent gives up */
+		p->go = go[1];
+		int pidfd = -1;
+		pid_t pid = start_child(p, sb, log, &pidfd);
+		/* What start_child learnt (no user namespace) travels up too. */
+		int v[2] = { pid, p->jailed };
+		_exit(write(up[1], v, sizeof(v)) == sizeof(v) ? 0 : 1);
 	}
-	int r = mid < 0 ? -errno : 0, v = 0;
+	int r = mid < 0 ? -errno : 0, v[2] = { 0, 0 };
 	close(up[1]);
 	close(go[1]);
 	if (r == 0) {
-		ssize_t n = read_full(up[0], &v, sizeof(v));
+		ssize_t n = read_full(up[0], v, sizeof(v));
 		waitpid(mid, NULL, 0);
-		r = n != sizeof(v) ? -ECHILD : v < 0 ? v : 0;
+		r = n != sizeof(v) ? -ECHILD : v[0] < 0 ? v[0] : 0;
 	}
 	close(up[0]);
+	if (r == 0 && p->jailed && !v[1])
+		jail_without_namespaces(&sb->jail, EPERM);
 	if (r == 0) {
-		sb->pidfd = (int)syscall(SYS_pidfd_open, v, 0);
+		sb->pidfd = (int)syscall(SYS_pidfd_open, v[0], 0);
 		if (sb->pidfd < 0)
 			r = -errno; /* the grandchild reads EOF and exits */
 		else
-			sb->pid = v;
+			sb->pid = v[0];
 	}
 	/* A grandchild that died already shows through the pidfd. */
-	if (r == 0)
+	if (r == 0) {
+		log_confinement(sb, log);
 		(void)!send(go[0], "g", 1, MSG_NOSIGNAL);
+	}
 	close(go[0]);
 	return r;
 }
@@ -178,7 +335,9 @@ static int spawn_detached(char *const argv[], const char *log, struct cove_sandb
 int vmm_spawn(char *const argv[], bool detached, const char *log, struct cove_sandbox *sb,
               char *err, size_t errlen)
 {
-	int r = detached ? spawn_detached(argv, log, sb) : spawn_child(argv, log, sb);
+	struct spawn_plan p;
+	plan_init(&p, argv, sb);
+	int r = detached ? spawn_detached(&p, log, sb) : spawn_child(&p, log, sb);
 	if (r < 0)
 		return errf(err, errlen, r, "cannot start cove-vmm: %s", strerror(-r));
 	return 0;

@@ -24,6 +24,7 @@
 struct api_conn {
 	struct vmm_api *api;
 	int fd;
+	int passed; /* an fd that came with the pending request (SCM_RIGHTS), or -1 */
 	size_t len;
 	char buf[API_LINE_MAX];
 };
@@ -100,7 +101,7 @@ static json_t *stats(struct vm *vm)
 	                 "disk_read_bytes", (json_int_t)rd, "disk_written_bytes", (json_int_t)wr);
 }
 
-void vmm_api_handle(struct vm *vm, const char *line, char *out, size_t outlen)
+void vmm_api_handle(struct vm *vm, const char *line, int passed, char *out, size_t outlen)
 {
 	json_error_t jerr;
 	json_t *req = json_loads(line, JSON_REJECT_DUPLICATES, &jerr);
@@ -134,14 +135,20 @@ void vmm_api_handle(struct vm *vm, const char *line, char *out, size_t outlen)
 		const char *dir = json_string_value(json_object_get(req, "dir"));
 		json_t *then_j = json_object_get(req, "then");
 		const char *then = then_j ? json_string_value(then_j) : "resume";
+		bool use_fd = json_is_true(json_object_get(req, "dirfd"));
 		if (!dir) {
 			reply_err(out, outlen, "snapshot needs \"dir\", an absolute path");
+		} else if (use_fd && passed < 0) {
+			reply_err(out, outlen,
+			          "\"dirfd\": true needs the directory's fd passed "
+			          "with the request");
 		} else if (!then || (strcmp(then, "resume") && strcmp(then, "stop"))) {
 			reply_err(out, outlen, "\"then\" must be \"resume\" or \"stop\"");
 		} else {
 			bool stop = !strcmp(then, "stop");
 			struct vm_snapshot_result res;
-			int r = vm_snapshot(vm, dir, !stop, &res, msg, sizeof(msg));
+			int r = vm_snapshot(vm, dir, use_fd ? passed : -1, !stop, &res, msg,
+			                    sizeof(msg));
 			if (r < 0) {
 				if (stop && vm_resume(vm) < 0)
 					snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg),
@@ -179,6 +186,8 @@ static void conn_close(struct api_conn *c)
 			a->conns[i] = NULL;
 	(void)evloop_del(&a->vm->loop, c->fd);
 	close(c->fd);
+	if (c->passed >= 0)
+		close(c->passed);
 	free(c);
 }
 
@@ -199,7 +208,26 @@ static void on_conn(void *opaque, uint32_t events)
 {
 	struct api_conn *c = opaque;
 	(void)events;
-	ssize_t n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len, MSG_DONTWAIT);
+	char ctl[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = c->buf + c->len, .iov_len = sizeof(c->buf) - 1 - c->len };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)
+	};
+	ssize_t n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	/* At most one fd rides on a request; any other is closed at once. */
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); n > 0 && cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < nfd; i++) {
+			int pfd;
+			memcpy(&pfd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (c->passed < 0)
+				c->passed = pfd;
+			else
+				close(pfd);
+		}
+	}
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n <= 0) {
@@ -213,7 +241,10 @@ static void on_conn(void *opaque, uint32_t events)
 		if (!nl)
 			break;
 		*nl = '\0';
-		vmm_api_handle(c->api->vm, c->buf, out, sizeof(out));
+		vmm_api_handle(c->api->vm, c->buf, c->passed, out, sizeof(out));
+		if (c->passed >= 0)
+			close(c->passed);
+		c->passed = -1;
 		send_line(c->fd, out);
 		size_t used = (size_t)(nl - c->buf) + 1;
 		memmove(c->buf, nl + 1, c->len - used);
@@ -244,6 +275,7 @@ static void on_accept(void *opaque, uint32_t events)
 	}
 	c->api = a;
 	c->fd = fd;
+	c->passed = -1;
 	if (evloop_add(&a->vm->loop, fd, EPOLLIN, on_conn, c) < 0) {
 		close(fd);
 		free(c);

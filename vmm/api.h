@@ -31,7 +31,9 @@ void vmm_api_destroy(struct vmm_api *a);
 
 /* Handles one request line (NUL-terminated, no newline) and writes the
  * reply line (NUL-terminated, with newline) into out.  Exposed for tests
- * and fuzzing; with vm NULL every operation fails cleanly. */
-void vmm_api_handle(struct vm *vm, const char *line, char *out, size_t outlen);
+ * and fuzzing; with vm NULL every operation fails cleanly.  passed is an
+ * fd that came with the request (a snapshot directory) or -1; the caller
+ * closes it. */
+void vmm_api_handle(struct vm *vm, const char *line, int passed, char *out, size_t outlen);
 
 #endif

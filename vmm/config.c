@@ -17,7 +17,10 @@ const char vmm_usage[] =
     "                [--console stdio|PATH|none] [--config FILE.json]\n"
     "                [--vsock PATH[,cid=N]] [--api PATH]\n"
     "       cove-vmm --restore SNAPSHOT_DIR [--overlay-dir DIR] [--vsock PATH]\n"
-    "                [--api PATH] [--console stdio|PATH|none]\n";
+    "                [--api PATH] [--console stdio|PATH|none]\n"
+    "  either form: [--jail DIR [--jail-uid N [--jail-gid N]]] [--jail-fsize BYTES]\n"
+    "  (pivot_root into DIR, drop to the ids; cove-vmm always clears its\n"
+    "   capabilities and sets no_new_privs before the guest runs)\n";
 
 #define bad(err, errlen, ...) errf(err, errlen, -EINVAL, __VA_ARGS__)
 
@@ -241,7 +244,11 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 		O_VSOCK,
 		O_API,
 		O_RESTORE,
-		O_OVERLAY_DIR
+		O_OVERLAY_DIR,
+		O_JAIL,
+		O_JAIL_UID,
+		O_JAIL_GID,
+		O_JAIL_FSIZE
 	};
 	static const struct option opts[] = {
 		{ "kernel", required_argument, NULL, O_KERNEL },
@@ -256,6 +263,10 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 		{ "api", required_argument, NULL, O_API },
 		{ "restore", required_argument, NULL, O_RESTORE },
 		{ "overlay-dir", required_argument, NULL, O_OVERLAY_DIR },
+		{ "jail", required_argument, NULL, O_JAIL },
+		{ "jail-uid", required_argument, NULL, O_JAIL_UID },
+		{ "jail-gid", required_argument, NULL, O_JAIL_GID },
+		{ "jail-fsize", required_argument, NULL, O_JAIL_FSIZE },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -264,6 +275,7 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 	c->vm.memory_mib = COVE_MEMORY_DEFAULT_MIB;
 	c->vm.console = VM_CONSOLE_STDIO;
 	unsigned int ndisk_specs = 0;
+	bool jail_uid_set = false, jail_gid_set = false;
 	const char *machine_flag = NULL; /* a flag a snapshot decides instead */
 	optind = 1;
 	opterr = 0;
@@ -335,6 +347,31 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 				return bad(err, errlen, "--overlay-dir needs a directory");
 			c->overlay_dir = optarg;
 			break;
+		case O_JAIL:
+			if (optarg[0] != '/' || !optarg[1])
+				return bad(
+				    err, errlen,
+				    "--jail needs an absolute directory other than /, got '%s'",
+				    optarg);
+			c->jail.root = optarg;
+			break;
+		case O_JAIL_UID:
+		case O_JAIL_GID:
+			if (parse_uint(optarg, 0xfffffffeULL, &n) < 0 || n == 0)
+				return bad(err, errlen, "%s must be a non-zero id, got '%s'",
+				           o == O_JAIL_UID ? "--jail-uid" : "--jail-gid", optarg);
+			if (o == O_JAIL_UID)
+				c->jail.uid = (uid_t)n, jail_uid_set = true;
+			else
+				c->jail.gid = (gid_t)n, jail_gid_set = true;
+			break;
+		case O_JAIL_FSIZE:
+			if (parse_uint(optarg, UINT64_MAX >> 1, &n) < 0 || n == 0)
+				return bad(err, errlen,
+				           "--jail-fsize must be a number of bytes, got '%s'",
+				           optarg);
+			c->jail.fsize = n;
+			break;
 		case 'h':
 			c->show_help = 1;
 			return 0;
@@ -348,6 +385,11 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 	}
 	if (optind < argc)
 		return bad(err, errlen, "unexpected argument '%s'", argv[optind]);
+	if (jail_gid_set && !jail_uid_set)
+		return bad(err, errlen, "--jail-gid needs --jail-uid");
+	if (jail_uid_set && !jail_gid_set)
+		c->jail.gid = (gid_t)c->jail.uid;
+	c->jail.set_ids = jail_uid_set;
 	if (c->restore_dir) {
 		if (machine_flag)
 			return bad(

@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "core/vm.h"
+#include "jail/jail.h"
 
 struct vmm_config {
 	struct vm_config vm;
@@ -16,6 +17,7 @@ struct vmm_config {
 	const char *api_path;           /* --api: the control socket, or NULL */
 	const char *restore_dir;        /* --restore: a snapshot directory, or NULL */
 	const char *overlay_dir;        /* --overlay-dir: where a restore puts disk overlays */
+	struct jail_config jail;        /* --jail, --jail-uid, --jail-gid, --jail-fsize */
 	int show_help;
 };
 

@@ -12,10 +12,12 @@
 #include "api.h"
 #include "config.h"
 #include "core/vm.h"
+#include "jail/jail.h"
 #include "snapshot/snapshot.h"
 
 int main(int argc, char **argv)
 {
+	jail_scrub_process(); /* no inherited fds, no environment */
 	struct vmm_config c;
 	char err[512] = "";
 	if (vmm_config_parse(&c, argc, argv, err, sizeof(err)) < 0) {
@@ -48,6 +50,14 @@ int main(int argc, char **argv)
 	struct vmm_api *api = NULL;
 	if (r == 0 && c.api_path)
 		r = vmm_api_create(vm, c.api_path, &api, err, sizeof(err));
+	/* Everything is open: confine the process before any thread runs. */
+	if (r == 0 && c.jail.root)
+		r = vm_enter_root(vm, c.jail.root, err, sizeof(err));
+	char jailed[512];
+	if (r == 0)
+		r = jail_enter(&c.jail, jailed, sizeof(jailed), err, sizeof(err));
+	if (r == 0)
+		fprintf(stderr, "cove-vmm: jail: %s\n", jailed);
 	if (r < 0) {
 		fprintf(stderr, "cove-vmm: %s\n", err);
 		vmm_api_destroy(api);

@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(line, data, size);
 	line[size] = '\0';
 	char out[1024];
-	vmm_api_handle(NULL, line, out, sizeof(out));
+	vmm_api_handle(NULL, line, -1, out, sizeof(out));
 	free(line);
 	return 0;
 }

@@ -27,7 +27,7 @@ if [ "$errs" = 0 ]; then ok "the guest kernel logged no I/O error"; else
 	not_ok "guest kernel I/O errors: $(x 'dmesg | grep -iE "I/O error|EXT4-fs error" | head -3')"; fi
 out=$(x 'rm /root/big /root/second; sync; dd if=/dev/zero of=/root/after bs=1M count=8 2>&1 && sync && echo wrote-again')
 if [[ $out == *wrote-again* ]]; then ok "freed space is usable again"; else not_ok "after freeing: $out"; fi
-disk=$COVE_RUNTIME_DIR/full/disk0.qcow2
+disk=$COVE_RUNTIME_DIR/full/root/disk0.qcow2
 if ! command -v qemu-img >/dev/null; then
 	echo "skip: qemu-img missing"
 elif [ -f "$disk" ] && qemu-img check -U -q "$disk"; then

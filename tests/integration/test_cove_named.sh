@@ -30,7 +30,7 @@ bpid=$(meta_pid beta)
 # Detached: a session of its own, not ours.
 [ "$(awk '{print $6}' "/proc/$apid/stat")" != "$(awk '{print $6}' /proc/$$/stat)" ] &&
 	ok "the VMM runs in its own session" || not_ok "the VMM shares our session"
-head -c 4 "$COVE_RUNTIME_DIR/alpha/disk0.qcow2" | od -An -tx1 | grep -q '51 46 49 fb' &&
+head -c 4 "$COVE_RUNTIME_DIR/alpha/root/disk0.qcow2" | od -An -tx1 | grep -q '51 46 49 fb' &&
 	ok "the root disk is a qcow2 overlay" || not_ok "disk0.qcow2 is not qcow2"
 
 # exec: output, status, environment, stdin, state kept between execs.

@@ -21,9 +21,9 @@ else
 	not_ok "snapshot across file systems: $(cat "$WORK/err")"
 	finish
 fi
-if [ -f "$snap/state" ] && [ -f "$snap/disk0.qcow2" ] && [ "$(stat -c %a "$snap/disk0.qcow2")" = 444 ] &&
-	qemu-img info -U "$COVE_RUNTIME_DIR/a/disk0.qcow2" | grep -qF "backing file: $snap/disk0.qcow2"; then
-	ok "the frozen disk was copied into the snapshot (read-only); the sandbox runs on an overlay over it"; else
+if [ -f "$snap/state" ] && [ -f "$snap/disk0.qcow2" ] && [ "$(stat -c %a "$snap/disk0.qcow2")" = 400 ] &&
+	! qemu-img info -U "$COVE_RUNTIME_DIR/a/root/disk0.qcow2" | grep -qF "backing file: $snap"; then
+	ok "the frozen disk was copied into the snapshot (read-only); the sandbox keeps its own disk"; else
 	not_ok "snapshot contents: $(ls -l "$snap" | tr '\n' ' ')"; fi
 if command -v qemu-img >/dev/null && qemu-img check -q "$snap/disk0.qcow2"; then
 	ok "the copied disk passes qemu-img check"; fi

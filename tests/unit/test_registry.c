@@ -390,7 +390,11 @@ static void *fake_vmm_serve(void *arg)
 static void fake_vmm_start(struct fake_vmm *f, pthread_t *t, const char *name, int conns)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s/api.sock", base, name);
+	char root[PATH_MAX];
+	snprintf(root, sizeof(root), "%s/%s/root", base, name);
+	ck_assert(mkdir(root, 0700) == 0 || errno == EEXIST);
+	ck_assert_int_lt(snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/api.sock", root),
+	                 (int)sizeof(sa.sun_path));
 	f->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	ck_assert_int_ge(f->lfd, 0);
 	ck_assert_int_eq(bind(f->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
@@ -445,6 +449,7 @@ START_TEST(snapshot_client)
 	ck_assert_int_eq(cove_snapshot(sb, "snap-fail", true, err, sizeof(err)), -EIO);
 	ck_assert_str_eq(err, "cove-vmm: disk full");
 	ck_assert_str_eq(f.last_then, "stop");
+	ck_assert_int_lt(access("snap-fail", F_OK), 0); /* a failed snapshot leaves nothing */
 	pthread_join(t, NULL);
 	close(f.lfd);
 	/* Nobody listens any more. */

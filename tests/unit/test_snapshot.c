@@ -145,14 +145,17 @@ END_TEST
 START_TEST(api_bad_requests)
 {
 	char out[512];
-	vmm_api_handle(NULL, "not json", out, sizeof(out));
+	vmm_api_handle(NULL, "not json", -1, out, sizeof(out));
 	ck_assert(strstr(out, "\"ok\":false") && strstr(out, "not a JSON object"));
-	vmm_api_handle(NULL, "[1,2]", out, sizeof(out));
+	vmm_api_handle(NULL, "[1,2]", -1, out, sizeof(out));
 	ck_assert(strstr(out, "not a JSON object"));
-	vmm_api_handle(NULL, "{\"op\":5}", out, sizeof(out));
+	vmm_api_handle(NULL, "{\"op\":5}", -1, out, sizeof(out));
 	ck_assert(strstr(out, "no \\\"op\\\""));
-	vmm_api_handle(NULL, "{\"op\":\"status\"}", out, sizeof(out));
+	vmm_api_handle(NULL, "{\"op\":\"status\"}", -1, out, sizeof(out));
 	ck_assert(strstr(out, "no VM"));
+	vmm_api_handle(NULL, "{\"op\":\"snapshot\",\"dir\":\"/x\",\"dirfd\":true}", -1, out,
+	               sizeof(out));
+	ck_assert(strstr(out, "\"ok\":false"));
 	ck_assert(out[strlen(out) - 1] == '\n');
 }
 END_TEST

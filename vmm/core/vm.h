@@ -159,6 +159,13 @@ struct vm_source {
 int vm_build(struct vm **out, const struct vm_config *cfg, const struct vm_source *src, char *err,
              size_t errlen) __attribute__((warn_unused_result));
 
+/* Renames the paths the VM opens again while it runs (writable disks a
+ * snapshot freezes, the vsock socket's "_<port>" siblings) to the names
+ * they have inside root once cove-vmm has pivoted into it.  Before
+ * jail_enter(); 0, or -errno with a message in err. */
+int vm_enter_root(struct vm *vm, const char *root, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
 /* Starts the I/O loop and one thread per vCPU.  Call once, after vm_create(). */
 int vm_start(struct vm *vm) __attribute__((warn_unused_result));
 

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,8 @@
 
 #include "arch/x86_64/layout.h"
 #include "backend/disk_open.h"
+#include "errf.h"
+#include "jail/jail.h"
 #include "virtio/blk.h"
 #include "virtio/rng.h"
 #include "virtio/vsock.h"
@@ -242,6 +245,33 @@ void vm_disk_io(struct vm *vm, uint64_t *read, uint64_t *written)
 		*read += r;
 		*written += w;
 	}
+}
+
+int vm_enter_root(struct vm *vm, const char *root, char *err, size_t errlen)
+{
+	char in[PATH_MAX];
+	for (unsigned int i = 0; i < vm->ndisks; i++) {
+		/* A disk outside the jail keeps its host name: nothing opens it by
+		 * path again unless a snapshot freezes it, which then fails. */
+		if (!vm->disk_paths[i] || jail_path(root, vm->disk_paths[i], in, sizeof(in)) < 0)
+			continue;
+		char *p = strdup(in);
+		if (!p)
+			return errf(err, errlen, -ENOMEM, "out of memory");
+		free(vm->disk_paths[i]);
+		vm->disk_paths[i] = p;
+	}
+	if (!vm->vsock)
+		return 0;
+	const char *host = vsock_uds_path(vm->vsock);
+	int r = jail_path(root, host, in, sizeof(in));
+	if (r < 0)
+		return errf(err, errlen, r, "the vsock socket %s is outside the jail %s", host,
+		            root);
+	r = vsock_set_uds_path(vm->vsock, in);
+	if (r < 0)
+		return errf(err, errlen, r, "vsock path %s: %s", in, strerror(-r));
+	return 0;
 }
 
 void vm_devices_destroy(struct vm *vm)

@@ -171,6 +171,34 @@ back:;
 	return errf(err, errlen, r, "disk '%s': %s", path, msg);
 }
 
+/* One writable disk into a directory given by fd (a jailed VMM sees no
+ * path to it): flushed first, then copied in (reflink, else its data
+ * ranges) while the VM goes on with the file it has, or, when the VM
+ * stops after the snapshot, moved in.  Either way the frozen file keeps
+ * its own backing file name, and the running disk's chain does not grow. */
+static int freeze_disk_into(struct vm *vm, unsigned int i, int dirfd, bool resume,
+                            struct snap_disk *sd, char *err, size_t errlen)
+{
+	const char *path = vm->disk_paths[i];
+	struct disk *d = vblk_disk(vm->disks[i]);
+	int r = disk_flush(d);
+	if (r < 0)
+		return errf(err, errlen, r, "cannot flush disk '%s': %s", path, strerror(-r));
+	snprintf(sd->format, sizeof(sd->format), "%s", is_qcow2(d) ? "qcow2" : "raw");
+	snprintf(sd->file, sizeof(sd->file), "disk%u.%s", i, is_qcow2(d) ? "qcow2" : "img");
+	if (!resume && renameat(AT_FDCWD, path, dirfd, sd->file) == 0) {
+		(void)fchmodat(dirfd, sd->file, 0400, 0);
+		sd->in_snapshot = 1;
+		return 0;
+	}
+	r = copy_file_sparse_at(AT_FDCWD, path, dirfd, sd->file, 0400);
+	if (r < 0)
+		return errf(err, errlen, r, "disk '%s': cannot copy it into the snapshot: %s", path,
+		            strerror(-r));
+	sd->in_snapshot = 1;
+	return 0;
+}
+
 static int remove_dir(const char *dir)
 {
 	static const char *names[] = { SNAPSHOT_STATE_FILE, SNAPSHOT_MEMORY_FILE, ".state.tmp" };
@@ -182,11 +210,11 @@ static int remove_dir(const char *dir)
 	return rmdir(dir);
 }
 
-int vm_snapshot(struct vm *vm, const char *dir, bool resume, struct vm_snapshot_result *res,
-                char *err, size_t errlen)
+int vm_snapshot(struct vm *vm, const char *dir, int given_dirfd, bool resume,
+                struct vm_snapshot_result *res, char *err, size_t errlen)
 {
 	memset(res, 0, sizeof(*res));
-	if (!dir || dir[0] != '/' || strlen(dir) >= PATH_MAX - 32)
+	if (given_dirfd < 0 && (!dir || dir[0] != '/' || strlen(dir) >= PATH_MAX - 32))
 		return errf(err, errlen, -EINVAL,
 		            "the snapshot directory must be an absolute path");
 	int r = vm_pause(vm);
@@ -204,13 +232,16 @@ int vm_snapshot(struct vm *vm, const char *dir, bool resume, struct vm_snapshot_
 		r = errf(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
-	if (mkdir(dir, 0755) < 0) {
+	if (given_dirfd >= 0) {
+		dirfd = fcntl(given_dirfd, F_DUPFD_CLOEXEC, 0);
+	} else if (mkdir(dir, 0755) < 0) {
 		r = errf(err, errlen, -errno, "cannot create snapshot directory '%s': %s", dir,
 		         errno == EEXIST ? "it already exists" : strerror(errno));
 		goto out;
+	} else {
+		made_dir = true;
+		dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	}
-	made_dir = true;
-	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0) {
 		r = errf(err, errlen, -errno, "cannot open '%s': %s", dir, strerror(errno));
 		goto out;
@@ -288,7 +319,10 @@ int vm_snapshot(struct vm *vm, const char *dir, bool resume, struct vm_snapshot_
 			free(abs);
 			continue;
 		}
-		r = freeze_disk(vm, i, dir, resume, sd, err, errlen);
+		if (given_dirfd >= 0)
+			r = freeze_disk_into(vm, i, dirfd, resume, sd, err, errlen);
+		else
+			r = freeze_disk(vm, i, dir, resume, sd, err, errlen);
 		if (r < 0)
 			goto out;
 		disks_moved = true;

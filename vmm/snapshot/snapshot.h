@@ -37,9 +37,15 @@ struct vm_snapshot_result {
  * the VM goes on with a fresh overlay at each disk's old path.  With
  * resume the VM runs again afterwards, else it stays paused (the caller
  * stops it).  On failure dir is removed, the disks are as before and the
- * VM resumes when asked to. */
-int vm_snapshot(struct vm *vm, const char *dir, bool resume, struct vm_snapshot_result *res,
-                char *err, size_t errlen) __attribute__((warn_unused_result));
+ * VM resumes when asked to.
+ *
+ * With dirfd >= 0 the directory is that one, made and emptied by the
+ * caller (libcove hands it to a jailed VMM over the control socket), and
+ * dir only names it in messages: the writable disks are copied in
+ * (moved when the VM stops after it) and the VM keeps its disk files. */
+int vm_snapshot(struct vm *vm, const char *dir, int dirfd, bool resume,
+                struct vm_snapshot_result *res, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 
 struct snapshot;
 

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "virtio/iov.h"
@@ -570,6 +571,23 @@ static void teardown(struct vsock *v)
 		vsock_unix_unlink(v->uds_path, &v->uds_id);
 	free(v->uds_path);
 	v->uds_path = NULL;
+}
+
+const char *vsock_uds_path(const struct vsock *v)
+{
+	return v->uds_path;
+}
+
+int vsock_set_uds_path(struct vsock *v, const char *path)
+{
+	if (strlen(path) + VSOCK_UNIX_SUFFIX_MAX >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return -ENAMETOOLONG;
+	char *p = strdup(path);
+	if (!p)
+		return -ENOMEM;
+	free(v->uds_path);
+	v->uds_path = p;
+	return 0;
 }
 
 int vsock_create(const struct virtio_mmio_cfg *cfg, uint64_t guest_cid, const char *uds_path,

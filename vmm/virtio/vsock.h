@@ -100,6 +100,14 @@ struct vsock;
 int vsock_create(const struct virtio_mmio_cfg *cfg, uint64_t guest_cid, const char *uds_path,
                  struct vsock **out) __attribute__((warn_unused_result));
 
+/* The Unix socket path the device listens on. */
+const char *vsock_uds_path(const struct vsock *v);
+
+/* The same socket under another name: the path uds_path has inside the
+ * jail once cove-vmm has pivoted into it (guest-initiated connections go
+ * to "<path>_<port>" from then on).  -ENAMETOOLONG, -ENOMEM. */
+int vsock_set_uds_path(struct vsock *v, const char *path) __attribute__((warn_unused_result));
+
 /* Closes every socket, unlinks uds_path (if it is still ours) and frees the
  * device.  Call with the vCPUs stopped and the I/O loop stopped but not yet
  * destroyed (evloop_stop(), vsock_destroy(), evloop_destroy()).  NULL is

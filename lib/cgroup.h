@@ -1,0 +1,49 @@
+/* A sandbox's cgroup v2: where it goes, the limits written into it, and
+ * its removal.  cove-vmm is started inside it (clone3 CLONE_INTO_CGROUP),
+ * so no instant of the VMM runs unconfined. */
+#ifndef COVE_LIB_CGROUP_H
+#define COVE_LIB_CGROUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* What cove-vmm costs beyond guest RAM, as memory.max counts it: the
+ * process (about 2 MiB outside guest RAM), KVM's page tables and vCPU
+ * state, the kernel memory of its sockets and the page cache of its disk
+ * writes.  Measured in docs/ARCHITECTURE.md ("Host-enforced limits"). */
+#define CGROUP_VMM_OVERHEAD_MIB 48
+
+/* The pids.max default: the VMM's threads (main, I/O, API, one per vCPU)
+ * with room to spare; cove-vmm never forks. */
+#define CGROUP_PIDS_SPARE 16
+
+struct cgroup_limits {
+	double cpu_quota;      /* CPUs of time per period (cpu.max); 0: no quota */
+	uint64_t memory_bytes; /* memory.max (swap.max is 0); 0: no limit */
+	uint64_t pids_max;     /* pids.max; 0: no limit */
+};
+
+/* The cgroup v2 mount point, or -ENOENT. */
+int cgroup_mount(char *mnt, size_t len);
+
+/* Creates the sandbox's cgroup <parent>/<name> (parent: $COVE_CGROUP_PARENT,
+ * else <cgroup2 mount>/cove when root, else the caller's own cgroup when it
+ * is delegated to it), enables the controllers on the way and writes the
+ * limits.  Returns 0 with *fd (the directory, for CLONE_INTO_CGROUP) and
+ * path filled; 1 when cgroups cannot be used here, with *fd = -1 and one
+ * line in note saying why and that the limits are not applied; -errno with
+ * err for a failure that must stop the start (a limit the kernel
+ * refused). */
+int cgroup_create(const char *name, const struct cgroup_limits *l, int *fd, char *path,
+                  size_t pathlen, char *note, size_t notelen, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* Removes the cgroup a sandbox of this name was given, found the way
+ * cgroup_create finds it (for handles that did not create it). */
+void cgroup_remove_named(const char *name);
+
+/* Removes the cgroup at path once its processes are gone (waits up to
+ * 2 s for the kernel to let them go). */
+void cgroup_remove(const char *path);
+
+#endif

@@ -1,0 +1,220 @@
+/* libcove's side of the jail (jail.h). */
+#include "jail.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "errf.h"
+#include "io.h"
+#include "libcove.h"
+
+/* $COVE_JAIL_IDS, or the default range. */
+static int id_range(uint32_t *first, uint32_t *count, char *err, size_t errlen)
+{
+	*first = JAIL_IDS_FIRST;
+	*count = JAIL_IDS_COUNT;
+	const char *v = getenv("COVE_JAIL_IDS");
+	if (!v || !*v)
+		return 0;
+	char *end;
+	errno = 0;
+	unsigned long long a = strtoull(v, &end, 10), b;
+	if (errno || end == v || *end != '-')
+		goto bad;
+	const char *s = end + 1;
+	b = strtoull(s, &end, 10);
+	if (errno || end == s || *end || a == 0 || b < a || b >= 0xffffffffULL)
+		goto bad;
+	*first = (uint32_t)a;
+	*count = (uint32_t)(b - a + 1);
+	return 0;
+bad:
+	return errf(err, errlen, -EINVAL,
+	            "COVE_JAIL_IDS must be FIRST-LAST, ids from 1 to 4294967294, got '%s'", v);
+}
+
+static uint32_t name_hash(const char *s)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 16777619u;
+	return h;
+}
+
+/* Claims a uid for sb in <base>/.ids/<uid> (O_EXCL); a claim whose
+ * sandbox directory is gone is stale and taken over. */
+static int claim_uid(struct cove_sandbox *sb, char *err, size_t errlen)
+{
+	uint32_t first, count;
+	int r = id_range(&first, &count, err, errlen);
+	if (r < 0)
+		return r;
+	char base[REGISTRY_DIR_MAX], ids[REGISTRY_DIR_MAX + 8];
+	snprintf(base, sizeof(base), "%s", sb->dir);
+	char *slash = strrchr(base, '/');
+	if (!slash)
+		return errf(err, errlen, -EINVAL, "bad sandbox directory %s", sb->dir);
+	*slash = 0;
+	(void)!snprintf(ids, sizeof(ids), "%s/.ids", base);
+	if (mkdir(ids, 0700) < 0 && errno != EEXIST)
+		return errf(err, errlen, -errno, "cannot create %s: %s", ids, strerror(errno));
+	uint32_t start = name_hash(sb->name) % count;
+	uint32_t tries = count < 4096 ? count : 4096;
+	for (uint32_t i = 0; i < tries; i++) {
+		uint32_t uid = first + (start + i) % count;
+		char p[sizeof(ids) + 12];
+		(void)!snprintf(p, sizeof(p), "%s/%u", ids, uid);
+		for (int again = 0; again < 2; again++) {
+			int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+			if (fd >= 0) {
+				r = write_all(fd, sb->name, strlen(sb->name));
+				close(fd);
+				if (r < 0) {
+					unlink(p);
+					return errf(err, errlen, r, "cannot write %s: %s", p,
+					            strerror(-r));
+				}
+				sb->jail.uid = uid;
+				snprintf(sb->jail.claim, sizeof(sb->jail.claim), "%s", p);
+				return 0;
+			}
+			if (errno != EEXIST)
+				return errf(err, errlen, -errno, "cannot create %s: %s", p,
+				            strerror(errno));
+			char owner[REGISTRY_NAME_MAX + 2] = "", dir[REGISTRY_DIR_MAX + 40];
+			fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+			if (fd >= 0) {
+				ssize_t n = read(fd, owner, sizeof(owner) - 1);
+				close(fd);
+				owner[n > 0 ? n : 0] = 0;
+			}
+			(void)!snprintf(dir, sizeof(dir), "%s/%s", base, owner);
+			struct stat st;
+			if (owner[0] && registry_name_valid(owner) && stat(dir, &st) == 0)
+				break; /* in use: the next uid */
+			unlink(p); /* stale: its sandbox is gone */
+		}
+	}
+	return errf(err, errlen, -EUSERS, "no free uid in the jail range %u-%u", first,
+	            first + count - 1);
+}
+
+int jail_prepare(struct cove_sandbox *sb, const struct cgroup_limits *l, char *err,
+                 size_t errlen)
+{
+	struct sandbox_jail *j = &sb->jail;
+	j->namespaces = true;
+	j->userns = geteuid() != 0;
+	j->ids = !j->userns;
+	int r;
+	if (j->ids) {
+		if ((r = claim_uid(sb, err, errlen)) < 0)
+			return r;
+		if (chown(sb->root, j->uid, j->uid) < 0)
+			return errf(err, errlen, -errno, "cannot give %s to uid %u: %s", sb->root,
+			            (unsigned)j->uid, strerror(errno));
+	}
+	r = cgroup_create(sb->name, l, &j->cgroup_fd, j->cgroup, sizeof(j->cgroup), j->note,
+	                  sizeof(j->note), err, errlen);
+	return r < 0 ? r : 0;
+}
+
+void jail_without_namespaces(struct sandbox_jail *j, int why)
+{
+	j->namespaces = j->userns = false;
+	size_t n = strlen(j->note);
+	snprintf(j->note + n, sizeof(j->note) - n,
+	         "%sno user namespace for uid %u (%s): no namespaces or pivot_root, only "
+	         "seccomp and no_new_privs",
+	         n ? "; " : "", (unsigned)geteuid(), strerror(why));
+}
+
+void jail_describe(const struct sandbox_jail *j, char *out, size_t len)
+{
+	char ids[48] = "";
+	if (j->ids)
+		snprintf(ids, sizeof(ids), ", uid/gid %u", (unsigned)j->uid);
+	snprintf(out, len, "confinement: %s%s%s, seccomp, no capabilities, no_new_privs%s%s",
+	         j->namespaces ? "namespaces pid mnt ipc uts net, pivot_root" : "no namespaces",
+	         j->userns ? ", user namespace" : "", ids, j->cgroup[0] ? ", cgroup " : "",
+	         j->cgroup[0] ? j->cgroup : "");
+	if (j->note[0]) {
+		size_t n = strlen(out);
+		snprintf(out + n, len - n, "; %s", j->note);
+	}
+}
+
+int jail_give(const struct sandbox_jail *j, const char *path)
+{
+	if (!j->ids)
+		return 0;
+	return lchown(path, j->uid, j->uid) < 0 ? -errno : 0;
+}
+
+void jail_release(struct sandbox_jail *j)
+{
+	if (j->cgroup_fd >= 0)
+		close(j->cgroup_fd);
+	j->cgroup_fd = -1;
+	cgroup_remove(j->cgroup);
+	j->cgroup[0] = 0;
+	if (j->claim[0])
+		unlink(j->claim);
+	j->claim[0] = 0;
+}
+
+int jail_userns_probe(void)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0)
+		_exit(unshare(CLONE_NEWUSER) == 0 ? 0 : errno & 0x7f);
+	int st;
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return -ECHILD;
+	return -WEXITSTATUS(st);
+}
+
+void jail_release_named(const char *dir, const char *name)
+{
+	char base[REGISTRY_DIR_MAX], ids[REGISTRY_DIR_MAX + 8];
+	snprintf(base, sizeof(base), "%s", dir);
+	char *slash = strrchr(base, '/');
+	if (!slash)
+		return;
+	*slash = 0;
+	(void)!snprintf(ids, sizeof(ids), "%s/.ids", base);
+	int dfd = open(ids, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return;
+	}
+	size_t len = strlen(name);
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char owner[REGISTRY_NAME_MAX + 2] = "";
+		int fd = openat(dfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t n = read(fd, owner, sizeof(owner) - 1);
+		close(fd);
+		if (n == (ssize_t)len && !memcmp(owner, name, len))
+			(void)unlinkat(dfd, e->d_name, 0);
+	}
+	closedir(d);
+}
