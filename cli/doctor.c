@@ -403,6 +403,9 @@ int cli_doctor(int argc, char **argv)
 	check_node(&r, "vhost-net", "/dev/vhost-net", "optional: faster virtio-net");
 	check_node(&r, "vhost-vsock", "/dev/vhost-vsock", "optional");
 	check_userns(&r);
+	char conf[320];
+	int cr = cove_confinement(conf, sizeof(conf));
+	add(&r, "confinement", cr == 0 ? OK : cr > 0 ? WARN : FAIL, "%s", conf);
 	struct cove_config cfg;
 	cove_config_defaults(&cfg);
 	check_file(&r, "cove-vmm", cfg.vmm, "run make");

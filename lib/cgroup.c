@@ -115,8 +115,9 @@ static int find_parent(char *parent, size_t len, char *note, size_t notelen)
 {
 	char mnt[4096], own[4096];
 	if (cgroup_mount(mnt, sizeof(mnt)) < 0) {
-		snprintf(note, notelen, "cgroup v2 is not mounted: cpu, memory and pids limits "
-		                        "are not applied");
+		snprintf(note, notelen,
+		         "cgroup v2 is not mounted: cpu, memory and pids limits "
+		         "are not applied");
 		return 1;
 	}
 	const char *env = getenv("COVE_CGROUP_PARENT");
@@ -127,17 +128,19 @@ static int find_parent(char *parent, size_t len, char *note, size_t notelen)
 		n = snprintf(parent, len, "%s/cove", mnt);
 	} else {
 		if (own_cgroup(own, sizeof(own)) < 0) {
-			snprintf(note, notelen, "no cgroup v2 of our own: cpu, memory and pids "
-			                        "limits are not applied");
+			snprintf(note, notelen,
+			         "no cgroup v2 of our own: cpu, memory and pids "
+			         "limits are not applied");
 			return 1;
 		}
-		n = snprintf(parent, len, "%s%s", mnt, own);
+		n = snprintf(parent, len, "%s%s", mnt, strcmp(own, "/") ? own : "");
 	}
 	if (n < 0 || (size_t)n >= len) {
 		snprintf(note, notelen, "the cgroup path is too long: limits are not applied");
 		return 1;
 	}
-	if (mkdir(parent, 0755) < 0 && errno != EEXIST) {
+	if ((mkdir(parent, 0755) < 0 && errno != EEXIST) ||
+	    (geteuid() != 0 && access(parent, W_OK) < 0)) {
 		snprintf(note, notelen,
 		         "cgroups are not delegated to uid %u (cannot create %s: %s): cpu, "
 		         "memory and pids limits are not applied",
@@ -162,7 +165,8 @@ static int find_parent(char *parent, size_t len, char *note, size_t notelen)
 		snprintf(note, notelen,
 		         "cgroups are not delegated to uid %u (%s: %s%s): cpu, memory and "
 		         "pids limits are not applied",
-		         (unsigned)geteuid(), parent, r == -ENOTSUP ? "no controller " : strerror(-r),
+		         (unsigned)geteuid(), parent,
+		         r == -ENOTSUP ? "no controller " : strerror(-r),
 		         r == -ENOTSUP ? missing : "");
 		return 1;
 	}

@@ -204,6 +204,11 @@ int cove_snapshot(struct cove_sandbox *sb, const char *dir, bool stop_after, cha
 int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct cove_sandbox **out,
                  char *err, size_t errlen) __attribute__((warn_unused_result));
 
+/* One line: how a sandbox this process starts is confined (the jail,
+ * docs/ARCHITECTURE.md).  0 for the full jail, 1 for seccomp and
+ * no_new_privs only, -EINVAL for a bad $COVE_JAIL_IDS (out holds why). */
+int cove_confinement(char *out, size_t len);
+
 /* cove-vmm's counters and phase times as one JSON object (malloc'ed): the
  * control API's {"op":"stats"} reply (docs/protocol.md): KVM's per-vCPU
  * counters summed ("kvm": exits by reason), "times" (process start on

@@ -1,6 +1,7 @@
 /* libcove's side of the jail (jail.h). */
 #include "jail.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -8,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -74,7 +74,8 @@ static int claim_uid(struct cove_sandbox *sb, char *err, size_t errlen)
 		char p[sizeof(ids) + 12];
 		(void)!snprintf(p, sizeof(p), "%s/%u", ids, uid);
 		for (int again = 0; again < 2; again++) {
-			int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+			int fd =
+			    open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 			if (fd >= 0) {
 				r = write_all(fd, sb->name, strlen(sb->name));
 				close(fd);
@@ -101,21 +102,27 @@ static int claim_uid(struct cove_sandbox *sb, char *err, size_t errlen)
 			struct stat st;
 			if (owner[0] && registry_name_valid(owner) && stat(dir, &st) == 0)
 				break; /* in use: the next uid */
-			unlink(p); /* stale: its sandbox is gone */
+			unlink(p);     /* stale: its sandbox is gone */
 		}
 	}
 	return errf(err, errlen, -EUSERS, "no free uid in the jail range %u-%u", first,
 	            first + count - 1);
 }
 
-int jail_prepare(struct cove_sandbox *sb, const struct cgroup_limits *l, char *err,
-                 size_t errlen)
+int jail_prepare(struct cove_sandbox *sb, const struct cgroup_limits *l, char *err, size_t errlen)
 {
 	struct sandbox_jail *j = &sb->jail;
+	int r;
+	/* For measuring what the jail costs (cove bench, docs/benchmarks.md):
+	 * no namespaces, pivot_root, uid or cgroup. */
+	const char *off = getenv("COVE_NO_JAIL");
+	if (off && !strcmp(off, "1")) {
+		snprintf(j->note, sizeof(j->note), "COVE_NO_JAIL=1: no namespaces, uid or cgroup");
+		return 0;
+	}
 	j->namespaces = true;
 	j->userns = geteuid() != 0;
 	j->ids = !j->userns;
-	int r;
 	if (j->ids) {
 		if ((r = claim_uid(sb, err, errlen)) < 0)
 			return r;
@@ -217,4 +224,34 @@ void jail_release_named(const char *dir, const char *name)
 			(void)unlinkat(dfd, e->d_name, 0);
 	}
 	closedir(d);
+}
+
+int cove_confinement(char *out, size_t len)
+{
+	if (geteuid() == 0) {
+		uint32_t first, count;
+		char err[160];
+		if (id_range(&first, &count, err, sizeof(err)) < 0) {
+			snprintf(out, len, "%s", err);
+			return -EINVAL;
+		}
+		snprintf(out, len,
+		         "namespaces pid mnt ipc uts net, pivot_root, a uid per sandbox from "
+		         "%u-%u, seccomp, no capabilities, no_new_privs",
+		         first, first + count - 1);
+		return 0;
+	}
+	int r = jail_userns_probe();
+	if (r == 0) {
+		snprintf(out, len,
+		         "namespaces user pid mnt ipc uts net, pivot_root, seccomp, no "
+		         "capabilities, no_new_privs (uid %u mapped to 0 inside)",
+		         (unsigned)geteuid());
+		return 0;
+	}
+	snprintf(out, len,
+	         "seccomp and no_new_privs only: no user namespace for uid %u (%s), so no "
+	         "namespaces or pivot_root",
+	         (unsigned)geteuid(), strerror(-r));
+	return 1;
 }

@@ -35,8 +35,8 @@ struct cove_sandbox;
 
 /* Decides the confinement, claims a uid (root) and hands it the jail
  * root, and creates the cgroup with l.  0, or -errno with err. */
-int jail_prepare(struct cove_sandbox *sb, const struct cgroup_limits *l, char *err,
-                 size_t errlen) __attribute__((warn_unused_result));
+int jail_prepare(struct cove_sandbox *sb, const struct cgroup_limits *l, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 
 /* After a start where clone3 could not make a user namespace: from now
  * on the sandbox runs with seccomp and no_new_privs only. */

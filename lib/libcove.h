@@ -130,6 +130,15 @@ int vmm_wait_ready(struct cove_sandbox *sb, int lfd, unsigned int timeout_ms, co
 int vmm_wait_agent(struct cove_sandbox *sb, unsigned int timeout_ms, const char *console,
                    const char *log, char *err, size_t errlen) __attribute__((warn_unused_result));
 
+/* What a seccomp kill means, for messages. */
+#define VMM_SECCOMP_KILLED                                                                     \
+	"it made a system call its thread may not make (a cove-vmm bug, or an exploited VMM; " \
+	"the kernel log has the call)"
+
+/* Whether cove-vmm, our child, was killed by SIGSYS (a seccomp filter's
+ * verdict); it is not reaped. */
+bool vmm_killed_by_seccomp(struct cove_sandbox *sb);
+
 /* Waits up to grace_ms for cove-vmm to exit, then sends SIGTERM and at
  * last SIGKILL (through the pidfd, never to a reused pid); reaps a child
  * and closes the pidfd.  A no-op once the pidfd is closed. */

@@ -61,11 +61,26 @@ static void tail_file(const char *path, char *out, size_t len)
 	fclose(f);
 }
 
-/* The message for a cove-vmm that died early: its log's last line, else
- * the console's. */
-static int vmm_died(const char *log, const char *console, const char *when, char *err,
-                    size_t errlen)
+bool vmm_killed_by_seccomp(struct cove_sandbox *sb)
 {
+	if (!sb->child || sb->pidfd < 0)
+		return false;
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	if (waitid(P_PIDFD, (id_t)sb->pidfd, &si, WEXITED | WNOHANG | WNOWAIT) < 0)
+		return false;
+	return si.si_pid != 0 && si.si_code == CLD_KILLED && si.si_status == SIGSYS;
+}
+
+/* The message for a cove-vmm that died early: its log's last line, else
+ * the console's; a seccomp kill is said as such. */
+static int vmm_died(struct cove_sandbox *sb, const char *log, const char *console, const char *when,
+                    char *err, size_t errlen)
+{
+	if (vmm_killed_by_seccomp(sb))
+		return errf(err, errlen, -ECHILD,
+		            "cove-vmm was killed %s by its seccomp filter: %s", when,
+		            VMM_SECCOMP_KILLED);
 	char why[448];
 	tail_file(log, why, sizeof(why));
 	if (!why[0])
@@ -361,7 +376,7 @@ int vmm_wait_ready(struct cove_sandbox *sb, int lfd, unsigned int timeout_ms, co
 			return errf(err, errlen, -errno, "poll: %s", strerror(errno));
 		}
 		if (p[1].revents)
-			return vmm_died(log, console, "before the agent started", err, errlen);
+			return vmm_died(sb, log, console, "before the agent started", err, errlen);
 		if (!p[0].revents)
 			continue;
 		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
@@ -392,7 +407,7 @@ int vmm_wait_agent(struct cove_sandbox *sb, unsigned int timeout_ms, const char 
 		if (n < 0 && errno != EINTR)
 			return errf(err, errlen, -errno, "poll: %s", strerror(errno));
 		if (n > 0)
-			return vmm_died(log, console, "during the restore", err, errlen);
+			return vmm_died(sb, log, console, "during the restore", err, errlen);
 		if (mono_ms() >= deadline)
 			return errf(err, errlen, -ETIMEDOUT,
 			            "the restored agent did not answer within %u ms "

@@ -128,22 +128,24 @@ static int enter_root(const char *root, char *err, size_t errlen)
 		return errf(err, errlen, -errno, "jail: cannot bind the jail root %s: %s", root,
 		            strerror(errno));
 	unsigned long keep = current_flags(root);
-	if (mount(NULL, root, NULL,
-	          MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | MS_NOEXEC | keep, NULL) < 0)
+	if (mount(NULL, root, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | MS_NOEXEC | keep,
+	          NULL) < 0)
 		return errf(err, errlen, -errno, "jail: cannot remount %s nosuid,nodev,noexec: %s",
 		            root, strerror(errno));
 	char dev[4096];
 	if ((size_t)snprintf(dev, sizeof(dev), "%s/dev", root) >= sizeof(dev))
 		return errf(err, errlen, -ENAMETOOLONG, "jail: the path %s/dev is too long", root);
 	if (mkdir(dev, 0755) < 0 && errno != EEXIST)
-		return errf(err, errlen, -errno, "jail: cannot create %s: %s", dev, strerror(errno));
+		return errf(err, errlen, -errno, "jail: cannot create %s: %s", dev,
+		            strerror(errno));
 	int r = bind_dev(root, "kvm", err, errlen);
 	if (r == 0)
 		r = bind_dev(root, "urandom", err, errlen);
 	if (r < 0)
 		return r;
 	if (chdir(root) < 0)
-		return errf(err, errlen, -errno, "jail: cannot enter %s: %s", root, strerror(errno));
+		return errf(err, errlen, -errno, "jail: cannot enter %s: %s", root,
+		            strerror(errno));
 	/* pivot_root(".", "."): the old root ends up stacked on the new one
 	 * and is detached at once, with everything below it. */
 	if (syscall(SYS_pivot_root, ".", ".") < 0)
@@ -180,8 +182,36 @@ static int set_limits(const struct jail_config *jc, char *err, size_t errlen)
 }
 
 /* Step 4: no capability left in any set, none to regain. */
+static int clear_caps(char *err, size_t errlen)
+{
+	cap_t none = cap_init();
+	if (!none)
+		return errf(err, errlen, -ENOMEM, "jail: out of memory");
+	int r = cap_set_proc(none);
+	int e = errno;
+	cap_free(none);
+	if (r < 0)
+		return errf(err, errlen, -e, "jail: cannot clear capabilities: %s", strerror(e));
+	return 0;
+}
+
+static bool have_setpcap(void)
+{
+	cap_t now = cap_get_proc();
+	cap_flag_value_t v = CAP_CLEAR;
+	if (now)
+		(void)cap_get_flag(now, CAP_SETPCAP, CAP_EFFECTIVE, &v);
+	cap_free(now);
+	return v == CAP_SET;
+}
+
 static int drop_privileges(const struct jail_config *jc, char *err, size_t errlen)
 {
+	/* A process started without capabilities (a user with no user
+	 * namespace) cannot shrink its bounding set, and needs not: it has
+	 * nothing to lose, and no_new_privs keeps it from gaining any. */
+	if (!have_setpcap())
+		return clear_caps(err, errlen);
 	int last = (int)cap_max_bits();
 	for (int c = 0; c < last; c++)
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
@@ -209,19 +239,10 @@ static int drop_privileges(const struct jail_config *jc, char *err, size_t errle
 		if (pdeath)
 			(void)prctl(PR_SET_PDEATHSIG, pdeath, 0, 0, 0);
 	}
-	cap_t none = cap_init();
-	if (!none)
-		return errf(err, errlen, -ENOMEM, "jail: out of memory");
-	int r = cap_set_proc(none);
-	int e = errno;
-	cap_free(none);
-	if (r < 0)
-		return errf(err, errlen, -e, "jail: cannot clear capabilities: %s", strerror(e));
-	return 0;
+	return clear_caps(err, errlen);
 }
 
-int jail_enter(const struct jail_config *jc, char *report, size_t replen, char *err,
-               size_t errlen)
+int jail_enter(const struct jail_config *jc, char *report, size_t replen, char *err, size_t errlen)
 {
 	int r = 0;
 	if (jc->root && jc->set_ids && (r = give_root(jc->root, jc->uid, jc->gid, err, errlen)) < 0)

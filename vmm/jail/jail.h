@@ -43,8 +43,8 @@ void jail_scrub_process(void);
 /* Runs the steps above.  Must be called while the process has one thread.
  * On success fills report with one line saying what was applied (for the
  * start log).  Returns 0, or -errno with a one-line message in err. */
-int jail_enter(const struct jail_config *jc, char *report, size_t replen, char *err,
-               size_t errlen) __attribute__((warn_unused_result));
+int jail_enter(const struct jail_config *jc, char *report, size_t replen, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 
 /* The path host_path has inside root once jailed ("/x" for "<root>/x"),
  * written to out; -EXDEV when host_path is not under root. */
