@@ -70,15 +70,9 @@ void sandbox_paths(struct cove_sandbox *sb, const char *base, const char *name)
 int sandbox_create(struct cove_sandbox *sb, const char *name, char *err, size_t errlen)
 {
 	char base[PATH_MAX - 64];
-	int r = registry_base(base, sizeof(base));
-	if (r == -ENAMETOOLONG)
-		return errf(err, errlen, r,
-		            "the runtime directory %s is too long for the sockets in it "
-		            "(set COVE_RUNTIME_DIR to a shorter path)",
-		            base);
+	int r = registry_base(base, sizeof(base), err, errlen);
 	if (r < 0)
-		return errf(err, errlen, r, "cannot create the runtime directory %s: %s", base,
-		            strerror(-r));
+		return r;
 	if (name) {
 		sandbox_paths(sb, base, name);
 		if (mkdir(sb->dir, 0700) == 0)

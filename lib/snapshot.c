@@ -4,6 +4,7 @@
  * is restored from it); cove_restore starts a sandbox from such a
  * directory and hands its agent the restore notice. */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io.h"
 #include "libcove.h"
 
 #define API_SNAPSHOT_MS     (10 * 60 * 1000)
@@ -58,9 +60,20 @@ static void snapshot_note_write(const struct cove_sandbox *sb, const char *snapd
 	                      (int)m->cpus, "memory_mib", (json_int_t)m->memory_mib);
 	if (o && m->image[0])
 		json_object_set_new(o, "image", json_string(m->image));
-	char path[PATH_MAX];
-	if (o && snprintf(path, sizeof(path), "%s/%s", snapdir, SNAPSHOT_NOTE) < (int)sizeof(path))
-		(void)json_dump_file(o, path, JSON_COMPACT);
+	/* 0600 from its creation, as the rest of the snapshot (it names the
+	 * image); never through a symlink. */
+	int dfd = o ? open(snapdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	int fd = dfd >= 0 ? openat(dfd, SNAPSHOT_NOTE,
+	                           O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)
+	                  : -1;
+	char *text = fd >= 0 ? json_dumps(o, JSON_COMPACT) : NULL;
+	if (text)
+		(void)!write_all(fd, text, strlen(text));
+	free(text);
+	if (fd >= 0)
+		close(fd);
+	if (dfd >= 0)
+		close(dfd);
 	json_decref(o);
 	free(m);
 }

@@ -17,7 +17,9 @@ const char vmm_usage[] =
     "                [--console stdio|PATH|none] [--config FILE.json]\n"
     "                [--vsock PATH[,cid=N]] [--api PATH]\n"
     "       cove-vmm --restore SNAPSHOT_DIR [--overlay-dir DIR] [--vsock PATH]\n"
-    "                [--api PATH] [--console stdio|PATH|none]\n";
+    "                [--api PATH] [--console stdio|PATH|none]\n"
+    "  a writable --disk without format= is raw (never probed: its bytes are the\n"
+    "  guest's); give format=qcow2 for a qcow2 image; a read-only one is probed\n";
 
 #define bad(err, errlen, ...) errf(err, errlen, -EINVAL, __VA_ARGS__)
 
