@@ -26,7 +26,7 @@
 
 int agent_timeout(int64_t started, char *err, size_t errlen)
 {
-	int64_t s = (mono_ms() - started + 999) / 1000;
+	int64_t s = (mono_ms() - started + 500) / 1000;
 	return errf(err, errlen, -ETIMEDOUT, "the sandbox did not answer within %lld s",
 	            (long long)(s > 0 ? s : 1));
 }

@@ -27,9 +27,9 @@ size_t text_filter(struct text_filter *f, const unsigned char *in, size_t len, c
                    size_t cap)
 {
 	size_t o = 0;
-#define PUT(c)                      \
-	do {                        \
-		if (o < cap)        \
+#define PUT(c)                          \
+	do {                            \
+		if (o < cap)            \
 			out[o++] = (c); \
 	} while (0)
 	for (size_t i = 0; i < len; i++) {
@@ -140,8 +140,8 @@ bool text_hostname_valid(const char *s)
 			label = 0;
 			continue;
 		}
-		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		          c == '-';
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		          (c >= '0' && c <= '9') || c == '-';
 		if (!ok || (label == 0 && c == '-'))
 			return false;
 		label++;

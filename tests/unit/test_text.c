@@ -23,7 +23,9 @@ START_TEST(clean)
 	clean_is("t\x1b]0;title\x07x", "t?x");
 	clean_is("t\x1b]52;c;aGk=\x1b\\x", "t?x");
 	clean_is("bell\x07 del\x7f cr\r", "bell? del? cr?");
-	clean_is("c1 \xc2\x9b" "6n", "c1 ?6n");
+	clean_is("c1 \xc2\x9b"
+	         "6n",
+	         "c1 ?6n");
 	clean_is("utf8 \xc3\xa9 ok", "utf8 \xc3\xa9 ok");
 	clean_is("end\x1b", "end?");
 	clean_is("cut\x1b[12", "cut?");
@@ -47,7 +49,9 @@ START_TEST(filter)
 	const char *colour = "\x1b[1;31mred\x1b[0m plain";
 	for (size_t cut = 0; cut <= strlen(colour); cut++)
 		filter_is(colour, cut, colour);
-	const char *bad = "a\x1b[2Jb\x1b[6nc\x1b]0;t\x07" "d\x1b]52;c;aGk=\x1b\\e\x1b" "cf\xc2\x9bg";
+	const char *bad = "a\x1b[2Jb\x1b[6nc\x1b]0;t\x07"
+	                  "d\x1b]52;c;aGk=\x1b\\e\x1b"
+	                  "cf\xc2\x9bg";
 	for (size_t cut = 0; cut <= strlen(bad); cut++)
 		filter_is(bad, cut, "abcdef?g");
 	filter_is("progress 10%\rprogress 20%\b\n", 3, "progress 10%\rprogress 20%\b\n");
