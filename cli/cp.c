@@ -3,15 +3,48 @@
  * under its own name, and so does a guest path ending in '/'. */
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "cli.h"
 #include "cove.h"
 
-static const char cp_usage[] = "usage: cove cp NAME:PATH LOCAL\n"
-                               "       cove cp LOCAL NAME:PATH\n";
+static const char cp_usage[] =
+    "usage: cove cp [--max-size N[K|M|G]] NAME:PATH LOCAL\n"
+    "       cove cp LOCAL NAME:PATH\n"
+    "  --max-size: refuse a file from the sandbox larger than this (default 4G);\n"
+    "  its mode there becomes mode & 0755 & ~umask here\n";
+
+/* "N", "NK", "NM", "NG" (powers of 1024) -> bytes; -1 when malformed or
+ * over 2^62. */
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	if (!*s || *s == '-' || *s == '+')
+		return -1;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	int shift = 0;
+	if (*end == 'K' || *end == 'k')
+		shift = 10;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30;
+	else if (*end)
+		return -1;
+	if (shift && end[1])
+		return -1;
+	if (v > (1ull << 62) >> shift)
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
 
 /* NAME:PATH -> name and path; false when arg is a local path (no ':', or
  * what precedes it is no sandbox name: write ./a:b for a local "a:b"). */
@@ -40,6 +73,19 @@ int cli_cp(int argc, char **argv)
 	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 		fputs(cp_usage, stdout);
 		return 0;
+	}
+	uint64_t max = COVE_GET_MAX_DEFAULT;
+	if (argc >= 2 && !strncmp(argv[1], "--max-size", 10)) {
+		const char *v = argv[1][10] == '=' ? argv[1] + 11 : argv[1][10] ? NULL : argv[2];
+		if (!v || parse_size(v, &max) < 0) {
+			fprintf(stderr,
+			        "%s: --max-size needs a size such as 4096, 64M or 4G, got '%s'\n",
+			        prog, v ? v : argv[1]);
+			return 2;
+		}
+		int used = argv[1][10] == '=' ? 1 : 2;
+		argc -= used;
+		argv += used;
 	}
 	if (argc != 3) {
 		fprintf(stderr, "%s: needs a source and a destination\n%s", prog, cp_usage);
@@ -85,7 +131,7 @@ int cli_cp(int argc, char **argv)
 		fprintf(stderr, "%s: %s\n", prog, err);
 		return 1;
 	}
-	int r = src_remote ? cove_get_file(sb, guest, local, err, sizeof(err))
+	int r = src_remote ? cove_get_file_max(sb, guest, local, max, err, sizeof(err))
 	                   : cove_put_file(sb, local, guest, 0, err, sizeof(err));
 	cove_free(sb);
 	if (r < 0) {

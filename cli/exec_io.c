@@ -12,13 +12,15 @@
 
 #include "cli.h"
 #include "io.h"
+#include "text.h"
 
 static volatile int pending_signal;
-static volatile sig_atomic_t winch;
+static volatile sig_atomic_t winch, got_signal;
 
 static void forward_signal(int sig)
 {
 	pending_signal = sig;
+	got_signal = sig;
 }
 
 static void on_winch(int sig)
@@ -27,16 +29,42 @@ static void on_winch(int sig)
 	winch = 1;
 }
 
-static void write_out(void *opaque, const void *data, size_t len)
+/* Where the command's stdout and stderr go; to a terminal (non-PTY mode)
+ * through a filter that keeps only SGR colour of the escape sequences. */
+static struct out_stream {
+	int fd;
+	bool filter;
+	struct text_filter f;
+} out_streams[2];
+
+static void write_stream(struct out_stream *o, const void *data, size_t len)
 {
 	/* When our reader went away, the guest's output is dropped. */
-	(void)!write_all((int)(intptr_t)opaque, data, len);
+	if (!o->filter) {
+		(void)!write_all(o->fd, data, len);
+		return;
+	}
+	char buf[4096];
+	const unsigned char *p = data;
+	while (len) {
+		size_t take = len < sizeof(buf) / 2 ? len : sizeof(buf) / 2;
+		size_t n = text_filter(&o->f, p, take, buf, sizeof(buf));
+		(void)!write_all(o->fd, buf, n);
+		p += take;
+		len -= take;
+	}
+}
+
+static void write_out(void *opaque, const void *data, size_t len)
+{
+	(void)opaque;
+	write_stream(&out_streams[0], data, len);
 }
 
 static void write_stderr(void *opaque, const void *data, size_t len)
 {
 	(void)opaque;
-	write_out((void *)(intptr_t)STDERR_FILENO, data, len);
+	write_stream(&out_streams[1], data, len);
 }
 
 static bool get_winsize(uint16_t *rows, uint16_t *cols)
@@ -63,7 +91,8 @@ int cli_exec_command(struct cove_sandbox *sb, const struct cli_exec *x, char **a
 {
 	if (ran)
 		*ran = false;
-	struct sigaction sa = { .sa_handler = forward_signal };
+	/* SA_RESETHAND: a second signal ends us the default way at once. */
+	struct sigaction sa = { .sa_handler = forward_signal, .sa_flags = SA_RESETHAND };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -75,7 +104,7 @@ int cli_exec_command(struct cove_sandbox *sb, const struct cli_exec *x, char **a
 		.argv = (const char *const *)argv,
 		.env = x->nenv ? x->env : NULL,
 		.cwd = x->workdir,
-		.timeout_ms = (uint32_t)(x->timeout_s * 1000),
+		.timeout_ms = (uint64_t)x->timeout_s * 1000,
 		.pty = x->tty,
 		.stdin_fd = x->interactive || !isatty(STDIN_FILENO) ? STDIN_FILENO : -1,
 		.on_stdout = write_out,
@@ -83,6 +112,11 @@ int cli_exec_command(struct cove_sandbox *sb, const struct cli_exec *x, char **a
 		.opaque = (void *)(intptr_t)STDOUT_FILENO,
 		.pending_signal = &pending_signal,
 	};
+	for (int i = 0; i < 2; i++) {
+		out_streams[i].fd = i ? STDERR_FILENO : STDOUT_FILENO;
+		out_streams[i].filter = !x->tty && isatty(out_streams[i].fd);
+		text_filter_init(&out_streams[i].f);
+	}
 	if (x->tty) {
 		get_winsize(&eo.rows, &eo.cols);
 		struct sigaction sw = { .sa_handler = on_winch };
@@ -101,8 +135,12 @@ int cli_exec_command(struct cove_sandbox *sb, const struct cli_exec *x, char **a
 	int r = cove_exec(sb, &eo, &res, err, sizeof(err));
 	if (raw)
 		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+	if (r == -EINTR && got_signal)
+		return 128 + got_signal; /* the sandbox did not answer in time */
 	if (r < 0) {
 		fprintf(stderr, "%s: %s\n", prog, err);
+		if (r == -ETIMEDOUT && x->timeout_s)
+			return 124;
 		/* As shells do: 127 for a command not found, 126 for one that
 		 * cannot run; 125 stays for failures of the sandbox itself. */
 		return r == -ENOENT ? 127 : r == -EACCES || r == -ENOEXEC ? 126 : 125;

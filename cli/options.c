@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "cove_limits.h"
+#include "text.h"
 
 int cli_parse_num(const char *s, unsigned long max, unsigned long *out)
 {
@@ -56,6 +57,13 @@ int cli_config_option(struct cove_config *cfg, char **image, int o, const char *
 		cfg->kernel = arg;
 		return 1;
 	case CLI_O_HOSTNAME:
+		if (!text_hostname_valid(arg)) {
+			fprintf(stderr,
+			        "%s: --hostname must be a host name (labels of letters, digits and "
+			        "'-', 1 to 63 each, 253 in all), got '%s'\n",
+			        prog, arg);
+			return -1;
+		}
 		cfg->hostname = arg;
 		return 1;
 	}

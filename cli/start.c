@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "cove.h"
+#include "text.h"
 
 static const char start_usage[] =
     "usage: cove start --name NAME [--cpus N] [--memory MiB]\n"
@@ -81,7 +82,8 @@ int cli_start(int argc, char **argv)
 	}
 	if (!cfg.hostname) {
 		cli_hostname_from_name(cfg.name, hostname);
-		cfg.hostname = hostname;
+		if (text_hostname_valid(hostname)) /* else the default, "cove" */
+			cfg.hostname = hostname;
 	}
 	cfg.detached = true;
 	char err[512];

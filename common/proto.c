@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 bool proto_type_known(uint16_t type)
@@ -196,6 +197,28 @@ int proto_reader_read(struct proto_reader *r, int fd)
 	}
 }
 
+/* One read() at most: 1 when the frame is complete, 0 when more is
+ * needed, or as proto_reader_read.  What a deadline-bound caller uses on a
+ * blocking fd after poll said it is readable. */
+static int proto_reader_read_some(struct proto_reader *r, int fd)
+{
+	if (r->ready)
+		return 1;
+	for (;;) {
+		size_t want;
+		uint8_t *dst = reader_want(r, &want);
+		ssize_t n = read(fd, dst, want);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return r->have == 0 ? -ECONNRESET : -ECONNABORTED;
+		return reader_advance(r, (size_t)n);
+	}
+}
+
 void proto_reader_take(struct proto_reader *r, struct proto_hdr *h, uint8_t **payload)
 {
 	*h = r->hdr_dec;
@@ -206,17 +229,31 @@ void proto_reader_take(struct proto_reader *r, struct proto_hdr *h, uint8_t **pa
 
 /* ---- blocking helpers --------------------------------------------------- */
 
-static int wait_fd(int fd, short events)
+/* Waits until fd is ready for events, or the deadline (CLOCK_MONOTONIC ms,
+ * PROTO_NO_DEADLINE: none) passes: -ETIMEDOUT. */
+static int wait_fd(int fd, short events, int64_t deadline)
 {
 	struct pollfd p = { .fd = fd, .events = events };
-	while (poll(&p, 1, -1) < 0) {
-		if (errno != EINTR)
+	for (;;) {
+		int ms = -1;
+		if (deadline != PROTO_NO_DEADLINE) {
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			int64_t left =
+			    deadline - ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+			if (left <= 0)
+				return -ETIMEDOUT;
+			ms = left > INT32_MAX ? INT32_MAX : (int)left;
+		}
+		int n = poll(&p, 1, ms);
+		if (n > 0)
+			return 0;
+		if (n < 0 && errno != EINTR)
 			return -errno;
 	}
-	return 0;
 }
 
-int proto_sendv(int fd, const struct iovec *iov_in, int iovcnt)
+int proto_sendv_until(int fd, const struct iovec *iov_in, int iovcnt, int64_t deadline)
 {
 	struct iovec iov[4];
 	if (iovcnt < 1 || iovcnt > 4)
@@ -224,12 +261,15 @@ int proto_sendv(int fd, const struct iovec *iov_in, int iovcnt)
 	memcpy(iov, iov_in, sizeof(iov[0]) * (size_t)iovcnt);
 	struct iovec *v = iov;
 	bool is_socket = true;
+	/* With a deadline a blocking socket is written without blocking, so
+	 * a peer that stopped reading cannot hold us past it. */
+	int flags = MSG_NOSIGNAL | (deadline != PROTO_NO_DEADLINE ? MSG_DONTWAIT : 0);
 	while (iovcnt > 0) {
 		ssize_t n;
 		if (is_socket) {
 			/* MSG_NOSIGNAL: a peer that went away is an error, not SIGPIPE. */
 			struct msghdr m = { .msg_iov = v, .msg_iovlen = (size_t)iovcnt };
-			n = sendmsg(fd, &m, MSG_NOSIGNAL);
+			n = sendmsg(fd, &m, flags);
 			if (n < 0 && errno == ENOTSOCK) {
 				is_socket = false;
 				continue;
@@ -241,7 +281,7 @@ int proto_sendv(int fd, const struct iovec *iov_in, int iovcnt)
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				int e = wait_fd(fd, POLLOUT);
+				int e = wait_fd(fd, POLLOUT, deadline);
 				if (e < 0)
 					return e;
 				continue;
@@ -262,7 +302,13 @@ int proto_sendv(int fd, const struct iovec *iov_in, int iovcnt)
 	return 0;
 }
 
-int proto_send(int fd, uint16_t type, uint32_t id, const void *payload, uint32_t len)
+int proto_sendv(int fd, const struct iovec *iov, int iovcnt)
+{
+	return proto_sendv_until(fd, iov, iovcnt, PROTO_NO_DEADLINE);
+}
+
+int proto_send_until(int fd, uint16_t type, uint32_t id, const void *payload, uint32_t len,
+                     int64_t deadline)
 {
 	if (len > PROTO_MAX_PAYLOAD)
 		return -EMSGSIZE;
@@ -273,20 +319,31 @@ int proto_send(int fd, uint16_t type, uint32_t id, const void *payload, uint32_t
 	proto_hdr_encode(hdr, &h);
 	struct iovec iov[2] = { { .iov_base = hdr, .iov_len = sizeof(hdr) },
 		                { .iov_base = (void *)payload, .iov_len = len } };
-	return proto_sendv(fd, iov, len ? 2 : 1);
+	return proto_sendv_until(fd, iov, len ? 2 : 1, deadline);
 }
 
-int proto_recv(int fd, struct proto_hdr *h, uint8_t **payload)
+int proto_send(int fd, uint16_t type, uint32_t id, const void *payload, uint32_t len)
+{
+	return proto_send_until(fd, type, id, payload, len, PROTO_NO_DEADLINE);
+}
+
+int proto_recv_until(int fd, struct proto_hdr *h, uint8_t **payload, int64_t deadline)
 {
 	struct proto_reader r;
 	proto_reader_init(&r);
 	*payload = NULL;
 	for (;;) {
-		int e = proto_reader_read(&r, fd);
+		/* With a deadline, a blocking fd is read only once poll says it
+		 * has bytes (read then returns what there is). */
+		int e = deadline != PROTO_NO_DEADLINE ? wait_fd(fd, POLLIN, deadline) : 0;
+		if (e == 0)
+			e = proto_reader_read_some(&r, fd);
 		if (e == 1)
 			break;
+		if (e == 0)
+			continue;
 		if (e == -EAGAIN || e == -EWOULDBLOCK) {
-			e = wait_fd(fd, POLLIN);
+			e = wait_fd(fd, POLLIN, deadline);
 			if (e == 0)
 				continue;
 		}
@@ -297,4 +354,9 @@ int proto_recv(int fd, struct proto_hdr *h, uint8_t **payload)
 	}
 	proto_reader_take(&r, h, payload);
 	return 0;
+}
+
+int proto_recv(int fd, struct proto_hdr *h, uint8_t **payload)
+{
+	return proto_recv_until(fd, h, payload, PROTO_NO_DEADLINE);
 }

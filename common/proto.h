@@ -76,6 +76,16 @@ int proto_send(int fd, uint16_t type, uint32_t id, const void *payload, uint32_t
  * a frame, or another -errno.  A non-blocking fd is waited on with poll(). */
 int proto_recv(int fd, struct proto_hdr *h, uint8_t **payload) __attribute__((warn_unused_result));
 
+/* Deadline-bound variants, for the host, which must never wait forever on
+ * a guest: deadline is a CLOCK_MONOTONIC time in milliseconds (mono_ms()),
+ * or PROTO_NO_DEADLINE.  -ETIMEDOUT once it has passed with the frame not
+ * wholly sent or received (a partial frame is lost: close the fd). */
+#define PROTO_NO_DEADLINE INT64_MIN
+int proto_send_until(int fd, uint16_t type, uint32_t id, const void *payload, uint32_t len,
+                     int64_t deadline) __attribute__((warn_unused_result));
+int proto_recv_until(int fd, struct proto_hdr *h, uint8_t **payload, int64_t deadline)
+    __attribute__((warn_unused_result));
+
 /* ---- additions (cove-agent) ----------------------------------------------
  * proto_send and proto_recv also work on non-blocking fds (they poll), and
  * proto_send uses MSG_NOSIGNAL on sockets: a vanished peer is -EPIPE, never
@@ -85,6 +95,9 @@ struct iovec;
 /* Sends iovcnt (1..4) buffers that together form whole frames, handling short
  * writes, EINTR and EAGAIN (poll).  Returns 0 or -errno. */
 int proto_sendv(int fd, const struct iovec *iov, int iovcnt) __attribute__((warn_unused_result));
+/* proto_sendv with a deadline, as proto_send_until. */
+int proto_sendv_until(int fd, const struct iovec *iov, int iovcnt, int64_t deadline)
+    __attribute__((warn_unused_result));
 
 /* An incremental frame reader: the state of one frame being received, so a
  * non-blocking event loop can take frames as bytes arrive.  Payloads are read

@@ -11,6 +11,7 @@
 
 #include "cove_limits.h"
 #include "libcove.h"
+#include "text.h"
 
 #define CONFIG_BOOT_TIMEOUT_MS 60000
 
@@ -104,6 +105,10 @@ int config_check(const struct cove_config *cfg, bool boot, char *err, size_t err
 	int r = boot ? config_check_sizes(cfg->cpus, cfg->memory_mib, err, errlen) : 0;
 	if (r < 0)
 		return r;
+	/* It goes onto the kernel command line: nothing but a host name. */
+	if (cfg->hostname && !text_hostname_valid(cfg->hostname))
+		return errf(err, errlen, -EINVAL, "invalid host name '%s' (RFC 1123)",
+		            cfg->hostname);
 	int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (kvm < 0)
 		return errf(err, errlen, -ENODEV,

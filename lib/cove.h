@@ -74,7 +74,9 @@ struct cove_exec_opts {
 	const char *const *env;  /* "K=V" strings, NULL-terminated, or NULL */
 	const char *cwd;         /* NULL: the agent's default */
 	uint32_t uid, gid;
-	uint32_t timeout_ms; /* 0: none; on expiry the process group is killed */
+	uint64_t timeout_ms; /* 0: none; on expiry the process group is killed; at most
+	                        COVE_TIMEOUT_MAX_MS.  The host gives up 3 s later
+	                        (-ETIMEDOUT) if the agent has not answered */
 	bool pty;            /* run under a pseudo-terminal */
 	uint16_t rows, cols; /* PTY window size */
 	int stdin_fd;        /* forwarded until EOF; -1: no input */
@@ -83,9 +85,14 @@ struct cove_exec_opts {
 	/* PTY mode: polled after every wake-up; return true and fill rows/cols
 	 * to send a window size change.  May be NULL. */
 	bool (*resize)(void *opaque, uint16_t *rows, uint16_t *cols);
-	/* Set by a signal handler to forward a signal to the process group. */
+	/* Set by a signal handler to forward a signal to the process group.
+	 * cove_exec then waits at most 0.5 s more for the command's end and
+	 * otherwise returns -EINTR (a frozen guest never answers). */
 	volatile int *pending_signal;
 };
+
+/* The protocol's limit on timeout_ms (2^42 ms, about 139 years). */
+#define COVE_TIMEOUT_MAX_MS ((uint64_t)1 << 42)
 
 struct cove_exec_result {
 	int exit_code; /* valid when signal == 0 */
@@ -104,6 +111,15 @@ int cove_put_file(struct cove_sandbox *sb, const char *local, const char *guest,
  * renamed, so a failure leaves nothing half-written). */
 int cove_get_file(struct cove_sandbox *sb, const char *guest, const char *local, char *err,
                   size_t errlen) __attribute__((warn_unused_result));
+/* cove_get_file with a size limit: a file larger than max_bytes is refused
+ * (-EFBIG), nothing left behind.  cove_get_file's limit is
+ * COVE_GET_MAX_DEFAULT.  The local file's mode is the guest's & 0755 &
+ * ~umask.  Every step has a deadline (an inactivity bound while data
+ * flows). */
+#define COVE_GET_MAX_DEFAULT ((uint64_t)4 << 30)
+int cove_get_file_max(struct cove_sandbox *sb, const char *guest, const char *local,
+                      uint64_t max_bytes, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 
 /* Round trip to the agent. */
 int cove_ping(struct cove_sandbox *sb, char *err, size_t errlen)

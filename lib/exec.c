@@ -8,10 +8,18 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "libcove.h"
 #include "proto.h"
+#include "text.h"
 
 #define STDIN_CHUNK (64 * 1024)
+/* How long past --timeout the host waits for the agent's EXIT. */
+#define EXEC_GRACE_MS 3000
+/* After a signal to forward: how long the host waits for the command's
+ * end before it returns -EINTR (a frozen guest never answers). */
+#define EXEC_SIGNAL_GRACE_MS 500
+#define EXEC_SLICE_MS        250
 
 static json_t *exec_request(const struct cove_exec_opts *o)
 {
@@ -140,6 +148,8 @@ static int exec_frame(const struct cove_exec_opts *o, struct cove_exec_result *r
 		        : -EIO;
 		errf(err, errlen, r, "%s",
 		     json_is_string(m) ? json_string_value(m) : "exec failed");
+		if (err && errlen)
+			text_clean(err); /* the guest's words, printed on a terminal */
 		json_decref(e);
 		return r;
 	}
@@ -149,30 +159,74 @@ static int exec_frame(const struct cove_exec_opts *o, struct cove_exec_result *r
 	}
 }
 
+/* A wait of the execution, bounded by deadline (PROTO_NO_DEADLINE: none)
+ * and cut into slices when a signal may arrive to be forwarded (a signal
+ * landing just before poll would otherwise wait for the next wake-up). */
+static int poll_until(struct pollfd *p, nfds_t n, int64_t deadline, bool sliced)
+{
+	int64_t ms = -1;
+	if (deadline != PROTO_NO_DEADLINE) {
+		ms = deadline - mono_ms();
+		if (ms < 0)
+			ms = 0;
+	}
+	if (sliced && (ms < 0 || ms > EXEC_SLICE_MS))
+		ms = EXEC_SLICE_MS;
+	return poll(p, n, ms > INT32_MAX ? INT32_MAX : (int)ms);
+}
+
+static int64_t earlier(int64_t a, int64_t b)
+{
+	if (a == PROTO_NO_DEADLINE)
+		return b;
+	if (b == PROTO_NO_DEADLINE)
+		return a;
+	return a < b ? a : b;
+}
+
 int cove_exec(struct cove_sandbox *sb, const struct cove_exec_opts *o, struct cove_exec_result *res,
               char *err, size_t errlen)
 {
 	memset(res, 0, sizeof(*res));
 	if (!o->argv || !o->argv[0])
 		return errf(err, errlen, -EINVAL, "no command given");
-	int fd = cove_agent_connect(sb, err, errlen);
+	if (o->timeout_ms > COVE_TIMEOUT_MAX_MS)
+		return errf(err, errlen, -EINVAL, "timeout of %llu ms is over the limit of %llu",
+		            (unsigned long long)o->timeout_ms,
+		            (unsigned long long)COVE_TIMEOUT_MAX_MS);
+	/* The agent kills the command at its timeout and answers; the host
+	 * gives up EXEC_GRACE_MS later if no answer came (a frozen guest).
+	 * Until the agent says STARTED, each step has AGENT_STEP_MS. */
+	int64_t t0 = mono_ms();
+	int64_t end =
+	    o->timeout_ms ? t0 + (int64_t)o->timeout_ms + EXEC_GRACE_MS : PROTO_NO_DEADLINE;
+	int64_t step = earlier(t0 + AGENT_STEP_MS, end);
+	int fd = agent_connect_cancel(sb, step, o->pending_signal, err, errlen);
 	if (fd < 0)
 		return fd;
 	struct outq q = { 0 };
 	struct proto_reader rd;
 	proto_reader_init(&rd);
 	char *buf = malloc(STDIN_CHUNK);
-	bool stdin_open = o->stdin_fd >= 0;
+	bool stdin_open = o->stdin_fd >= 0, started = false;
+	int signalled = 0;
 	int r = buf ? outq_json(&q, PROTO_EXEC, exec_request(o)) : -ENOMEM;
 	if (r == 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0)
 		r = -errno;
 	if (r < 0)
 		errf(err, errlen, r, "starting the execution: %s", strerror(-r));
+	step = earlier(mono_ms() + AGENT_STEP_MS, end);
 	while (r == 0) {
 		if (o->pending_signal && *o->pending_signal) {
 			int sig = *o->pending_signal;
 			*o->pending_signal = 0;
-			r = outq_json(&q, PROTO_SIGNAL, json_pack("{s:i}", "signal", sig));
+			/* Forwarded without blocking; the caller is told soon after
+			 * even when nobody answers. */
+			if (!signalled)
+				step = mono_ms() + EXEC_SIGNAL_GRACE_MS;
+			signalled = sig;
+			if (started)
+				r = outq_json(&q, PROTO_SIGNAL, json_pack("{s:i}", "signal", sig));
 		}
 		uint16_t rows, cols;
 		if (r == 0 && o->pty && o->resize && o->resize(o->opaque, &rows, &cols))
@@ -184,13 +238,22 @@ int cove_exec(struct cove_sandbox *sb, const struct cove_exec_opts *o, struct co
 			errf(err, errlen, r, "sending to the agent: %s", strerror(-r));
 			break;
 		}
+		int64_t deadline = signalled || !started ? step : end;
+		if (deadline != PROTO_NO_DEADLINE && mono_ms() >= deadline) {
+			if (signalled)
+				r = errf(err, errlen, -EINTR, "interrupted by signal %d",
+				         signalled);
+			else
+				r = agent_timeout(t0, err, errlen);
+			break;
+		}
 		/* Input is read only when the previous chunk has gone out. */
 		bool want_in = stdin_open && q.len == 0;
 		struct pollfd p[2] = {
 			{ .fd = fd, .events = POLLIN | (q.len ? POLLOUT : 0) },
 			{ .fd = want_in ? o->stdin_fd : -1, .events = POLLIN },
 		};
-		if (poll(p, 2, -1) < 0) {
+		if (poll_until(p, 2, deadline, o->pending_signal != NULL) < 0) {
 			if (errno == EINTR)
 				continue; /* a signal to forward, or a resize */
 			r = errf(err, errlen, -errno, "poll: %s", strerror(errno));
@@ -220,8 +283,17 @@ int cove_exec(struct cove_sandbox *sb, const struct cove_exec_opts *o, struct co
 			struct proto_hdr h;
 			uint8_t *payload = NULL;
 			proto_reader_take(&rd, &h, &payload);
+			if (h.type == PROTO_STARTED && !started) {
+				started = true;
+				/* A signal that came before the process existed. */
+				if (signalled)
+					r = outq_json(&q, PROTO_SIGNAL,
+					              json_pack("{s:i}", "signal", signalled));
+			}
 			int done = exec_frame(o, res, &h, payload, err, errlen);
 			free(payload);
+			if (done == 0 && r < 0)
+				done = r;
 			if (done != 0) {
 				r = done < 0 ? done : 0;
 				goto out;

@@ -139,9 +139,12 @@ int vmm_wait_agent(struct cove_sandbox *sb, unsigned int timeout_ms, const char 
  * verdict); it is not reaped. */
 bool vmm_killed_by_seccomp(struct cove_sandbox *sb);
 
-/* Waits up to grace_ms for cove-vmm to exit, then sends SIGTERM and at
- * last SIGKILL (through the pidfd, never to a reused pid); reaps a child
- * and closes the pidfd.  A no-op once the pidfd is closed. */
+/* Waits up to grace_ms for cove-vmm to exit, then sends SIGTERM (and
+ * SIGCONT) and waits VMM_TERM_MS, then SIGKILL and VMM_KILL_MS (through the
+ * pidfd, never to a reused pid); reaps a child and closes the pidfd.  A
+ * no-op once the pidfd is closed. */
+#define VMM_TERM_MS 3000
+#define VMM_KILL_MS 2000
 void vmm_reap(struct cove_sandbox *sb, int grace_ms);
 
 /* ---- vmm_api.c ---------------------------------------------------------- */
@@ -162,17 +165,38 @@ int vmm_api_paused(const char *sock, bool *paused);
 
 /* ---- agent_client.c ----------------------------------------------------- */
 
-/* Opens a stream to the guest agent through the VMM's Unix socket
- * (Firecracker's hybrid vsock: "CONNECT <port>\n" -> "OK <hostport>\n").
- * Returns the fd or -errno. */
-int cove_agent_connect(struct cove_sandbox *sb, char *err, size_t errlen);
+/* Every step of a conversation with the agent has a deadline on the host:
+ * a frozen guest (or VMM) costs a command this, never forever.  A step is
+ * the connect handshake, sending one request, or one reply (for a file
+ * transfer, each DATA frame: an inactivity deadline). */
+#define AGENT_STEP_MS 10000
 
-/* Sends one JSON request (a jansson object, consumed). */
+/* Opens a stream to the guest agent through the VMM's Unix socket
+ * (Firecracker's hybrid vsock: "CONNECT <port>\n" -> "OK <hostport>\n"),
+ * within AGENT_STEP_MS (agent_connect_until: by deadline, mono_ms()).
+ * Returns the fd (blocking) or -errno: -ETIMEDOUT with "the sandbox did not
+ * answer within N s". */
+int cove_agent_connect(struct cove_sandbox *sb, char *err, size_t errlen);
+int agent_connect_until(struct cove_sandbox *sb, int64_t deadline, char *err, size_t errlen);
+/* agent_connect_until that also gives up (-EINTR) once *cancel (a signal
+ * number set by a handler) is non-zero; cancel may be NULL. */
+int agent_connect_cancel(struct cove_sandbox *sb, int64_t deadline, volatile int *cancel, char *err,
+                         size_t errlen);
+
+/* -ETIMEDOUT with "the sandbox did not answer within N s", N the seconds
+ * since started (mono_ms()). */
+int agent_timeout(int64_t started, char *err, size_t errlen);
+
+/* Sends one JSON request (a jansson object, consumed), within
+ * AGENT_STEP_MS. */
 int cove_send_json(int fd, uint16_t type, struct json_t *obj, char *err, size_t errlen);
 
 /* Reads frames until one of type want (or ERROR, turned into a message);
- * returns its payload (malloc'ed, NUL-terminated) through *payload. */
+ * returns its payload (malloc'ed, NUL-terminated) through *payload.
+ * Within AGENT_STEP_MS, or by deadline (mono_ms()) for cove_expect_until. */
 int cove_expect(int fd, uint16_t want, uint8_t **payload, uint32_t *len, char *err, size_t errlen);
+int cove_expect_until(int fd, uint16_t want, uint8_t **payload, uint32_t *len, int64_t deadline,
+                      char *err, size_t errlen);
 
 /* ---- notice.c ----------------------------------------------------------- */
 

@@ -29,9 +29,9 @@ int cove_open(const char *name, struct cove_sandbox **out, char *err, size_t err
 	if (r < 0)
 		return r;
 	char base[PATH_MAX];
-	r = registry_base(base, sizeof(base));
+	r = registry_base(base, sizeof(base), err, errlen);
 	if (r < 0)
-		return errf(err, errlen, r, "runtime directory %s: %s", base, strerror(-r));
+		return r;
 	struct cove_sandbox *sb = sandbox_new(true);
 	struct registry_meta *m = malloc(sizeof(*m));
 	if (!sb || !m) {
@@ -57,6 +57,15 @@ int cove_open(const char *name, struct cove_sandbox **out, char *err, size_t err
 	 * between the two would otherwise pass. */
 	if (!m->starting && registry_alive(m)) {
 		sb->pidfd = (int)syscall(SYS_pidfd_open, m->pid, 0);
+		/* Through the pidfd the process cannot change under us: check that
+		 * it is a cove-vmm of ours before anything may signal it. */
+		if (sb->pidfd >= 0 && registry_alive(m) && registry_proc_is_vmm(m->pid) == -EPERM) {
+			r = errf(err, errlen, -EPERM,
+			         "sandbox %s: its recorded process %d is not a cove-vmm of yours; "
+			         "left alone (remove %s if the entry is stale)",
+			         name, (int)m->pid, sb->dir);
+			goto fail;
+		}
 		if (sb->pidfd >= 0 && registry_alive(m)) {
 			sb->pid = m->pid;
 			free(m);
@@ -154,9 +163,9 @@ int cove_list(struct cove_info **out, size_t *count, char *err, size_t errlen)
 	*out = NULL;
 	*count = 0;
 	char base[PATH_MAX];
-	int r = registry_base(base, sizeof(base));
+	int r = registry_base(base, sizeof(base), err, errlen);
 	if (r < 0)
-		return errf(err, errlen, r, "runtime directory %s: %s", base, strerror(-r));
+		return r;
 	DIR *d = opendir(base);
 	if (!d)
 		return errf(err, errlen, -errno, "cannot read %s: %s", base, strerror(errno));

@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "errf.h"
+#include "io.h"
 #include "registry.h"
 
 bool registry_name_valid(const char *name)
@@ -29,7 +31,27 @@ bool registry_name_valid(const char *name)
 	return true;
 }
 
-int registry_base(char *out, size_t len)
+int registry_check_base(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return errf(err, errlen, -errno, "runtime directory %s: %s", path, strerror(errno));
+	const char *what = S_ISLNK(st.st_mode)      ? "is a symbolic link"
+	                   : !S_ISDIR(st.st_mode)   ? "is not a directory"
+	                   : st.st_uid != geteuid() ? "belongs to another user"
+	                   : st.st_mode & 077       ? "is open to other users"
+	                                            : NULL;
+	if (!what)
+		return 0;
+	return errf(err, errlen, -EPERM,
+	            "runtime directory %s %s (owner uid %u, mode %04o; it must be a "
+	            "directory of uid %u with mode 0700): remove it, or set COVE_RUNTIME_DIR "
+	            "to a directory of your own",
+	            path, what, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
+	            (unsigned)geteuid());
+}
+
+int registry_base(char *out, size_t len, char *err, size_t errlen)
 {
 	const char *v = getenv("COVE_RUNTIME_DIR");
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
@@ -44,10 +66,25 @@ int registry_base(char *out, size_t len)
 		n = snprintf(out, len, "/tmp/cove-%u", (unsigned)geteuid());
 	/* <base>/<name> must fit REGISTRY_DIR_MAX with its terminator. */
 	if (n < 0 || (size_t)n >= len || (size_t)n + 1 + REGISTRY_NAME_MAX >= REGISTRY_DIR_MAX)
-		return -ENAMETOOLONG;
+		return errf(err, errlen, -ENAMETOOLONG,
+		            "the runtime directory %s is too long for the sockets in it "
+		            "(set COVE_RUNTIME_DIR to a shorter path)",
+		            n >= 0 && (size_t)n < len ? out : "(too long)");
 	if (mkdir(out, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
+		return errf(err, errlen, -errno, "cannot create the runtime directory %s: %s", out,
+		            strerror(errno));
+	return registry_check_base(out, err, errlen);
+}
+
+int registry_dir_open(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+static int dump_cb(const char *buf, size_t size, void *data)
+{
+	return write_all(*(int *)data, buf, size) < 0 ? -1 : 0;
 }
 
 int registry_meta_write(const char *dir, const struct registry_meta *m)
@@ -63,15 +100,29 @@ int registry_meta_write(const char *dir, const struct registry_meta *m)
 		json_object_set_new(o, "image", json_string(m->image));
 	if (m->restored_from[0])
 		json_object_set_new(o, "restored_from", json_string(m->restored_from));
-	char tmp[PATH_MAX], path[PATH_MAX];
-	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, REGISTRY_META);
-	snprintf(path, sizeof(path), "%s/%s", dir, REGISTRY_META);
-	int r = json_dump_file(o, tmp, JSON_COMPACT) < 0 ? -EIO : 0;
+	/* Relative to the entry's fd, never through a symlink, into a temp
+	 * file of our own (O_EXCL): nothing planted in the directory is
+	 * written through. */
+	char tmp[64];
+	snprintf(tmp, sizeof(tmp), ".%s.%d.tmp", REGISTRY_META, (int)getpid());
+	int dfd = registry_dir_open(dir);
+	if (dfd < 0) {
+		json_decref(o);
+		return dfd;
+	}
+	(void)unlinkat(dfd, tmp, 0); /* left by a process of ours that died */
+	int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int r = fd < 0 ? -errno : 0;
+	if (r == 0 && json_dump_callback(o, dump_cb, &fd, JSON_COMPACT) < 0)
+		r = -EIO;
+	if (fd >= 0)
+		close(fd);
 	json_decref(o);
-	if (r == 0 && rename(tmp, path) < 0)
+	if (r == 0 && renameat(dfd, tmp, dfd, REGISTRY_META) < 0)
 		r = -errno;
-	if (r < 0)
-		unlink(tmp);
+	if (r < 0 && fd >= 0)
+		unlinkat(dfd, tmp, 0);
+	close(dfd);
 	return r;
 }
 
@@ -104,13 +155,23 @@ static int meta_uint(json_t *o, const char *key, uint64_t max, uint64_t *out)
 
 int registry_meta_read(const char *dir, struct registry_meta *m)
 {
-	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/%s", dir, REGISTRY_META);
 	memset(m, 0, sizeof(*m));
+	int dfd = registry_dir_open(dir);
+	if (dfd < 0)
+		return dfd == -ENOENT ? -ENOENT : -EPROTO;
+	int fd = openat(dfd, REGISTRY_META, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	int e = errno;
+	close(dfd);
+	if (fd < 0)
+		return e == ENOENT ? -ENOENT : -EPROTO;
+	struct stat st;
 	json_error_t je;
-	json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	json_t *o = fstat(fd, &st) == 0 && S_ISREG(st.st_mode)
+	                ? json_loadfd(fd, JSON_REJECT_DUPLICATES, &je)
+	                : NULL;
+	close(fd);
 	if (!o)
-		return access(path, F_OK) < 0 && errno == ENOENT ? -ENOENT : -EPROTO;
+		return -EPROTO;
 	uint64_t version, pid, cpus, created;
 	int r = json_is_object(o) ? 0 : -EPROTO;
 	if (!r)
@@ -200,32 +261,96 @@ int registry_proc_start(pid_t pid, uint64_t *start)
 	return state == 'Z' || state == 'X' ? -ESRCH : 0;
 }
 
+int registry_parse_status(const char *text, char *name, size_t namelen, uid_t *euid)
+{
+	bool have_name = false, have_uid = false;
+	for (const char *line = text; line && *line;) {
+		const char *end = strchr(line, '\n');
+		size_t n = end ? (size_t)(end - line) : strlen(line);
+		if (n > 5 && !strncmp(line, "Name:", 5)) {
+			const char *v = line + 5;
+			while (*v == '\t' || *v == ' ')
+				v++;
+			size_t k = n - (size_t)(v - line);
+			if (k >= namelen)
+				return -EPROTO;
+			memcpy(name, v, k);
+			name[k] = 0;
+			have_name = true;
+		} else if (n > 4 && !strncmp(line, "Uid:", 4)) {
+			/* Real, effective, saved, file system: the effective one. */
+			unsigned long real, eff;
+			if (sscanf(line + 4, "%lu %lu", &real, &eff) != 2)
+				return -EPROTO;
+			*euid = (uid_t)eff;
+			have_uid = true;
+		}
+		line = end ? end + 1 : NULL;
+	}
+	return have_name && have_uid ? 0 : -EPROTO;
+}
+
+int registry_proc_is_vmm(pid_t pid)
+{
+	if (pid <= 0)
+		return -ESRCH;
+	char path[64], text[4096], name[64];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	ssize_t n = read_full(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (n < 0)
+		return (int)n;
+	text[n] = 0;
+	uid_t euid;
+	if (registry_parse_status(text, name, sizeof(name), &euid) < 0)
+		return -EPROTO;
+	if (strcmp(name, REGISTRY_VMM_COMM) != 0)
+		return -EPERM;
+	/* Root's cove-vmm runs jailed under a uid of its own. */
+	if (geteuid() != 0 && euid != geteuid())
+		return -EPERM;
+	return 0;
+}
+
 bool registry_alive(const struct registry_meta *m)
 {
 	uint64_t start;
 	return registry_proc_start(m->pid, &start) == 0 && start == m->pid_start;
 }
 
-int registry_remove_tree(const char *path)
+/* Empties the directory fd (consumed) and its subdirectories, never
+ * following a symlink: one planted inside is removed, not its target. */
+static void remove_contents(int fd)
 {
-	DIR *d = opendir(path);
-	if (!d)
-		return errno == ENOENT ? 0 : -errno;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
-		char p[PATH_MAX];
-		snprintf(p, sizeof(p), "%s/%s", path, e->d_name);
-		struct stat st;
-		bool dir = e->d_type == DT_DIR ||
-		           (e->d_type == DT_UNKNOWN && lstat(p, &st) == 0 && S_ISDIR(st.st_mode));
-		if (dir)
-			registry_remove_tree(p);
-		else
-			unlink(p);
+		if (unlinkat(dirfd(d), e->d_name, 0) == 0 || errno != EISDIR)
+			continue;
+		int sub =
+		    openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub >= 0)
+			remove_contents(sub);
+		(void)unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
 	}
 	closedir(d);
+}
+
+int registry_remove_tree(const char *path)
+{
+	int fd = registry_dir_open(path);
+	if (fd < 0)
+		return fd == -ENOENT ? 0 : fd;
+	remove_contents(fd);
 	return rmdir(path) < 0 && errno != ENOENT ? -errno : 0;
 }
 

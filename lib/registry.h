@@ -48,10 +48,23 @@ struct registry_meta {
  * the registry's own hidden names are never sandbox names). */
 bool registry_name_valid(const char *name);
 
-/* Writes the runtime base into out and creates it (0700).  -ENAMETOOLONG
- * when <base>/<longest name>/ would leave no room for the Unix socket
- * paths inside it (REGISTRY_DIR_MAX). */
-int registry_base(char *out, size_t len) __attribute__((warn_unused_result));
+/* Writes the runtime base into out, creates it (0700) and checks it with
+ * registry_check_base.  -ENAMETOOLONG when <base>/<longest name>/ would
+ * leave no room for the Unix socket paths inside it (REGISTRY_DIR_MAX).
+ * A one-line message in err on failure. */
+int registry_base(char *out, size_t len, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* The base must be ours alone: a real directory (lstat: no symlink) of
+ * the effective uid with no group or other permissions.  Whoever could
+ * create it first (/tmp/cove-<uid>) or write into it would control every
+ * socket, disk and log of our sandboxes.  -EPERM with a message naming
+ * the path, its owner and mode, and what to do. */
+int registry_check_base(const char *path, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* An O_DIRECTORY | O_NOFOLLOW fd of a sandbox directory, or -errno. */
+int registry_dir_open(const char *dir) __attribute__((warn_unused_result));
 
 /* meta.json in dir: write (atomically) and read.  read returns -ENOENT
  * when there is none, -EPROTO when it is malformed. */
@@ -69,6 +82,20 @@ int registry_parse_stat(const char *text, char *state, uint64_t *start)
 
 /* The start time of a live process; -ESRCH when it is gone or a zombie. */
 int registry_proc_start(pid_t pid, uint64_t *start) __attribute__((warn_unused_result));
+
+/* The command name ("Name:") and effective uid (the second "Uid:" field)
+ * from the text of /proc/PID/status.  -EPROTO when one is missing. */
+int registry_parse_status(const char *text, char *name, size_t namelen, uid_t *euid)
+    __attribute__((warn_unused_result));
+
+/* What a running cove-vmm's comm reads. */
+#define REGISTRY_VMM_COMM "cove-vmm"
+
+/* 0 when pid is a cove-vmm (its comm) of this user (its effective uid;
+ * any uid when we are root, whose VMMs run under uids of their own):
+ * checked before a recorded pid is ever signalled.  -EPERM when it is
+ * another program or another user's, -ESRCH when it is gone. */
+int registry_proc_is_vmm(pid_t pid) __attribute__((warn_unused_result));
 
 /* Whether the process the record names still runs: pid exists, is not a
  * zombie and started when the record says. */

@@ -12,12 +12,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "cove_limits.h"
 #include "libcove.h"
 #include "proto.h"
 #include "qcow2_create.h"
 
-#define STOP_GRACE_MS 10000
+/* cove stop's budget (worst case STOP_AGENT_MS + STOP_EXIT_MS + VMM_TERM_MS
+ * + VMM_KILL_MS = 14 s, libcove.h). */
+#define STOP_AGENT_MS 3000
+#define STOP_EXIT_MS  6000
 
 const char *cove_sandbox_dir(const struct cove_sandbox *sb)
 {
@@ -81,15 +85,9 @@ static int make_root(struct cove_sandbox *sb, char *err, size_t errlen)
 int sandbox_create(struct cove_sandbox *sb, const char *name, char *err, size_t errlen)
 {
 	char base[PATH_MAX - 64];
-	int r = registry_base(base, sizeof(base));
-	if (r == -ENAMETOOLONG)
-		return errf(err, errlen, r,
-		            "the runtime directory %s is too long for the sockets in it "
-		            "(set COVE_RUNTIME_DIR to a shorter path)",
-		            base);
+	int r = registry_base(base, sizeof(base), err, errlen);
 	if (r < 0)
-		return errf(err, errlen, r, "cannot create the runtime directory %s: %s", base,
-		            strerror(-r));
+		return r;
 	if (name) {
 		sandbox_paths(sb, base, name);
 		if (mkdir(sb->dir, 0700) == 0)
@@ -268,18 +266,23 @@ int cove_stop(struct cove_sandbox *sb)
 {
 	if (!sb || sb->stopped)
 		return 0;
-	int fd = -1;
+	/* The agent gets STOP_AGENT_MS in all (connect, request, its OK);
+	 * then vmm_reap's escalation: at most STOP_EXIT_MS for the guest to
+	 * power off, VMM_TERM_MS after SIGTERM, VMM_KILL_MS after SIGKILL. */
+	bool asked = false;
 	struct pollfd p = { .fd = sb->pidfd, .events = POLLIN };
 	if (sb->pidfd >= 0 && poll(&p, 1, 0) == 0) {
 		char err[128];
-		fd = cove_agent_connect(sb, err, sizeof(err));
+		int64_t deadline = mono_ms() + STOP_AGENT_MS;
+		int fd = agent_connect_until(sb, deadline, err, sizeof(err));
 		if (fd >= 0) {
-			if (proto_send(fd, PROTO_SHUTDOWN, 0, "{}", 2) == 0)
-				(void)cove_expect(fd, PROTO_OK, NULL, NULL, err, sizeof(err));
+			asked = proto_send_until(fd, PROTO_SHUTDOWN, 0, "{}", 2, deadline) == 0 &&
+			        cove_expect_until(fd, PROTO_OK, NULL, NULL, deadline, err,
+			                          sizeof(err)) == 0;
 			close(fd);
 		}
 	}
-	sandbox_finish(sb, fd >= 0 ? STOP_GRACE_MS : 0);
+	sandbox_finish(sb, asked ? STOP_EXIT_MS : 0);
 	return 0;
 }
 

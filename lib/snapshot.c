@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cove_limits.h"
+#include "io.h"
 #include "libcove.h"
 
 #define API_SNAPSHOT_MS     (10 * 60 * 1000)
@@ -61,9 +62,20 @@ static void snapshot_note_write(const struct cove_sandbox *sb, const char *snapd
 	                      (int)m->cpus, "memory_mib", (json_int_t)m->memory_mib);
 	if (o && m->image[0])
 		json_object_set_new(o, "image", json_string(m->image));
-	char path[PATH_MAX];
-	if (o && snprintf(path, sizeof(path), "%s/%s", snapdir, SNAPSHOT_NOTE) < (int)sizeof(path))
-		(void)json_dump_file(o, path, JSON_COMPACT);
+	/* 0600 from its creation, as the rest of the snapshot (it names the
+	 * image); never through a symlink. */
+	int dfd = o ? open(snapdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	int fd = dfd >= 0 ? openat(dfd, SNAPSHOT_NOTE,
+	                           O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)
+	                  : -1;
+	char *text = fd >= 0 ? json_dumps(o, JSON_COMPACT) : NULL;
+	if (text)
+		(void)!write_all(fd, text, strlen(text));
+	free(text);
+	if (fd >= 0)
+		close(fd);
+	if (dfd >= 0)
+		close(dfd);
 	json_decref(o);
 	free(m);
 }

@@ -23,6 +23,7 @@
 #include "io.h"
 #include "libcove.h"
 #include "proto.h"
+#include "text.h"
 
 int vmm_listen(const char *path)
 {
@@ -85,6 +86,7 @@ static int vmm_died(struct cove_sandbox *sb, const char *log, const char *consol
 	tail_file(log, why, sizeof(why));
 	if (!why[0])
 		tail_file(console, why, sizeof(why));
+	text_clean(why); /* the console's last line is the guest's */
 	return errf(err, errlen, -ECHILD, "cove-vmm exited %s: %s", when,
 	            why[0] ? why : "(no output)");
 }
@@ -382,9 +384,11 @@ int vmm_wait_ready(struct cove_sandbox *sb, int lfd, unsigned int timeout_ms, co
 		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0)
 			continue;
+		/* The HELLO too is waited for only until the boot deadline: a
+		 * peer that connects and says nothing cannot hold us. */
 		struct proto_hdr h;
 		uint8_t *payload = NULL;
-		int r = proto_recv(c, &h, &payload);
+		int r = proto_recv_until(c, &h, &payload, deadline);
 		close(c);
 		free(payload);
 		if (r == 0 && h.type == PROTO_HELLO)
@@ -448,10 +452,13 @@ void vmm_reap(struct cove_sandbox *sb, int grace_ms)
 	if (sb->pidfd < 0)
 		return;
 	if (!wait_exit(sb, grace_ms)) {
+		/* SIGCONT too: a stopped VMM handles its SIGTERM only once it
+		 * runs again. */
 		signal_vmm(sb, SIGTERM);
-		if (!wait_exit(sb, 3000)) {
+		signal_vmm(sb, SIGCONT);
+		if (!wait_exit(sb, VMM_TERM_MS)) {
 			signal_vmm(sb, SIGKILL);
-			wait_exit(sb, 60000);
+			wait_exit(sb, VMM_KILL_MS);
 		}
 	}
 	close(sb->pidfd);

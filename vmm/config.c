@@ -20,7 +20,9 @@ const char vmm_usage[] =
     "                [--api PATH] [--console stdio|PATH|none]\n"
     "  either form: [--jail DIR [--jail-uid N [--jail-gid N]]] [--jail-fsize BYTES]\n"
     "  (pivot_root into DIR, drop to the ids; cove-vmm always clears its\n"
-    "   capabilities and sets no_new_privs before the guest runs)\n";
+    "   capabilities and sets no_new_privs before the guest runs)\n"
+    "  a writable --disk without format= is raw (never probed: its bytes are the\n"
+    "  guest's); give format=qcow2 for a qcow2 image; a read-only one is probed\n";
 
 #define bad(err, errlen, ...) errf(err, errlen, -EINVAL, __VA_ARGS__)
 

@@ -15,7 +15,7 @@ base_sum=$(sha256sum <"$base")
 qemu-img create -q -f qcow2 -F raw -b "$base" "$WORK/top.qcow2"
 
 con=$WORK/con.log
-"$VMM" --kernel "$k" --memory 128 --disk "$WORK/top.qcow2" --api "$WORK/api.sock" \
+"$VMM" --kernel "$k" --memory 128 --disk "$WORK/top.qcow2,format=qcow2" --api "$WORK/api.sock" \
 	--console "$con" --cmdline "$(guest_cmd '
 	echo in-tmpfs > /tmp/marker; i=0
 	while :; do i=$((i+1)); echo "tick $i $(cat /tmp/marker)"; echo $i >> /root/ticks; sleep 1; done')" \
@@ -39,7 +39,7 @@ mem_alloc=$(du -B1 "$snap/memory" | cut -f1)
 mem_size=$(stat -c %s "$snap/memory")
 echo "memory file: $mem_alloc bytes allocated of $mem_size"
 if [ "$mem_alloc" -lt "$mem_size" ]; then ok "memory file is sparse"; else not_ok "memory file not sparse"; fi
-if [ ! -w "$snap/disk0.qcow2" ] || [ "$(stat -c %a "$snap/disk0.qcow2")" = 444 ]; then
+if [ ! -w "$snap/disk0.qcow2" ] || [ "$(stat -c %a "$snap/disk0.qcow2")" = 400 ]; then
 	ok "frozen disk is read-only"; else not_ok "frozen disk mode $(stat -c %a "$snap/disk0.qcow2")"; fi
 if qemu-img info --backing-chain "$WORK/top.qcow2" 2>&1 | grep -q "$snap/disk0.qcow2"; then
 	ok "the running VM continues on a fresh overlay over the frozen disk"; else

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "proto.h"
 #include "proto_json.h"
 #include "unit.h"
@@ -124,6 +125,44 @@ START_TEST(send_recv_small)
 	free(p);
 	close(sv[0]);
 	ck_assert_int_eq(proto_recv(sv[1], &h, &p), -ECONNRESET);
+	close(sv[1]);
+}
+END_TEST
+
+/* The host's deadlines: a silent peer, a peer that stops mid-frame, and a
+ * peer that stops reading all cost the deadline and no more. */
+START_TEST(deadlines)
+{
+	int sv[2];
+	sockpair(sv);
+	struct proto_hdr h;
+	uint8_t *p;
+	int64_t t0 = mono_ms();
+	ck_assert_int_eq(proto_recv_until(sv[1], &h, &p, t0 + 100), -ETIMEDOUT);
+	int64_t took = mono_ms() - t0;
+	ck_assert_int_ge(took, 100);
+	ck_assert_int_lt(took, 2000);
+	/* Half a header, then nothing. */
+	ck_assert_int_eq(write(sv[0], "\x03\0\0\0\x0d", 5), 5);
+	ck_assert_int_eq(proto_recv_until(sv[1], &h, &p, mono_ms() + 100), -ETIMEDOUT);
+	close(sv[0]);
+	close(sv[1]);
+	/* A whole frame within the deadline. */
+	sockpair(sv);
+	ck_assert_int_eq(proto_send_until(sv[0], PROTO_STDOUT, 3, "abc", 3, mono_ms() + 1000), 0);
+	ck_assert_int_eq(proto_recv_until(sv[1], &h, &p, mono_ms() + 1000), 0);
+	ck_assert_str_eq((char *)p, "abc");
+	free(p);
+	/* Nobody reads: the send buffer fills, the deadline ends it. */
+	uint8_t *big = calloc(1, PROTO_MAX_PAYLOAD);
+	int r = 0;
+	t0 = mono_ms();
+	for (int i = 0; i < 64 && r == 0; i++)
+		r = proto_send_until(sv[0], PROTO_DATA, 0, big, PROTO_MAX_PAYLOAD, mono_ms() + 100);
+	ck_assert_int_eq(r, -ETIMEDOUT);
+	ck_assert_int_lt(mono_ms() - t0, 10000);
+	free(big);
+	close(sv[0]);
 	close(sv[1]);
 }
 END_TEST
@@ -426,6 +465,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, type_tables);
 	tcase_add_test(tc, restored_frame);
 	tcase_add_test(tc, send_recv_small);
+	tcase_add_test(tc, deadlines);
 	tcase_add_test(tc, send_recv_max_nonblocking);
 	tcase_add_test(tc, send_over_limit);
 	tcase_add_test(tc, pipe_transport);

@@ -883,11 +883,19 @@ START_TEST(create_and_probe)
 	ck_assert_int_eq(disk_open(P("b.raw"), true, &d), 0);
 	ck_assert_str_eq(d->ops->name, "raw");
 	disk_close(d);
-	ck_assert_int_eq(disk_open_err(P("t.qcow2"), false, &d, err, sizeof(err)), 0);
+	/* Read-only, it is probed; writable without a format, never: raw. */
+	ck_assert_int_eq(disk_open_err(P("t.qcow2"), true, &d, err, sizeof(err)), 0);
 	ck_assert_str_eq(d->ops->name, "qcow2");
 	ck_assert_uint_eq(d->size, 10240);
+	disk_close(d);
+	ck_assert_int_eq(disk_open_err(P("t.qcow2"), false, &d, err, sizeof(err)), 0);
+	ck_assert_str_eq(d->ops->name, "raw");
+	disk_close(d);
+	ck_assert_int_eq(disk_open_format(P("t.qcow2"), "qcow2", false, &d, err, sizeof(err)), 0);
+	ck_assert_str_eq(d->ops->name, "qcow2");
 	struct disk *x;
-	ck_assert_int_eq(disk_open_err(P("t.qcow2"), false, &x, err, sizeof(err)), -EBUSY);
+	ck_assert_int_eq(disk_open_format(P("t.qcow2"), "qcow2", false, &x, err, sizeof(err)),
+	                 -EBUSY);
 	ck_assert_ptr_nonnull(strstr(err, "in use"));
 	disk_close(d);
 	ck_assert_int_eq(disk_open_err(P("none"), true, &x, err, sizeof(err)), -ENOENT);

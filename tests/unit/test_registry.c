@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -72,6 +73,18 @@ static void make_entry(const char *name, pid_t pid, uint64_t start, bool startin
 	snprintf(m->image, sizeof(m->image), "/images/minimal.ext4");
 	ck_assert_int_eq(registry_meta_write(dir, m), 0);
 	free(m);
+}
+
+/* This process stands in for cove-vmm: cove_open checks the comm. */
+static char saved_comm[17];
+static void as_vmm(bool on)
+{
+	if (on) {
+		ck_assert_int_eq(prctl(PR_GET_NAME, saved_comm), 0);
+		ck_assert_int_eq(prctl(PR_SET_NAME, REGISTRY_VMM_COMM), 0);
+	} else {
+		ck_assert_int_eq(prctl(PR_SET_NAME, saved_comm), 0);
+	}
 }
 
 static uint64_t self_start(void)
@@ -328,7 +341,13 @@ START_TEST(open_answers)
 	/* A live record (this process stands in for cove-vmm): attached, and
 	 * cove_free only lets go of it. */
 	make_entry("live", getpid(), self_start(), false);
+	/* Not a cove-vmm (our comm): never attached to, never removed. */
+	ck_assert_int_eq(cove_open("live", &sb, err, sizeof(err)), -EPERM);
+	ck_assert_ptr_nonnull(strstr(err, "not a cove-vmm"));
+	ck_assert(exists("live"));
+	as_vmm(true);
 	ck_assert_int_eq(cove_open("live", &sb, err, sizeof(err)), 0);
+	as_vmm(false);
 	ck_assert_int_eq(cove_vmm_pid(sb), getpid());
 	ck_assert_str_eq(cove_sandbox_name(sb), "live");
 	char want[PATH_MAX];
@@ -429,7 +448,9 @@ START_TEST(snapshot_client)
 	fake_vmm_start(&f, &t, "s", 2);
 	struct cove_sandbox *sb;
 	char err[256], dir[PATH_MAX], note[PATH_MAX + 32];
+	as_vmm(true);
 	ck_assert_int_eq(cove_open("s", &sb, err, sizeof(err)), 0);
+	as_vmm(false);
 	/* A relative path is made absolute; the note for cove ls is left. */
 	ck_assert_int_eq(chdir(base), 0);
 	ck_assert_int_eq(cove_snapshot(sb, "snap-a/", false, err, sizeof(err)), 0);
@@ -468,14 +489,98 @@ START_TEST(base_too_long)
 	longdir[sizeof(longdir) - 1] = 0;
 	setenv("COVE_RUNTIME_DIR", longdir, 1);
 	char out[PATH_MAX];
-	ck_assert_int_eq(registry_base(out, sizeof(out)), -ENAMETOOLONG);
+	ck_assert_int_eq(registry_base(out, sizeof(out), NULL, 0), -ENAMETOOLONG);
 	struct cove_info *list;
 	size_t n;
 	char err[256];
 	ck_assert_int_eq(cove_list(&list, &n, err, sizeof(err)), -ENAMETOOLONG);
 	setenv("COVE_RUNTIME_DIR", base, 1);
-	ck_assert_int_eq(registry_base(out, sizeof(out)), 0);
+	ck_assert_int_eq(registry_base(out, sizeof(out), NULL, 0), 0);
 	ck_assert_str_eq(out, base);
+}
+END_TEST
+
+START_TEST(base_must_be_ours)
+{
+	char out[PATH_MAX], err[512], p[PATH_MAX];
+	/* Open to others: refused, naming the path, owner and mode. */
+	snprintf(p, sizeof(p), "%s/open", base);
+	ck_assert_int_eq(mkdir(p, 0700), 0);
+	ck_assert_int_eq(chmod(p, 0755), 0);
+	setenv("COVE_RUNTIME_DIR", p, 1);
+	ck_assert_int_eq(registry_base(out, sizeof(out), err, sizeof(err)), -EPERM);
+	ck_assert_ptr_nonnull(strstr(err, p));
+	ck_assert_ptr_nonnull(strstr(err, "mode 0755"));
+	ck_assert_ptr_null(strchr(err, '\n'));
+	/* A symlink to a directory of ours: refused too (lstat). */
+	char l[PATH_MAX];
+	snprintf(l, sizeof(l), "%s/link", base);
+	ck_assert_int_eq(symlink(base, l), 0);
+	setenv("COVE_RUNTIME_DIR", l, 1);
+	ck_assert_int_eq(registry_base(out, sizeof(out), err, sizeof(err)), -EPERM);
+	ck_assert_ptr_nonnull(strstr(err, "symbolic link"));
+	struct cove_info *list;
+	size_t n;
+	ck_assert_int_eq(cove_list(&list, &n, err, sizeof(err)), -EPERM);
+	/* A fresh one is made 0700 and accepted. */
+	snprintf(p, sizeof(p), "%s/fresh", base);
+	setenv("COVE_RUNTIME_DIR", p, 1);
+	ck_assert_int_eq(registry_base(out, sizeof(out), err, sizeof(err)), 0);
+	struct stat st;
+	ck_assert_int_eq(lstat(p, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 0777, 0700);
+	setenv("COVE_RUNTIME_DIR", base, 1);
+}
+END_TEST
+
+START_TEST(parse_status)
+{
+	char name[32];
+	uid_t euid = 0;
+	ck_assert_int_eq(registry_parse_status("Name:\tcove-vmm\nUmask:\t0022\nState:\tS\n"
+	                                       "Uid:\t1000\t1001\t1000\t1000\n",
+	                                       name, sizeof(name), &euid),
+	                 0);
+	ck_assert_str_eq(name, "cove-vmm");
+	ck_assert_uint_eq(euid, 1001);
+	ck_assert_int_eq(registry_parse_status("Name:\tx\n", name, sizeof(name), &euid), -EPROTO);
+	ck_assert_int_eq(registry_parse_status("Uid:\t1\t1\n", name, sizeof(name), &euid), -EPROTO);
+	ck_assert_int_eq(registry_proc_is_vmm(gone_pid()), -ESRCH);
+	ck_assert_int_eq(registry_proc_is_vmm(getpid()), -EPERM);
+}
+END_TEST
+
+START_TEST(meta_not_through_symlinks)
+{
+	char dir[PATH_MAX], victim[PATH_MAX], l[PATH_MAX + 32];
+	snprintf(dir, sizeof(dir), "%s/e", base);
+	snprintf(victim, sizeof(victim), "%s/victim", base);
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
+	int fd = open(victim, O_WRONLY | O_CREAT, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "keep", 4), 4);
+	close(fd);
+	/* meta.json a symlink: not read through; replaced, victim intact. */
+	snprintf(l, sizeof(l), "%s/meta.json", dir);
+	ck_assert_int_eq(symlink(victim, l), 0);
+	struct registry_meta *m = calloc(1, sizeof(*m));
+	ck_assert_int_eq(registry_meta_read(dir, m), -EPROTO);
+	snprintf(m->name, sizeof(m->name), "e");
+	m->pid = 1;
+	ck_assert_int_eq(registry_meta_write(dir, m), 0);
+	struct stat st;
+	ck_assert_int_eq(lstat(l, &st), 0);
+	ck_assert(S_ISREG(st.st_mode));
+	ck_assert_uint_eq(st.st_mode & 0777, 0600);
+	ck_assert_int_eq(stat(victim, &st), 0);
+	ck_assert_int_eq(st.st_size, 4);
+	/* A symlinked directory inside an entry: removed, not followed. */
+	char sub[PATH_MAX + 32];
+	snprintf(sub, sizeof(sub), "%s/sub", dir);
+	ck_assert_int_eq(symlink(base, sub), 0);
+	ck_assert_int_eq(registry_remove_tree(dir), 0);
+	ck_assert_int_eq(stat(victim, &st), 0);
+	free(m);
 }
 END_TEST
 
@@ -495,6 +600,9 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, list_asks_the_vmm);
 	tcase_add_test(tc, snapshot_client);
 	tcase_add_test(tc, base_too_long);
+	tcase_add_test(tc, base_must_be_ours);
+	tcase_add_test(tc, parse_status);
+	tcase_add_test(tc, meta_not_through_symlinks);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -32,7 +32,12 @@ int disk_open_format(const char *path, const char *format, bool read_only, struc
 		return errf(err, errlen, -EINVAL, "empty disk path");
 	if (format && strcmp(format, "raw") && strcmp(format, "qcow2"))
 		return errf(err, errlen, -EINVAL, "unknown disk format '%s'", format);
-	if (format ? !strcmp(format, "qcow2") : looks_qcow2(path))
+	/* A writable disk's bytes are the guest's: a qcow2 header it wrote
+	 * could name any host file as backing.  Without format= it is raw,
+	 * never probed (not even read).  Only a read-only one, whose content
+	 * the guest cannot change, is looked at. */
+	bool qcow2 = format ? !strcmp(format, "qcow2") : read_only && looks_qcow2(path);
+	if (qcow2)
 		return disk_qcow2_open(path, read_only, out, err, errlen);
 	int r = disk_raw_open(path, read_only, out);
 	if (r < 0)

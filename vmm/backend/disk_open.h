@@ -19,10 +19,9 @@
  * malformed, -ENOTSUP, -EFBIG or -ELOOP for qcow2 features, sizes or
  * backing chains this backend refuses.
  *
- * Format probing trusts the file's first bytes: a raw image whose first
- * sector a guest could write must not be probed again later (use
- * disk_open_format() with "raw"), or that guest could turn it into a
- * qcow2 image naming any host file as its backing file. */
+ * Only a read-only disk is probed: a writable one without a format is
+ * raw, its bytes never read here, since a guest that wrote a qcow2 header
+ * into it could otherwise name any host file as its backing file. */
 int disk_open(const char *path, bool read_only, struct disk **out)
     __attribute__((warn_unused_result));
 
@@ -31,7 +30,8 @@ int disk_open_err(const char *path, bool read_only, struct disk **out, char *err
     __attribute__((warn_unused_result));
 
 /* disk_open_err() with the format given: "raw", "qcow2", or NULL to
- * probe.  -EINVAL for any other name. */
+ * probe (read-only disks; a writable one is then raw).  -EINVAL for any
+ * other name. */
 int disk_open_format(const char *path, const char *format, bool read_only, struct disk **out,
                      char *err, size_t errlen) __attribute__((warn_unused_result));
 

@@ -54,6 +54,32 @@ static int check_conf(const struct snap_conf *c, char *err, size_t errlen)
 	return 0;
 }
 
+/* A state file is the snapshot's, which may come from anyone: a disk it
+ * names must resolve (symlinks followed, "..", all) inside the snapshot
+ * directory dir (itself resolved), or a shipped snapshot could hand the
+ * guest any host file the user can read.  path is replaced by the
+ * resolved path, which is what gets opened. */
+static int disk_inside(const char *dir, char *path, char *err, size_t errlen)
+{
+	char *real = realpath(path, NULL);
+	if (!real)
+		return errf(err, errlen, -errno, "disk '%s': %s", path, strerror(errno));
+	size_t dl = strlen(dir);
+	bool inside = !strncmp(real, dir, dl) && real[dl] == '/' && real[dl + 1];
+	if (!inside) {
+		int r = errf(err, errlen, -EPERM,
+		             "disk '%s' lies outside the snapshot directory (resolves to '%s')",
+		             path, real);
+		free(real);
+		return r;
+	}
+	snprintf(path, PATH_MAX, "%s", real);
+	free(real);
+	if (access(path, R_OK) < 0)
+		return errf(err, errlen, -errno, "disk '%s': %s", path, strerror(errno));
+	return 0;
+}
+
 int snapshot_open(const char *dir, struct snapshot **out, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -159,9 +185,11 @@ int snapshot_open(const char *dir, struct snapshot **out, char *err, size_t errl
 		} else {
 			memcpy(s->disk_paths[i], d->file, fl + 1);
 		}
-		if (access(s->disk_paths[i], R_OK) < 0) {
-			r = errf(err, errlen, -errno, "snapshot '%s' refused: disk '%s': %s", dir,
-			         s->disk_paths[i], strerror(errno));
+		r = disk_inside(s->dir, s->disk_paths[i], err, errlen);
+		if (r < 0) {
+			char why[PATH_MAX + 64];
+			snprintf(why, sizeof(why), "%s", err);
+			errf(err, errlen, r, "snapshot '%s' refused: %s", dir, why);
 			goto fail;
 		}
 	}

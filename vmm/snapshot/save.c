@@ -62,8 +62,8 @@ static int write_range(int out, const uint8_t *base, uint64_t start, uint64_t en
 static int write_memory(struct vm *vm, int dirfd, uint64_t *written)
 {
 	const struct guest_mem *m = &vm->mem;
-	int out =
-	    openat(dirfd, SNAPSHOT_MEMORY_FILE, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+	int out = openat(dirfd, SNAPSHOT_MEMORY_FILE,
+	                 O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (out < 0)
 		return -errno;
 	int r = ftruncate(out, (off_t)m->ram_size) < 0 ? -errno : 0;
@@ -101,7 +101,7 @@ static int move_file(const char *src, const char *dst)
 		return 0;
 	if (errno != EXDEV)
 		return -errno;
-	int r = copy_file_sparse(src, dst, 0644);
+	int r = copy_file_sparse(src, dst, 0600);
 	if (r < 0)
 		return r;
 	return unlink(src) < 0 ? -errno : 0;
@@ -139,7 +139,9 @@ static int freeze_disk(struct vm *vm, unsigned int i, const char *dir, bool reop
 		snprintf(msg, sizeof(msg), "cannot move it into the snapshot: %s", strerror(-r));
 		goto back;
 	}
-	(void)chmod(frozen, 0444);
+	/* Read-only from now on, and still the user's alone (it was created
+	 * 0600: never readable by others on the way). */
+	(void)chmod(frozen, 0400);
 	sd->in_snapshot = 1;
 	if (!reopen)
 		return 0;
@@ -232,9 +234,10 @@ int vm_snapshot(struct vm *vm, const char *dir, int given_dirfd, bool resume,
 		r = errf(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
+	/* Guest RAM (secrets included) goes in here: the user's alone. */
 	if (given_dirfd >= 0) {
 		dirfd = fcntl(given_dirfd, F_DUPFD_CLOEXEC, 0);
-	} else if (mkdir(dir, 0755) < 0) {
+	} else if (mkdir(dir, 0700) < 0) {
 		r = errf(err, errlen, -errno, "cannot create snapshot directory '%s': %s", dir,
 		         errno == EEXIST ? "it already exists" : strerror(errno));
 		goto out;
