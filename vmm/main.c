@@ -6,6 +6,7 @@
  *   4  stopped by a signal (SIGTERM, SIGINT, SIGHUP)
  *   5  internal error (KVM failure or an exit cove-vmm cannot handle) */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,6 +18,10 @@
 
 int main(int argc, char **argv)
 {
+	/* One malloc arena for every thread: glibc trims a thread arena's heap
+	 * only after reading /proc/sys/vm/overcommit_memory, an open the
+	 * seccomp filters forbid (and one arena costs less memory). */
+	mallopt(M_ARENA_MAX, 1);
 	struct vmm_config c;
 	char err[512] = "";
 	if (vmm_config_parse(&c, argc, argv, err, sizeof(err)) < 0) {

@@ -23,8 +23,8 @@ enum probe { P_EXECVE, P_OPEN_HOST, P_SOCKET_INET, P_PTRACE, P_HARMLESS, P_SOCKE
 
 /* In the child: the raw syscall for p, then exit_group(0).  Reaching the
  * exit means the filter let the syscall through. */
-static void __attribute__((noreturn)) probe_child(enum vmm_thread_kind kind, enum probe p,
-                                                  int pipe_w)
+static void __attribute__((noreturn))
+probe_child(enum vmm_thread_kind kind, enum probe p, int pipe_w)
 {
 	char err[256];
 	if (vmm_seccomp_install(kind, VMM_SECCOMP_KILL, err, sizeof(err)) < 0)
@@ -89,8 +89,8 @@ static void assert_allowed(enum vmm_thread_kind kind, enum probe p, const char *
 {
 	int st = run_probe(kind, p);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-	              "%s thread: %s did not go through (status 0x%x)",
-	              vmm_thread_kind_name(kind), what, st);
+	              "%s thread: %s did not go through (status 0x%x)", vmm_thread_kind_name(kind),
+	              what, st);
 }
 
 static const enum vmm_thread_kind kinds[] = { VMM_THREAD_MAIN, VMM_THREAD_VCPU, VMM_THREAD_IO,

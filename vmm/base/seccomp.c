@@ -31,6 +31,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #define K_MAIN (1u << VMM_THREAD_MAIN)
 #define K_VCPU (1u << VMM_THREAD_VCPU)
@@ -88,7 +89,7 @@ static const struct sc_rule rules[] = {
 	ANY(getpid, K_ALL),
 	ANY(gettid, K_ALL),
 	/* pthread_kill of a vCPU (vm_pause, vm_request_stop): only the kick. */
-	EQ(tgkill, 2, KICK_SIGNAL, "signal SIGUSR1 (the vCPU kick)", K_ALL),
+	EQ(tgkill, 2, KICK_SIGNAL, "SIGUSR1 only, the vCPU kick", K_ALL),
 	/* The vDSO answers these, except on hosts whose clock it cannot read. */
 	ANY(clock_gettime, K_ALL),
 	ANY(gettimeofday, K_ALL),
@@ -100,8 +101,10 @@ static const struct sc_rule rules[] = {
 	ANY(write, K_ALL), /* stderr, eventfds, console output */
 	ANY(read, K_VCPU | K_IO | K_API),
 	ANY(fstat, K_ALL),
+	/* stdio's first write to a stream asks for the offset. */
+	EQ(lseek, 2, SEEK_CUR, "whence SEEK_CUR", K_MAIN | K_VCPU | K_IO),
 	/* glibc's fstat(fd) is newfstatat(fd, "", AT_EMPTY_PATH). */
-	MASKED(newfstatat, 3, AT_EMPTY_PATH, AT_EMPTY_PATH, "flags with AT_EMPTY_PATH (fstat)",
+	MASKED(newfstatat, 3, AT_EMPTY_PATH, AT_EMPTY_PATH, "flags with AT_EMPTY_PATH, as fstat",
 	       K_VCPU | K_IO),
 	/* main lstat()s its sockets before removing them; API: snapshots. */
 	ANY(newfstatat, K_MAIN | K_API),
@@ -169,7 +172,7 @@ static const struct sc_rule rules[] = {
 	ANY(fchmodat, K_API),
 	ANY(fchown, K_API),
 	ANY(ftruncate, K_API),
-	ANY(lseek, K_API),
+	ANY(lseek, K_API), /* SEEK_DATA/SEEK_HOLE over the memfd */
 	ANY(copy_file_range, K_API),
 	ANY(flock, K_API),
 	ANY(statx, K_API),
