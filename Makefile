@@ -31,7 +31,8 @@ WARN := -Wall -Wextra -Wshadow -Werror
 CPPFLAGS := -D_GNU_SOURCE -I. -Icommon -Ivmm -Ilib -Icli -Itests/unit
 CFLAGS := -std=gnu11 -O2 -g $(WARN) -MMD -MP -fno-strict-aliasing
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
-LIBS_VMM := $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson) -lz -lpthread -lcap
+LIBS_VMM := $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson) -lz -lpthread -lcap \
+            $(shell pkg-config --libs libseccomp 2>/dev/null || echo -lseccomp)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread)
 
 # Sources, found by folder so a new file needs no Makefile edit.

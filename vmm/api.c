@@ -3,16 +3,19 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "base/kvm_stats.h"
+#include "base/seccomp.h"
+#include "clock.h"
 #include "core/vm.h"
 #include "core/vm_devices.h"
 #include "errf.h"
@@ -20,11 +23,17 @@
 
 #define API_LINE_MAX  4096
 #define API_MAX_CONNS 16
+/* A connection has this long to send a whole request line, from its
+ * accept or from its last answer; then it is closed. */
+#define API_REQUEST_MS 10000
+/* How long a snapshot waits for the I/O thread to stop between callbacks. */
+#define API_PARK_MS 5000
+#define SMAPS_MAX   (8 << 20)
 
 struct api_conn {
-	struct vmm_api *api;
 	int fd;
 	int passed; /* an fd that came with the pending request (SCM_RIGHTS), or -1 */
+	int64_t deadline_ms;
 	size_t len;
 	char buf[API_LINE_MAX];
 };
@@ -32,6 +41,10 @@ struct api_conn {
 struct vmm_api {
 	struct vm *vm;
 	int lfd;
+	int stop_fd;  /* eventfd: vmm_api_destroy() ends the thread */
+	int smaps_fd; /* /proc/self/smaps, opened before any jail; -1 if none */
+	pthread_t thread;
+	bool thread_started;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct api_conn *conns[API_MAX_CONNS];
 };
@@ -49,22 +62,57 @@ static void reply_err(char *out, size_t outlen, const char *msg)
 	reply(out, outlen, json_pack("{s:b, s:s}", "ok", 0, "error", msg));
 }
 
-/* kB of this process's resident memory outside guest RAM: the VMM's own
- * cost (smaps: every mapping's Rss except the one at the RAM base). */
-static long vmm_rss_kb(const struct vm *vm, long *guest_kb)
+/* The whole of a seq file from offset 0 into a malloc'ed, NUL-terminated
+ * buffer (seq files regenerate on a read from 0). */
+static char *read_seq(int fd, size_t *len)
 {
-	FILE *f = fopen("/proc/self/smaps", "r");
-	if (!f)
+	size_t cap = 64 * 1024, n = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		if (cap - n < 4096) {
+			char *b = cap < SMAPS_MAX ? realloc(buf, cap * 2) : NULL;
+			if (!b)
+				break;
+			buf = b;
+			cap *= 2;
+		}
+		ssize_t k = pread(fd, buf + n, cap - n - 1, (off_t)n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			if (k < 0)
+				break;
+			buf[n] = '\0';
+			*len = n;
+			return buf;
+		}
+		n += (size_t)k;
+	}
+	free(buf);
+	return NULL;
+}
+
+/* kB of this process's resident memory outside guest RAM: the VMM's own
+ * cost (smaps: every mapping's Rss except the one at the RAM base).
+ * -1 when smaps could not be opened at start or read now. */
+static long vmm_rss_kb(const struct vm *vm, int smaps_fd, long *guest_kb)
+{
+	*guest_kb = 0;
+	size_t len = 0;
+	char *text = smaps_fd >= 0 ? read_seq(smaps_fd, &len) : NULL;
+	if (!text)
 		return -1;
-	char line[512];
 	long total = 0, guest = 0;
 	bool in_guest = false;
 	unsigned long base = (unsigned long)(uintptr_t)vm->mem.base;
-	while (fgets(line, sizeof(line), f)) {
+	for (char *line = text; line && *line;) {
+		char *nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
 		unsigned long start, end;
 		long kb;
-		if (sscanf(line, "%lx-%lx ", &start, &end) == 2 &&
-		    strchr(line, '-') < strchr(line, ' '))
+		char *dash = strchr(line, '-'), *sp = strchr(line, ' ');
+		if (dash && sp && dash < sp && sscanf(line, "%lx-%lx ", &start, &end) == 2)
 			in_guest = start == base;
 		else if (sscanf(line, "Rss: %ld kB", &kb) == 1) {
 			if (in_guest)
@@ -72,13 +120,14 @@ static long vmm_rss_kb(const struct vm *vm, long *guest_kb)
 			else
 				total += kb;
 		}
+		line = nl ? nl + 1 : NULL;
 	}
-	fclose(f);
+	free(text);
 	*guest_kb = guest;
 	return total;
 }
 
-static json_t *stats(struct vm *vm)
+static json_t *stats(struct vm *vm, int smaps_fd)
 {
 	struct kvm_counter c[KVM_STATS_MAX];
 	size_t n = 0;
@@ -88,7 +137,7 @@ static json_t *stats(struct vm *vm)
 	json_t *kvm = json_object();
 	for (size_t i = 0; i < n; i++)
 		json_object_set_new(kvm, c[i].name, json_integer((json_int_t)c[i].value));
-	long guest_kb = 0, own_kb = vmm_rss_kb(vm, &guest_kb);
+	long guest_kb = 0, own_kb = vmm_rss_kb(vm, smaps_fd, &guest_kb);
 	uint64_t rd = 0, wr = 0;
 	vm_disk_io(vm, &rd, &wr);
 	json_t *times = json_pack(
@@ -101,7 +150,8 @@ static json_t *stats(struct vm *vm)
 	                 "disk_read_bytes", (json_int_t)rd, "disk_written_bytes", (json_int_t)wr);
 }
 
-void vmm_api_handle(struct vm *vm, const char *line, int passed, char *out, size_t outlen)
+static void handle(struct vm *vm, int smaps_fd, const char *line, int passed, char *out,
+                   size_t outlen)
 {
 	json_error_t jerr;
 	json_t *req = json_loads(line, JSON_REJECT_DUPLICATES, &jerr);
@@ -139,16 +189,22 @@ void vmm_api_handle(struct vm *vm, const char *line, int passed, char *out, size
 		if (!dir) {
 			reply_err(out, outlen, "snapshot needs \"dir\", an absolute path");
 		} else if (use_fd && passed < 0) {
-			reply_err(out, outlen,
-			          "\"dirfd\": true needs the directory's fd passed "
-			          "with the request");
+			reply_err(out, outlen, "\"dirfd\": true needs the directory's fd passed "
+			                       "with the request");
 		} else if (!then || (strcmp(then, "resume") && strcmp(then, "stop"))) {
 			reply_err(out, outlen, "\"then\" must be \"resume\" or \"stop\"");
 		} else {
 			bool stop = !strcmp(then, "stop");
 			struct vm_snapshot_result res;
-			int r = vm_snapshot(vm, dir, use_fd ? passed : -1, !stop, &res, msg,
-			                    sizeof(msg));
+			/* No queue work may run while the disks are swapped. */
+			int r = evloop_park(&vm->loop, API_PARK_MS);
+			if (r < 0)
+				snprintf(msg, sizeof(msg), "the I/O thread did not pause: %s",
+				         strerror(-r));
+			else
+				r = vm_snapshot(vm, dir, use_fd ? passed : -1, !stop, &res, msg,
+				                sizeof(msg));
+			evloop_unpark(&vm->loop);
 			if (r < 0) {
 				if (stop && vm_resume(vm) < 0)
 					snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg),
@@ -167,7 +223,7 @@ void vmm_api_handle(struct vm *vm, const char *line, int passed, char *out, size
 			}
 		}
 	} else if (!strcmp(op, "stats")) {
-		reply(out, outlen, stats(vm));
+		reply(out, outlen, stats(vm, smaps_fd));
 	} else if (!strcmp(op, "stop")) {
 		reply(out, outlen, json_pack("{s:b}", "ok", 1));
 		vm_request_stop(vm, VM_EXIT_SIGNAL, "stopped through the API");
@@ -178,24 +234,29 @@ void vmm_api_handle(struct vm *vm, const char *line, int passed, char *out, size
 	json_decref(req);
 }
 
-static void conn_close(struct api_conn *c)
+void vmm_api_handle(struct vm *vm, const char *line, int passed, char *out, size_t outlen)
 {
-	struct vmm_api *a = c->api;
-	for (unsigned int i = 0; i < API_MAX_CONNS; i++)
-		if (a->conns[i] == c)
-			a->conns[i] = NULL;
-	(void)evloop_del(&a->vm->loop, c->fd);
-	close(c->fd);
-	if (c->passed >= 0)
-		close(c->passed);
-	free(c);
+	handle(vm, -1, line, passed, out, outlen);
 }
 
+/* ---- the API thread ------------------------------------------------------- */
+
+static void conn_close(struct vmm_api *a, unsigned int i)
+{
+	close(a->conns[i]->fd);
+	if (a->conns[i]->passed >= 0)
+		close(a->conns[i]->passed);
+	free(a->conns[i]);
+	a->conns[i] = NULL;
+}
+
+/* Sends a whole line without blocking: an answer is at most a few KiB
+ * and the socket buffer holds it; a client that stops reading loses it. */
 static void send_line(int fd, const char *s)
 {
 	size_t len = strlen(s), off = 0;
 	while (off < len) {
-		ssize_t n = send(fd, s + off, len - off, MSG_NOSIGNAL);
+		ssize_t n = send(fd, s + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -204,15 +265,15 @@ static void send_line(int fd, const char *s)
 	}
 }
 
-static void on_conn(void *opaque, uint32_t events)
+/* Reads what conn i sent and answers each whole line; false: close it. */
+static bool conn_read(struct vmm_api *a, struct api_conn *c)
 {
-	struct api_conn *c = opaque;
-	(void)events;
 	char ctl[CMSG_SPACE(sizeof(int))];
 	struct iovec iov = { .iov_base = c->buf + c->len, .iov_len = sizeof(c->buf) - 1 - c->len };
-	struct msghdr mh = {
-		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)
-	};
+	struct msghdr mh = { .msg_iov = &iov,
+		             .msg_iovlen = 1,
+		             .msg_control = ctl,
+		             .msg_controllen = sizeof(ctl) };
 	ssize_t n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	/* At most one fd rides on a request; any other is closed at once. */
 	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); n > 0 && cm; cm = CMSG_NXTHDR(&mh, cm)) {
@@ -229,11 +290,9 @@ static void on_conn(void *opaque, uint32_t events)
 		}
 	}
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	if (n <= 0) {
-		conn_close(c);
-		return;
-	}
+		return true;
+	if (n <= 0)
+		return false;
 	c->len += (size_t)n;
 	char out[2048];
 	for (;;) {
@@ -241,7 +300,7 @@ static void on_conn(void *opaque, uint32_t events)
 		if (!nl)
 			break;
 		*nl = '\0';
-		vmm_api_handle(c->api->vm, c->buf, c->passed, out, sizeof(out));
+		handle(a->vm, a->smaps_fd, c->buf, c->passed, out, sizeof(out));
 		if (c->passed >= 0)
 			close(c->passed);
 		c->passed = -1;
@@ -249,18 +308,18 @@ static void on_conn(void *opaque, uint32_t events)
 		size_t used = (size_t)(nl - c->buf) + 1;
 		memmove(c->buf, nl + 1, c->len - used);
 		c->len -= used;
+		c->deadline_ms = mono_ms() + API_REQUEST_MS;
 	}
 	if (c->len == sizeof(c->buf) - 1) {
 		send_line(c->fd, "{\"ok\":false,\"error\":\"request line too long\"}\n");
-		conn_close(c);
+		return false;
 	}
+	return true;
 }
 
-static void on_accept(void *opaque, uint32_t events)
+static void on_accept(struct vmm_api *a)
 {
-	struct vmm_api *a = opaque;
-	(void)events;
-	int fd = accept4(a->lfd, NULL, NULL, SOCK_CLOEXEC);
+	int fd = accept4(a->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (fd < 0)
 		return;
 	unsigned int slot = API_MAX_CONNS;
@@ -273,15 +332,54 @@ static void on_accept(void *opaque, uint32_t events)
 		close(fd);
 		return;
 	}
-	c->api = a;
 	c->fd = fd;
 	c->passed = -1;
-	if (evloop_add(&a->vm->loop, fd, EPOLLIN, on_conn, c) < 0) {
-		close(fd);
-		free(c);
-		return;
-	}
+	c->deadline_ms = mono_ms() + API_REQUEST_MS;
 	a->conns[slot] = c;
+}
+
+/* The API thread: one poll over the stop eventfd, the listener and every
+ * connection, woken at the earliest connection deadline. */
+static void *api_thread(void *arg)
+{
+	struct vmm_api *a = arg;
+	for (;;) {
+		struct pollfd p[2 + API_MAX_CONNS];
+		unsigned int idx[API_MAX_CONNS];
+		nfds_t n = 0;
+		p[n++] = (struct pollfd){ .fd = a->stop_fd, .events = POLLIN };
+		p[n++] = (struct pollfd){ .fd = a->lfd, .events = POLLIN };
+		int64_t now = mono_ms(), next = -1;
+		for (unsigned int i = 0; i < API_MAX_CONNS; i++) {
+			struct api_conn *c = a->conns[i];
+			if (!c)
+				continue;
+			if (c->deadline_ms <= now) {
+				send_line(c->fd, "{\"ok\":false,\"error\":\"no whole request in "
+				                 "time\"}\n");
+				conn_close(a, i);
+				continue;
+			}
+			if (next < 0 || c->deadline_ms < next)
+				next = c->deadline_ms;
+			idx[n - 2] = i;
+			p[n++] = (struct pollfd){ .fd = c->fd, .events = POLLIN };
+		}
+		int timeout = next < 0 ? -1 : (int)(next - now);
+		int k = poll(p, n, timeout);
+		if (k < 0 && errno != EINTR)
+			break;
+		if (k <= 0)
+			continue;
+		if (p[0].revents)
+			break;
+		for (nfds_t j = 2; j < n; j++)
+			if (p[j].revents && !conn_read(a, a->conns[idx[j - 2]]))
+				conn_close(a, idx[j - 2]);
+		if (p[1].revents & POLLIN)
+			on_accept(a);
+	}
+	return NULL;
 }
 
 int vmm_api_create(struct vm *vm, const char *path, struct vmm_api **out, char *err, size_t errlen)
@@ -291,6 +389,7 @@ int vmm_api_create(struct vm *vm, const char *path, struct vmm_api **out, char *
 	if (!a)
 		return errf(err, errlen, -ENOMEM, "out of memory");
 	a->vm = vm;
+	a->stop_fd = a->smaps_fd = -1;
 	if (strlen(path) >= sizeof(a->path)) {
 		free(a);
 		return errf(err, errlen, -ENAMETOOLONG, "--api path '%s' is too long for a socket",
@@ -324,30 +423,59 @@ int vmm_api_create(struct vm *vm, const char *path, struct vmm_api **out, char *
 		}
 		unlink(path);
 	}
-	mode_t old = umask(0177);
-	int r = bind(a->lfd, (struct sockaddr *)&sa, sizeof(sa));
-	umask(old);
-	if (r < 0 || listen(a->lfd, 16) < 0 ||
-	    evloop_add(&vm->loop, a->lfd, EPOLLIN, on_accept, a) < 0) {
+	/* 0600 whatever the umask: a Unix socket's file takes its mode from
+	 * the socket inode, which fchmod sets before bind creates the file.
+	 * (umask() around bind would change it for every thread at once.) */
+	int r = fchmod(a->lfd, 0600);
+	if (r == 0)
+		r = bind(a->lfd, (struct sockaddr *)&sa, sizeof(sa));
+	a->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (r < 0 || a->stop_fd < 0 || listen(a->lfd, 16) < 0) {
 		int e = errno;
 		close(a->lfd);
-		unlink(path);
+		if (a->stop_fd >= 0)
+			close(a->stop_fd);
+		if (r == 0)
+			unlink(path);
 		free(a);
 		return errf(err, errlen, -e, "cannot listen on --api '%s': %s", path, strerror(e));
 	}
+	/* Read again on each stats request with pread: it stays readable after
+	 * the jail leaves /proc behind. */
+	a->smaps_fd = open("/proc/self/smaps", O_RDONLY | O_CLOEXEC);
+	/* jansson seeds its hash function on first use, from /dev/urandom:
+	 * now, while files can still be opened. */
+	json_object_seed(0);
 	*out = a;
 	return 0;
+}
+
+int vmm_api_start(struct vmm_api *a, enum vmm_seccomp_mode mode, char *err, size_t errlen)
+{
+	int r = vmm_seccomp_thread_start(&a->thread, "api", VMM_THREAD_API, mode, api_thread, a,
+	                                 err, errlen);
+	if (r == 0)
+		a->thread_started = true;
+	return r;
 }
 
 void vmm_api_destroy(struct vmm_api *a)
 {
 	if (!a)
 		return;
+	if (a->thread_started) {
+		uint64_t one = 1;
+		if (write(a->stop_fd, &one, sizeof(one)) == sizeof(one))
+			pthread_join(a->thread, NULL);
+		a->thread_started = false;
+	}
 	for (unsigned int i = 0; i < API_MAX_CONNS; i++)
 		if (a->conns[i])
-			conn_close(a->conns[i]);
-	(void)evloop_del(&a->vm->loop, a->lfd);
+			conn_close(a, i);
 	close(a->lfd);
+	close(a->stop_fd);
+	if (a->smaps_fd >= 0)
+		close(a->smaps_fd);
 	unlink(a->path);
 	free(a);
 }

@@ -1,5 +1,6 @@
-/* cove-vmm's control socket (--api PATH): a Unix stream socket served on
- * the VM's I/O loop.  One JSON object per line each way (docs/protocol.md,
+/* cove-vmm's control socket (--api PATH): a Unix stream socket served by
+ * its own thread, the API thread (a poll loop with its own seccomp filter;
+ * a connection has 10 s to send each whole request line).  One JSON object per line each way (docs/protocol.md,
  * "VMM control API"):
  *
  *   {"op":"status"}                      -> {"ok":true,"state":"running"|"paused"}
@@ -19,14 +20,24 @@
 
 #include <stddef.h>
 
+#include "base/seccomp.h"
+
 struct vm;
 struct vmm_api;
 
-/* Binds path (replacing a stale socket, refusing one a live VMM holds)
- * and watches it on vm's I/O loop. */
+/* Binds path mode 0600 (replacing a stale socket, refusing one a live VMM
+ * holds) and opens /proc/self/smaps for the stats op; no thread yet.  Call
+ * before any jail or filter: it needs the file system. */
 int vmm_api_create(struct vm *vm, const char *path, struct vmm_api **out, char *err, size_t errlen)
     __attribute__((warn_unused_result));
-/* Call with the I/O loop stopped; removes the socket file. */
+/* Starts the API thread under the API filter (mode).  Call after
+ * vm_start(): its ops pause, snapshot and stop a running VM.  A snapshot
+ * parks the I/O loop (evloop_park) while it runs, as it swaps the disks
+ * under the devices; the other ops use the thread-safe vm_* calls. */
+int vmm_api_start(struct vmm_api *a, enum vmm_seccomp_mode mode, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+/* Ends and joins the API thread (if started), closes its connections and
+ * removes the socket file.  Call before the I/O loop stops; safe on NULL. */
 void vmm_api_destroy(struct vmm_api *a);
 
 /* Handles one request line (NUL-terminated, no newline) and writes the

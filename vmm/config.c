@@ -22,7 +22,18 @@ const char vmm_usage[] =
     "  (pivot_root into DIR, drop to the ids; cove-vmm always clears its\n"
     "   capabilities and sets no_new_privs before the guest runs)\n"
     "  a writable --disk without format= is raw (never probed: its bytes are the\n"
-    "  guest's); give format=qcow2 for a qcow2 image; a read-only one is probed\n";
+    "  guest's); give format=qcow2 for a qcow2 image; a read-only one is probed\n"
+
+    "  both:         [--seccomp kill|log|off]\n"
+    "       cove-vmm --seccomp-list\n"
+    "\n"
+    "  --seccomp kill  (default) each thread (main, vCPU, I/O, API) runs under its own\n"
+    "                  syscall allowlist; any other syscall kills cove-vmm (SIGSYS)\n"
+    "  --seccomp log   the same lists, but a syscall outside them is only logged by\n"
+    "                  the kernel (audit type=1326 in dmesg): for finding missing ones\n"
+    "  --seccomp off   no filters\n"
+    "  --seccomp-list  prints every thread kind's allowlist and exits\n"
+    "  config JSON: \"seccomp\": \"kill\"|\"log\"|\"off\"\n";
 
 #define bad(err, errlen, ...) errf(err, errlen, -EINVAL, __VA_ARGS__)
 
@@ -212,6 +223,12 @@ int vmm_config_load_json(struct vmm_config *c, const char *path, char *err, size
 			if (!r && n < 3)
 				r = bad(err, errlen, "config: 'vsock_cid' must be at least 3");
 			vm->vsock_cid = n;
+		} else if (!strcmp(key, "seccomp")) {
+			const char *s = NULL;
+			r = json_str(v, key, &s, err, errlen);
+			if (!r && vmm_seccomp_parse_mode(s, &c->seccomp) < 0)
+				r = bad(err, errlen,
+				        "config: 'seccomp' must be \"kill\", \"log\" or \"off\"");
 		} else if (!strcmp(key, "disks")) {
 			if (!json_is_array(v))
 				return bad(err, errlen, "config: 'disks' must be an array");
@@ -250,7 +267,9 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 		O_JAIL,
 		O_JAIL_UID,
 		O_JAIL_GID,
-		O_JAIL_FSIZE
+		O_JAIL_FSIZE,
+		O_SECCOMP,
+		O_SECCOMP_LIST
 	};
 	static const struct option opts[] = {
 		{ "kernel", required_argument, NULL, O_KERNEL },
@@ -269,6 +288,8 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 		{ "jail-uid", required_argument, NULL, O_JAIL_UID },
 		{ "jail-gid", required_argument, NULL, O_JAIL_GID },
 		{ "jail-fsize", required_argument, NULL, O_JAIL_FSIZE },
+		{ "seccomp", required_argument, NULL, O_SECCOMP },
+		{ "seccomp-list", no_argument, NULL, O_SECCOMP_LIST },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -276,6 +297,7 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 	c->vm.cpus = COVE_CPUS_DEFAULT;
 	c->vm.memory_mib = COVE_MEMORY_DEFAULT_MIB;
 	c->vm.console = VM_CONSOLE_STDIO;
+	c->seccomp = VMM_SECCOMP_KILL;
 	unsigned int ndisk_specs = 0;
 	bool jail_uid_set = false, jail_gid_set = false;
 	const char *machine_flag = NULL; /* a flag a snapshot decides instead */
@@ -374,6 +396,14 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 				           optarg);
 			c->jail.fsize = n;
 			break;
+		case O_SECCOMP:
+			if (vmm_seccomp_parse_mode(optarg, &c->seccomp) < 0)
+				return bad(err, errlen,
+				           "--seccomp must be kill, log or off, got '%s'", optarg);
+			break;
+		case O_SECCOMP_LIST:
+			c->show_seccomp_list = 1;
+			return 0;
 		case 'h':
 			c->show_help = 1;
 			return 0;

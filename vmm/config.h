@@ -18,7 +18,9 @@ struct vmm_config {
 	const char *restore_dir;        /* --restore: a snapshot directory, or NULL */
 	const char *overlay_dir;        /* --overlay-dir: where a restore puts disk overlays */
 	struct jail_config jail;        /* --jail, --jail-uid, --jail-gid, --jail-fsize */
+	enum vmm_seccomp_mode seccomp;  /* --seccomp: every thread's filter (default kill) */
 	int show_help;
+	int show_seccomp_list; /* --seccomp-list: print the filters' tables */
 };
 
 /* Parses argv.  Flags and --config may be mixed; later ones override

@@ -6,10 +6,12 @@
  *   4  stopped by a signal (SIGTERM, SIGINT, SIGHUP)
  *   5  internal error (KVM failure or an exit cove-vmm cannot handle) */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "api.h"
+#include "base/seccomp.h"
 #include "config.h"
 #include "core/vm.h"
 #include "jail/jail.h"
@@ -17,6 +19,10 @@
 
 int main(int argc, char **argv)
 {
+	/* One malloc arena for every thread: glibc trims a thread arena's heap
+	 * only after reading /proc/sys/vm/overcommit_memory, an open the
+	 * seccomp filters forbid (and one arena costs less memory). */
+	mallopt(M_ARENA_MAX, 1);
 	jail_scrub_process(); /* no inherited fds, no environment */
 	struct vmm_config c;
 	char err[512] = "";
@@ -25,8 +31,11 @@ int main(int argc, char **argv)
 		vmm_config_free(&c);
 		return 1;
 	}
-	if (c.show_help) {
-		fputs(vmm_usage, stdout);
+	if (c.show_help || c.show_seccomp_list) {
+		if (c.show_help)
+			fputs(vmm_usage, stdout);
+		else
+			vmm_seccomp_list(stdout);
 		vmm_config_free(&c);
 		return 0;
 	}
@@ -66,11 +75,22 @@ int main(int argc, char **argv)
 		vmm_config_free(&c);
 		return 1;
 	}
+	/* Every thread installs its own filter as it starts; the main thread
+	 * last, once all exist (a thread inherits its creator's filter). */
+	vm->seccomp = vm->loop.seccomp = c.seccomp;
 	r = vm_start(vm);
+	if (r == 0 && api)
+		r = vmm_api_start(api, c.seccomp, err, sizeof(err));
+	else if (r < 0)
+		snprintf(err, sizeof(err), "cannot start the VM: %s", strerror(-r));
+	if (r == 0)
+		r = vmm_seccomp_install(VMM_THREAD_MAIN, c.seccomp, err, sizeof(err));
 	if (r < 0) {
-		fprintf(stderr, "cove-vmm: cannot start the VM: %s\n", strerror(-r));
-		evloop_stop(&vm->loop);
+		fprintf(stderr, "cove-vmm: %s\n", err);
+		vm_request_stop(vm, VM_EXIT_INTERNAL, err);
+		(void)vm_wait(vm);
 		vmm_api_destroy(api);
+		evloop_stop(&vm->loop);
 		vm_destroy(vm);
 		snapshot_close(snap);
 		vmm_config_free(&c);
@@ -80,8 +100,8 @@ int main(int argc, char **argv)
 	int status = vm_exit_status(reason);
 	if (status != 0)
 		fprintf(stderr, "cove-vmm: %s: %s\n", vm_exit_reason_name(reason), vm->exit_detail);
-	evloop_stop(&vm->loop); /* the API's watches go before the loop does */
-	vmm_api_destroy(api);
+	vmm_api_destroy(api); /* it may park the loop: it ends first */
+	evloop_stop(&vm->loop);
 	vm_destroy(vm);
 	snapshot_close(snap);
 	vmm_config_free(&c);

@@ -177,6 +177,41 @@ START_TEST(evloop_thread_start_stop)
 }
 END_TEST
 
+static void park_cb(void *opaque, uint32_t events)
+{
+	int *fd_calls = opaque;
+	uint64_t n;
+	(void)events;
+	if (read(fd_calls[0], &n, sizeof(n)) == sizeof(n))
+		__atomic_add_fetch(&fd_calls[1], 1, __ATOMIC_SEQ_CST);
+}
+
+/* A parked loop runs no callback until unparked; then it catches up. */
+START_TEST(evloop_park_holds_callbacks)
+{
+	struct evloop l;
+	ck_assert_int_eq(evloop_init(&l), 0);
+	int fd_calls[2] = { eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), 0 };
+	ck_assert_int_eq(evloop_add(&l, fd_calls[0], EPOLLIN, park_cb, fd_calls), 0);
+	ck_assert_int_eq(evloop_park(&l, 100), 0); /* no thread: nothing to wait for */
+	ck_assert_int_eq(evloop_start(&l), 0);
+	ck_assert_int_eq(evloop_park(&l, 5000), 0);
+	ck_assert_int_eq(evloop_park(&l, 100), -EBUSY);
+	ck_assert_int_eq(eventfd_write(fd_calls[0], 1), 0);
+	usleep(100 * 1000);
+	ck_assert_int_eq(__atomic_load_n(&fd_calls[1], __ATOMIC_SEQ_CST), 0);
+	evloop_unpark(&l);
+	for (int i = 0; i < 500 && !__atomic_load_n(&fd_calls[1], __ATOMIC_SEQ_CST); i++)
+		usleep(10 * 1000);
+	ck_assert_int_eq(__atomic_load_n(&fd_calls[1], __ATOMIC_SEQ_CST), 1);
+	/* Parked again, the loop still stops. */
+	ck_assert_int_eq(evloop_park(&l, 5000), 0);
+	evloop_stop(&l);
+	evloop_destroy(&l);
+	close(fd_calls[0]);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("core");
@@ -192,6 +227,7 @@ static Suite *make_suite(void)
 	tc = tcase_create("evloop");
 	tcase_add_test(tc, evloop_del_within_a_batch);
 	tcase_add_test(tc, evloop_thread_start_stop);
+	tcase_add_test(tc, evloop_park_holds_callbacks);
 	suite_add_tcase(s, tc);
 	return s;
 }

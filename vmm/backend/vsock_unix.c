@@ -78,7 +78,12 @@ int vsock_unix_listen(const char *path, int *fd_out, struct vsock_unix_id *id)
 	int fd = new_socket();
 	if (fd < 0)
 		return fd;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	/* The file bind() creates takes the socket inode's mode less the
+	 * umask: set it to 0600 on the fd first, so the file is never more
+	 * open than that.  (umask() around bind would change it for every
+	 * thread of the process at once, and chmod after bind leaves a
+	 * window.) */
+	if (fchmod(fd, 0600) < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		err = -errno;
 		goto fail;
 	}

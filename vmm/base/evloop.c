@@ -1,9 +1,11 @@
 #include "base/evloop.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 struct evloop_watch {
@@ -28,14 +30,27 @@ int evloop_init(struct evloop *l)
 	l->running = false;
 	l->watches = NULL;
 	l->graveyard = NULL;
-	l->stop_fd = -1;
+	l->stop_fd = l->park_fd = -1;
+	l->park_requested = l->parked = l->stopping = false;
+	l->seccomp = VMM_SECCOMP_OFF;
 	pthread_mutex_init(&l->lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&l->park_cond, &ca);
+	pthread_condattr_destroy(&ca);
 	l->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (l->epfd < 0)
 		return -errno;
 	l->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	l->park_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	/* The two control eventfds are told apart by their data: NULL stops,
+	 * the loop itself parks. */
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
-	if (l->stop_fd < 0 || epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->stop_fd, &ev) < 0) {
+	struct epoll_event pev = { .events = EPOLLIN, .data.ptr = l };
+	if (l->stop_fd < 0 || l->park_fd < 0 ||
+	    epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->stop_fd, &ev) < 0 ||
+	    epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->park_fd, &pev) < 0) {
 		int err = -errno;
 		evloop_destroy(l);
 		return err;
@@ -84,6 +99,23 @@ int evloop_del(struct evloop *l, int fd)
 	return ret;
 }
 
+/* On the loop thread, between callbacks: waits while a park is asked for. */
+static void park_here(struct evloop *l)
+{
+	uint64_t n;
+	(void)read(l->park_fd, &n, sizeof(n));
+	pthread_mutex_lock(&l->lock);
+	if (l->park_requested && !l->stopping) {
+		l->parked = true;
+		pthread_cond_broadcast(&l->park_cond);
+		while (l->park_requested && !l->stopping)
+			pthread_cond_wait(&l->park_cond, &l->lock);
+		l->parked = false;
+		pthread_cond_broadcast(&l->park_cond);
+	}
+	pthread_mutex_unlock(&l->lock);
+}
+
 int evloop_run_once(struct evloop *l, int timeout_ms)
 {
 	struct epoll_event evs[32];
@@ -96,6 +128,10 @@ int evloop_run_once(struct evloop *l, int timeout_ms)
 		if (!w) {
 			ran = -ECANCELED; /* the stop eventfd */
 			break;
+		}
+		if ((void *)w == (void *)l) {
+			park_here(l);
+			continue;
 		}
 		if (w->dead)
 			continue;
@@ -118,9 +154,16 @@ static void *evloop_thread(void *arg)
 
 int evloop_start(struct evloop *l)
 {
-	int err = pthread_create(&l->thread, NULL, evloop_thread, l);
-	if (err)
-		return -err;
+	char err[256];
+	pthread_mutex_lock(&l->lock);
+	l->stopping = false;
+	pthread_mutex_unlock(&l->lock);
+	int r = vmm_seccomp_thread_start(&l->thread, "io", VMM_THREAD_IO, l->seccomp, evloop_thread,
+	                                 l, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "cove-vmm: %s\n", err);
+		return r;
+	}
 	l->running = true;
 	return 0;
 }
@@ -129,10 +172,67 @@ void evloop_stop(struct evloop *l)
 {
 	if (!l->running)
 		return;
+	pthread_mutex_lock(&l->lock);
+	l->stopping = true;
+	pthread_cond_broadcast(&l->park_cond);
+	pthread_mutex_unlock(&l->lock);
 	uint64_t one = 1;
 	if (write(l->stop_fd, &one, sizeof(one)) == sizeof(one))
 		pthread_join(l->thread, NULL);
 	l->running = false;
+}
+
+static struct timespec deadline_in(int ms)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	t.tv_sec += ms / 1000;
+	t.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	return t;
+}
+
+int evloop_park(struct evloop *l, int timeout_ms)
+{
+	if (!l->running)
+		return 0;
+	pthread_mutex_lock(&l->lock);
+	if (l->park_requested || l->parked) {
+		pthread_mutex_unlock(&l->lock);
+		return -EBUSY;
+	}
+	if (l->stopping) {
+		pthread_mutex_unlock(&l->lock);
+		return -ECANCELED;
+	}
+	l->park_requested = true;
+	pthread_mutex_unlock(&l->lock);
+	uint64_t one = 1;
+	int r = write(l->park_fd, &one, sizeof(one)) == sizeof(one) ? 0 : -errno;
+	struct timespec until = deadline_in(timeout_ms);
+	pthread_mutex_lock(&l->lock);
+	while (r == 0 && !l->parked && !l->stopping)
+		r = -pthread_cond_timedwait(&l->park_cond, &l->lock, &until);
+	if (r == 0 && l->stopping)
+		r = -ECANCELED;
+	if (r < 0) {
+		/* The loop will see the eventfd later and not stop for it. */
+		l->park_requested = false;
+		pthread_cond_broadcast(&l->park_cond);
+	}
+	pthread_mutex_unlock(&l->lock);
+	return r;
+}
+
+void evloop_unpark(struct evloop *l)
+{
+	pthread_mutex_lock(&l->lock);
+	l->park_requested = false;
+	pthread_cond_broadcast(&l->park_cond);
+	pthread_mutex_unlock(&l->lock);
 }
 
 void evloop_destroy(struct evloop *l)
@@ -142,8 +242,11 @@ void evloop_destroy(struct evloop *l)
 	free_list(&l->graveyard);
 	if (l->stop_fd >= 0)
 		close(l->stop_fd);
+	if (l->park_fd >= 0)
+		close(l->park_fd);
 	if (l->epfd >= 0)
 		close(l->epfd);
-	l->stop_fd = l->epfd = -1;
+	l->stop_fd = l->park_fd = l->epfd = -1;
+	pthread_cond_destroy(&l->park_cond);
 	pthread_mutex_destroy(&l->lock);
 }

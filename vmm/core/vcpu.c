@@ -8,9 +8,19 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
+#include "base/seccomp.h"
 #include "core/vcpu_exit.h"
 #include "core/vm_priv.h"
 #include "kvm_backend.h"
+
+/* The vCPU, I/O and API filters let tgkill send only this signal. */
+_Static_assert(VCPU_KICK_SIGNAL == SIGUSR1, "base/seccomp.c allows tgkill with SIGUSR1 only");
+
+/* Whether /dev/kvm is PVM: read from /sys and /proc before any vCPU thread
+ * starts, as the vCPU filter allows no path lookups.  A host fact, the same
+ * for every VM of the process. */
+static enum kvm_backend host_backend = KVM_BACKEND_UNKNOWN;
+static bool host_backend_known;
 
 enum vcpu_action vcpu_handle_exit(struct vm *vm, struct kvm_run *run, size_t run_size)
 {
@@ -94,7 +104,7 @@ static void report_internal_error(struct vcpu *v)
 		if (len && (size_t)n < sizeof(detail))
 			n += snprintf(detail + n, sizeof(detail) - (size_t)n, ")");
 	}
-	if (kvm_backend_detect("", NULL) == KVM_BACKEND_PVM && (size_t)n < sizeof(detail))
+	if (host_backend == KVM_BACKEND_PVM && (size_t)n < sizeof(detail))
 		snprintf(detail + n, sizeof(detail) - (size_t)n,
 		         "; /dev/kvm is PVM (kvm_pvm), which runs only PVM guest kernels: give "
 		         "--kernel a PVM guest kernel, or run through scripts/kvm-host");
@@ -125,9 +135,6 @@ static void *vcpu_thread(void *arg)
 {
 	struct vcpu *v = arg;
 	struct vm *vm = v->vm;
-	char name[16];
-	snprintf(name, sizeof(name), "vcpu%u", v->index);
-	pthread_setname_np(pthread_self(), name);
 
 	/* Only vCPU threads take the kick signal. */
 	sigset_t set;
@@ -201,9 +208,18 @@ int vcpu_install_kick_handler(void)
 
 int vcpu_start(struct vcpu *v)
 {
-	int err = pthread_create(&v->thread, NULL, vcpu_thread, v);
-	if (err)
-		return -err;
+	if (!host_backend_known) {
+		host_backend = kvm_backend_detect("", NULL);
+		host_backend_known = true;
+	}
+	char name[16], err[256];
+	snprintf(name, sizeof(name), "vcpu%u", v->index);
+	int r = vmm_seccomp_thread_start(&v->thread, name, VMM_THREAD_VCPU, v->vm->seccomp,
+	                                 vcpu_thread, v, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "cove-vmm: %s\n", err);
+		return r;
+	}
 	v->thread_started = true;
 	return 0;
 }

@@ -128,6 +128,9 @@ struct vm {
 	uint64_t vsock_cid;
 	struct vrng *rng;
 	int signal_fd;
+	/* The vCPU threads' seccomp filter (base/seccomp.h); OFF after
+	 * vm_create(), set it before vm_start(). */
+	enum vmm_seccomp_mode seccomp;
 };
 
 /* Checks the configuration, opens the kernel, initrd and disks, creates

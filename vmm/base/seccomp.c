@@ -1,0 +1,372 @@
+/* The seccomp allowlists: one table, one row per allowed syscall (or per
+ * allowed argument value), each row marked with the thread kinds it is
+ * for.  Why a row exists is said next to it; docs/ARCHITECTURE.md
+ * ("Seccomp filters") is this table as `cove-vmm --seccomp-list` prints it.
+ *
+ * What runs where (and so needs which rows):
+ *   main  sets everything up before any filter, then installs its own and
+ *         only waits (futex), joins threads and tears down: KVM ioeventfd
+ *         and irqfd deassignment, munmap, close, unlink of its sockets.
+ *   vCPU  KVM_RUN and the devices' register handlers: serial output,
+ *         eventfd kicks, and virtio-vsock's activate/reset, which touch
+ *         the host sockets (read, send, shutdown, epoll_ctl, timerfd).
+ *   I/O   the epoll loop: virtqueue work, disk I/O, vsock host sockets
+ *         (connecting to Unix sockets), virtio-rng's getrandom.  No open,
+ *         no ioctl.
+ *   API   the control socket and what its ops need: a snapshot reads KVM
+ *         state (KVM_GET_*), writes files and moves disks (the only thread
+ *         that may open, create, rename or remove paths).
+ */
+#include "base/seccomp.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <linux/kvm.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define K_MAIN (1u << VMM_THREAD_MAIN)
+#define K_VCPU (1u << VMM_THREAD_VCPU)
+#define K_IO   (1u << VMM_THREAD_IO)
+#define K_API  (1u << VMM_THREAD_API)
+#define K_ALL  (K_MAIN | K_VCPU | K_IO | K_API)
+
+/* The signal that kicks a vCPU out of KVM_RUN (VCPU_KICK_SIGNAL in
+ * core/vm_priv.h, which checks that the two agree). */
+#define KICK_SIGNAL SIGUSR1
+
+struct sc_rule {
+	int nr;
+	const char *name;
+	int arg; /* -1: any arguments */
+	enum scmp_compare op;
+	uint64_t a, b;      /* the comparison's datums (mask and value for MASKED_EQ) */
+	const char *what;   /* the limit, in words */
+	unsigned int kinds; /* K_* */
+};
+
+#define ANY(sys, k)                                         \
+	{                                                   \
+		SCMP_SYS(sys), #sys, -1, 0, 0, 0, NULL, (k) \
+	}
+#define EQ(sys, n, v, what, k)                                             \
+	{                                                                  \
+		SCMP_SYS(sys), #sys, (n), SCMP_CMP_EQ, (v), 0, (what), (k) \
+	}
+#define MASKED(sys, n, m, v, what, k)                                               \
+	{                                                                           \
+		SCMP_SYS(sys), #sys, (n), SCMP_CMP_MASKED_EQ, (m), (v), (what), (k) \
+	}
+/* The kernel reads an ioctl request as 32 bits: compare only those. */
+#define IOCTL(req, k) MASKED(ioctl, 1, 0xffffffffu, (uint32_t)(req), #req, (k))
+
+static const struct sc_rule rules[] = {
+	/* Memory: malloc, thread stacks; never executable. */
+	ANY(brk, K_ALL),
+	MASKED(mmap, 2, PROT_EXEC, 0, "prot without PROT_EXEC", K_ALL),
+	MASKED(mprotect, 2, PROT_EXEC, 0, "prot without PROT_EXEC", K_ALL),
+	ANY(munmap, K_ALL),
+	ANY(mremap, K_ALL),
+	/* glibc returns freed arena memory and dead threads' stacks. */
+	EQ(madvise, 2, MADV_DONTNEED, "MADV_DONTNEED", K_ALL),
+
+	/* Threads, locks, time, signals. */
+	ANY(futex, K_ALL),
+	ANY(exit, K_ALL),
+	ANY(exit_group, K_ALL),
+	ANY(rt_sigreturn, K_ALL),
+	ANY(rt_sigprocmask, K_ALL),
+	ANY(restart_syscall, K_ALL),
+	ANY(sched_yield, K_ALL),
+	ANY(getpid, K_ALL),
+	ANY(gettid, K_ALL),
+	/* pthread_kill of a vCPU (vm_pause, vm_request_stop): only the kick. */
+	EQ(tgkill, 2, KICK_SIGNAL, "SIGUSR1 only, the vCPU kick", K_ALL),
+	/* The vDSO answers these, except on hosts whose clock it cannot read. */
+	ANY(clock_gettime, K_ALL),
+	ANY(gettimeofday, K_ALL),
+	ANY(clock_nanosleep, K_ALL),
+	ANY(nanosleep, K_ALL),
+
+	/* File descriptors already open. */
+	ANY(close, K_ALL),
+	ANY(write, K_ALL), /* stderr, eventfds, console output */
+	ANY(read, K_VCPU | K_IO | K_API),
+	ANY(fstat, K_ALL),
+	/* stdio's first write to a stream asks for the offset. */
+	EQ(lseek, 2, SEEK_CUR, "whence SEEK_CUR", K_MAIN | K_VCPU | K_IO),
+	/* glibc's fstat(fd) is newfstatat(fd, "", AT_EMPTY_PATH). */
+	MASKED(newfstatat, 3, AT_EMPTY_PATH, AT_EMPTY_PATH, "flags with AT_EMPTY_PATH, as fstat",
+	       K_VCPU | K_IO),
+	/* main lstat()s its sockets before removing them; API: snapshots. */
+	ANY(newfstatat, K_MAIN | K_API),
+
+	/* main: the teardown after the vCPUs have ended. */
+	IOCTL(KVM_IOEVENTFD, K_MAIN), /* deassigning the virtqueue notifiers */
+	IOCTL(KVM_IRQFD, K_MAIN),     /* deassigning the interrupt eventfds */
+	ANY(epoll_ctl, K_MAIN | K_VCPU | K_IO),
+	ANY(unlink, K_MAIN | K_API), /* the control socket, the vsock listener */
+	ANY(fdatasync, K_MAIN | K_IO | K_API),
+	ANY(fsync, K_MAIN | K_IO | K_API),
+
+	/* vCPU: the run loop and the internal-error report. */
+	IOCTL(KVM_RUN, K_VCPU),
+	IOCTL(KVM_GET_REGS, K_VCPU | K_API),
+	IOCTL(KVM_TRANSLATE, K_VCPU),
+
+	/* vCPU (vsock activate/reset) and I/O: the vsock host sockets. */
+	ANY(readv, K_VCPU | K_IO),
+	ANY(writev, K_VCPU | K_IO),
+	ANY(recvfrom, K_ALL & ~K_MAIN),
+	ANY(sendto, K_ALL & ~K_MAIN),
+	ANY(recvmsg, K_VCPU | K_IO),
+	ANY(sendmsg, K_VCPU | K_IO),
+	ANY(shutdown, K_VCPU | K_IO),
+	ANY(getsockopt, K_VCPU | K_IO),
+	ANY(timerfd_settime, K_VCPU | K_IO),
+	ANY(timerfd_gettime, K_VCPU | K_IO),
+
+	/* I/O: the loop, disks, the vsock host side, virtio-rng. */
+	ANY(epoll_wait, K_IO),
+	ANY(epoll_pwait, K_IO),
+	ANY(preadv, K_IO),
+	ANY(pwritev, K_IO),
+	ANY(pread64, K_IO | K_API),
+	ANY(pwrite64, K_IO | K_API),
+	ANY(fallocate, K_IO | K_API), /* discard and write-zeroes punch holes */
+	ANY(accept4, K_IO | K_API),
+	/* A guest connection to host port P connects to the Unix socket
+	 * PATH_P (backend/vsock_unix.c).  Never AF_INET. */
+	EQ(socket, 0, AF_UNIX, "domain AF_UNIX", K_IO),
+	ANY(connect, K_IO),
+	/* Timers: vsock's connect deadlines, and the rate limiter and --ttl. */
+	ANY(timerfd_create, K_IO),
+	ANY(getrandom, K_IO),
+	/* TUN (virtio-net, not in use yet): TUNSETIFF at setup on main;
+	 * TUNSETOFFLOAD and TUNSETVNETHDRSZ go here, for K_IO (and K_VCPU if
+	 * feature negotiation applies them). */
+
+	/* API: the control socket. */
+	ANY(poll, K_API),
+	ANY(ppoll, K_API),
+	/* API: snapshots (snapshot/save.c, common/io.c, common/qcow2_create.c,
+	 * backend/disk_open.c): the only thread that opens or makes paths. */
+	ANY(openat, K_API),
+	ANY(mkdir, K_API),
+	ANY(mkdirat, K_API),
+	ANY(rmdir, K_API),
+	ANY(rename, K_API),
+	ANY(renameat, K_API),
+	ANY(renameat2, K_API),
+	ANY(unlinkat, K_API),
+	ANY(chmod, K_API),
+	ANY(fchmod, K_API),
+	ANY(fchmodat, K_API),
+	ANY(fchown, K_API),
+	ANY(ftruncate, K_API),
+	ANY(lseek, K_API), /* SEEK_DATA/SEEK_HOLE over the memfd */
+	ANY(copy_file_range, K_API),
+	ANY(flock, K_API),
+	ANY(statx, K_API),
+	ANY(readlink, K_API), /* realpath() of read-only disks */
+	ANY(getcwd, K_API),
+	IOCTL(FICLONE, K_API),      /* copy_file_sparse: a reflink first */
+	IOCTL(BLKGETSIZE64, K_API), /* reopening a disk that is a block device */
+	IOCTL(KVM_GET_PIT2, K_API),
+	IOCTL(KVM_GET_IRQCHIP, K_API),
+	IOCTL(KVM_GET_CLOCK, K_API),
+	IOCTL(KVM_GET_MSR_INDEX_LIST, K_API),
+	IOCTL(KVM_GET_MP_STATE, K_API),
+	IOCTL(KVM_GET_SREGS, K_API),
+	IOCTL(KVM_GET_XSAVE, K_API),
+	IOCTL(KVM_GET_XCRS, K_API),
+	IOCTL(KVM_GET_DEBUGREGS, K_API),
+	IOCTL(KVM_GET_LAPIC, K_API),
+	IOCTL(KVM_GET_VCPU_EVENTS, K_API),
+	IOCTL(KVM_GET_TSC_KHZ, K_API),
+	IOCTL(KVM_GET_MSRS, K_API),
+	IOCTL(KVM_GET_CPUID2, K_API),
+};
+
+static const char *const kind_names[VMM_THREAD_KINDS] = { "main", "vcpu", "io", "api" };
+
+const char *vmm_thread_kind_name(enum vmm_thread_kind kind)
+{
+	return (unsigned int)kind < VMM_THREAD_KINDS ? kind_names[kind] : "?";
+}
+
+const char *vmm_seccomp_mode_name(enum vmm_seccomp_mode mode)
+{
+	switch (mode) {
+	case VMM_SECCOMP_KILL:
+		return "kill";
+	case VMM_SECCOMP_LOG:
+		return "log";
+	case VMM_SECCOMP_OFF:
+	default:
+		return "off";
+	}
+}
+
+int vmm_seccomp_parse_mode(const char *s, enum vmm_seccomp_mode *mode)
+{
+	if (!s)
+		return -EINVAL;
+	if (!strcmp(s, "kill"))
+		*mode = VMM_SECCOMP_KILL;
+	else if (!strcmp(s, "log"))
+		*mode = VMM_SECCOMP_LOG;
+	else if (!strcmp(s, "off"))
+		*mode = VMM_SECCOMP_OFF;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+int vmm_seccomp_install(enum vmm_thread_kind kind, enum vmm_seccomp_mode mode, char *err,
+                        size_t errlen)
+{
+	if (mode == VMM_SECCOMP_OFF)
+		return 0;
+	if ((unsigned int)kind >= VMM_THREAD_KINDS) {
+		snprintf(err, errlen, "seccomp: unknown thread kind %d", (int)kind);
+		return -EINVAL;
+	}
+	uint32_t deflt = mode == VMM_SECCOMP_LOG ? SCMP_ACT_LOG : SCMP_ACT_KILL_PROCESS;
+	scmp_filter_ctx ctx = seccomp_init(deflt);
+	if (!ctx) {
+		snprintf(err, errlen, "seccomp: cannot create the %s thread's filter",
+		         kind_names[kind]);
+		return -ENOMEM;
+	}
+	int r = 0;
+	unsigned int bit = 1u << kind;
+	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]) && r == 0; i++) {
+		const struct sc_rule *x = &rules[i];
+		if (!(x->kinds & bit))
+			continue;
+		if (x->arg < 0)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, x->nr, 0);
+		else
+			r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, x->nr, 1,
+			                     SCMP_CMP((unsigned int)x->arg, x->op, x->a, x->b));
+		if (r < 0)
+			snprintf(err, errlen, "seccomp: cannot allow %s%s%s for the %s thread: %s",
+			         x->name, x->what ? " " : "", x->what ? x->what : "",
+			         kind_names[kind], strerror(-r));
+	}
+	if (r == 0) {
+		r = seccomp_load(ctx);
+		if (r < 0)
+			snprintf(err, errlen, "seccomp: cannot load the %s thread's filter: %s",
+			         kind_names[kind], strerror(-r));
+	}
+	seccomp_release(ctx);
+	return r < 0 ? r : 0;
+}
+
+/* ---- confined threads ------------------------------------------------------ */
+
+struct start_gate {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	int r;
+	char name[16];
+	enum vmm_thread_kind kind;
+	enum vmm_seccomp_mode mode;
+	void *(*fn)(void *);
+	void *arg;
+	char err[256];
+};
+
+static void *confined(void *opaque)
+{
+	struct start_gate *g = opaque;
+	void *(*fn)(void *) = g->fn;
+	void *arg = g->arg;
+	/* Named before the filter: pthread_setname_np needs prctl. */
+	if (g->name[0])
+		(void)pthread_setname_np(pthread_self(), g->name);
+	int r = vmm_seccomp_install(g->kind, g->mode, g->err, sizeof(g->err));
+	pthread_mutex_lock(&g->lock);
+	g->r = r;
+	g->done = true;
+	pthread_cond_signal(&g->cond);
+	pthread_mutex_unlock(&g->lock);
+	/* g lives on the starter's stack: not touched after this point. */
+	return r < 0 ? NULL : fn(arg);
+}
+
+int vmm_seccomp_thread_start(pthread_t *t, const char *name, enum vmm_thread_kind kind,
+                             enum vmm_seccomp_mode mode, void *(*fn)(void *), void *arg, char *err,
+                             size_t errlen)
+{
+	struct start_gate g = { .kind = kind, .mode = mode, .fn = fn, .arg = arg };
+	snprintf(g.name, sizeof(g.name), "%s", name ? name : "");
+	pthread_mutex_init(&g.lock, NULL);
+	pthread_cond_init(&g.cond, NULL);
+	int r = -pthread_create(t, NULL, confined, &g);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot start the %s thread: %s", vmm_thread_kind_name(kind),
+		         strerror(-r));
+	} else {
+		pthread_mutex_lock(&g.lock);
+		while (!g.done)
+			pthread_cond_wait(&g.cond, &g.lock);
+		r = g.r;
+		pthread_mutex_unlock(&g.lock);
+		if (r < 0) {
+			pthread_join(*t, NULL);
+			snprintf(err, errlen, "%s", g.err);
+		}
+	}
+	pthread_cond_destroy(&g.cond);
+	pthread_mutex_destroy(&g.lock);
+	return r;
+}
+
+/* ---- the table, printed ------------------------------------------------------ */
+
+void vmm_seccomp_list(FILE *out)
+{
+	for (unsigned int k = 0; k < VMM_THREAD_KINDS; k++) {
+		fprintf(out, "%s:\n", kind_names[k]);
+		for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
+			const struct sc_rule *x = &rules[i];
+			if (!(x->kinds & (1u << k)))
+				continue;
+			/* One line per syscall: its argument limits joined. */
+			bool first = true;
+			for (size_t j = 0; j < i; j++)
+				if ((rules[j].kinds & (1u << k)) && rules[j].nr == x->nr)
+					first = false;
+			if (!first)
+				continue;
+			fprintf(out, "  %s", x->name);
+			bool any = false, limited = false;
+			for (size_t j = i; j < sizeof(rules) / sizeof(rules[0]); j++) {
+				const struct sc_rule *y = &rules[j];
+				if (!(y->kinds & (1u << k)) || y->nr != x->nr)
+					continue;
+				if (y->arg < 0) {
+					any = true;
+					continue;
+				}
+				fprintf(out, "%s%s", limited ? ", " : ": ", y->what);
+				limited = true;
+			}
+			if (any && limited)
+				fprintf(out, " (or any: another row allows all)");
+			fputc('\n', out);
+		}
+	}
+}
