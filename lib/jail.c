@@ -15,7 +15,7 @@
 
 #include "errf.h"
 #include "io.h"
-#include "libcove.h"
+#include "registry.h"
 
 /* $COVE_JAIL_IDS, or the default range. */
 static int id_range(uint32_t *first, uint32_t *count, char *err, size_t errlen)
@@ -52,22 +52,23 @@ static uint32_t name_hash(const char *s)
 
 /* Claims a uid for sb in <base>/.ids/<uid> (O_EXCL); a claim whose
  * sandbox directory is gone is stale and taken over. */
-static int claim_uid(struct cove_sandbox *sb, char *err, size_t errlen)
+static int claim_uid(struct sandbox_jail *j, const char *sbdir, const char *name, char *err,
+                     size_t errlen)
 {
 	uint32_t first, count;
 	int r = id_range(&first, &count, err, errlen);
 	if (r < 0)
 		return r;
 	char base[REGISTRY_DIR_MAX], ids[REGISTRY_DIR_MAX + 8];
-	snprintf(base, sizeof(base), "%s", sb->dir);
+	snprintf(base, sizeof(base), "%s", sbdir);
 	char *slash = strrchr(base, '/');
 	if (!slash)
-		return errf(err, errlen, -EINVAL, "bad sandbox directory %s", sb->dir);
+		return errf(err, errlen, -EINVAL, "bad sandbox directory %s", sbdir);
 	*slash = 0;
 	(void)!snprintf(ids, sizeof(ids), "%s/.ids", base);
 	if (mkdir(ids, 0700) < 0 && errno != EEXIST)
 		return errf(err, errlen, -errno, "cannot create %s: %s", ids, strerror(errno));
-	uint32_t start = name_hash(sb->name) % count;
+	uint32_t start = name_hash(name) % count;
 	uint32_t tries = count < 4096 ? count : 4096;
 	for (uint32_t i = 0; i < tries; i++) {
 		uint32_t uid = first + (start + i) % count;
@@ -77,15 +78,15 @@ static int claim_uid(struct cove_sandbox *sb, char *err, size_t errlen)
 			int fd =
 			    open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 			if (fd >= 0) {
-				r = write_all(fd, sb->name, strlen(sb->name));
+				r = write_all(fd, name, strlen(name));
 				close(fd);
 				if (r < 0) {
 					unlink(p);
 					return errf(err, errlen, r, "cannot write %s: %s", p,
 					            strerror(-r));
 				}
-				sb->jail.uid = uid;
-				snprintf(sb->jail.claim, sizeof(sb->jail.claim), "%s", p);
+				j->uid = uid;
+				snprintf(j->claim, sizeof(j->claim), "%s", p);
 				return 0;
 			}
 			if (errno != EEXIST)
@@ -109,9 +110,9 @@ static int claim_uid(struct cove_sandbox *sb, char *err, size_t errlen)
 	            first + count - 1);
 }
 
-int jail_prepare(struct cove_sandbox *sb, const struct cgroup_limits *l, char *err, size_t errlen)
+int jail_prepare(struct sandbox_jail *j, const char *dir, const char *name, const char *root,
+                 const struct cgroup_limits *l, char *err, size_t errlen)
 {
-	struct sandbox_jail *j = &sb->jail;
 	int r;
 	/* For measuring what the jail costs (cove bench, docs/benchmarks.md):
 	 * no namespaces, pivot_root, uid or cgroup. */
@@ -124,13 +125,13 @@ int jail_prepare(struct cove_sandbox *sb, const struct cgroup_limits *l, char *e
 	j->userns = geteuid() != 0;
 	j->ids = !j->userns;
 	if (j->ids) {
-		if ((r = claim_uid(sb, err, errlen)) < 0)
+		if ((r = claim_uid(j, dir, name, err, errlen)) < 0)
 			return r;
-		if (chown(sb->root, j->uid, j->uid) < 0)
-			return errf(err, errlen, -errno, "cannot give %s to uid %u: %s", sb->root,
+		if (chown(root, j->uid, j->uid) < 0)
+			return errf(err, errlen, -errno, "cannot give %s to uid %u: %s", root,
 			            (unsigned)j->uid, strerror(errno));
 	}
-	r = cgroup_create(sb->name, l, &j->cgroup_fd, j->cgroup, sizeof(j->cgroup), j->note,
+	r = cgroup_create(name, l, &j->cgroup_fd, j->cgroup, sizeof(j->cgroup), j->note,
 	                  sizeof(j->note), err, errlen);
 	return r < 0 ? r : 0;
 }

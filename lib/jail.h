@@ -31,11 +31,11 @@ struct sandbox_jail {
 	char note[320]; /* what was not applied, one line, or "" */
 };
 
-struct cove_sandbox;
-
-/* Decides the confinement, claims a uid (root) and hands it the jail
- * root, and creates the cgroup with l.  0, or -errno with err. */
-int jail_prepare(struct cove_sandbox *sb, const struct cgroup_limits *l, char *err, size_t errlen)
+/* Decides the confinement of the sandbox name (registry entry dir, jail
+ * root root), claims a uid (root) and hands it the jail root, and creates
+ * the cgroup with l.  0, or -errno with err. */
+int jail_prepare(struct sandbox_jail *j, const char *dir, const char *name, const char *root,
+                 const struct cgroup_limits *l, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
 /* After a start where clone3 could not make a user namespace: from now

@@ -187,7 +187,7 @@ int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *e
 		goto fail;
 	struct cgroup_limits lim;
 	sandbox_limits(cfg, m->cpus, m->memory_mib, &lim);
-	if ((r = jail_prepare(sb, &lim, err, errlen)) < 0)
+	if ((r = jail_prepare(&sb->jail, sb->dir, sb->name, sb->root, &lim, err, errlen)) < 0)
 		goto fail;
 	lfd = vmm_listen(ready);
 	if (lfd < 0) {

@@ -236,7 +236,7 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
 	sandbox_logs(sb, cfg, console, log);
 	struct cgroup_limits lim;
 	sandbox_limits(cfg, m->cpus ? m->cpus : COVE_CPUS_MAX, m->memory_mib, &lim);
-	if ((r = jail_prepare(sb, &lim, err, errlen)) < 0)
+	if ((r = jail_prepare(&sb->jail, sb->dir, sb->name, sb->root, &lim, err, errlen)) < 0)
 		goto fail;
 	const char *argv[] = { cfg->vmm, "--restore", m->restored_from, "--overlay-dir",
 		               sb->root, "--vsock",   sb->vsock,        "--api",

@@ -189,8 +189,9 @@ static void handle(struct vm *vm, int smaps_fd, const char *line, int passed, ch
 		if (!dir) {
 			reply_err(out, outlen, "snapshot needs \"dir\", an absolute path");
 		} else if (use_fd && passed < 0) {
-			reply_err(out, outlen, "\"dirfd\": true needs the directory's fd passed "
-			                       "with the request");
+			reply_err(out, outlen,
+			          "\"dirfd\": true needs the directory's fd passed "
+			          "with the request");
 		} else if (!then || (strcmp(then, "resume") && strcmp(then, "stop"))) {
 			reply_err(out, outlen, "\"then\" must be \"resume\" or \"stop\"");
 		} else {
@@ -270,10 +271,9 @@ static bool conn_read(struct vmm_api *a, struct api_conn *c)
 {
 	char ctl[CMSG_SPACE(sizeof(int))];
 	struct iovec iov = { .iov_base = c->buf + c->len, .iov_len = sizeof(c->buf) - 1 - c->len };
-	struct msghdr mh = { .msg_iov = &iov,
-		             .msg_iovlen = 1,
-		             .msg_control = ctl,
-		             .msg_controllen = sizeof(ctl) };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)
+	};
 	ssize_t n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	/* At most one fd rides on a request; any other is closed at once. */
 	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); n > 0 && cm; cm = CMSG_NXTHDR(&mh, cm)) {
