@@ -127,7 +127,7 @@ static const struct sc_rule rules[] = {
 	ANY(writev, K_VCPU | K_IO),
 	ANY(recvfrom, K_ALL & ~K_MAIN),
 	ANY(sendto, K_ALL & ~K_MAIN),
-	ANY(recvmsg, K_VCPU | K_IO),
+	ANY(recvmsg, K_VCPU | K_IO | K_API), /* API: a request may carry an fd */
 	ANY(sendmsg, K_VCPU | K_IO),
 	ANY(shutdown, K_VCPU | K_IO),
 	ANY(getsockopt, K_VCPU | K_IO),
@@ -174,6 +174,7 @@ static const struct sc_rule rules[] = {
 	ANY(ftruncate, K_API),
 	ANY(lseek, K_API), /* SEEK_DATA/SEEK_HOLE over the memfd */
 	ANY(copy_file_range, K_API),
+	EQ(fcntl, 1, F_DUPFD_CLOEXEC, "F_DUPFD_CLOEXEC: the snapshot directory", K_API),
 	ANY(flock, K_API),
 	ANY(statx, K_API),
 	ANY(readlink, K_API), /* realpath() of read-only disks */
