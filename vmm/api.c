@@ -100,8 +100,8 @@ static json_t *stats(struct vm *vm)
 	return json_pack("{s:b, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I}", "ok", 1, "kvm", kvm,
 	                 "times", times, "vmm_rss_kb", (json_int_t)own_kb, "guest_rss_kb",
 	                 (json_int_t)guest_kb, "disk_read_bytes", (json_int_t)rd,
-	                 "disk_written_bytes", (json_int_t)wr, "disk_throttled",
-	                 (json_int_t)thr, "disk_throttled_ms", (json_int_t)(thr_ns / 1000000));
+	                 "disk_written_bytes", (json_int_t)wr, "disk_throttled", (json_int_t)thr,
+	                 "disk_throttled_ms", (json_int_t)(thr_ns / 1000000));
 }
 
 void vmm_api_handle(struct vm *vm, const char *line, char *out, size_t outlen)

@@ -74,8 +74,8 @@ static int limit_option(struct vmm_disk_limits *l, const char *opt, char *err, s
 			continue;
 		unsigned long long v;
 		if (parse_uint(opt + n, LIMIT_MAX, &v) < 0)
-			return bad(err, errlen, "disk option '%s' needs a number from 0 to %llu", opt,
-			           LIMIT_MAX);
+			return bad(err, errlen, "disk option '%s' needs a number from 0 to %llu",
+			           opt, LIMIT_MAX);
 		memcpy((char *)l + keys[i].off, &(uint64_t){ v }, sizeof(uint64_t));
 		return 1;
 	}
@@ -136,10 +136,11 @@ static int parse_disk(struct vm_config *vm, char *spec, char *err, size_t errlen
 		else if (!strncmp(opt, "format=", 7))
 			format = opt + 7;
 		else
-			return bad(err, errlen,
-			           "unknown disk option '%s' (expected ro, id=NAME, format=raw|qcow2, "
-			           "bps=N, bps_burst=N, iops=N, iops_burst=N or max_file=BYTES)",
-			           opt);
+			return bad(
+			    err, errlen,
+			    "unknown disk option '%s' (expected ro, id=NAME, format=raw|qcow2, "
+			    "bps=N, bps_burst=N, iops=N, iops_burst=N or max_file=BYTES)",
+			    opt);
 	}
 	return add_disk(vm, path, ro, id, format, &l, err, errlen);
 }
@@ -453,16 +454,18 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 			break;
 		case O_TTL:
 			if (parse_uint(optarg, VMM_TTL_MAX, &n) < 0 || n == 0)
-				return bad(err, errlen,
-				           "--ttl must be a number of seconds from 1 to %llu, got '%s'",
-				           VMM_TTL_MAX, optarg);
+				return bad(
+				    err, errlen,
+				    "--ttl must be a number of seconds from 1 to %llu, got '%s'",
+				    VMM_TTL_MAX, optarg);
 			c->vm.ttl_s = n;
 			break;
 		case O_CONSOLE_MAX:
 			if (parse_uint(optarg, LIMIT_MAX, &n) < 0 || n < VM_CONSOLE_MAX_MIN)
-				return bad(err, errlen,
-				           "--console-max must be a number of bytes from %llu, got '%s'",
-				           VM_CONSOLE_MAX_MIN, optarg);
+				return bad(
+				    err, errlen,
+				    "--console-max must be a number of bytes from %llu, got '%s'",
+				    VM_CONSOLE_MAX_MIN, optarg);
 			c->vm.console_max = n;
 			break;
 		case O_DISK_LIMIT: {

@@ -74,8 +74,8 @@ struct vm_config {
 	const char *console_path;
 	const char *vsock_path; /* NULL: no vsock device */
 	uint64_t vsock_cid;     /* 0: the default (3) */
-	uint64_t ttl_s;         /* stop with VM_EXIT_DEADLINE this long after vm_start(); 0: never */
-	uint64_t console_max;   /* cap on a console file's size; 0: VM_CONSOLE_MAX_DEFAULT */
+	uint64_t ttl_s;       /* stop with VM_EXIT_DEADLINE this long after vm_start(); 0: never */
+	uint64_t console_max; /* cap on a console file's size; 0: VM_CONSOLE_MAX_DEFAULT */
 };
 
 struct vm;

@@ -148,8 +148,8 @@ static void console_flush(void *opaque, uint32_t events)
 /* The console file: never through a symbolic link (someone else's link in
  * a shared directory would point our writes anywhere), truncated only once
  * it is known to be a regular file, and then capped. */
-static int open_console_file(struct vm *vm, const struct vm_config *cfg, uint64_t *cap,
-                             char *err, size_t errlen)
+static int open_console_file(struct vm *vm, const struct vm_config *cfg, uint64_t *cap, char *err,
+                             size_t errlen)
 {
 	int fd = open(cfg->console_path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {

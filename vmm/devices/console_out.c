@@ -63,8 +63,10 @@ static void rotate(struct console_out *o, uint64_t incoming)
 	}
 	uint64_t dst = 0;
 	for (uint64_t from = src; from < o->size;) {
-		size_t len = (size_t)(o->size - from < sizeof(chunk) ? o->size - from : sizeof(chunk));
-		if (pio(o->fd, chunk, len, from, false) < 0 || pio(o->fd, chunk, len, dst, true) < 0)
+		size_t len =
+		    (size_t)(o->size - from < sizeof(chunk) ? o->size - from : sizeof(chunk));
+		if (pio(o->fd, chunk, len, from, false) < 0 ||
+		    pio(o->fd, chunk, len, dst, true) < 0)
 			break; /* what was moved so far stays */
 		from += len;
 		dst += len;
@@ -102,7 +104,8 @@ void console_out_put(struct console_out *o, uint8_t c)
 		return;
 	}
 	if (o->timer_fd >= 0 && !o->timer_armed) {
-		struct itimerspec its = { .it_value = { .tv_nsec = CONSOLE_OUT_FLUSH_MS * 1000000L } };
+		struct itimerspec its = { .it_value = { .tv_nsec =
+			                                    CONSOLE_OUT_FLUSH_MS * 1000000L } };
 		/* #syscalls: timerfd_settime (vCPU threads, once per partial line) */
 		o->timer_armed = timerfd_settime(o->timer_fd, 0, &its, NULL) == 0;
 	}

@@ -17,11 +17,11 @@
 #define CONSOLE_OUT_FLUSH_MS 25 /* a partial line waits at most this long */
 
 struct console_out {
-	int fd;          /* -1: output discarded */
-	uint64_t cap;    /* 0: plain write()s (stdio, pipes); else the file's cap */
-	uint64_t size;   /* bytes in the capped file (we are its one writer) */
+	int fd;           /* -1: output discarded */
+	uint64_t cap;     /* 0: plain write()s (stdio, pipes); else the file's cap */
+	uint64_t size;    /* bytes in the capped file (we are its one writer) */
 	uint64_t dropped; /* bytes rotated out of the capped file */
-	int timer_fd;    /* one-shot timerfd for partial lines; -1: none */
+	int timer_fd;     /* one-shot timerfd for partial lines; -1: none */
 	bool timer_armed;
 	uint32_t len;
 	uint8_t buf[CONSOLE_OUT_BUF];

@@ -26,8 +26,8 @@ struct vblk {
 	uint64_t bytes_read, bytes_written; /* guest requests served (atomic) */
 	/* Rate limiting (vblk_set_limits); runtime only, not state. */
 	struct ratelimit rl;
-	int timer_fd;    /* timerfd on the I/O loop that resumes the queue; -1: none */
-	bool throttled;  /* the timer is armed: the queue waits for it */
+	int timer_fd;   /* timerfd on the I/O loop that resumes the queue; -1: none */
+	bool throttled; /* the timer is armed: the queue waits for it */
 	struct evloop *loop;
 	uint64_t throttled_events, throttled_ns; /* copies of rl's counters (atomic) */
 };
