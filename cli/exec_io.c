@@ -105,7 +105,7 @@ int cli_exec_command(struct cove_sandbox *sb, const struct cli_exec *x, char **a
 		/* A sandbox that went away (its --ttl, a crash) says why. */
 		char why[512];
 		fprintf(stderr, "%s: %s\n", prog,
-		        cove_sandbox_exited(sb, why, sizeof(why)) && why[0] ? why : err);
+		        cove_sandbox_exited(sb, 2000, why, sizeof(why)) && why[0] ? why : err);
 		/* As shells do: 127 for a command not found, 126 for one that
 		 * cannot run; 125 stays for failures of the sandbox itself. */
 		return r == -ENOENT ? 127 : r == -EACCES || r == -ENOEXEC ? 126 : 125;

@@ -134,13 +134,14 @@ int cove_ping(struct cove_sandbox *sb, char *err, size_t errlen)
 int cove_agent_restored(struct cove_sandbox *sb, const char *hostname, const char *sandbox_id,
                         char *err, size_t errlen) __attribute__((warn_unused_result));
 
-/* Whether cove-vmm has exited (a child is left for cove_stop to reap);
- * when it has, and why is not NULL, a one-line reason goes there: "the
+/* Whether cove-vmm has exited, waiting up to wait_ms for it (a child is
+ * left for cove_stop to reap): a command whose connection broke calls it,
+ * and the connection closes a moment before the process ends.  When it has, and why is not NULL, a one-line reason goes there: "the
  * sandbox reached its --ttl of 5 s" for a deadline (also when cove-vmm
  * did not stop by itself and libcove killed it, ttl_s + 3 s after the
  * start), else cove-vmm's status and its log's last line.  For a command
  * that failed because the sandbox went away. */
-bool cove_sandbox_exited(struct cove_sandbox *sb, char *why, size_t len);
+bool cove_sandbox_exited(struct cove_sandbox *sb, int wait_ms, char *why, size_t len);
 
 /* Asks the guest to shut down, waits for cove-vmm to exit (killing it
  * after a grace period) and removes the runtime directory. */

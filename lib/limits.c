@@ -132,14 +132,18 @@ static void last_line(const char *path, char *out, size_t len)
 
 #define VMM_EXIT_DEADLINE 6 /* cove-vmm's exit status at its --ttl (vmm/main.c) */
 
-bool cove_sandbox_exited(struct cove_sandbox *sb, char *why, size_t len)
+bool cove_sandbox_exited(struct cove_sandbox *sb, int wait_ms, char *why, size_t len)
 {
 	if (why && len)
 		why[0] = 0;
 	if (sb->pidfd < 0)
 		return sb->stopped;
 	struct pollfd p = { .fd = sb->pidfd, .events = POLLIN };
-	if (poll(&p, 1, 0) <= 0)
+	int n;
+	do
+		n = poll(&p, 1, wait_ms > 0 ? wait_ms : 0);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0)
 		return false;
 	if (!why || !len)
 		return true;
