@@ -138,7 +138,10 @@ int cli_exec_command(struct cove_sandbox *sb, const struct cli_exec *x, char **a
 	if (r == -EINTR && got_signal)
 		return 128 + got_signal; /* the sandbox did not answer in time */
 	if (r < 0) {
-		fprintf(stderr, "%s: %s\n", prog, err);
+		/* A sandbox that went away (its --ttl, a crash) says why. */
+		char why[512];
+		fprintf(stderr, "%s: %s\n", prog,
+		        cove_sandbox_exited(sb, 2000, why, sizeof(why)) && why[0] ? why : err);
 		if (r == -ETIMEDOUT && x->timeout_s)
 			return 124;
 		/* As shells do: 127 for a command not found, 126 for one that

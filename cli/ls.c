@@ -28,24 +28,82 @@ static void format_age(int64_t created, int64_t now, char *out, size_t len)
 		snprintf(out, len, "%lldd", (long long)(s / 86400));
 }
 
+/* A byte count the way the flags take it: 256M, 2G, 1536K. */
+static void format_size(uint64_t v, char *out, size_t len)
+{
+	static const char units[] = "BKMGT";
+	unsigned int u = 0;
+	while (u < 4 && v >= 1024 && v % 1024 == 0) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(out, len, "%llu", (unsigned long long)v);
+	else
+		snprintf(out, len, "%llu%c", (unsigned long long)v, units[u]);
+}
+
+/* "cpu=0.5 pids=64 rate=16M/s iops=100" or "-". */
+static void format_limits(const struct cove_info *s, char *out, size_t len)
+{
+	size_t n = 0;
+	char v[32];
+	out[0] = 0;
+	if (s->cpu_quota > 0)
+		n += (size_t)snprintf(out + n, len - n, "%scpu=%g", n ? " " : "", s->cpu_quota);
+	if (s->pids_max && n < len)
+		n += (size_t)snprintf(out + n, len - n, "%spids=%llu", n ? " " : "",
+		                      (unsigned long long)s->pids_max);
+	if (s->disk_bps && n < len) {
+		format_size(s->disk_bps, v, sizeof(v));
+		n += (size_t)snprintf(out + n, len - n, "%srate=%s/s", n ? " " : "", v);
+	}
+	if (s->disk_iops && n < len)
+		n += (size_t)snprintf(out + n, len - n, "%siops=%llu", n ? " " : "",
+		                      (unsigned long long)s->disk_iops);
+	if (!out[0])
+		snprintf(out, len, "-");
+}
+
 static void print_table(const struct cove_info *list, size_t n, int64_t now)
 {
-	int w = 4;
-	for (size_t i = 0; i < n; i++)
+	int w = 4, lw = 6;
+	char limits[160];
+	for (size_t i = 0; i < n; i++) {
 		if ((int)strlen(list[i].name) > w)
 			w = (int)strlen(list[i].name);
-	printf("%-*s  %-8s  %7s  %4s  %7s  %-7s  %s\n", w, "NAME", "STATE", "PID", "CPUS", "MEMORY",
-	       "AGE", "IMAGE or RESTORED-FROM");
+		format_limits(&list[i], limits, sizeof(limits));
+		if ((int)strlen(limits) > lw)
+			lw = (int)strlen(limits);
+	}
+	printf("%-*s  %-8s  %7s  %4s  %7s  %-7s  %6s  %-9s  %-*s  %s\n", w, "NAME", "STATE", "PID",
+	       "CPUS", "MEMORY", "AGE", "DISK", "TTL", lw, "LIMITS", "IMAGE or RESTORED-FROM");
 	for (size_t i = 0; i < n; i++) {
 		const struct cove_info *s = &list[i];
-		char age[32], mem[32], pid[16], cpus[16];
+		char age[32], mem[32], pid[16], cpus[16], disk[32], ttl[72], left[32];
 		format_age(s->created, now, age, sizeof(age));
+		format_limits(s, limits, sizeof(limits));
+		if (s->disk_size)
+			format_size(s->disk_size, disk, sizeof(disk));
+		else
+			snprintf(disk, sizeof(disk), "-");
+		/* The ttl and what is left of it ("5m/3m" left). */
+		if (s->ttl_s && s->created) {
+			int64_t rest = s->created + (int64_t)s->ttl_s - now;
+			format_age(now - (rest > 0 ? rest : 0), now, left, sizeof(left));
+			char total[32];
+			format_age(now - (int64_t)s->ttl_s, now, total, sizeof(total));
+			snprintf(ttl, sizeof(ttl), "%s/%s", total, left);
+		} else {
+			snprintf(ttl, sizeof(ttl), s->ttl_s ? "%llus" : "-",
+			         (unsigned long long)s->ttl_s);
+		}
 		snprintf(mem, sizeof(mem), s->memory_mib ? "%lluM" : "-",
 		         (unsigned long long)s->memory_mib);
 		snprintf(pid, sizeof(pid), s->pid ? "%d" : "-", (int)s->pid);
 		snprintf(cpus, sizeof(cpus), s->cpus ? "%u" : "-", s->cpus);
-		printf("%-*s  %-8s  %7s  %4s  %7s  %-7s  %s%s\n", w, s->name,
-		       cove_state_name(s->state), pid, cpus, mem, age,
+		printf("%-*s  %-8s  %7s  %4s  %7s  %-7s  %6s  %-9s  %-*s  %s%s\n", w, s->name,
+		       cove_state_name(s->state), pid, cpus, mem, age, disk, ttl, lw, limits,
 		       s->restored_from ? "restored from " : "",
 		       s->restored_from ? s->restored_from
 		       : s->image       ? s->image
@@ -65,6 +123,14 @@ static int print_json(const struct cove_info *list, size_t n, int64_t now)
 		                      "age_s", (json_int_t)(s->created ? now - s->created : 0));
 		if (o && s->image)
 			json_object_set_new(o, "image", json_string(s->image));
+		if (o) {
+			json_object_set_new(o, "cpu_quota", json_real(s->cpu_quota));
+			json_object_set_new(o, "pids_max", json_integer((json_int_t)s->pids_max));
+			json_object_set_new(o, "disk_size", json_integer((json_int_t)s->disk_size));
+			json_object_set_new(o, "disk_bps", json_integer((json_int_t)s->disk_bps));
+			json_object_set_new(o, "disk_iops", json_integer((json_int_t)s->disk_iops));
+			json_object_set_new(o, "ttl_s", json_integer((json_int_t)s->ttl_s));
+		}
 		if (o && s->restored_from)
 			json_object_set_new(o, "restored_from", json_string(s->restored_from));
 		if (!o || json_array_append_new(a, o) < 0) {

@@ -23,10 +23,135 @@ int cli_parse_num(const char *s, unsigned long max, unsigned long *out)
 	return 0;
 }
 
+int cli_parse_size(const char *s, uint64_t max, uint64_t *out)
+{
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno)
+		return -1;
+	unsigned int shift = 0;
+	if (*end) {
+		const char *units = "KMGT";
+		const char *u = strchr(units, end[0] & ~0x20);
+		if (!u || !end[0])
+			return -1;
+		shift = 10 * (unsigned int)(u - units + 1);
+		end++;
+		/* "16M", "16MB" and "16MiB" all mean 16 * 2^20. */
+		if (!strcmp(end, "iB") || !strcmp(end, "B"))
+			end += strlen(end);
+		if (*end)
+			return -1;
+	}
+	if (v > (max >> shift))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+int cli_parse_duration(const char *s, uint64_t max, uint64_t *out)
+{
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno)
+		return -1;
+	uint64_t mul = 1;
+	if (*end) {
+		mul = !strcmp(end, "s")   ? 1
+		      : !strcmp(end, "m") ? 60
+		      : !strcmp(end, "h") ? 3600
+		      : !strcmp(end, "d") ? 86400
+		                          : 0;
+		if (!mul)
+			return -1;
+	}
+	if (v > max / mul)
+		return -1;
+	*out = v * mul;
+	return 0;
+}
+
+/* The limit options of cli_config_option. */
+static int limit_option(struct cove_config *cfg, int o, const char *arg, const char *prog)
+{
+	uint64_t v;
+	switch (o) {
+	case CLI_O_CPU_QUOTA: {
+		char *end;
+		errno = 0;
+		double q = strtod(arg, &end);
+		if (errno || end == arg || *end || !(q >= 0.01 && q <= COVE_CPUS_MAX)) {
+			fprintf(stderr, "%s: --cpu-quota must be 0.01 to %d CPUs, got '%s'\n", prog,
+			        COVE_CPUS_MAX, arg);
+			return -1;
+		}
+		cfg->cpu_quota = q;
+		return 1;
+	}
+	case CLI_O_PIDS_MAX:
+		if (cli_parse_size(arg, 4194304, &v) < 0 || v < 16 || strpbrk(arg, "KMGTkmgt")) {
+			fprintf(stderr, "%s: --pids-max must be 16 to 4194304, got '%s'\n", prog,
+			        arg);
+			return -1;
+		}
+		cfg->pids_max = v;
+		return 1;
+	case CLI_O_DISK_SIZE:
+		if (cli_parse_size(arg, 64ULL << 40, &v) < 0 || v == 0) {
+			fprintf(stderr,
+			        "%s: --disk-size must be a size like 2G (at most 64T), got '%s'\n",
+			        prog, arg);
+			return -1;
+		}
+		cfg->disk_size = v;
+		return 1;
+	case CLI_O_DISK_RATE:
+		if (cli_parse_size(arg, 1ULL << 50, &v) < 0 || v < 4096) {
+			fprintf(stderr,
+			        "%s: --disk-rate must be bytes per second like 16M (at least 4K), "
+			        "got '%s'\n",
+			        prog, arg);
+			return -1;
+		}
+		cfg->disk_bps = v;
+		return 1;
+	case CLI_O_DISK_IOPS:
+		if (cli_parse_size(arg, 1ULL << 50, &v) < 0 || v == 0 || strpbrk(arg, "KMGTkmgt")) {
+			fprintf(stderr,
+			        "%s: --disk-iops must be a number of requests per second, "
+			        "got '%s'\n",
+			        prog, arg);
+			return -1;
+		}
+		cfg->disk_iops = v;
+		return 1;
+	case CLI_O_TTL:
+		if (cli_parse_duration(arg, 10ULL * 366 * 86400, &v) < 0 || v == 0) {
+			fprintf(stderr,
+			        "%s: --ttl must be a duration like 30s, 5m, 2h or a number of "
+			        "seconds (at most 10 years), got '%s'\n",
+			        prog, arg);
+			return -1;
+		}
+		cfg->ttl_s = v;
+		return 1;
+	}
+	return 0;
+}
+
 int cli_config_option(struct cove_config *cfg, char **image, int o, const char *arg,
                       const char *prog)
 {
 	unsigned long v;
+	int k = limit_option(cfg, o, arg, prog);
+	if (k)
+		return k;
 	switch (o) {
 	case CLI_O_CPUS:
 		if (cli_parse_num(arg, COVE_CPUS_MAX, &v) < 0 || v == 0) {

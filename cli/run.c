@@ -13,7 +13,7 @@ static const char run_usage[] =
     "usage: cove run [--cpus N] [--memory MiB] [--image minimal|debian|PATH]\n"
     "                [--kernel PATH] [--hostname NAME] [-e K=V]... [-w DIR]\n"
     "                [--timeout S] [--put LOCAL:GUEST]... [--get GUEST:LOCAL]...\n"
-    "                [-it] -- CMD [ARGS...]\n";
+    "                [LIMITS] [-it] -- CMD [ARGS...]\n" CLI_LIMIT_USAGE;
 
 /* "A:B" -> A and B (split at the first ':'). */
 static int split_pair(char *s, char **a, char **b)
@@ -44,6 +44,7 @@ int cli_run(int argc, char **argv)
 		{ "put", required_argument, NULL, O_PUT },
 		{ "get", required_argument, NULL, O_GET },
 		{ "help", no_argument, NULL, 'h' },
+		CLI_LIMIT_OPTIONS,
 		{ 0 },
 	};
 	const char *prog = "cove run";

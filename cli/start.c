@@ -15,7 +15,7 @@
 static const char start_usage[] =
     "usage: cove start --name NAME [--cpus N] [--memory MiB]\n"
     "                  [--image minimal|debian|PATH] [--kernel PATH]\n"
-    "                  [--hostname NAME] [--timeout S]\n"
+    "                  [--hostname NAME] [--timeout S] [LIMITS]\n" CLI_LIMIT_USAGE
     "  --timeout S: give up when the agent has not answered after S seconds (60)\n";
 
 static const char stop_usage[] = "usage: cove stop NAME...\n";
@@ -31,6 +31,7 @@ int cli_start(int argc, char **argv)
 		{ "hostname", required_argument, NULL, CLI_O_HOSTNAME },
 		{ "timeout", required_argument, NULL, CLI_O_TIMEOUT },
 		{ "help", no_argument, NULL, 'h' },
+		CLI_LIMIT_OPTIONS,
 		{ 0 },
 	};
 	const char *prog = "cove start";

@@ -209,3 +209,44 @@ int qcow2_create_overlay_format(const char *path, const char *backing, const cha
 	}
 	return 0;
 }
+
+static uint64_t div_up(uint64_t a, uint64_t b)
+{
+	return a / b + (a % b != 0);
+}
+
+uint64_t qcow2_overlay_max_file(uint64_t size)
+{
+	/* Counted in 64 KiB clusters, for an image qcow2_create_overlay()
+	 * made and the VMM's writer filled (docs/ARCHITECTURE.md, "Disk size
+	 * and the overlay cap"): it allocates every guest cluster at most
+	 * once, always at the end of the file, so the file ends after
+	 *   the header, the refcount table, the first refcount block and the
+	 *   L1 table (what creation wrote),
+	 *   one data cluster per guest cluster,
+	 *   one L2 table per 512 MiB of guest disk (8192 entries of 64 KiB),
+	 *   one refcount block per 32768 clusters of file (16-bit counts),
+	 *   and, past 16 TiB of file, refcount tables: grown by doubling, each
+	 *   old one left behind, so at most twice the last one, plus the
+	 *   refcount blocks that cover them. */
+	if (size > UINT64_MAX / 2)
+		return UINT64_MAX;
+	size = (size + SECTOR - 1) & ~(SECTOR - 1);
+	uint64_t data = div_up(size, CREATE_CLUSTER);
+	uint64_t l2 = div_up(size, CREATE_CLUSTER * CREATE_L2_ENTRIES);
+	uint64_t l1 = div_up(l2 * 8, CREATE_CLUSTER);
+	uint64_t fixed = 3 + (l1 ? l1 : 1);
+	uint64_t per_block = CREATE_CLUSTER * 8 / 16; /* 16-bit refcounts */
+	uint64_t per_table = CREATE_CLUSTER / 8;      /* refcount blocks one cluster lists */
+	uint64_t blocks = 1, tables = 0;
+	for (int i = 0; i < 8; i++) { /* a fixed point, reached in two or three rounds */
+		uint64_t total = fixed + data + l2 + blocks + tables;
+		uint64_t b = div_up(total, per_block);
+		uint64_t t = b > per_table ? 2 * div_up(b, per_table) : 0;
+		if (b <= blocks && t <= tables)
+			break;
+		blocks = b > blocks ? b : blocks;
+		tables = t > tables ? t : tables;
+	}
+	return (fixed + data + l2 + blocks + tables) * CREATE_CLUSTER;
+}

@@ -138,4 +138,13 @@ int qcow2_create_overlay_format(const char *path, const char *backing, const cha
                                 uint64_t size, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
+/* The longest an overlay that qcow2_create_overlay() made for a disk of
+ * `size` bytes can grow under the VMM's qcow2 writer, which allocates each
+ * guest cluster once, at the end of the file: data, L2 tables, refcount
+ * blocks and tables together (the layout is worked out in the function).
+ * What libcove gives cove-vmm as a root overlay's max_file.  A guest that
+ * discards clusters and writes them again needs more (freed clusters are
+ * not reused) and meets the cap. */
+uint64_t qcow2_overlay_max_file(uint64_t size);
+
 #endif

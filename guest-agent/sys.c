@@ -183,6 +183,8 @@ void agent_sys_setup(bool pid1)
 	if (pid1)
 		umask(022);
 	mount_missing();
+	if (pid1)
+		agent_grow_root();
 	dev_links();
 	set_hostname(pid1);
 	loopback_up();

@@ -99,10 +99,44 @@ int config_check_sizes(unsigned int cpus, uint64_t memory_mib, char *err, size_t
 	return 0;
 }
 
+int config_check_limits(const struct cove_config *cfg, char *err, size_t errlen)
+{
+	/* NaN fails every comparison: it is refused with the rest. */
+	if (cfg->cpu_quota != 0 &&
+	    !(cfg->cpu_quota >= CONFIG_CPU_QUOTA_MIN && cfg->cpu_quota <= COVE_CPUS_MAX))
+		return errf(err, errlen, -EINVAL,
+		            "cpu quota must be between %.2f and %d CPUs, got %g",
+		            CONFIG_CPU_QUOTA_MIN, COVE_CPUS_MAX, cfg->cpu_quota);
+	if (cfg->pids_max && (cfg->pids_max < CONFIG_PIDS_MIN || cfg->pids_max > CONFIG_PIDS_MAX))
+		return errf(err, errlen, -EINVAL, "pids max must be between %d and %d, got %llu",
+		            CONFIG_PIDS_MIN, CONFIG_PIDS_MAX, (unsigned long long)cfg->pids_max);
+	if (cfg->disk_size > CONFIG_DISK_SIZE_MAX)
+		return errf(err, errlen, -EINVAL,
+		            "disk size must be at most %llu TiB, got %llu bytes",
+		            CONFIG_DISK_SIZE_MAX >> 40, (unsigned long long)cfg->disk_size);
+	if (cfg->disk_bps &&
+	    (cfg->disk_bps < CONFIG_DISK_BPS_MIN || cfg->disk_bps > CONFIG_RATE_MAX))
+		return errf(
+		    err, errlen, -EINVAL, "disk rate must be between %d bytes/s and %llu, got %llu",
+		    CONFIG_DISK_BPS_MIN, CONFIG_RATE_MAX, (unsigned long long)cfg->disk_bps);
+	if (cfg->disk_iops > CONFIG_RATE_MAX)
+		return errf(err, errlen, -EINVAL, "disk iops must be at most %llu, got %llu",
+		            CONFIG_RATE_MAX, (unsigned long long)cfg->disk_iops);
+	if (cfg->ttl_s > CONFIG_TTL_MAX_S)
+		return errf(err, errlen, -EINVAL, "ttl must be at most %llu seconds, got %llu",
+		            CONFIG_TTL_MAX_S, (unsigned long long)cfg->ttl_s);
+	return 0;
+}
+
 int config_check(const struct cove_config *cfg, bool boot, char *err, size_t errlen)
 {
 	/* A restore takes its sizes from the snapshot. */
 	int r = boot ? config_check_sizes(cfg->cpus, cfg->memory_mib, err, errlen) : 0;
+	if (r == 0)
+		r = config_check_limits(cfg, err, errlen);
+	if (r == 0 && !boot && cfg->disk_size)
+		r = errf(err, errlen, -EINVAL,
+		         "a restored sandbox keeps the snapshot's disk size (no disk size)");
 	if (r < 0)
 		return r;
 	/* It goes onto the kernel command line: nothing but a host name. */

@@ -39,6 +39,19 @@ struct cove_config {
 	unsigned int boot_timeout_ms; /* until the agent answers; default 60000 */
 	const char *name; /* registry name (see cove_open), or NULL: anonymous sb-XXXXXX */
 	bool detached;    /* cove-vmm outlives this process; cove_free leaves it running */
+	/* Host-enforced limits (0: none or the default); a restore takes the
+	 * snapshot's (its note, cove-sandbox.json) for each one left 0 here. */
+	double cpu_quota;   /* CPU time, in CPUs (cgroup cpu.max; 0.5: half of one);
+	                       apart from cpus, the vCPU count */
+	uint64_t pids_max;  /* cgroup pids.max of cove-vmm */
+	uint64_t disk_size; /* root disk's virtual size in bytes (the overlay's; the
+	                       guest's ext4 grows to it at boot); 0: the image's;
+	                       never smaller than the image.  Boot only */
+	uint64_t disk_bps;  /* root disk bytes/s (reads and writes), token bucket */
+	uint64_t disk_iops; /* root disk requests/s */
+	uint64_t ttl_s;     /* lifetime: cove-vmm stops the sandbox this many seconds
+	                       after it started, however wedged the guest; a restore
+	                       starts a fresh ttl of the same length */
 };
 
 /* Fills cfg with defaults: cove-vmm, build/vmlinux and
@@ -137,6 +150,15 @@ int cove_ping(struct cove_sandbox *sb, char *err, size_t errlen)
 int cove_agent_restored(struct cove_sandbox *sb, const char *hostname, const char *sandbox_id,
                         char *err, size_t errlen) __attribute__((warn_unused_result));
 
+/* Whether cove-vmm has exited, waiting up to wait_ms for it (a child is
+ * left for cove_stop to reap): a command whose connection broke calls it,
+ * and the connection closes a moment before the process ends.  When it has, and why is not NULL, a one-line reason goes there: "the
+ * sandbox reached its --ttl of 5 s" for a deadline (also when cove-vmm
+ * did not stop by itself and libcove killed it, ttl_s + 3 s after the
+ * start), else cove-vmm's status and its log's last line.  For a command
+ * that failed because the sandbox went away. */
+bool cove_sandbox_exited(struct cove_sandbox *sb, int wait_ms, char *why, size_t len);
+
 /* Asks the guest to shut down, waits for cove-vmm to exit (killing it
  * after a grace period) and removes the runtime directory. */
 int cove_stop(struct cove_sandbox *sb);
@@ -189,6 +211,10 @@ struct cove_info {
 	char *image;         /* root image it booted from, or NULL */
 	char *restored_from; /* snapshot directory it was restored from, or NULL */
 	int64_t created;     /* Unix time in seconds; 0 if unknown */
+	/* Its limits, as struct cove_config's (0: none; disk_size: the root
+	 * disk's virtual size, 0 if unknown). */
+	double cpu_quota;
+	uint64_t pids_max, disk_size, disk_bps, disk_iops, ttl_s;
 };
 
 /* "starting", "running", "paused", "dead". */

@@ -13,6 +13,7 @@
 #ifndef COVE_LIBCOVE_H
 #define COVE_LIBCOVE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,6 +39,12 @@ struct cove_sandbox {
 	bool stopped;
 	int vmm_status; /* wait status once reaped (children only) */
 	struct sandbox_jail jail;
+	/* The --ttl watchdog (limits.c): kills a cove-vmm that outlives its
+	 * deadline (it stops itself at it unless it is stopped or wedged). */
+	uint64_t ttl_s;
+	int ttl_stop_fd; /* eventfd that ends the watchdog; -1: none */
+	pthread_t ttl_thread;
+	bool ttl_killed; /* written by the watchdog before it ends (atomic) */
 };
 
 /* ---- config.c ----------------------------------------------------------- */
@@ -54,6 +61,20 @@ int config_check(const struct cove_config *cfg, bool boot, char *err, size_t err
  * COVE_CPUS_MAX CPUs, with cove-vmm's wording ("memory must be at least
  * 32 MiB, got 16"). */
 int config_check_sizes(unsigned int cpus, uint64_t memory_mib, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* Bounds of struct cove_config's limits (0 is always fine: none). */
+#define CONFIG_CPU_QUOTA_MIN 0.01
+#define CONFIG_PIDS_MIN      16 /* cove-vmm's own threads need a few */
+#define CONFIG_PIDS_MAX      4194304
+#define CONFIG_DISK_SIZE_MAX (64ULL << 40)
+#define CONFIG_DISK_BPS_MIN  4096
+#define CONFIG_RATE_MAX      (1ULL << 50)
+#define CONFIG_TTL_MAX_S     (10ULL * 366 * 86400) /* cove-vmm's --ttl bound */
+
+/* The limits of cfg within those bounds: 0, or -EINVAL with a one-line
+ * message naming the limit ("ttl must be at most ..."). */
+int config_check_limits(const struct cove_config *cfg, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
 /* cfg's boot timeout, or its default. */
@@ -146,6 +167,25 @@ bool vmm_killed_by_seccomp(struct cove_sandbox *sb);
 #define VMM_TERM_MS 3000
 #define VMM_KILL_MS 2000
 void vmm_reap(struct cove_sandbox *sb, int grace_ms);
+
+/* ---- limits.c ----------------------------------------------------------- */
+
+/* Records ttl_s and, for a sandbox that is not detached, starts a thread
+ * that SIGKILLs cove-vmm through (a copy of) its pidfd if it still runs
+ * ttl_s + TTL_GRACE_MS after now.  Call right after vmm_spawn().  A thread
+ * that cannot start is not an error: cove-vmm enforces the ttl itself. */
+#define TTL_GRACE_MS 3000
+void ttl_watch(struct cove_sandbox *sb, uint64_t ttl_s);
+
+/* Ends and joins the watchdog (a no-op without one). */
+void ttl_unwatch(struct cove_sandbox *sb);
+
+/* The virtual size of the root disk for cfg (the image's, or cfg's
+ * disk_size, refused with a message when smaller than the image), and the
+ * cove-vmm --disk options of its limits (",bps=N,iops=N,max_file=N"). */
+int sandbox_disk_size(const struct cove_config *cfg, const char *image, uint64_t *size, char *err,
+                      size_t errlen) __attribute__((warn_unused_result));
+void sandbox_disk_limits(char *out, size_t len, uint64_t size, uint64_t bps, uint64_t iops);
 
 /* ---- vmm_api.c ---------------------------------------------------------- */
 

@@ -132,6 +132,12 @@ static int list_entry(const char *base, const char *name, struct registry_meta *
 	info->cpus = m->cpus;
 	info->memory_mib = m->memory_mib;
 	info->created = m->created;
+	info->cpu_quota = m->limits.cpu_quota;
+	info->pids_max = m->limits.pids_max;
+	info->disk_size = m->limits.disk_size;
+	info->disk_bps = m->limits.disk_bps;
+	info->disk_iops = m->limits.disk_iops;
+	info->ttl_s = m->limits.ttl_s;
 	if ((m->image[0] && !(info->image = strdup(m->image))) ||
 	    (m->restored_from[0] && !(info->restored_from = strdup(m->restored_from))))
 		return -ENOMEM;

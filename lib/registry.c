@@ -100,6 +100,10 @@ int registry_meta_write(const char *dir, const struct registry_meta *m)
 		json_object_set_new(o, "image", json_string(m->image));
 	if (m->restored_from[0])
 		json_object_set_new(o, "restored_from", json_string(m->restored_from));
+	if (registry_limits_put(o, &m->limits) < 0) {
+		json_decref(o);
+		return -ENOMEM;
+	}
 	/* Relative to the entry's fd, never through a symlink, into a temp
 	 * file of our own (O_EXCL): nothing planted in the directory is
 	 * written through. */
@@ -153,6 +157,47 @@ static int meta_uint(json_t *o, const char *key, uint64_t max, uint64_t *out)
 	return 0;
 }
 
+/* The limits' keys, in struct registry_limits' order after cpu_quota. */
+static const char *const limit_keys[] = { "pids_max", "disk_size", "disk_bps", "disk_iops",
+	                                  "ttl_s" };
+
+static uint64_t *limit_field(struct registry_limits *l, size_t i)
+{
+	uint64_t *f[] = { &l->pids_max, &l->disk_size, &l->disk_bps, &l->disk_iops, &l->ttl_s };
+	return f[i];
+}
+
+int registry_limits_put(json_t *o, const struct registry_limits *l)
+{
+	struct registry_limits c = *l;
+	int r = 0;
+	if (c.cpu_quota > 0)
+		r |= json_object_set_new(o, "cpu_quota", json_real(c.cpu_quota));
+	for (size_t i = 0; i < sizeof(limit_keys) / sizeof(limit_keys[0]); i++)
+		if (*limit_field(&c, i))
+			r |= json_object_set_new(o, limit_keys[i],
+			                         json_integer((json_int_t)*limit_field(&c, i)));
+	return r ? -ENOMEM : 0;
+}
+
+int registry_limits_get(json_t *o, struct registry_limits *l)
+{
+	memset(l, 0, sizeof(*l));
+	json_t *q = json_object_get(o, "cpu_quota");
+	if (q) {
+		if (!json_is_number(q) || !(json_number_value(q) >= 0) ||
+		    json_number_value(q) > 1024)
+			return -EPROTO;
+		l->cpu_quota = json_number_value(q);
+	}
+	for (size_t i = 0; i < sizeof(limit_keys) / sizeof(limit_keys[0]); i++) {
+		int r = meta_uint(o, limit_keys[i], UINT64_MAX >> 1, limit_field(l, i));
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 int registry_meta_read(const char *dir, struct registry_meta *m)
 {
 	memset(m, 0, sizeof(*m));
@@ -198,6 +243,8 @@ int registry_meta_read(const char *dir, struct registry_meta *m)
 		r = meta_string(o, "image", m->image, sizeof(m->image));
 	if (!r)
 		r = meta_string(o, "restored_from", m->restored_from, sizeof(m->restored_from));
+	if (!r)
+		r = registry_limits_get(o, &m->limits);
 	json_t *starting = json_object_get(o, "starting");
 	if (!r && starting && !json_is_boolean(starting))
 		r = -EPROTO;

@@ -7,7 +7,10 @@
  * meta.json (version 1), replaced atomically (written aside, renamed):
  *   {"version": 1, "name": S, "pid": N, "pid_start": N, "starting": B,
  *    "cpus": N, "memory_mib": N, "image": S | "restored_from": S,
- *    "created": N}
+ *    "created": N, "cpu_quota": X, "pids_max": N, "disk_size": N,
+ *    "disk_bps": N, "disk_iops": N, "ttl_s": N}
+ * (the limits, registry_limits, are written when set and read as 0 when
+ * absent).
  * While "starting" is true, pid is the process creating the sandbox; after
  * that it is cove-vmm.  pid_start is field 22 of /proc/PID/stat (clock
  * ticks after boot), which tells a reused pid apart.  created is Unix
@@ -32,6 +35,13 @@
  * an older one is dead. */
 #define REGISTRY_CREATE_GRACE_S 30
 
+/* The host-enforced limits of a sandbox (struct cove_config's), as
+ * meta.json and a snapshot's note record them; 0: none. */
+struct registry_limits {
+	double cpu_quota;
+	uint64_t pids_max, disk_size, disk_bps, disk_iops, ttl_s;
+};
+
 struct registry_meta {
 	char name[REGISTRY_NAME_MAX + 1];
 	pid_t pid;
@@ -42,7 +52,15 @@ struct registry_meta {
 	char image[PATH_MAX];         /* "" when restored */
 	char restored_from[PATH_MAX]; /* "" when booted from an image */
 	int64_t created;
+	struct registry_limits limits;
 };
+
+/* The limits as members of the JSON object o (those that are set), and
+ * back (absent: 0; -EPROTO for a negative, non-number or absurd value). */
+struct json_t;
+int registry_limits_put(struct json_t *o, const struct registry_limits *l);
+int registry_limits_get(struct json_t *o, struct registry_limits *l)
+    __attribute__((warn_unused_result));
 
 /* 1 to 32 of [A-Za-z0-9_.-], not starting with '.' (so "." and ".." and
  * the registry's own hidden names are never sandbox names). */

@@ -4,11 +4,13 @@
  * process is vmm_proc.c's; restoring from a snapshot is snapshot.c's. */
 #include <errno.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -59,6 +61,7 @@ struct cove_sandbox *sandbox_new(bool detached)
 	if (sb) {
 		sb->pidfd = -1;
 		sb->jail.cgroup_fd = -1;
+		sb->ttl_stop_fd = -1;
 		sb->detached = detached;
 	}
 	return sb;
@@ -164,7 +167,8 @@ int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *e
 	struct registry_meta *m = calloc(1, sizeof(*m));
 	int lfd = -1;
 	char disk[PATH_MAX], ready[PATH_MAX], console[PATH_MAX], log[PATH_MAX];
-	char disk_arg[PATH_MAX + 48], cpus[16], mem[32], cmdline[1024];
+	char disk_arg[PATH_MAX + 128], cpus[16], mem[32], cmdline[1024], ttl[24], limits[96];
+	uint64_t disk_size = 0;
 	if (!sb || !m) {
 		r = errf(err, errlen, -ENOMEM, "out of memory");
 		goto fail;
@@ -177,16 +181,30 @@ int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *e
 	}
 	m->cpus = cfg->cpus ? cfg->cpus : COVE_CPUS_DEFAULT;
 	m->memory_mib = cfg->memory_mib ? cfg->memory_mib : COVE_MEMORY_DEFAULT_MIB;
+	if ((r = sandbox_disk_size(cfg, m->image, &disk_size, err, errlen)) < 0)
+		goto fail;
+	m->limits = (struct registry_limits){ .cpu_quota = cfg->cpu_quota,
+		                              .pids_max = cfg->pids_max,
+		                              .disk_size = disk_size,
+		                              .disk_bps = cfg->disk_bps,
+		                              .disk_iops = cfg->disk_iops,
+		                              .ttl_s = cfg->ttl_s };
 	if ((r = sandbox_create(sb, cfg->name, err, errlen)) < 0 ||
 	    (r = sandbox_meta_begin(sb, m, err, errlen)) < 0)
 		goto fail;
 	snprintf(disk, sizeof(disk), "%s/disk0.qcow2", sb->root);
 	snprintf(ready, sizeof(ready), "%s_%u", sb->vsock, PROTO_READY_PORT);
 	sandbox_logs(sb, cfg, console, log);
-	if ((r = qcow2_create_overlay(disk, m->image, 0, err, errlen)) < 0)
+	if ((r = qcow2_create_overlay(disk, m->image, disk_size, err, errlen)) < 0)
 		goto fail;
 	struct cgroup_limits lim;
 	sandbox_limits(cfg, m->cpus, m->memory_mib, &lim);
+	/* A root disk on tmpfs is host RAM the VMM writes, charged to its
+	 * cgroup: memory.max makes room for the overlay's cap. */
+	struct statfs sfs;
+	if (lim.memory_bytes && disk_size && statfs(sb->root, &sfs) == 0 &&
+	    sfs.f_type == TMPFS_MAGIC)
+		lim.memory_bytes += qcow2_overlay_max_file(disk_size);
 	if ((r = jail_prepare(&sb->jail, sb->dir, sb->name, sb->root, &lim, err, errlen)) < 0)
 		goto fail;
 	lfd = vmm_listen(ready);
@@ -201,16 +219,23 @@ int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *e
 	}
 	snprintf(cpus, sizeof(cpus), "%u", m->cpus);
 	snprintf(mem, sizeof(mem), "%llu", (unsigned long long)m->memory_mib);
-	snprintf(disk_arg, sizeof(disk_arg), "%s,id=cove-root,format=qcow2", disk);
+	sandbox_disk_limits(limits, sizeof(limits), disk_size, cfg->disk_bps, cfg->disk_iops);
+	snprintf(disk_arg, sizeof(disk_arg), "%s,id=cove-root,format=qcow2%s", disk, limits);
+	snprintf(ttl, sizeof(ttl), "%llu", (unsigned long long)cfg->ttl_s);
 	snprintf(cmdline, sizeof(cmdline), "quiet cove.hostname=%s%s%s",
 	         cfg->hostname ? cfg->hostname : "cove", cfg->cmdline ? " " : "",
 	         cfg->cmdline ? cfg->cmdline : "");
-	const char *argv[] = { cfg->vmm,    "--kernel", cfg->kernel, "--disk",    disk_arg,
-		               "--vsock",   sb->vsock,  "--api",     sb->api,     "--cpus",
-		               cpus,        "--memory", mem,         "--console", console,
-		               "--cmdline", cmdline,    NULL };
-	if ((r = vmm_spawn((char *const *)argv, cfg->detached, log, sb, err, errlen)) < 0 ||
-	    (r = sandbox_meta_vmm(sb, m, err, errlen)) < 0 ||
+	const char *argv[] = { cfg->vmm,    "--kernel",  cfg->kernel,
+		               "--disk",    disk_arg,    "--vsock",
+		               sb->vsock,   "--api",     sb->api,
+		               "--cpus",    cpus,        "--memory",
+		               mem,         "--console", console,
+		               "--cmdline", cmdline,     cfg->ttl_s ? "--ttl" : NULL,
+		               ttl,         NULL };
+	if ((r = vmm_spawn((char *const *)argv, cfg->detached, log, sb, err, errlen)) < 0)
+		goto fail;
+	ttl_watch(sb, cfg->ttl_s);
+	if ((r = sandbox_meta_vmm(sb, m, err, errlen)) < 0 ||
 	    (r = vmm_wait_ready(sb, lfd, config_boot_timeout_ms(cfg), console, log, err, errlen)) <
 	        0)
 		goto fail;
@@ -241,15 +266,15 @@ static bool dir_still_ours(const struct cove_sandbox *sb)
 void sandbox_limits(const struct cove_config *cfg, unsigned int cpus, uint64_t memory_mib,
                     struct cgroup_limits *l)
 {
-	(void)cfg;
-	l->cpu_quota = 0;
+	l->cpu_quota = cfg->cpu_quota;
 	/* A snapshot without its note does not say: no memory limit then. */
 	l->memory_bytes = memory_mib ? (memory_mib + CGROUP_VMM_OVERHEAD_MIB) << 20 : 0;
-	l->pids_max = cpus + CGROUP_PIDS_SPARE;
+	l->pids_max = cfg->pids_max ? cfg->pids_max : cpus + CGROUP_PIDS_SPARE;
 }
 
 void sandbox_finish(struct cove_sandbox *sb, int grace_ms)
 {
+	ttl_unwatch(sb);
 	vmm_reap(sb, grace_ms);
 	sb->stopped = true;
 	if (sb->jail.cgroup[0] || sb->jail.claim[0])

@@ -62,6 +62,10 @@ static void snapshot_note_write(const struct cove_sandbox *sb, const char *snapd
 	                      (int)m->cpus, "memory_mib", (json_int_t)m->memory_mib);
 	if (o && m->image[0])
 		json_object_set_new(o, "image", json_string(m->image));
+	if (o && registry_limits_put(o, &m->limits) < 0) {
+		json_decref(o);
+		o = NULL;
+	}
 	/* 0600 from its creation, as the rest of the snapshot (it names the
 	 * image); never through a symlink. */
 	int dfd = o ? open(snapdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
@@ -80,13 +84,15 @@ static void snapshot_note_write(const struct cove_sandbox *sb, const char *snapd
 	free(m);
 }
 
-/* The CPUs and memory a snapshot was taken with, from its note; 0 when
- * unknown. */
-static void snapshot_note_read(const char *snapdir, unsigned int *cpus, uint64_t *memory_mib)
+/* The CPUs, memory and limits a snapshot was taken with, from its note;
+ * 0 when unknown. */
+static void snapshot_note_read(const char *snapdir, unsigned int *cpus, uint64_t *memory_mib,
+                               struct registry_limits *limits)
 {
 	char path[PATH_MAX];
 	*cpus = 0;
 	*memory_mib = 0;
+	memset(limits, 0, sizeof(*limits));
 	if (snprintf(path, sizeof(path), "%s/%s", snapdir, SNAPSHOT_NOTE) >= (int)sizeof(path))
 		return;
 	json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
@@ -96,6 +102,8 @@ static void snapshot_note_read(const char *snapdir, unsigned int *cpus, uint64_t
 		*cpus = (unsigned int)json_integer_value(c);
 	if (json_is_integer(mem) && json_integer_value(mem) > 0)
 		*memory_mib = (uint64_t)json_integer_value(mem);
+	if (json_is_object(o) && registry_limits_get(o, limits) < 0)
+		memset(limits, 0, sizeof(*limits));
 	json_decref(o);
 }
 
@@ -229,22 +237,62 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
 		r = errf(err, errlen, -ENOTDIR, "snapshot '%s' is not a directory", snapshot_dir);
 		goto fail;
 	}
-	snapshot_note_read(m->restored_from, &m->cpus, &m->memory_mib);
-	if ((r = sandbox_create(sb, cfg->name, err, errlen)) < 0 ||
+	snapshot_note_read(m->restored_from, &m->cpus, &m->memory_mib, &m->limits);
+	/* The snapshot's limits hold for the restored sandbox, except those the
+	 * caller set: eff is the configuration the sandbox really gets. */
+	struct cove_config eff = *cfg;
+	struct registry_limits *l = &m->limits;
+	eff.cpu_quota = cfg->cpu_quota ? cfg->cpu_quota : l->cpu_quota;
+	eff.pids_max = cfg->pids_max ? cfg->pids_max : l->pids_max;
+	eff.disk_bps = cfg->disk_bps ? cfg->disk_bps : l->disk_bps;
+	eff.disk_iops = cfg->disk_iops ? cfg->disk_iops : l->disk_iops;
+	eff.ttl_s = cfg->ttl_s ? cfg->ttl_s : l->ttl_s; /* a fresh ttl of that length */
+	*l = (struct registry_limits){ .cpu_quota = eff.cpu_quota,
+		                       .pids_max = eff.pids_max,
+		                       .disk_size = l->disk_size,
+		                       .disk_bps = eff.disk_bps,
+		                       .disk_iops = eff.disk_iops,
+		                       .ttl_s = eff.ttl_s };
+	if ((r = config_check_limits(&eff, err, errlen)) < 0 ||
+	    (r = sandbox_create(sb, cfg->name, err, errlen)) < 0 ||
 	    (r = sandbox_meta_begin(sb, m, err, errlen)) < 0)
 		goto fail;
 	sandbox_logs(sb, cfg, console, log);
 	struct cgroup_limits lim;
-	sandbox_limits(cfg, m->cpus ? m->cpus : COVE_CPUS_MAX, m->memory_mib, &lim);
+	sandbox_limits(&eff, m->cpus ? m->cpus : COVE_CPUS_MAX, m->memory_mib, &lim);
 	if ((r = jail_prepare(&sb->jail, sb->dir, sb->name, sb->root, &lim, err, errlen)) < 0)
 		goto fail;
-	const char *argv[] = { cfg->vmm, "--restore", m->restored_from, "--overlay-dir",
-		               sb->root, "--vsock",   sb->vsock,        "--api",
-		               sb->api,  "--console", console,          NULL };
+	/* The root disk (0) continues on a fresh overlay: the same rates, and
+	 * the cap its size allows (known from the note; else none). */
+	char limit_arg[128], limits[96], ttl[24];
+	limits[0] = 0;
+	if (l->disk_size)
+		sandbox_disk_limits(limits, sizeof(limits), l->disk_size, eff.disk_bps,
+		                    eff.disk_iops);
+	else if (eff.disk_bps || eff.disk_iops)
+		snprintf(limits, sizeof(limits), ",bps=%llu,iops=%llu",
+		         (unsigned long long)eff.disk_bps, (unsigned long long)eff.disk_iops);
+	snprintf(limit_arg, sizeof(limit_arg), "0%s", limits);
+	snprintf(ttl, sizeof(ttl), "%llu", (unsigned long long)eff.ttl_s);
+	const char *argv[20] = { cfg->vmm, "--restore", m->restored_from, "--overlay-dir",
+		                 sb->root, "--vsock",   sb->vsock,        "--api",
+		                 sb->api,  "--console", console };
+	int argc = 11;
+	if (limits[0]) {
+		argv[argc++] = "--disk-limit";
+		argv[argc++] = limit_arg;
+	}
+	if (eff.ttl_s) {
+		argv[argc++] = "--ttl";
+		argv[argc++] = ttl;
+	}
+	argv[argc] = NULL;
 	unsigned int timeout_ms = config_boot_timeout_ms(cfg);
 	int afd = -1;
-	if ((r = vmm_spawn((char *const *)argv, cfg->detached, log, sb, err, errlen)) < 0 ||
-	    (r = sandbox_meta_vmm(sb, m, err, errlen)) < 0 ||
+	if ((r = vmm_spawn((char *const *)argv, cfg->detached, log, sb, err, errlen)) < 0)
+		goto fail;
+	ttl_watch(sb, eff.ttl_s);
+	if ((r = sandbox_meta_vmm(sb, m, err, errlen)) < 0 ||
 	    (r = afd = vmm_wait_agent(sb, timeout_ms, console, log, err, errlen)) < 0)
 		goto fail;
 	/* A host name may not hold '_', which sandbox names may. */

@@ -145,9 +145,13 @@ static json_t *stats(struct vm *vm, int smaps_fd)
 	    "vm_created_us", (json_int_t)vm->t_created_us, "first_kvm_run_us",
 	    (json_int_t)__atomic_load_n(&vm->t_first_run_us, __ATOMIC_RELAXED), "guest_init_us",
 	    (json_int_t)__atomic_load_n(&vm->boot_timer.fired, __ATOMIC_RELAXED));
-	return json_pack("{s:b, s:o, s:o, s:I, s:I, s:I, s:I}", "ok", 1, "kvm", kvm, "times", times,
-	                 "vmm_rss_kb", (json_int_t)own_kb, "guest_rss_kb", (json_int_t)guest_kb,
-	                 "disk_read_bytes", (json_int_t)rd, "disk_written_bytes", (json_int_t)wr);
+	uint64_t thr = 0, thr_ns = 0;
+	vm_disk_throttled(vm, &thr, &thr_ns);
+	return json_pack("{s:b, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I}", "ok", 1, "kvm", kvm,
+	                 "times", times, "vmm_rss_kb", (json_int_t)own_kb, "guest_rss_kb",
+	                 (json_int_t)guest_kb, "disk_read_bytes", (json_int_t)rd,
+	                 "disk_written_bytes", (json_int_t)wr, "disk_throttled", (json_int_t)thr,
+	                 "disk_throttled_ms", (json_int_t)(thr_ns / 1000000));
 }
 
 static void handle(struct vm *vm, int smaps_fd, const char *line, int passed, char *out,

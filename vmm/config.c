@@ -7,15 +7,17 @@
 #include <jansson.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 const char vmm_usage[] =
     "usage: cove-vmm --kernel PATH [--initrd PATH] [--cmdline STR] [--cpus N]\n"
-    "                [--memory MiB] [--disk PATH[,ro][,id=NAME][,format=raw|qcow2]]...\n"
-    "                [--console stdio|PATH|none] [--config FILE.json]\n"
-    "                [--vsock PATH[,cid=N]] [--api PATH]\n"
+    "                [--memory MiB] [--disk PATH[,ro][,id=NAME][,format=raw|qcow2]\n"
+    "                [,bps=N][,bps_burst=N][,iops=N][,iops_burst=N][,max_file=BYTES]]...\n"
+    "                [--console stdio|PATH|none] [--console-max BYTES] [--config FILE.json]\n"
+    "                [--vsock PATH[,cid=N]] [--api PATH] [--ttl SECONDS]\n"
     "       cove-vmm --restore SNAPSHOT_DIR [--overlay-dir DIR] [--vsock PATH]\n"
     "                [--api PATH] [--console stdio|PATH|none]\n"
     "  either form: [--jail DIR [--jail-uid N [--jail-gid N]]] [--jail-fsize BYTES]\n"
@@ -33,7 +35,10 @@ const char vmm_usage[] =
     "                  the kernel (audit type=1326 in dmesg): for finding missing ones\n"
     "  --seccomp off   no filters\n"
     "  --seccomp-list  prints every thread kind's allowlist and exits\n"
-    "  config JSON: \"seccomp\": \"kill\"|\"log\"|\"off\"\n";
+    "  config JSON: \"seccomp\": \"kill\"|\"log\"|\"off\"\n"
+
+    "                [--api PATH] [--console stdio|PATH|none] [--console-max BYTES]\n"
+    "                [--ttl SECONDS] [--disk-limit INDEX,bps=N,iops=N,...]...\n";
 
 #define bad(err, errlen, ...) errf(err, errlen, -EINVAL, __VA_ARGS__)
 
@@ -65,8 +70,47 @@ static int set_console(struct vm_config *vm, const char *v, char *err, size_t er
 	return 0;
 }
 
+/* The most a limit may be: far above any real disk, far below overflow. */
+#define LIMIT_MAX (1ULL << 62)
+
+/* One "key=N" disk limit option; 1 when opt was one, 0 when not, -EINVAL. */
+static int limit_option(struct vmm_disk_limits *l, const char *opt, char *err, size_t errlen)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+	} keys[] = {
+		{ "bps=", offsetof(struct vmm_disk_limits, bps) },
+		{ "bps_burst=", offsetof(struct vmm_disk_limits, bps_burst) },
+		{ "iops=", offsetof(struct vmm_disk_limits, iops) },
+		{ "iops_burst=", offsetof(struct vmm_disk_limits, iops_burst) },
+		{ "max_file=", offsetof(struct vmm_disk_limits, max_file) },
+	};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		size_t n = strlen(keys[i].key);
+		if (strncmp(opt, keys[i].key, n))
+			continue;
+		unsigned long long v;
+		if (parse_uint(opt + n, LIMIT_MAX, &v) < 0)
+			return bad(err, errlen, "disk option '%s' needs a number from 0 to %llu",
+			           opt, LIMIT_MAX);
+		memcpy((char *)l + keys[i].off, &(uint64_t){ v }, sizeof(uint64_t));
+		return 1;
+	}
+	return 0;
+}
+
+static void set_limits(struct vm_disk_config *d, const struct vmm_disk_limits *l)
+{
+	d->bps = l->bps;
+	d->bps_burst = l->bps_burst;
+	d->iops = l->iops;
+	d->iops_burst = l->iops_burst;
+	d->max_file = l->max_file;
+}
+
 static int add_disk(struct vm_config *vm, const char *path, int read_only, const char *id,
-                    const char *format, char *err, size_t errlen)
+                    const char *format, const struct vmm_disk_limits *l, char *err, size_t errlen)
 {
 	if (format && strcmp(format, "raw") && strcmp(format, "qcow2"))
 		return bad(err, errlen, "disk format must be raw or qcow2, got '%s'", format);
@@ -81,6 +125,7 @@ static int add_disk(struct vm_config *vm, const char *path, int read_only, const
 	d->path = path;
 	d->read_only = read_only;
 	d->format = format;
+	set_limits(d, l);
 	if (id)
 		snprintf(d->id, sizeof(d->id), "%s", id);
 	return 0;
@@ -93,7 +138,13 @@ static int parse_disk(struct vm_config *vm, char *spec, char *err, size_t errlen
 	char *path = strtok_r(spec, ",", &save);
 	int ro = 0;
 	const char *id = NULL, *format = NULL;
+	struct vmm_disk_limits l = { 0 };
 	for (char *opt; (opt = strtok_r(NULL, ",", &save));) {
+		int k = limit_option(&l, opt, err, errlen);
+		if (k < 0)
+			return k;
+		if (k > 0)
+			continue;
 		if (!strcmp(opt, "ro"))
 			ro = 1;
 		else if (!strcmp(opt, "rw"))
@@ -105,10 +156,50 @@ static int parse_disk(struct vm_config *vm, char *spec, char *err, size_t errlen
 		else
 			return bad(
 			    err, errlen,
-			    "unknown disk option '%s' (expected ro, id=NAME or format=raw|qcow2)",
+			    "unknown disk option '%s' (expected ro, id=NAME, format=raw|qcow2, "
+			    "bps=N, bps_burst=N, iops=N, iops_burst=N or max_file=BYTES)",
 			    opt);
 	}
-	return add_disk(vm, path, ro, id, format, err, errlen);
+	return add_disk(vm, path, ro, id, format, &l, err, errlen);
+}
+
+/* INDEX,key=N...: limits for disk INDEX of a snapshot being restored
+ * (whose disks come from the snapshot, not from --disk). */
+static int parse_disk_limit(struct vmm_config *c, char *spec, char *err, size_t errlen)
+{
+	char *save = NULL;
+	char *index = strtok_r(spec, ",", &save);
+	unsigned long long i;
+	if (!index || parse_uint(index, VM_MAX_DISKS - 1, &i) < 0)
+		return bad(err, errlen, "--disk-limit needs a disk index from 0 to %d first",
+		           VM_MAX_DISKS - 1);
+	struct vmm_disk_limits l = { 0 };
+	for (char *opt; (opt = strtok_r(NULL, ",", &save));) {
+		int k = limit_option(&l, opt, err, errlen);
+		if (k < 0)
+			return k;
+		if (k == 0)
+			return bad(err, errlen,
+			           "unknown --disk-limit option '%s' (expected bps=N, bps_burst=N, "
+			           "iops=N, iops_burst=N or max_file=BYTES)",
+			           opt);
+	}
+	c->restore_limits[i] = l;
+	c->restore_limits_set |= 1u << i;
+	return 0;
+}
+
+int vmm_config_apply_disk_limits(struct vmm_config *c, char *err, size_t errlen)
+{
+	for (unsigned int i = 0; i < VM_MAX_DISKS; i++) {
+		if (!(c->restore_limits_set & (1u << i)))
+			continue;
+		if (i >= c->vm.ndisks)
+			return bad(err, errlen, "--disk-limit %u: the snapshot has %u disk%s", i,
+			           c->vm.ndisks, c->vm.ndisks == 1 ? "" : "s");
+		set_limits(&c->vm.disks[i], &c->restore_limits[i]);
+	}
+	return 0;
 }
 
 /* PATH[,cid=N]; spec is a private copy that we cut up. */
@@ -157,12 +248,25 @@ static int load_disk(struct vm_config *vm, json_t *d, char *err, size_t errlen)
 		return bad(err, errlen, "config: each of 'disks' must be an object");
 	const char *path = NULL, *id = NULL, *format = NULL;
 	int ro = 0;
+	struct vmm_disk_limits l = { 0 };
 	const char *key;
 	json_t *v;
 	json_object_foreach(d, key, v)
 	{
 		int r = 0;
-		if (!strcmp(key, "path"))
+		unsigned long long n;
+		uint64_t *limit = !strcmp(key, "bps")          ? &l.bps
+		                  : !strcmp(key, "bps_burst")  ? &l.bps_burst
+		                  : !strcmp(key, "iops")       ? &l.iops
+		                  : !strcmp(key, "iops_burst") ? &l.iops_burst
+		                  : !strcmp(key, "max_file")   ? &l.max_file
+		                                               : NULL;
+		if (limit) {
+			char what[32];
+			snprintf(what, sizeof(what), "disks[].%s", key);
+			r = json_uint(v, what, LIMIT_MAX, &n, err, errlen);
+			*limit = n;
+		} else if (!strcmp(key, "path"))
 			r = json_str(v, "disks[].path", &path, err, errlen);
 		else if (!strcmp(key, "id"))
 			r = json_str(v, "disks[].id", &id, err, errlen);
@@ -178,7 +282,7 @@ static int load_disk(struct vm_config *vm, json_t *d, char *err, size_t errlen)
 		if (r < 0)
 			return r;
 	}
-	return add_disk(vm, path, ro, id, format, err, errlen);
+	return add_disk(vm, path, ro, id, format, &l, err, errlen);
 }
 
 int vmm_config_load_json(struct vmm_config *c, const char *path, char *err, size_t errlen)
@@ -229,6 +333,15 @@ int vmm_config_load_json(struct vmm_config *c, const char *path, char *err, size
 			if (!r && vmm_seccomp_parse_mode(s, &c->seccomp) < 0)
 				r = bad(err, errlen,
 				        "config: 'seccomp' must be \"kill\", \"log\" or \"off\"");
+		} else if (!strcmp(key, "ttl")) {
+			r = json_uint(v, key, VMM_TTL_MAX, &n, err, errlen);
+			vm->ttl_s = n;
+		} else if (!strcmp(key, "console_max")) {
+			r = json_uint(v, key, LIMIT_MAX, &n, err, errlen);
+			if (!r && n && n < VM_CONSOLE_MAX_MIN)
+				r = bad(err, errlen, "config: 'console_max' must be at least %llu",
+				        VM_CONSOLE_MAX_MIN);
+			vm->console_max = n;
 		} else if (!strcmp(key, "disks")) {
 			if (!json_is_array(v))
 				return bad(err, errlen, "config: 'disks' must be an array");
@@ -269,7 +382,10 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 		O_JAIL_GID,
 		O_JAIL_FSIZE,
 		O_SECCOMP,
-		O_SECCOMP_LIST
+		O_SECCOMP_LIST,
+		O_TTL,
+		O_CONSOLE_MAX,
+		O_DISK_LIMIT
 	};
 	static const struct option opts[] = {
 		{ "kernel", required_argument, NULL, O_KERNEL },
@@ -290,6 +406,9 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 		{ "jail-fsize", required_argument, NULL, O_JAIL_FSIZE },
 		{ "seccomp", required_argument, NULL, O_SECCOMP },
 		{ "seccomp-list", no_argument, NULL, O_SECCOMP_LIST },
+		{ "ttl", required_argument, NULL, O_TTL },
+		{ "console-max", required_argument, NULL, O_CONSOLE_MAX },
+		{ "disk-limit", required_argument, NULL, O_DISK_LIMIT },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -404,6 +523,30 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 		case O_SECCOMP_LIST:
 			c->show_seccomp_list = 1;
 			return 0;
+		case O_TTL:
+			if (parse_uint(optarg, VMM_TTL_MAX, &n) < 0 || n == 0)
+				return bad(
+				    err, errlen,
+				    "--ttl must be a number of seconds from 1 to %llu, got '%s'",
+				    VMM_TTL_MAX, optarg);
+			c->vm.ttl_s = n;
+			break;
+		case O_CONSOLE_MAX:
+			if (parse_uint(optarg, LIMIT_MAX, &n) < 0 || n < VM_CONSOLE_MAX_MIN)
+				return bad(
+				    err, errlen,
+				    "--console-max must be a number of bytes from %llu, got '%s'",
+				    VM_CONSOLE_MAX_MIN, optarg);
+			c->vm.console_max = n;
+			break;
+		case O_DISK_LIMIT: {
+			char *spec = strdup(optarg);
+			if (!spec)
+				return -ENOMEM;
+			r = parse_disk_limit(c, spec, err, errlen);
+			free(spec);
+			break;
+		}
 		case 'h':
 			c->show_help = 1;
 			return 0;
@@ -432,6 +575,9 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 	}
 	if (c->overlay_dir)
 		return bad(err, errlen, "--overlay-dir is only for --restore");
+	if (c->restore_limits_set)
+		return bad(err, errlen,
+		           "--disk-limit is only for --restore (give limits as --disk options)");
 	if (!c->vm.kernel)
 		return bad(err, errlen, "no kernel given (--kernel PATH)");
 	return 0;

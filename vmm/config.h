@@ -9,6 +9,11 @@
 #include "core/vm.h"
 #include "jail/jail.h"
 
+/* The host-side limits of one disk, as the disk options give them. */
+struct vmm_disk_limits {
+	uint64_t bps, bps_burst, iops, iops_burst, max_file;
+};
+
 struct vmm_config {
 	struct vm_config vm;
 	void *json;                     /* the parsed --config document; strings point into it */
@@ -19,9 +24,16 @@ struct vmm_config {
 	const char *overlay_dir;        /* --overlay-dir: where a restore puts disk overlays */
 	struct jail_config jail;        /* --jail, --jail-uid, --jail-gid, --jail-fsize */
 	enum vmm_seccomp_mode seccomp;  /* --seccomp: every thread's filter (default kill) */
+	/* --disk-limit INDEX,...: limits for a restored snapshot's disks,
+	 * applied by vmm_config_apply_disk_limits() */
+	struct vmm_disk_limits restore_limits[VM_MAX_DISKS];
+	unsigned int restore_limits_set; /* bit i: disk i has some */
 	int show_help;
 	int show_seccomp_list; /* --seccomp-list: print the filters' tables */
 };
+
+/* The longest --ttl: ten years, far from any overflow of a timerfd. */
+#define VMM_TTL_MAX (10ULL * 366 * 86400)
 
 /* Parses argv.  Flags and --config may be mixed; later ones override
  * earlier ones, and every --disk adds a disk.  Returns 0, or -EINVAL with
@@ -31,6 +43,12 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 
 /* Loads a JSON config file into c (unknown keys are errors). */
 int vmm_config_load_json(struct vmm_config *c, const char *path, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* After snapshot_vm_config() filled c->vm's disks from a snapshot: puts
+ * the --disk-limit values on them.  -EINVAL (message in err) for an index
+ * the snapshot does not have. */
+int vmm_config_apply_disk_limits(struct vmm_config *c, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
 void vmm_config_free(struct vmm_config *c);

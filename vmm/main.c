@@ -4,7 +4,8 @@
  *   2  the guest kernel panicked
  *   3  the guest triple-faulted
  *   4  stopped by a signal (SIGTERM, SIGINT, SIGHUP)
- *   5  internal error (KVM failure or an exit cove-vmm cannot handle) */
+ *   5  internal error (KVM failure or an exit cove-vmm cannot handle)
+ *   6  the VM reached its --ttl deadline ("deadline") */
 #include <errno.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -46,6 +47,8 @@ int main(int argc, char **argv)
 		r = snapshot_open(c.restore_dir, &snap, err, sizeof(err));
 		if (r == 0)
 			r = snapshot_vm_config(snap, c.overlay_dir, &c.vm, err, sizeof(err));
+		if (r == 0)
+			r = vmm_config_apply_disk_limits(&c, err, sizeof(err));
 		if (r == 0 && c.vm.vsock_path && !snapshot_has_vsock(snap))
 			r = -EINVAL, snprintf(err, sizeof(err), "the snapshot has no vsock device");
 		if (r == 0 && !c.vm.vsock_path && snapshot_has_vsock(snap))

@@ -729,6 +729,53 @@ START_TEST(refcount_growth)
 }
 END_TEST
 
+/* The host's cap on the image file (disk.max_file): a full disk fits
+ * under qcow2_overlay_max_file(), and a tighter cap fails the write that
+ * would pass it with -ENOSPC, leaving earlier data and the image intact. */
+START_TEST(file_cap)
+{
+	const uint64_t size = 8 * MIB;
+	create(P("c.qcow2"), NULL, size);
+	struct disk *d = openq(P("c.qcow2"), false);
+	uint64_t cap = qcow2_overlay_max_file(size);
+	ck_assert_uint_lt(cap, size + 8 * 65536);
+	d->max_file = cap;
+	uint8_t *buf = malloc(MIB);
+	ck_assert(buf);
+	for (uint64_t off = 0; off < size; off += MIB) {
+		fill(buf, MIB, off);
+		ck_assert_int_eq(wr(d, off, buf, MIB), 0);
+	}
+	disk_close(d);
+	struct stat st;
+	ck_assert_int_eq(stat(P("c.qcow2"), &st), 0);
+	ck_assert_uint_le((uint64_t)st.st_size, cap);
+	check_refcounts(P("c.qcow2"));
+
+	create(P("t.qcow2"), NULL, size);
+	ck_assert_int_eq(stat(P("t.qcow2"), &st), 0);
+	d = openq(P("t.qcow2"), false);
+	/* Room for the L2 table and two data clusters. */
+	d->max_file = (uint64_t)st.st_size + 3 * 65536;
+	fill(buf, 65536, 1);
+	ck_assert_int_eq(wr(d, 0, buf, 65536), 0);
+	ck_assert_int_eq(wr(d, 65536, buf, 65536), 0);
+	ck_assert_int_eq(wr(d, 4 * 65536, buf, 65536), -ENOSPC);
+	ck_assert_int_eq(wr(d, 0, buf, 512), 0); /* in place: no growth */
+	uint8_t back[512];
+	ck_assert_int_eq(rd(d, 0, back, sizeof(back)), 0);
+	ck_assert_mem_eq(back, buf, sizeof(back));
+	disk_close(d);
+	ck_assert_int_eq(stat(P("t.qcow2"), &st), 0);
+	ck_assert_uint_le((uint64_t)st.st_size, cap);
+	check_refcounts(P("t.qcow2"));
+	/* A size that overflows gives no cap to rely on, never a small one. */
+	ck_assert_uint_eq(qcow2_overlay_max_file(UINT64_MAX), UINT64_MAX);
+	ck_assert_uint_ge(qcow2_overlay_max_file(1ULL << 44), (1ULL << 44) + (1ULL << 31));
+	free(buf);
+}
+END_TEST
+
 START_TEST(refusals)
 {
 	const char *p = P("r.qcow2");
@@ -1116,6 +1163,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, chain_depth_limit);
 	tcase_add_test(tc, zeroes_and_discard);
 	tcase_add_test(tc, refcount_growth);
+	tcase_add_test(tc, file_cap);
 	tcase_add_test(tc, refusals);
 	tcase_add_test(tc, bad_clusters_fail_requests);
 	tcase_add_test(tc, create_and_probe);

@@ -40,6 +40,10 @@ struct disk {
 	uint64_t size; /* bytes */
 	bool read_only;
 	char id[DISK_ID_LEN + 1]; /* serial for GET_ID, NUL-padded */
+	/* The most bytes the image file may grow to; 0: no cap.  A backend
+	 * that allocates (qcow2) fails a write that would pass it with
+	 * -ENOSPC; raw files never grow past their size and ignore it. */
+	uint64_t max_file;
 };
 
 /* Closes a disk from disk_open(); NULL is fine. */

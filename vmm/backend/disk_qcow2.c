@@ -34,6 +34,23 @@ int qcow2_bad(struct qcow2 *q, int err, uint64_t guest_off, const char *what)
 	return err;
 }
 
+/* Whether the image file may grow to `end` bytes: the host's cap
+ * (disk.max_file) bounds how much host storage a guest's writes take.
+ * Returns 0 or -ENOSPC (with one stderr line per disk). */
+static int check_cap(struct qcow2 *q, uint64_t end)
+{
+	if (!q->d.max_file || end <= q->d.max_file)
+		return 0;
+	if (!q->cap_warned && !(q->flags & QCOW2_OPEN_QUIET)) {
+		q->cap_warned = true;
+		fprintf(stderr,
+		        "qcow2 %s: the image file reached its cap of %llu bytes; failing writes "
+		        "that need more\n",
+		        q->path, (unsigned long long)q->d.max_file);
+	}
+	return -ENOSPC;
+}
+
 /* ---- file I/O --------------------------------------------------------- */
 
 /* All of buf at off; reads past the end of the file give zeros. */
@@ -438,6 +455,9 @@ static int grow_reftable(struct qcow2 *q)
 	}
 	if (endc << q->cluster_bits > QCOW2_MAX_HOST_OFFSET)
 		return -ENOSPC;
+	int cap = check_cap(q, endc << q->cluster_bits);
+	if (cap)
+		return cap;
 
 	uint8_t *blocks = calloc(nb, q->cs);
 	uint8_t *table = calloc(tcl, q->cs);
@@ -504,7 +524,11 @@ static int claim_cluster(struct qcow2 *q, uint64_t *out)
 		uint64_t c = q->end >> q->cluster_bits;
 		uint64_t ri = c >> q->rb_bits;
 		uint64_t rc = 0;
-		int r;
+		/* Every step below takes the cluster at the end (a new refcount
+		 * block, or the one claimed); a new table checks for itself. */
+		int r = ri < q->rt_entries ? check_cap(q, q->end + q->cs) : 0;
+		if (r)
+			return r;
 		if (ri >= q->rt_entries)
 			r = grow_reftable(q);
 		else if (!q->rt[ri])

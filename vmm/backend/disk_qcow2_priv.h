@@ -37,6 +37,7 @@ struct qcow2 {
 	int fd;
 	unsigned int flags;
 	bool warned;
+	bool cap_warned; /* the cap's stderr line was written */
 	char *path;
 	unsigned int version;
 	unsigned int cluster_bits;

@@ -13,6 +13,8 @@
 #include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "arch/x86_64/boot.h"
@@ -175,6 +177,46 @@ static void on_signal(void *opaque, uint32_t events)
 	vm_request_stop(vm, VM_EXIT_SIGNAL, detail);
 }
 
+/* The --ttl deadline passed: stop the VM whatever the guest is doing
+ * (vm_request_stop kicks every vCPU out of KVM_RUN). */
+static void on_deadline(void *opaque, uint32_t events)
+{
+	struct vm *vm = opaque;
+	uint64_t n;
+	(void)events;
+	/* #syscalls: read (I/O thread, the ttl timerfd) */
+	if (read(vm->ttl_fd, &n, sizeof(n)) != sizeof(n))
+		return;
+	char detail[96];
+	snprintf(detail, sizeof(detail), "the sandbox reached its --ttl of %llu s",
+	         (unsigned long long)vm->ttl_s);
+	vm_request_stop(vm, VM_EXIT_DEADLINE, detail);
+}
+
+/* A timerfd on the I/O loop, armed by vm_start(): the deadline counts from
+ * the start, not from the build (a restore's loading does not eat it). */
+static int watch_deadline(struct vm *vm, const struct vm_config *cfg, char *err, size_t errlen)
+{
+	if (!cfg->ttl_s)
+		return 0;
+	vm->ttl_s = cfg->ttl_s;
+	/* #syscalls: timerfd_create (main thread, at setup) */
+	vm->ttl_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (vm->ttl_fd < 0 || evloop_add(&vm->loop, vm->ttl_fd, EPOLLIN, on_deadline, vm) < 0)
+		return errf(err, errlen, -errno, "cannot set up the --ttl timer: %s",
+		            strerror(errno));
+	return 0;
+}
+
+static int arm_deadline(struct vm *vm)
+{
+	if (vm->ttl_fd < 0)
+		return 0;
+	struct itimerspec its = { .it_value = { .tv_sec = (time_t)vm->ttl_s } };
+	/* #syscalls: timerfd_settime (main thread, in vm_start) */
+	return timerfd_settime(vm->ttl_fd, 0, &its, NULL) < 0 ? -errno : 0;
+}
+
 static int watch_signals(struct vm *vm, char *err, size_t errlen)
 {
 	sigset_t sigs;
@@ -194,6 +236,7 @@ static struct vm *vm_alloc(const struct vm_config *cfg)
 	if (!vm)
 		return NULL;
 	vm->kvm_fd = vm->vm_fd = vm->serial_irqfd = vm->signal_fd = -1;
+	vm->ttl_fd = vm->console_flush_fd = -1;
 	vm->console_in_fd = vm->console_out_fd = -1;
 	vm->mem.fd = -1;
 	vm->loop.epfd = vm->loop.stop_fd = -1;
@@ -237,7 +280,8 @@ int vm_build(struct vm **out, const struct vm_config *cfg, const struct vm_sourc
 	}
 	if ((r = vm_devices_create(vm, cfg, err, errlen)) < 0 ||
 	    (src->devices && (r = src->devices(vm, src->ctx, err, errlen)) < 0) ||
-	    (r = watch_signals(vm, err, errlen)) < 0)
+	    (r = watch_signals(vm, err, errlen)) < 0 ||
+	    (r = watch_deadline(vm, cfg, err, errlen)) < 0)
 		goto fail;
 	vm->t_created_us = boot_timer_now_us();
 	*out = vm;
@@ -334,6 +378,9 @@ int vm_start(struct vm *vm)
 	sigaddset(&set, VCPU_KICK_SIGNAL);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	int r = vcpu_install_kick_handler();
+	if (r < 0)
+		return r;
+	r = arm_deadline(vm);
 	if (r < 0)
 		return r;
 	r = evloop_start(&vm->loop);
@@ -459,6 +506,8 @@ void vm_destroy(struct vm *vm)
 		evloop_destroy(&vm->loop);
 	if (vm->signal_fd >= 0)
 		close(vm->signal_fd);
+	if (vm->ttl_fd >= 0)
+		close(vm->ttl_fd);
 	for (unsigned int i = 0; i < vm->ncpus; i++) {
 		if (vm->vcpus[i].run)
 			munmap(vm->vcpus[i].run, vm->run_size);
@@ -489,6 +538,8 @@ int vm_exit_status(enum vm_exit_reason reason)
 		return 3;
 	case VM_EXIT_SIGNAL:
 		return 4;
+	case VM_EXIT_DEADLINE:
+		return 6;
 	case VM_EXIT_INTERNAL:
 	case VM_EXIT_NONE:
 	default:
@@ -507,6 +558,8 @@ const char *vm_exit_reason_name(enum vm_exit_reason reason)
 		return "guest triple fault";
 	case VM_EXIT_SIGNAL:
 		return "stopped by the host";
+	case VM_EXIT_DEADLINE:
+		return "deadline";
 	case VM_EXIT_INTERNAL:
 		return "internal error";
 	case VM_EXIT_NONE:

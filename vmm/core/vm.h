@@ -27,6 +27,11 @@
 #define VM_EXIT_DETAIL_LEN 384 /* one line: why the VM stopped */
 #define VM_MAX_DISKS       12  /* leaves GSIs for vsock, net and rng */
 
+/* A console file is kept under this many bytes unless told otherwise
+ * (--console-max): past it, the older half is dropped. */
+#define VM_CONSOLE_MAX_DEFAULT (1ULL << 20)
+#define VM_CONSOLE_MAX_MIN     (64ULL << 10) /* room for the rotation to keep whole lines */
+
 enum vm_state { VM_CREATED, VM_RUNNING, VM_PAUSED, VM_STOPPED };
 
 /* Why a VM stopped; cove-vmm's exit status derives from it (vm_exit_status). */
@@ -37,6 +42,7 @@ enum vm_exit_reason {
 	VM_EXIT_TRIPLE_FAULT, /* KVM_EXIT_SHUTDOWN */
 	VM_EXIT_INTERNAL,     /* KVM or VMM failure, or an exit we cannot handle */
 	VM_EXIT_SIGNAL,       /* the host asked us to stop (SIGTERM, SIGINT) */
+	VM_EXIT_DEADLINE,     /* the VM reached its --ttl */
 };
 
 struct vm_disk_config {
@@ -46,6 +52,12 @@ struct vm_disk_config {
 	const char *format; /* "raw", "qcow2", or NULL: probed (trust the image only
 	                       if no guest wrote it raw: a guest-written qcow2
 	                       header could name any host file as backing) */
+	/* Host-side limits (0: none): token buckets on the device's requests
+	 * (bytes/s over reads and writes, requests/s; bursts 0: a tenth of a
+	 * second's worth), and the most bytes the image file may grow to
+	 * (qcow2; a write that needs more fails with an I/O error). */
+	uint64_t bps, bps_burst, iops, iops_burst;
+	uint64_t max_file;
 };
 
 enum vm_console { VM_CONSOLE_STDIO, VM_CONSOLE_FILE, VM_CONSOLE_NONE };
@@ -62,6 +74,8 @@ struct vm_config {
 	const char *console_path;
 	const char *vsock_path; /* NULL: no vsock device */
 	uint64_t vsock_cid;     /* 0: the default (3) */
+	uint64_t ttl_s;       /* stop with VM_EXIT_DEADLINE this long after vm_start(); 0: never */
+	uint64_t console_max; /* cap on a console file's size; 0: VM_CONSOLE_MAX_DEFAULT */
 };
 
 struct vm;
@@ -131,6 +145,9 @@ struct vm {
 	/* The vCPU threads' seccomp filter (base/seccomp.h); OFF after
 	 * vm_create(), set it before vm_start(). */
 	enum vmm_seccomp_mode seccomp;
+	int ttl_fd; /* timerfd of the --ttl deadline on the I/O loop; -1: none */
+	uint64_t ttl_s;
+	int console_flush_fd; /* timerfd that flushes a partial console line; -1: none */
 };
 
 /* Checks the configuration, opens the kernel, initrd and disks, creates

@@ -10,6 +10,9 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "arch/x86_64/layout.h"
@@ -71,6 +74,7 @@ int vm_devices_open_disks(struct vm *vm, const struct vm_config *cfg, char *err,
 		}
 		if (dc->id[0])
 			disk_set_id(d, dc->id);
+		d->max_file = dc->max_file;
 		vm->disk_paths[i] = strdup(dc->path);
 		if (!vm->disk_paths[i]) {
 			disk_close(d);
@@ -134,22 +138,57 @@ static void console_input(void *opaque, uint32_t events)
 	}
 }
 
+static void console_flush(void *opaque, uint32_t events)
+{
+	struct vm *vm = opaque;
+	uint64_t n;
+	(void)events;
+	/* #syscalls: read (I/O thread, the console's flush timerfd) */
+	if (read(vm->console_flush_fd, &n, sizeof(n)) == sizeof(n))
+		serial_flush_timer(&vm->serial);
+}
+
+/* The console file: never through a symbolic link (someone else's link in
+ * a shared directory would point our writes anywhere), truncated only once
+ * it is known to be a regular file, and then capped. */
+static int open_console_file(struct vm *vm, const struct vm_config *cfg, uint64_t *cap, char *err,
+                             size_t errlen)
+{
+	int fd = open(cfg->console_path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		int e = errno;
+		snprintf(err, errlen, "cannot open console file '%s': %s", cfg->console_path,
+		         e == ELOOP ? "it is a symbolic link (refused)" : strerror(e));
+		return -e;
+	}
+	vm->console_out_fd = fd;
+	vm->console_out_owned = true;
+	struct stat st;
+	*cap = 0;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		if (ftruncate(fd, 0) < 0) {
+			int e = errno;
+			snprintf(err, errlen, "cannot truncate console file '%s': %s",
+			         cfg->console_path, strerror(e));
+			return -e;
+		}
+		*cap = cfg->console_max ? cfg->console_max : VM_CONSOLE_MAX_DEFAULT;
+	}
+	return 0;
+}
+
 static int create_console(struct vm *vm, const struct vm_config *cfg, char *err, size_t errlen)
 {
+	uint64_t cap = 0;
+	int r;
 	switch (cfg->console) {
 	case VM_CONSOLE_STDIO:
 		vm->console_out_fd = STDOUT_FILENO;
 		vm->console_in_fd = STDIN_FILENO;
 		break;
 	case VM_CONSOLE_FILE:
-		vm->console_out_fd = open(
-		    cfg->console_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, 0644);
-		if (vm->console_out_fd < 0) {
-			snprintf(err, errlen, "cannot open console file '%s': %s",
-			         cfg->console_path, strerror(errno));
-			return -errno;
-		}
-		vm->console_out_owned = true;
+		if ((r = open_console_file(vm, cfg, &cap, err, errlen)) < 0)
+			return r;
 		break;
 	case VM_CONSOLE_NONE:
 		break;
@@ -164,8 +203,21 @@ static int create_console(struct vm *vm, const struct vm_config *cfg, char *err,
 	}
 	serial_init(&vm->serial, vm->console_out_fd, serial_irq, serial_panic, vm);
 	vm->serial_ready = true;
+	if (vm->console_out_fd >= 0) {
+		/* #syscalls: timerfd_create (main thread, at setup) */
+		vm->console_flush_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+		r = vm->console_flush_fd < 0
+		        ? -errno
+		        : evloop_add(&vm->loop, vm->console_flush_fd, EPOLLIN, console_flush, vm);
+		if (r < 0) {
+			snprintf(err, errlen, "cannot set up the console's flush timer: %s",
+			         strerror(-r));
+			return r;
+		}
+		serial_set_output(&vm->serial, vm->console_out_fd, cap, vm->console_flush_fd);
+	}
 	if (vm->console_in_fd >= 0) {
-		int r = evloop_add(&vm->loop, vm->console_in_fd, EPOLLIN, console_input, vm);
+		r = evloop_add(&vm->loop, vm->console_in_fd, EPOLLIN, console_input, vm);
 		/* /dev/null and regular files cannot be polled: no input then. */
 		if (r < 0)
 			vm->console_in_fd = -1;
@@ -193,13 +245,23 @@ int vm_devices_create(struct vm *vm, const struct vm_config *cfg, char *err, siz
 	}
 	for (unsigned int i = 0; i < vm->ndisks; i++) {
 		struct virtio_mmio_cfg mc = slot_cfg(vm, i);
+		const struct vm_disk_config *dc = &cfg->disks[i];
 		r = vblk_create(&mc, vm->disk_backends[i], &vm->disks[i]);
 		if (r < 0) {
-			snprintf(err, errlen, "cannot create virtio-blk for '%s': %s",
-			         cfg->disks[i].path, strerror(-r));
+			snprintf(err, errlen, "cannot create virtio-blk for '%s': %s", dc->path,
+			         strerror(-r));
 			return r;
 		}
 		vm->disk_backends[i] = NULL; /* the device owns it now */
+		const struct vblk_limits lim = { .bps = dc->bps,
+			                         .bps_burst = dc->bps_burst,
+			                         .iops = dc->iops,
+			                         .iops_burst = dc->iops_burst };
+		if ((r = vblk_set_limits(vm->disks[i], &lim)) < 0) {
+			snprintf(err, errlen, "cannot rate-limit disk '%s': %s", dc->path,
+			         strerror(-r));
+			return r;
+		}
 	}
 	if (cfg->vsock_path) {
 		struct virtio_mmio_cfg mc = slot_cfg(vm, vsock_slot(vm));
@@ -274,6 +336,17 @@ int vm_enter_root(struct vm *vm, const char *root, char *err, size_t errlen)
 	return 0;
 }
 
+void vm_disk_throttled(struct vm *vm, uint64_t *events, uint64_t *ns)
+{
+	*events = *ns = 0;
+	for (unsigned int i = 0; i < vm->ndisks; i++) {
+		uint64_t e, n;
+		vblk_throttle_counts(vm->disks[i], &e, &n);
+		*events += e;
+		*ns += n;
+	}
+}
+
 void vm_devices_destroy(struct vm *vm)
 {
 	vsock_destroy(vm->vsock);
@@ -290,7 +363,12 @@ void vm_devices_destroy(struct vm *vm)
 		vm->disk_paths[i] = NULL;
 	}
 	if (vm->serial_ready)
-		serial_destroy(&vm->serial);
+		serial_destroy(&vm->serial); /* writes out the last partial line */
+	if (vm->console_flush_fd >= 0) {
+		(void)evloop_del(&vm->loop, vm->console_flush_fd);
+		close(vm->console_flush_fd);
+		vm->console_flush_fd = -1;
+	}
 	if (vm->i8042_ready)
 		i8042_destroy(&vm->i8042);
 	if (vm->serial_irqfd >= 0)

@@ -17,4 +17,7 @@ unsigned int vm_devices_transports(struct vm *vm, struct virtio_mmio **out, unsi
 /* Bytes the guest read from and wrote to its disks so far. */
 void vm_disk_io(struct vm *vm, uint64_t *read, uint64_t *written);
 
+/* Disk requests that waited for a rate limiter, and the waits' sum in ns. */
+void vm_disk_throttled(struct vm *vm, uint64_t *events, uint64_t *ns);
+
 #endif

@@ -39,7 +39,7 @@ void serial_init(struct serial *u, int out_fd, serial_irq_fn irq, serial_panic_f
 {
 	memset(u, 0, sizeof(*u));
 	pthread_mutex_init(&u->lock, NULL);
-	u->out_fd = out_fd;
+	console_out_init(&u->out, out_fd, 0, -1);
 	u->irq = irq;
 	u->on_panic = on_panic;
 	u->opaque = opaque;
@@ -50,7 +50,23 @@ void serial_init(struct serial *u, int out_fd, serial_irq_fn irq, serial_panic_f
 
 void serial_destroy(struct serial *u)
 {
+	console_out_flush(&u->out);
 	pthread_mutex_destroy(&u->lock);
+}
+
+void serial_set_output(struct serial *u, int out_fd, uint64_t cap, int timer_fd)
+{
+	pthread_mutex_lock(&u->lock);
+	console_out_flush(&u->out);
+	console_out_init(&u->out, out_fd, cap, timer_fd);
+	pthread_mutex_unlock(&u->lock);
+}
+
+void serial_flush_timer(struct serial *u)
+{
+	pthread_mutex_lock(&u->lock);
+	console_out_timer(&u->out);
+	pthread_mutex_unlock(&u->lock);
 }
 
 /* Recomputes the pending interrupt.  The line is edge-triggered (an
@@ -71,13 +87,7 @@ static void update_irq(struct serial *u, bool edge)
 
 static void emit(struct serial *u, uint8_t c)
 {
-	if (u->out_fd >= 0) {
-		ssize_t n;
-		do
-			n = write(u->out_fd, &c, 1);
-		while (n < 0 && errno == EINTR);
-		/* A console that went away (closed pipe) just drops output. */
-	}
+	console_out_put(&u->out, c);
 	if (u->panic_collect) {
 		if (c == '\n' || c == '\r' || u->panic_len == sizeof(u->panic_msg) - 1) {
 			u->panic_msg[u->panic_len] = 0;

@@ -1,12 +1,15 @@
 /* 8250/16550A UART at 0x3f8, IRQ 4: the guest console.  Output goes to a
- * file descriptor (or nowhere); input arrives through serial_input() from
- * the VM's I/O loop.  The state is a plain struct for snapshots. */
+ * file descriptor (or nowhere), buffered by line and optionally capped
+ * (devices/console_out.h); input arrives through serial_input() from the
+ * VM's I/O loop.  The state is a plain struct for snapshots. */
 #ifndef COVE_SERIAL_H
 #define COVE_SERIAL_H
 
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "devices/console_out.h"
 
 #define SERIAL_COM1_BASE 0x3f8
 #define SERIAL_COM1_IRQ  4
@@ -28,7 +31,7 @@ typedef void (*serial_panic_fn)(void *opaque, const char *msg);
 struct serial {
 	struct serial_state s;
 	pthread_mutex_t lock;
-	int out_fd; /* -1: output discarded */
+	struct console_out out; /* runtime, not state */
 	serial_irq_fn irq;
 	serial_panic_fn on_panic;
 	void *opaque;
@@ -40,7 +43,15 @@ struct serial {
 
 void serial_init(struct serial *u, int out_fd, serial_irq_fn irq, serial_panic_fn on_panic,
                  void *opaque);
+/* Writes out buffered output and releases the lock. */
 void serial_destroy(struct serial *u);
+
+/* Replaces serial_init()'s plain output with a capped file and a flush
+ * timer (console_out_init()); before the vCPUs run. */
+void serial_set_output(struct serial *u, int out_fd, uint64_t cap, int timer_fd);
+
+/* The output's flush timer fired (call from the loop that watches it). */
+void serial_flush_timer(struct serial *u);
 
 /* Bus callback for [SERIAL_COM1_BASE, +8). */
 void serial_io(void *opaque, uint64_t offset, uint8_t *data, uint32_t len, bool is_write);

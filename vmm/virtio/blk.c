@@ -3,7 +3,12 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "base/ratelimit.h"
 #include "virtio/iov.h"
 
 _Static_assert(sizeof(struct virtio_blk_req_hdr) == 16, "blk header is 16 bytes");
@@ -19,7 +24,20 @@ struct vblk {
 	struct virtio_blk_config config;    /* derived from the disk; not state */
 	struct virtq_req req;               /* scratch for the request in hand */
 	uint64_t bytes_read, bytes_written; /* guest requests served (atomic) */
+	/* Rate limiting (vblk_set_limits); runtime only, not state. */
+	struct ratelimit rl;
+	int timer_fd;   /* timerfd on the I/O loop that resumes the queue; -1: none */
+	bool throttled; /* the timer is armed: the queue waits for it */
+	struct evloop *loop;
+	uint64_t throttled_events, throttled_ns; /* copies of rl's counters (atomic) */
 };
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * RL_NS_PER_S + (uint64_t)ts.tv_nsec;
+}
 
 /* Sector + bytes -> byte offset, refusing overflow; capacity is checked by
  * the disk_* wrappers. */
@@ -100,16 +118,15 @@ static uint8_t do_ranges(struct vblk *b, uint32_t type, struct iovec *out, uint3
 
 /* Runs one well-formed chain whose status byte was already split off.
  * Sets *written to the data bytes put into writable segments. */
-static uint8_t handle_request(struct vblk *b, struct virtq_req *r, uint32_t *written)
+static uint8_t handle_request(struct vblk *b, struct virtq_req *r,
+                              const struct virtio_blk_req_hdr *h, uint32_t *written)
 {
 	struct iovec *out = virtq_req_out(r);
 	struct iovec *in = virtq_req_in(r);
 	uint32_t n_out = r->n_out, n_in = r->n_in;
-	struct virtio_blk_req_hdr hdr;
+	const struct virtio_blk_req_hdr hdr = *h;
 
 	*written = 0;
-	if (iov_to_buf(out, n_out, 0, &hdr, sizeof(hdr)) != sizeof(hdr))
-		return VIRTIO_BLK_S_IOERR;
 	(void)iov_drop_front(&out, &n_out, sizeof(hdr));
 	uint64_t in_len = disk_iov_total(in, (int)n_in);
 
@@ -139,9 +156,20 @@ static uint8_t handle_request(struct vblk *b, struct virtq_req *r, uint32_t *wri
 	}
 }
 
+/* The request's header, copied out of guest memory once: the rate
+ * limiter's cost and the request's handling both decide on this copy, so
+ * a guest cannot turn a cheap request into a costly one in between.
+ * False for a chain too short to hold one. */
+static bool read_header(struct virtq_req *r, struct virtio_blk_req_hdr *hdr)
+{
+	return iov_to_buf(virtq_req_out(r), r->n_out, 0, hdr, sizeof(*hdr)) == sizeof(*hdr);
+}
+
 /* Completes the request in b->req: rc is virtq_pop()'s result (1 for a
- * valid chain, negative for a malformed one).  Returns virtq_push()'s. */
-static int complete_request(struct vblk *b, struct virtq *q, int rc)
+ * valid chain, negative for a malformed one), hdr its header when
+ * hdr_ok.  Returns virtq_push()'s. */
+static int complete_request(struct vblk *b, struct virtq *q, int rc,
+                            const struct virtio_blk_req_hdr *hdr, bool hdr_ok)
 {
 	struct virtq_req *r = &b->req;
 	/* The status byte is the last writable byte of the chain.  For a chain
@@ -155,14 +183,54 @@ static int complete_request(struct vblk *b, struct virtq *q, int rc)
 	uint32_t written = 0;
 	uint32_t used_len = 0;
 	if (status) {
-		if (rc > 0) {
-			*status = handle_request(b, r, &written);
+		if (rc > 0 && hdr_ok) {
+			*status = handle_request(b, r, hdr, &written);
 		} else {
 			*status = VIRTIO_BLK_S_IOERR;
 		}
 		used_len = written + 1;
 	}
 	return virtq_push(q, b->t.cfg.mem, r->head, used_len);
+}
+
+/* Data bytes a request moves, for the byte bucket: reads and writes
+ * count, flushes, discards and the rest only as operations. */
+static uint64_t request_bytes(const struct virtq_req *r, const struct virtio_blk_req_hdr *hdr)
+{
+	if (hdr->type == VIRTIO_BLK_T_IN)
+		return r->in_len ? r->in_len - 1 : 0; /* less the status byte */
+	if (hdr->type == VIRTIO_BLK_T_OUT)
+		return r->out_len - sizeof(*hdr);
+	return 0;
+}
+
+/* Gives the request just popped back to the ring: the next virtq_pop()
+ * takes (and validates) it again.  Nothing of it was used, and a snapshot
+ * taken meanwhile sees it as never taken. */
+static void unpop(struct virtq *q)
+{
+	q->last_avail_idx--;
+}
+
+/* Whether the limiter lets the request in b->req run now; if not, the
+ * request goes back to the ring and the timer is armed for when it may. */
+static bool admit(struct vblk *b, struct virtq *q, const struct virtio_blk_req_hdr *hdr)
+{
+	uint64_t wait = rl_take(&b->rl, request_bytes(&b->req, hdr), 1, now_ns());
+	__atomic_store_n(&b->throttled_events, b->rl.throttled, __ATOMIC_RELAXED);
+	__atomic_store_n(&b->throttled_ns, b->rl.throttled_ns, __ATOMIC_RELAXED);
+	if (!wait)
+		return true;
+	struct itimerspec its = {
+		.it_value = { .tv_sec = (time_t)(wait / RL_NS_PER_S),
+		              .tv_nsec = (long)(wait % RL_NS_PER_S) },
+	};
+	/* #syscalls: timerfd_settime (I/O thread) */
+	if (timerfd_settime(b->timer_fd, 0, &its, NULL) < 0)
+		return true; /* cannot wait: serve rather than stall the queue */
+	unpop(q);
+	b->throttled = true;
+	return false;
 }
 
 static void vblk_queue_notify(void *dev, uint16_t queue)
@@ -173,6 +241,9 @@ static void vblk_queue_notify(void *dev, uint16_t queue)
 
 	if (!b->disk)
 		return; /* between a swap's close and open: requests wait */
+	if (b->throttled)
+		return; /* the limiter's timer resumes the queue */
+	bool limited = b->timer_fd >= 0 && rl_enabled(&b->rl);
 	for (;;) {
 		int rc = virtq_pop(q, mem, &b->req);
 		if (rc == 0)
@@ -181,7 +252,11 @@ static void vblk_queue_notify(void *dev, uint16_t queue)
 			virtio_mmio_needs_reset(&b->t);
 			break;
 		}
-		if (complete_request(b, q, rc) < 0) {
+		struct virtio_blk_req_hdr hdr = { 0 };
+		bool hdr_ok = rc > 0 && read_header(&b->req, &hdr);
+		if (hdr_ok && limited && !admit(b, q, &hdr))
+			break;
+		if (complete_request(b, q, rc, &hdr, hdr_ok) < 0) {
 			virtio_mmio_needs_reset(&b->t);
 			break;
 		}
@@ -235,6 +310,53 @@ static void fill_config(struct vblk *b)
 	}
 }
 
+/* The limiter's timer fired: enough tokens for the request that waited. */
+static void vblk_timer(void *opaque, uint32_t events)
+{
+	struct vblk *b = opaque;
+	uint64_t expirations;
+	(void)events;
+	/* #syscalls: read (I/O thread, the timerfd) */
+	if (read(b->timer_fd, &expirations, sizeof(expirations)) < 0)
+		return; /* EAGAIN: a stale wake-up */
+	pthread_mutex_lock(&b->t.lock);
+	b->throttled = false;
+	uint32_t st = b->t.st.status;
+	if ((st & VIRTIO_STATUS_DRIVER_OK) && !(st & VIRTIO_STATUS_DEVICE_NEEDS_RESET) &&
+	    b->t.st.queues[0].ready)
+		vblk_queue_notify(b, 0);
+	pthread_mutex_unlock(&b->t.lock);
+}
+
+int vblk_set_limits(struct vblk *b, const struct vblk_limits *l)
+{
+	if (!l->bps && !l->iops)
+		return 0;
+	if (!b->t.cfg.loop)
+		return -EINVAL;
+	if (b->timer_fd < 0) {
+		/* #syscalls: timerfd_create (main thread, at setup) */
+		b->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+		if (b->timer_fd < 0)
+			return -errno;
+		int r = evloop_add(b->t.cfg.loop, b->timer_fd, EPOLLIN, vblk_timer, b);
+		if (r < 0) {
+			close(b->timer_fd);
+			b->timer_fd = -1;
+			return r;
+		}
+		b->loop = b->t.cfg.loop;
+	}
+	rl_init(&b->rl, l->bps, l->bps_burst, l->iops, l->iops_burst, now_ns());
+	return 0;
+}
+
+void vblk_throttle_counts(struct vblk *b, uint64_t *events, uint64_t *ns)
+{
+	*events = __atomic_load_n(&b->throttled_events, __ATOMIC_RELAXED);
+	*ns = __atomic_load_n(&b->throttled_ns, __ATOMIC_RELAXED);
+}
+
 int vblk_create(const struct virtio_mmio_cfg *cfg, struct disk *disk, struct vblk **out)
 {
 	*out = NULL;
@@ -244,6 +366,7 @@ int vblk_create(const struct virtio_mmio_cfg *cfg, struct disk *disk, struct vbl
 	if (!b)
 		return -ENOMEM;
 	b->disk = disk;
+	b->timer_fd = -1;
 	fill_config(b);
 	int err = virtio_mmio_init(&b->t, cfg, disk->read_only ? &vblk_ops_ro : &vblk_ops_rw, b);
 	if (err) {
@@ -258,6 +381,10 @@ void vblk_destroy(struct vblk *b)
 {
 	if (!b)
 		return;
+	if (b->timer_fd >= 0) {
+		(void)evloop_del(b->loop, b->timer_fd);
+		close(b->timer_fd);
+	}
 	virtio_mmio_destroy(&b->t);
 	free(b);
 }
@@ -276,6 +403,9 @@ struct disk *vblk_swap_disk(struct vblk *b, struct disk *disk)
 {
 	pthread_mutex_lock(&b->t.lock);
 	struct disk *old = b->disk;
+	/* The host's cap on the image file holds for the disk that replaces it. */
+	if (disk && old)
+		disk->max_file = old->max_file;
 	b->disk = disk;
 	pthread_mutex_unlock(&b->t.lock);
 	return old;

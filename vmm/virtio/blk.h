@@ -7,7 +7,7 @@
  * broken ring marks the device DEVICE_NEEDS_RESET.  Neither stops the VMM.
  *
  * Several disks per VM: one vblk per disk, each with its own MMIO window
- * and GSI. */
+ * and GSI.  A disk may be rate limited (vblk_set_limits). */
 #ifndef COVE_VIRTIO_BLK_H
 #define COVE_VIRTIO_BLK_H
 
@@ -115,6 +115,25 @@ struct virtio_mmio *vblk_transport(struct vblk *b);
  * which the caller closes.  With a NULL disk requests wait in the ring. */
 struct disk *vblk_disk(struct vblk *b);
 struct disk *vblk_swap_disk(struct vblk *b, struct disk *disk);
+
+/* Host-side I/O limits of one disk (token buckets, base/ratelimit.h):
+ * bytes/s over reads and writes, operations/s over every request, each
+ * with a burst (0: a tenth of a second's worth).  0 rates: unlimited. */
+struct vblk_limits {
+	uint64_t bps, bps_burst;
+	uint64_t iops, iops_burst;
+};
+
+/* Applies limits: a request the buckets cannot serve yet stays in the
+ * ring, and the queue stops until a timerfd on cfg->loop fires when there
+ * are tokens enough (no polling, no sleeping on the I/O thread).  Call
+ * after vblk_create(), before the vCPUs run.  -EINVAL without an I/O loop,
+ * else 0 or -errno from timerfd_create/evloop_add. */
+int vblk_set_limits(struct vblk *b, const struct vblk_limits *l)
+    __attribute__((warn_unused_result));
+
+/* Requests that had to wait for the limiter, and the sum of their waits. */
+void vblk_throttle_counts(struct vblk *b, uint64_t *events, uint64_t *ns);
 
 /* Bytes of guest reads and writes served so far. */
 void vblk_io_counts(struct vblk *b, uint64_t *read, uint64_t *written);
