@@ -21,7 +21,8 @@ static void check_sgr_only(const char *out, size_t n)
 		if (i + 1 >= n || out[i + 1] != '[')
 			abort();
 		size_t j = i + 2;
-		while (j < n && ((out[j] >= '0' && out[j] <= '9') || out[j] == ';' || out[j] == ':'))
+		while (j < n &&
+		       ((out[j] >= '0' && out[j] <= '9') || out[j] == ';' || out[j] == ':'))
 			j++;
 		if (j >= n || out[j] != 'm')
 			abort();
