@@ -138,10 +138,12 @@ int cli_exec_command(struct cove_sandbox *sb, const struct cli_exec *x, char **a
 	if (r == -EINTR && got_signal)
 		return 128 + got_signal; /* the sandbox did not answer in time */
 	if (r < 0) {
-		/* A sandbox that went away (its --ttl, a crash) says why. */
+		/* A sandbox that went away (its --ttl, a crash) says why; one that
+		 * did not answer in time is not waited for again. */
 		char why[512];
+		int wait_ms = r == -ETIMEDOUT ? 0 : 2000;
 		fprintf(stderr, "%s: %s\n", prog,
-		        cove_sandbox_exited(sb, 2000, why, sizeof(why)) && why[0] ? why : err);
+		        cove_sandbox_exited(sb, wait_ms, why, sizeof(why)) && why[0] ? why : err);
 		if (r == -ETIMEDOUT && x->timeout_s)
 			return 124;
 		/* As shells do: 127 for a command not found, 126 for one that

@@ -26,7 +26,7 @@ written=$(x 'stat -c %s /root/big')
 x sync >/dev/null
 pid=$($cove ls --json | python3 -c 'import json,sys; print([s["pid"] for s in json.load(sys.stdin) if s["name"]=="dsz"][0])')
 cap=$(tr '\0' '\n' <"/proc/$pid/cmdline" | grep -o 'max_file=[0-9]*' | cut -d= -f2)
-disk=$COVE_RUNTIME_DIR/dsz/disk0.qcow2
+disk=$COVE_RUNTIME_DIR/dsz/root/disk0.qcow2
 size=$(stat -c %s "$disk")
 used=$(($(du -k "$disk" | cut -f1) * 1024))
 echo "  overlay: $size bytes long, $used bytes used; cap $cap"

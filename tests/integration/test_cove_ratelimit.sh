@@ -23,7 +23,7 @@ echo "  unlimited: ${free%% *} s; limited to 16 MiB/s: ${slow%% *} s"
 [[ $free == *"status 0"* ]] && ok "the unlimited dd succeeded" || not_ok "unlimited dd: $free"
 if [ "$(echo "${slow%% *} >= 3.5" | bc)" = 1 ]; then ok "64 MiB at 16 MiB/s took ${slow%% *} s (at least 3.5 s)"; else
 	not_ok "64 MiB at 16 MiB/s took only ${slow%% *} s"; fi
-stats=$(vmm_api "$COVE_RUNTIME_DIR/slow/api.sock" '{"op":"stats"}')
+stats=$(vmm_api "$COVE_RUNTIME_DIR/slow/root/api.sock" '{"op":"stats"}')
 thr=$(echo "$stats" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["disk_throttled"], d["disk_throttled_ms"])')
 echo "  stats: disk_throttled, disk_throttled_ms = $thr"
 [ "${thr%% *}" -gt 0 ] 2>/dev/null && ok "the stats count throttled requests" || not_ok "stats: $stats"
