@@ -7,6 +7,7 @@
  *   5  internal error (KVM failure or an exit cove-vmm cannot handle)
  *   6  the VM reached its --ttl deadline ("deadline") */
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <string.h>
@@ -70,6 +71,16 @@ int main(int argc, char **argv)
 		r = jail_enter(&c.jail, jailed, sizeof(jailed), err, sizeof(err));
 	if (r == 0)
 		fprintf(stderr, "cove-vmm: jail: %s\n", jailed);
+	if (r == 0 && c.jail.root) {
+		/* Opened before any filter: the jail's root, for a snapshot's
+		 * copies of the disks; the API thread may then open nothing by
+		 * path. */
+		vm->root_fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (vm->root_fd < 0)
+			r = -errno, snprintf(err, sizeof(err), "jail: cannot open its root: %s",
+			                     strerror(errno));
+		vmm_seccomp_set_jailed(true);
+	}
 	if (r < 0) {
 		fprintf(stderr, "cove-vmm: %s\n", err);
 		vmm_api_destroy(api);

@@ -19,7 +19,18 @@
 #include "base/seccomp.h"
 #include "unit.h"
 
-enum probe { P_EXECVE, P_OPEN_HOST, P_SOCKET_INET, P_PTRACE, P_HARMLESS, P_SOCKET_UNIX };
+enum probe {
+	P_EXECVE,
+	P_OPEN_HOST,
+	P_SOCKET_INET,
+	P_PTRACE,
+	P_HARMLESS,
+	P_SOCKET_UNIX,
+	P_OPEN_DIRFD
+};
+
+/* Set before a probe: install the filters as a jailed cove-vmm does. */
+static bool jailed;
 
 /* In the child: the raw syscall for p, then exit_group(0).  Reaching the
  * exit means the filter let the syscall through. */
@@ -27,6 +38,9 @@ static void __attribute__((noreturn))
 probe_child(enum vmm_thread_kind kind, enum probe p, int pipe_w)
 {
 	char err[256];
+	/* What a jailed VMM opens before its filters: a directory's fd. */
+	int dir = p == P_OPEN_DIRFD ? open("/etc", O_RDONLY | O_DIRECTORY) : -1;
+	vmm_seccomp_set_jailed(jailed);
 	if (vmm_seccomp_install(kind, VMM_SECCOMP_KILL, err, sizeof(err)) < 0)
 		syscall(SYS_exit_group, 100);
 	static char *const argv[] = { "/bin/true", NULL };
@@ -50,6 +64,10 @@ probe_child(enum vmm_thread_kind kind, enum probe p, int pipe_w)
 	case P_SOCKET_UNIX:
 		if (syscall(SYS_socket, AF_UNIX, SOCK_STREAM, 0) < 0)
 			syscall(SYS_exit_group, 102);
+		break;
+	case P_OPEN_DIRFD:
+		if (dir < 0 || syscall(SYS_openat, dir, "passwd", O_RDONLY) < 0)
+			syscall(SYS_exit_group, 103);
 		break;
 	}
 	syscall(SYS_exit_group, 0);
@@ -125,6 +143,21 @@ START_TEST(open_host_path_kills_except_api)
 }
 END_TEST
 
+/* Jailed, the API thread too is killed for a path: it may open only
+ * relative to a descriptor (the snapshot directory, the jail root). */
+START_TEST(jailed_api_opens_only_through_descriptors)
+{
+	jailed = true;
+	assert_killed(VMM_THREAD_API, P_OPEN_HOST, "openat(AT_FDCWD, \"/etc/passwd\") (jailed)");
+	assert_killed(VMM_THREAD_API, P_EXECVE, "execve (jailed)");
+	assert_killed(VMM_THREAD_API, P_SOCKET_INET, "socket(AF_INET) (jailed)");
+	assert_killed(VMM_THREAD_API, P_PTRACE, "ptrace (jailed)");
+	assert_allowed(VMM_THREAD_API, P_OPEN_DIRFD, "openat(dirfd, \"passwd\") (jailed)");
+	assert_allowed(VMM_THREAD_API, P_HARMLESS, "getpid and write (jailed)");
+	jailed = false;
+}
+END_TEST
+
 START_TEST(harmless_syscalls_pass)
 {
 	assert_allowed(kinds[_i], P_HARMLESS, "getpid and a write to a pipe");
@@ -188,6 +221,7 @@ static Suite *make_suite(void)
 	tcase_add_loop_test(tc, socket_unix_only_on_io, 0, n);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("modes");
+	tcase_add_test(tc, jailed_api_opens_only_through_descriptors);
 	tcase_add_test(tc, log_mode_lets_everything_through);
 	tcase_add_test(tc, modes_parse);
 	suite_add_tcase(s, tc);

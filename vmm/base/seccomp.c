@@ -36,7 +36,14 @@
 #define K_MAIN (1u << VMM_THREAD_MAIN)
 #define K_VCPU (1u << VMM_THREAD_VCPU)
 #define K_IO   (1u << VMM_THREAD_IO)
-#define K_API  (1u << VMM_THREAD_API)
+/* The API thread's rows come in two sets: K_APIU where cove-vmm runs
+ * unjailed (it makes snapshot directories by path), K_APIJ inside the jail,
+ * where every file it touches is reached through a descriptor: the
+ * path-taking calls are refused there, and the *at calls need a real
+ * directory fd, never AT_FDCWD. */
+#define K_APIU (1u << VMM_THREAD_API)
+#define K_APIJ (1u << 8)
+#define K_API  (K_APIU | K_APIJ)
 #define K_ALL  (K_MAIN | K_VCPU | K_IO | K_API)
 
 /* The signal that kicks a vCPU out of KVM_RUN (VCPU_KICK_SIGNAL in
@@ -64,6 +71,13 @@ struct sc_rule {
 #define MASKED(sys, n, m, v, what, k)                                               \
 	{                                                                           \
 		SCMP_SYS(sys), #sys, (n), SCMP_CMP_MASKED_EQ, (m), (v), (what), (k) \
+	}
+/* A dirfd that is a descriptor: 0..INT_MAX as the 64-bit register holds
+ * it (AT_FDCWD, -100, is above that however it is passed). */
+#define DIRFD(sys, n, k)                                               \
+	{                                                              \
+		SCMP_SYS(sys), #sys, (n), SCMP_CMP_LE, 0x7fffffffu, 0, \
+		    "dirfd a descriptor, not AT_FDCWD (jailed)", (k)   \
 	}
 /* The kernel reads an ioctl request as 32 bits: compare only those. */
 #define IOCTL(req, k) MASKED(ioctl, 1, 0xffffffffu, (uint32_t)(req), #req, (k))
@@ -107,13 +121,13 @@ static const struct sc_rule rules[] = {
 	MASKED(newfstatat, 3, AT_EMPTY_PATH, AT_EMPTY_PATH, "flags with AT_EMPTY_PATH, as fstat",
 	       K_VCPU | K_IO),
 	/* main lstat()s its sockets before removing them; API: snapshots. */
-	ANY(newfstatat, K_MAIN | K_API),
+	ANY(newfstatat, K_MAIN | K_APIU),
 
 	/* main: the teardown after the vCPUs have ended. */
 	IOCTL(KVM_IOEVENTFD, K_MAIN), /* deassigning the virtqueue notifiers */
 	IOCTL(KVM_IRQFD, K_MAIN),     /* deassigning the interrupt eventfds */
 	ANY(epoll_ctl, K_MAIN | K_VCPU | K_IO),
-	ANY(unlink, K_MAIN | K_API), /* the control socket, the vsock listener */
+	ANY(unlink, K_MAIN | K_APIU), /* the control socket, the vsock listener */
 	ANY(fdatasync, K_MAIN | K_IO | K_API),
 	ANY(fsync, K_MAIN | K_IO | K_API),
 
@@ -161,26 +175,34 @@ static const struct sc_rule rules[] = {
 	ANY(ppoll, K_API),
 	/* API: snapshots (snapshot/save.c, common/io.c, common/qcow2_create.c,
 	 * backend/disk_open.c): the only thread that opens or makes paths. */
-	ANY(openat, K_API),
-	ANY(mkdir, K_API),
-	ANY(mkdirat, K_API),
-	ANY(rmdir, K_API),
-	ANY(rename, K_API),
-	ANY(renameat, K_API),
-	ANY(renameat2, K_API),
-	ANY(unlinkat, K_API),
-	ANY(chmod, K_API),
+	ANY(openat, K_APIU),
+	ANY(mkdir, K_APIU),
+	ANY(mkdirat, K_APIU),
+	ANY(rmdir, K_APIU),
+	ANY(rename, K_APIU),
+	ANY(renameat, K_APIU),
+	ANY(renameat2, K_APIU),
+	ANY(unlinkat, K_APIU),
+	ANY(chmod, K_APIU),
 	ANY(fchmod, K_API),
-	ANY(fchmodat, K_API),
+	ANY(fchmodat, K_APIU),
 	ANY(fchown, K_API),
 	ANY(ftruncate, K_ALL), /* the console past its cap; snapshot files */
 	ANY(lseek, K_API),     /* SEEK_DATA/SEEK_HOLE over the memfd */
 	ANY(copy_file_range, K_API),
 	EQ(fcntl, 1, F_DUPFD_CLOEXEC, "F_DUPFD_CLOEXEC: the snapshot directory", K_API),
 	ANY(flock, K_API),
-	ANY(statx, K_API),
-	ANY(readlink, K_API), /* realpath() of read-only disks */
-	ANY(getcwd, K_API),
+	/* Jailed API: relative to the snapshot directory's fd (passed with the
+	 * request) or the jail root's (opened before any filter). */
+	DIRFD(openat, 0, K_APIJ),
+	DIRFD(renameat, 0, K_APIJ),
+	DIRFD(unlinkat, 0, K_APIJ),
+	DIRFD(fchmodat, 0, K_APIJ),
+	DIRFD(newfstatat, 0, K_APIJ),
+	DIRFD(statx, 0, K_APIJ),
+	ANY(statx, K_APIU),
+	ANY(readlink, K_APIU), /* realpath() of read-only disks */
+	ANY(getcwd, K_APIU),
 	IOCTL(FICLONE, K_API),      /* copy_file_sparse: a reflink first */
 	IOCTL(BLKGETSIZE64, K_API), /* reopening a disk that is a block device */
 	IOCTL(KVM_GET_PIT2, K_API),
@@ -234,6 +256,13 @@ int vmm_seccomp_parse_mode(const char *s, enum vmm_seccomp_mode *mode)
 	return 0;
 }
 
+static bool jailed;
+
+void vmm_seccomp_set_jailed(bool on)
+{
+	jailed = on;
+}
+
 int vmm_seccomp_install(enum vmm_thread_kind kind, enum vmm_seccomp_mode mode, char *err,
                         size_t errlen)
 {
@@ -251,7 +280,7 @@ int vmm_seccomp_install(enum vmm_thread_kind kind, enum vmm_seccomp_mode mode, c
 		return -ENOMEM;
 	}
 	int r = 0;
-	unsigned int bit = 1u << kind;
+	unsigned int bit = kind == VMM_THREAD_API && jailed ? K_APIJ : 1u << kind;
 	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]) && r == 0; i++) {
 		const struct sc_rule *x = &rules[i];
 		if (!(x->kinds & bit))
@@ -341,16 +370,18 @@ int vmm_seccomp_thread_start(pthread_t *t, const char *name, enum vmm_thread_kin
 
 void vmm_seccomp_list(FILE *out)
 {
-	for (unsigned int k = 0; k < VMM_THREAD_KINDS; k++) {
-		fprintf(out, "%s:\n", kind_names[k]);
+	for (unsigned int k = 0; k <= VMM_THREAD_KINDS; k++) {
+		/* The last pass: the API thread inside the jail. */
+		unsigned int bit = k < VMM_THREAD_KINDS ? 1u << k : K_APIJ;
+		fprintf(out, "%s:\n", k < VMM_THREAD_KINDS ? kind_names[k] : "api (jailed)");
 		for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
 			const struct sc_rule *x = &rules[i];
-			if (!(x->kinds & (1u << k)))
+			if (!(x->kinds & bit))
 				continue;
 			/* One line per syscall: its argument limits joined. */
 			bool first = true;
 			for (size_t j = 0; j < i; j++)
-				if ((rules[j].kinds & (1u << k)) && rules[j].nr == x->nr)
+				if ((rules[j].kinds & bit) && rules[j].nr == x->nr)
 					first = false;
 			if (!first)
 				continue;
@@ -358,7 +389,7 @@ void vmm_seccomp_list(FILE *out)
 			bool any = false, limited = false;
 			for (size_t j = i; j < sizeof(rules) / sizeof(rules[0]); j++) {
 				const struct sc_rule *y = &rules[j];
-				if (!(y->kinds & (1u << k)) || y->nr != x->nr)
+				if (!(y->kinds & bit) || y->nr != x->nr)
 					continue;
 				if (y->arg < 0) {
 					any = true;

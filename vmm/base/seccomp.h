@@ -14,6 +14,7 @@
 #define COVE_VMM_SECCOMP_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -27,6 +28,11 @@ enum vmm_seccomp_mode {
 	VMM_SECCOMP_KILL, /* a syscall not allowed kills the whole process (SIGSYS) */
 	VMM_SECCOMP_LOG,  /* allowed, but logged by the kernel (audit type=1326) */
 };
+
+/* Whether cove-vmm runs jailed (pivoted into its root): the API thread's
+ * filter then refuses the path-taking calls and AT_FDCWD.  Set it before
+ * any thread starts. */
+void vmm_seccomp_set_jailed(bool on);
 
 /**
  * vmm_seccomp_install() - confine the calling thread to kind's allowlist

@@ -236,7 +236,7 @@ static struct vm *vm_alloc(const struct vm_config *cfg)
 	if (!vm)
 		return NULL;
 	vm->kvm_fd = vm->vm_fd = vm->serial_irqfd = vm->signal_fd = -1;
-	vm->ttl_fd = vm->console_flush_fd = -1;
+	vm->ttl_fd = vm->console_flush_fd = vm->root_fd = -1;
 	vm->console_in_fd = vm->console_out_fd = -1;
 	vm->mem.fd = -1;
 	vm->loop.epfd = vm->loop.stop_fd = -1;
@@ -497,6 +497,8 @@ void vm_destroy(struct vm *vm)
 		vm_request_stop(vm, VM_EXIT_SIGNAL, "destroyed");
 		(void)vm_wait(vm);
 	}
+	if (vm->root_fd >= 0)
+		close(vm->root_fd);
 	/* Devices release their loop watches and KVM bindings with the loop
 	 * stopped but its epoll set still open. */
 	if (vm->loop.epfd >= 0)

@@ -146,6 +146,9 @@ struct vm {
 	 * vm_create(), set it before vm_start(). */
 	enum vmm_seccomp_mode seccomp;
 	int ttl_fd; /* timerfd of the --ttl deadline on the I/O loop; -1: none */
+	/* The jail's root ("/" once pivoted), for what a snapshot opens by
+	 * name (the writable disks): -1 when not jailed. */
+	int root_fd;
 	uint64_t ttl_s;
 	int console_flush_fd; /* timerfd that flushes a partial console line; -1: none */
 };

@@ -188,12 +188,21 @@ static int freeze_disk_into(struct vm *vm, unsigned int i, int dirfd, bool resum
 		return errf(err, errlen, r, "cannot flush disk '%s': %s", path, strerror(-r));
 	snprintf(sd->format, sizeof(sd->format), "%s", is_qcow2(d) ? "qcow2" : "raw");
 	snprintf(sd->file, sizeof(sd->file), "disk%u.%s", i, is_qcow2(d) ? "qcow2" : "img");
-	if (!resume && renameat(AT_FDCWD, path, dirfd, sd->file) == 0) {
+	/* Jailed, the disk is reached through the jail root's fd (the API
+	 * thread's filter refuses AT_FDCWD there). */
+	int from = AT_FDCWD;
+	const char *name = path;
+	if (vm->root_fd >= 0) {
+		from = vm->root_fd;
+		while (*name == '/')
+			name++;
+	}
+	if (!resume && renameat(from, name, dirfd, sd->file) == 0) {
 		(void)fchmodat(dirfd, sd->file, 0400, 0);
 		sd->in_snapshot = 1;
 		return 0;
 	}
-	r = copy_file_sparse_at(AT_FDCWD, path, dirfd, sd->file, 0400);
+	r = copy_file_sparse_at(from, name, dirfd, sd->file, 0400);
 	if (r < 0)
 		return errf(err, errlen, r, "disk '%s': cannot copy it into the snapshot: %s", path,
 		            strerror(-r));
@@ -317,7 +326,9 @@ int vm_snapshot(struct vm *vm, const char *dir, int given_dirfd, bool resume,
 		if (d->read_only) {
 			snprintf(sd->format, sizeof(sd->format), "%s",
 			         is_qcow2(d) ? "qcow2" : "raw");
-			char *abs = realpath(vm->disk_paths[i], NULL);
+			/* Jailed, the path is the one it was given (no realpath:
+			 * the filter allows no path lookups there). */
+			char *abs = vm->root_fd >= 0 ? NULL : realpath(vm->disk_paths[i], NULL);
 			snprintf(sd->file, sizeof(sd->file), "%s", abs ? abs : vm->disk_paths[i]);
 			free(abs);
 			continue;
