@@ -130,6 +130,10 @@ void sandbox_finish(struct cove_sandbox *sb, int grace_ms);
 /* The most arguments a caller gives vmm_spawn (the jail's are added). */
 #define COVE_VMM_ARGS_MAX 48
 
+/* The last non-empty line of a file (cove-vmm's log, the console),
+ * however long, cut to fit out; "" when there is none. */
+void vmm_log_tail(const char *path, char *out, size_t len);
+
 /* A listening Unix socket at path: where the agent's HELLO arrives. */
 int vmm_listen(const char *path);
 

@@ -112,24 +112,6 @@ void ttl_unwatch(struct cove_sandbox *sb)
 	sb->ttl_stop_fd = -1;
 }
 
-/* The last non-empty line of path, cut to fit out. */
-static void last_line(const char *path, char *out, size_t len)
-{
-	out[0] = 0;
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return;
-	char *line = NULL;
-	size_t cap = 0;
-	while (getline(&line, &cap, f) >= 0) {
-		line[strcspn(line, "\r\n")] = 0;
-		if (line[0])
-			snprintf(out, len, "%s", line);
-	}
-	free(line);
-	fclose(f);
-}
-
 #define VMM_EXIT_DEADLINE 6 /* cove-vmm's exit status at its --ttl (vmm/main.c) */
 
 bool cove_sandbox_exited(struct cove_sandbox *sb, int wait_ms, char *why, size_t len)
@@ -155,7 +137,7 @@ bool cove_sandbox_exited(struct cove_sandbox *sb, int wait_ms, char *why, size_t
 	bool killed = __atomic_load_n(&sb->ttl_killed, __ATOMIC_ACQUIRE);
 	char log[PATH_MAX + 16], tail[384];
 	snprintf(log, sizeof(log), "%s/vmm.log", sb->dir);
-	last_line(log, tail, sizeof(tail));
+	vmm_log_tail(log, tail, sizeof(tail));
 	if (killed)
 		snprintf(why, len,
 		         "the sandbox reached its --ttl of %llu s (cove-vmm did not stop by itself "

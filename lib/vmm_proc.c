@@ -44,11 +44,10 @@ int vmm_listen(const char *path)
 	return fd;
 }
 
-/* The last non-empty line of a file, however long (cut to fit out). */
-static void tail_file(const char *path, char *out, size_t len)
+void vmm_log_tail(const char *path, char *out, size_t len)
 {
 	out[0] = 0;
-	FILE *f = fopen(path, "r");
+	FILE *f = fopen(path, "re");
 	if (!f)
 		return;
 	char *line = NULL;
@@ -83,9 +82,9 @@ static int vmm_died(struct cove_sandbox *sb, const char *log, const char *consol
 		            "cove-vmm was killed %s by its seccomp filter: %s", when,
 		            VMM_SECCOMP_KILLED);
 	char why[448];
-	tail_file(log, why, sizeof(why));
+	vmm_log_tail(log, why, sizeof(why));
 	if (!why[0])
-		tail_file(console, why, sizeof(why));
+		vmm_log_tail(console, why, sizeof(why));
 	text_clean(why); /* the console's last line is the guest's */
 	return errf(err, errlen, -ECHILD, "cove-vmm exited %s: %s", when,
 	            why[0] ? why : "(no output)");
