@@ -17,6 +17,7 @@
 #endif
 
 #include "boot_timer_abi.h"
+#include "net.h"
 
 #define CMDLINE_MAX  4096
 #define HOSTNAME_MAX 64
@@ -144,15 +145,20 @@ static void dev_links(void)
 	}
 }
 
-static void set_hostname(bool pid1)
+static void read_cmdline(char *cmdline, size_t len)
 {
-	char cmdline[CMDLINE_MAX] = "", name[HOSTNAME_MAX + 1];
+	cmdline[0] = 0;
 	int fd = open("/proc/cmdline", O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
-		ssize_t n = read(fd, cmdline, sizeof(cmdline) - 1);
+		ssize_t n = read(fd, cmdline, len - 1);
 		cmdline[n > 0 ? n : 0] = 0;
 		close(fd);
 	}
+}
+
+static void set_hostname(const char *cmdline, bool pid1)
+{
+	char name[HOSTNAME_MAX + 1];
 	if (agent_cmdline_get(cmdline, "cove.hostname", name, sizeof(name)) < 0 ||
 	    !agent_hostname_valid(name)) {
 		if (!pid1)
@@ -186,8 +192,11 @@ void agent_sys_setup(bool pid1)
 	if (pid1)
 		agent_grow_root();
 	dev_links();
-	set_hostname(pid1);
+	char cmdline[CMDLINE_MAX];
+	read_cmdline(cmdline, sizeof(cmdline));
+	set_hostname(cmdline, pid1);
 	loopback_up();
+	agent_net_setup(cmdline);
 	setenv("PATH", AGENT_PATH, pid1);
 	setenv("HOME", "/root", pid1);
 }

@@ -25,7 +25,8 @@ bool agent_hostname_valid(const char *name);
 /* Mounts proc, sysfs, devtmpfs, devpts, /dev/shm, /tmp, /run and cgroup2
  * where nothing is mounted yet, adds /dev/ptmx and /dev/fd links if missing,
  * sets the host name (cove.hostname= from the command line; as PID 1
- * AGENT_DEFAULT_HOSTNAME otherwise), brings up lo and sets PATH and HOME for
+ * AGENT_DEFAULT_HOSTNAME otherwise), brings up lo (and eth0, from cove.net=:
+ * net.h) and sets PATH and HOME for
  * children (as PID 1 always, else only where unset).  Failures are logged
  * to stderr and skipped: a guest with less is still worth serving. */
 void agent_sys_setup(bool pid1);

@@ -4,6 +4,7 @@
  * large output, timeouts, PTY, resize), file transfer and file requests,
  * protocol errors and concurrency.  Also the request parser and the kernel
  * command line parser, which need no process. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "guest-agent/agent.h"
+#include "guest-agent/net.h"
 #include "guest-agent/request.h"
 #include "guest-agent/restore.h"
 #include "guest-agent/sys.h"
@@ -1056,6 +1058,58 @@ START_TEST(request_other_types)
 }
 END_TEST
 
+START_TEST(net_parsing)
+{
+	struct agent_net n;
+	ck_assert_int_eq(agent_net_parse("172.16.0.2/30,172.16.0.1,172.16.0.1", &n), 0);
+	ck_assert_uint_eq(n.prefix, 30);
+	ck_assert_uint_eq(ntohl(n.addr.s_addr), 0xac100002u);
+	ck_assert_uint_eq(ntohl(n.gateway.s_addr), 0xac100001u);
+	ck_assert_uint_eq(ntohl(n.resolver.s_addr), 0xac100001u);
+	ck_assert_int_eq(agent_net_parse("10.0.0.5/8,10.9.9.9,198.51.100.53", &n), 0);
+	static const char *const bad[] = {
+		"",
+		"172.16.0.2",
+		"172.16.0.2/30",
+		"172.16.0.2/30,172.16.0.1",
+		"172.16.0.2/30,172.16.0.1,172.16.0.1,x",
+		"172.16.0.2/0,172.16.0.1,172.16.0.1",
+		"172.16.0.2/33,172.16.0.1,172.16.0.1",
+		"172.16.0.2/,172.16.0.1,172.16.0.1",
+		"172.16.0.2/3a,172.16.0.1,172.16.0.1",
+		"172.16.0.2/30,172.16.0.9,172.16.0.1",
+		"172.16.0.2/30,172.16.0.2,172.16.0.1",
+		"172.16.0.256/30,172.16.0.1,172.16.0.1",
+		"/30,172.16.0.1,172.16.0.1",
+		"172.16.0.2/30,,172.16.0.1",
+		"172.16.0.2/30,172.16.0.1,",
+		"172.16.0.2/030,172.16.0.1,172.16.0.1",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(agent_net_parse(bad[i], &n) == -EINVAL, "accepted '%s'", bad[i]);
+
+	char dir[] = "/tmp/cove-net-XXXXXX", path[64], link[64], buf[128] = "";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/resolv.conf", dir);
+	snprintf(link, sizeof(link), "%s/target", dir);
+	ck_assert_int_eq(symlink(link, path), 0); /* replaced, never followed */
+	ck_assert_int_eq(agent_net_parse("172.16.0.2/30,172.16.0.1,172.16.0.1", &n), 0);
+	ck_assert_int_eq(agent_net_write_resolv(path, &n), 0);
+	struct stat st;
+	ck_assert_int_eq(lstat(path, &st), 0);
+	ck_assert(S_ISREG(st.st_mode));
+	ck_assert_int_eq(access(link, F_OK), -1);
+	int fd = open(path, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_gt(read(fd, buf, sizeof(buf) - 1), 0);
+	close(fd);
+	ck_assert_ptr_nonnull(strstr(buf, "\nnameserver 172.16.0.1\n"));
+	ck_assert_ptr_null(strstr(buf + (strstr(buf, "nameserver") - buf) + 10, "nameserver"));
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
 START_TEST(cmdline_parsing)
 {
 	char v[16];
@@ -1442,6 +1496,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, request_exec_fields);
 	tcase_add_test(tc, request_other_types);
 	tcase_add_test(tc, cmdline_parsing);
+	tcase_add_test(tc, net_parsing);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("restore");

@@ -1,0 +1,138 @@
+/* The guest's one NIC: address, default route and resolver (net.h). */
+#include "net.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <net/route.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "sys.h"
+
+#define NET_VALUE_MAX 64
+
+static int parse_addr(const char *s, size_t len, struct in_addr *a)
+{
+	char buf[INET_ADDRSTRLEN];
+	if (len == 0 || len >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, len);
+	buf[len] = 0;
+	return inet_pton(AF_INET, buf, a) == 1 ? 0 : -EINVAL;
+}
+
+int agent_net_parse(const char *value, struct agent_net *n)
+{
+	memset(n, 0, sizeof(*n));
+	const char *slash = strchr(value, '/');
+	const char *c1 = slash ? strchr(slash, ',') : NULL;
+	const char *c2 = c1 ? strchr(c1 + 1, ',') : NULL;
+	if (!c2 || strchr(c2 + 1, ','))
+		return -EINVAL;
+	if (parse_addr(value, (size_t)(slash - value), &n->addr) < 0 ||
+	    parse_addr(c1 + 1, (size_t)(c2 - c1 - 1), &n->gateway) < 0 ||
+	    parse_addr(c2 + 1, strlen(c2 + 1), &n->resolver) < 0)
+		return -EINVAL;
+	unsigned int prefix = 0;
+	const char *p = slash + 1;
+	if (p == c1 || c1 - p > 2)
+		return -EINVAL;
+	for (; p < c1; p++) {
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		prefix = prefix * 10 + (unsigned int)(*p - '0');
+	}
+	if (prefix < 1 || prefix > 32)
+		return -EINVAL;
+	n->prefix = prefix;
+	uint32_t mask = prefix == 32 ? 0xffffffffu : ~(0xffffffffu >> prefix);
+	if ((ntohl(n->addr.s_addr) & mask) != (ntohl(n->gateway.s_addr) & mask) ||
+	    n->addr.s_addr == n->gateway.s_addr)
+		return -EINVAL;
+	return 0;
+}
+
+int agent_net_write_resolv(const char *path, const struct agent_net *n)
+{
+	char tmp[256], ip[INET_ADDRSTRLEN], text[96];
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.cove-tmp", path) >= sizeof(tmp) ||
+	    !inet_ntop(AF_INET, &n->resolver, ip, sizeof(ip)))
+		return -EINVAL;
+	int len = snprintf(text, sizeof(text), "# written by cove-agent\nnameserver %s\n", ip);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	int r = 0;
+	if (write(fd, text, (size_t)len) != len)
+		r = -EIO;
+	if (close(fd) < 0 && !r)
+		r = -errno;
+	if (!r && rename(tmp, path) < 0)
+		r = -errno;
+	if (r)
+		unlink(tmp);
+	return r;
+}
+
+static void sin_set(struct sockaddr *sa, struct in_addr a)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr = a };
+	memcpy(sa, &sin, sizeof(sin));
+}
+
+static void fail(const char *what)
+{
+	dprintf(2, "cove-agent: network: %s: %s\n", what, strerror(errno));
+}
+
+void agent_net_setup(const char *cmdline)
+{
+	char value[NET_VALUE_MAX];
+	struct agent_net n;
+	if (agent_cmdline_get(cmdline, "cove.net", value, sizeof(value)) < 0)
+		return;
+	if (agent_net_parse(value, &n) < 0) {
+		dprintf(2, "cove-agent: network: bad cove.net='%s'\n", value);
+		return;
+	}
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0) {
+		fail("socket");
+		return;
+	}
+	struct ifreq ifr = { 0 };
+	strcpy(ifr.ifr_name, AGENT_NET_IF);
+	sin_set(&ifr.ifr_addr, n.addr);
+	if (ioctl(s, SIOCSIFADDR, &ifr) < 0)
+		fail("set address of " AGENT_NET_IF);
+	struct in_addr mask = { htonl(n.prefix == 32 ? 0xffffffffu : ~(0xffffffffu >> n.prefix)) };
+	sin_set(&ifr.ifr_netmask, mask);
+	if (ioctl(s, SIOCSIFNETMASK, &ifr) < 0)
+		fail("set netmask of " AGENT_NET_IF);
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
+		ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+		if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+			fail("bring up " AGENT_NET_IF);
+	} else {
+		fail("flags of " AGENT_NET_IF);
+	}
+	struct rtentry rt = { 0 };
+	sin_set(&rt.rt_dst, (struct in_addr){ 0 });
+	sin_set(&rt.rt_genmask, (struct in_addr){ 0 });
+	sin_set(&rt.rt_gateway, n.gateway);
+	rt.rt_flags = RTF_UP | RTF_GATEWAY;
+	rt.rt_dev = ifr.ifr_name;
+	if (ioctl(s, SIOCADDRT, &rt) < 0 && errno != EEXIST)
+		fail("default route");
+	close(s);
+	int r = agent_net_write_resolv(AGENT_RESOLV_CONF, &n);
+	if (r < 0) {
+		errno = -r;
+		fail("write " AGENT_RESOLV_CONF);
+	}
+}
