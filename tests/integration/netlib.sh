@@ -61,3 +61,85 @@ fakenet_up() {
 dns_seen() {
 	grep -qiF "query[A] $1 " "$FAKENET/dns.log" || grep -qiF "query[AAAA] $1 " "$FAKENET/dns.log"
 }
+
+# net_env: cove_env, the fake internet, and its DNS server as the upstream
+# of every sandbox's resolver.  Skips where networking cannot be set up.
+net_env() {
+	cove_env
+	[ "$(id -u)" = 0 ] || { echo "skip: sandbox networking needs root here"; exit 77; }
+	need build/bin/cove-egress
+	fakenet_up || exit 1
+	export COVE_DNS_UPSTREAM=$FAKENET_DNS
+}
+
+# gx NAME 'shell command': runs it in sandbox NAME (2 min limit); prints
+# stdout and stderr together and returns its status.
+gx() {
+	timeout -k 5 120 $cove exec "$1" -- sh -c "$2" 2>&1
+}
+
+# fast_fail NAME WHAT 'shell command' [WANT_REGEX]: the command must fail,
+# within 15 s although it waits up to 30 s for an answer (a blocked
+# connection is refused or reset, never left hanging), and its output must
+# match WANT_REGEX when one is given.
+fast_fail() {
+	local t0 t1 out rc secs
+	t0=$(date +%s%N)
+	out=$(gx "$1" "$3")
+	rc=$?
+	t1=$(date +%s%N)
+	secs=$(((t1 - t0) / 1000000000))
+	if [ "$rc" != 0 ] && [ "$secs" -lt 15 ] && { [ -z "${4:-}" ] || grep -qE "$4" <<<"$out"; }; then
+		ok "$2: refused in ${secs}s ($(head -n1 <<<"$out" | cut -c1-80))"
+	else
+		not_ok "$2: status $rc after ${secs}s: $(head -c 300 <<<"$out")"
+	fi
+}
+
+# works NAME WHAT 'shell command' REGEX: the command succeeds and prints REGEX.
+works() {
+	local out
+	out=$(gx "$1" "$3")
+	if [ $? = 0 ] && grep -qE "$4" <<<"$out"; then ok "$2"; else
+		not_ok "$2: $(head -c 300 <<<"$out")"
+	fi
+}
+
+# conn_count SERVICE: connections the fake internet's SERVICE has seen.
+conn_count() {
+	grep -c "^$1 " "$FAKENET/conn.log" 2>/dev/null || true
+}
+
+# fakenet_repos: a package index at http://pypi.test/simple/ holding the
+# wheel coveprobe 1.0, and a git repository at http://git.test/repo.git
+# (git's dumb HTTP protocol), both served by the fake internet.
+fakenet_repos() {
+	local w=$FAKENET/www
+	[ -e "$w/git.test/repo.git/info/refs" ] && return 0
+	mkdir -p "$w/pypi.test/simple/coveprobe"
+	python3 - "$w/pypi.test/simple/coveprobe/coveprobe-1.0-py3-none-any.whl" <<'PY'
+import base64, hashlib, sys, zipfile
+files = {
+    "coveprobe/__init__.py": "MESSAGE = 'installed through the egress proxy'\n",
+    "coveprobe-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: coveprobe\nVersion: 1.0\n",
+    "coveprobe-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: cove-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+}
+record = []
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    for name, text in files.items():
+        data = text.encode()
+        z.writestr(name, data)
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(data)}")
+    record.append("coveprobe-1.0.dist-info/RECORD,,")
+    z.writestr("coveprobe-1.0.dist-info/RECORD", "\n".join(record) + "\n")
+PY
+	local src=$FAKENET/src
+	rm -rf "$src"
+	git init -q -b main "$src"
+	echo "cloned through the egress proxy" >"$src/README"
+	git -C "$src" add README
+	git -C "$src" -c user.name=cove -c user.email=cove@test commit -q -m first
+	git clone -q --bare "$src" "$w/git.test/repo.git"
+	git -C "$w/git.test/repo.git" update-server-info
+}
