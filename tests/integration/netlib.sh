@@ -81,7 +81,9 @@ gx() {
 # fast_fail NAME WHAT 'shell command' [WANT_REGEX]: the command must fail,
 # within 15 s although it waits up to 30 s for an answer (a blocked
 # connection is refused or reset, never left hanging), and its output must
-# match WANT_REGEX when one is given.
+# match WANT_REGEX (by default: an error that says refused, reset,
+# unreachable or 403, not a time-out or a crash).
+NET_REFUSED='[Rr]efused|[Rr]eset|[Uu]nreachable|[Nn]o route|[Pp]rohibited|REFUSED|403'
 fast_fail() {
 	local t0 t1 out rc secs
 	t0=$(date +%s%N)
@@ -89,7 +91,7 @@ fast_fail() {
 	rc=$?
 	t1=$(date +%s%N)
 	secs=$(((t1 - t0) / 1000000000))
-	if [ "$rc" != 0 ] && [ "$secs" -lt 15 ] && { [ -z "${4:-}" ] || grep -qE "$4" <<<"$out"; }; then
+	if [ "$rc" != 0 ] && [ "$secs" -lt 15 ] && grep -qE "${4:-$NET_REFUSED}" <<<"$out"; then
 		ok "$2: refused in ${secs}s ($(head -n1 <<<"$out" | cut -c1-80))"
 	else
 		not_ok "$2: status $rc after ${secs}s: $(head -c 300 <<<"$out")"

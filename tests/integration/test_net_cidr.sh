@@ -8,7 +8,7 @@ net_env
 $cove start --name nc1 --allow 198.51.100.90/32:9000 --allow 198.51.100.91:9001 >/dev/null 2>"$WORK/err" || {
 	not_ok "start --allow: $(cat "$WORK/err")"; finish; }
 works nc1 "198.51.100.90:9000 is open" 'echo hi | nc -w 10 198.51.100.90 9000' 'banner pin'
-fast_fail nc1 "198.51.100.80:80 is not" 'wget -T 30 -q -O- http://198.51.100.80/'
+fast_fail nc1 "198.51.100.80:80 is not" 'timeout 30 wget -q -O- http://198.51.100.80/'
 fast_fail nc1 "198.51.100.90:9001 is not" 'nc -w 30 198.51.100.90 9001 </dev/null | grep .'
 udp_before=$(conn_count udp9001)
 gx nc1 'tftp -g -r probe -l /tmp/p 198.51.100.91 9001' >/dev/null

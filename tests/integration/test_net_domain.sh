@@ -9,13 +9,13 @@ net_env
 
 $cove start --name dm --allow allowed.test --allow secure.test >/dev/null 2>"$WORK/err" || {
 	not_ok "start: $(cat "$WORK/err")"; finish; }
-works dm "http://allowed.test works" 'wget -T 30 -q -O- http://allowed.test/' '^fake:allowed.test$'
+works dm "http://allowed.test works" 'timeout 30 wget -q -O- http://allowed.test/' '^fake:allowed.test$'
 fast_fail dm "http://other.test (same address) gets 403" \
-	'echo 198.51.100.80 other.test >> /etc/hosts; wget -T 30 -q -O- http://other.test/ 2>&1; wget -T 30 -S -O- http://other.test/ 2>&1' '403'
+	'echo 198.51.100.80 other.test >> /etc/hosts; timeout 30 wget -q -O- http://other.test/ 2>&1; timeout 30 wget -S -O- http://other.test/ 2>&1' '403'
 fast_fail dm "HTTPS with SNI other.test is reset" \
-	'wget -T 30 -q -O- --no-check-certificate https://other.test/' 'reset|refused|error|EOF|closed'
+	'timeout 30 wget -q -O- --no-check-certificate https://other.test/' '[Rr]eset|EOF|closed'
 works dm "HTTPS to secure.test passes the proxy untouched" \
-	'wget -T 30 -q -O- --no-check-certificate https://secure.test/' '^fake:secure.test$'
-fast_fail dm "a direct address is not a domain rule" 'wget -T 30 -q -O- http://198.51.100.90:9000/'
+	'timeout 30 wget -q -O- --no-check-certificate https://secure.test/' '^fake:secure.test$'
+fast_fail dm "a direct address is not a domain rule" 'timeout 30 wget -q -O- http://198.51.100.90:9000/'
 $cove stop dm >/dev/null
 finish

@@ -23,8 +23,8 @@ $cove fork "$WORK/snap" --count 1 --prefix fz --net none >/dev/null 2>"$WORK/err
 works fa-1 "fork a (the snapshot's policy) reaches 9000" 'echo x | nc -w 10 198.51.100.90 9000' 'banner pin'
 fast_fail fz-1 "fork z (--net none) does not" 'nc -w 30 198.51.100.90 9000 </dev/null | grep banner'
 $cove net fz-1 --allow 198.51.100.80/32:80 2>/dev/null
-works fz-1 "cove net on fork z opens 80 there" 'wget -T 30 -q -O- http://198.51.100.80/' '^fake:'
-fast_fail fa-1 "but not on fork a" 'wget -T 30 -q -O- http://198.51.100.80/'
+works fz-1 "cove net on fork z opens 80 there" 'timeout 30 wget -q -O- http://198.51.100.80/' '^fake:'
+fast_fail fa-1 "but not on fork a" 'timeout 30 wget -q -O- http://198.51.100.80/'
 out=$(gx fa-1 'for i in $(seq 30); do grep -q "nc ended" /tmp/held && break; sleep 1; done; cat /tmp/held')
 if grep -q 'nc ended' <<<"$out"; then ok "the connection open at the snapshot ended ($(tr '\n' ' ' <<<"$out"))"; else
 	not_ok "held connection: $out"; fi

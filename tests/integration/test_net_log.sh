@@ -9,8 +9,8 @@ net_env
 
 $cove start --name lg --allow allowed.test --allow 198.51.100.90/32:9000 >/dev/null 2>"$WORK/err" || {
 	not_ok "start: $(cat "$WORK/err")"; finish; }
-gx lg 'nslookup allowed.test; nslookup denied.other.test; wget -T 20 -q -O- http://allowed.test/
-echo 198.51.100.80 other.test >> /etc/hosts; wget -T 20 -q -O- http://other.test/
+gx lg 'nslookup allowed.test; nslookup denied.other.test; timeout 20 wget -q -O- http://allowed.test/
+echo 198.51.100.80 other.test >> /etc/hosts; timeout 20 wget -q -O- http://other.test/
 echo x | nc -w 5 198.51.100.90 9000; nc -w 5 198.51.100.91 9000 </dev/null' >/dev/null
 sleep 2
 $cove logs lg --egress >"$WORK/log" 2>"$WORK/err" || not_ok "cove logs --egress: $(cat "$WORK/err")"
