@@ -761,6 +761,14 @@ void vnet_get_stats(struct vnet *n, struct vnet_stats *out)
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
 }
 
+bool vnet_rx_polling(struct vnet *n)
+{
+	pthread_mutex_lock(&n->t.lock);
+	bool on = n->rx_poll;
+	pthread_mutex_unlock(&n->t.lock);
+	return on;
+}
+
 void vnet_poll_rx(struct vnet *n)
 {
 	pthread_mutex_lock(&n->t.lock);
