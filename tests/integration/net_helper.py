@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Host-side helpers for the virtio-net tests (tests/integration/test_vmm_net.sh).
 
+  (recv and send create READY, when given as a last argument, once listening)
+
   net_helper.py recv PORT OUT       accept one TCP connection on 172.16.0.1:PORT,
                                     read to EOF, write "<sha256> <bytes>" to OUT
   net_helper.py send PORT FILE      accept one connection on 172.16.0.1:PORT and
@@ -22,12 +24,17 @@ import time
 HOST = "172.16.0.1"
 
 
+READY = None
+
+
 def listener(port):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind((HOST, port))
     s.listen(1)
     s.settimeout(600)
+    if READY:
+        open(READY, "w").close()
     return s
 
 
@@ -83,6 +90,8 @@ def exec_tap(name, argv):
 
 if __name__ == "__main__":
     op = sys.argv[1]
+    if op in ("recv", "send") and len(sys.argv) > 4:
+        READY = sys.argv[4]
     if op == "recv":
         recv(int(sys.argv[2]), sys.argv[3])
     elif op == "send":

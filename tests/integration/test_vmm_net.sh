@@ -9,6 +9,9 @@
 source tests/integration/lib.sh
 need build/vmlinux build/images/minimal.ext4
 command -v ip >/dev/null || { echo "skip: no ip(8)"; exit 77; }
+# ping(8) of busybox, which the images' builder needs anyway.
+ping() { busybox ping "$@"; }
+command -v busybox >/dev/null || { echo "skip: no busybox"; exit 77; }
 [ -c /dev/net/tun ] || { echo "skip: no /dev/net/tun"; exit 77; }
 k=$(stage vmlinux build/vmlinux)
 disk=$(stage disk.ext4 build/images/minimal.ext4)
@@ -39,8 +42,17 @@ mktap "$tap0" || { echo "skip: cannot create a TAP"; exit 77; }
 
 head -c $((MB << 20)) /dev/urandom >"$WORK/h2g"
 h2g_sum=$(sha256sum <"$WORK/h2g" | cut -d' ' -f1)
-$helper send 5002 "$WORK/h2g" &
-$helper recv 5001 "$WORK/g2h.sum" &
+$helper send 5002 "$WORK/h2g" "$WORK/ready1" &
+$helper recv 5001 "$WORK/g2h.sum" "$WORK/ready2" &
+# wait_ready FILE...: until each helper listens (Python starts slowly here).
+wait_ready() {
+	local f i
+	for f in "$@"; do
+		for ((i = 0; i < 600; i++)); do [ -e "$f" ] && break; sleep 0.1; done
+		[ -e "$f" ] || { not_ok "host helper did not start"; finish; }
+	done
+}
+wait_ready "$WORK/ready1" "$WORK/ready2"
 
 con=$WORK/con.log
 "$VMM" --kernel "$k" --memory 256 --disk "$disk" --api "$WORK/api.sock" --console "$con" \
@@ -88,7 +100,8 @@ ip link del "$tap0"
 
 # The restore gets a new TAP, inherited as fd 3.
 mktap "$tap1" || { not_ok "second TAP"; finish; }
-$helper recv 5004 "$WORK/g2h2.sum" &
+$helper recv 5004 "$WORK/g2h2.sum" "$WORK/ready3" &
+wait_ready "$WORK/ready3"
 head -c $((MB << 20)) /dev/urandom >"$WORK/h2g2"
 h2g2_sum=$(sha256sum <"$WORK/h2g2" | cut -d' ' -f1)
 mkdir -p "$WORK/ov"
