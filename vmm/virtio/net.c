@@ -564,10 +564,15 @@ static void tap_ready(void *opaque, uint32_t events)
 	struct vnet *n = opaque;
 	pthread_mutex_lock(&n->t.lock);
 	if ((events & (EPOLLERR | EPOLLHUP)) && !(events & EPOLLIN)) {
+		/* epoll reports these whatever the mask: off the loop for good
+		 * (the interface was deleted under us), or it would spin. */
 		fprintf(stderr, "cove-vmm: virtio-net: the TAP %s hung up; receive stops\n",
 		        n->tap.name);
 		n->tap_dead = true;
-		set_rx_poll(n, false);
+		n->rx_poll = false;
+		if (n->tap_watched)
+			(void)evloop_del(n->loop, n->tap.fd);
+		n->tap_watched = false;
 	} else {
 		rx_pass(n);
 	}
