@@ -99,6 +99,11 @@ fi
 if ping_guest; then ok "the host pings the guest"; else
 	not_ok "host ping"; fi
 
+stats=$(vmm_api "$WORK/api.sock" '{"op":"stats"}')
+if python3 -c 'import json,sys; n=json.loads(sys.argv[1])["net"]; assert n["rx_bytes"] >= int(sys.argv[2]) and n["tx_bytes"] >= int(sys.argv[2]) and n["rx_bad_chains"] == 0 and n["tx_bad_chains"] == 0, n' "$stats" $((MB << 20)); then
+	ok "stats: the NIC's byte counters cover both transfers, no bad chains"; else
+	not_ok "stats: $stats"; fi
+
 snap=$WORK/snap
 reply=$(vmm_api "$WORK/api.sock" "{\"op\":\"snapshot\",\"dir\":\"$snap\",\"then\":\"stop\"}")
 wait $pid
