@@ -455,6 +455,21 @@ START_TEST(test_rx_direct_into_large_buffer)
 	struct virtio_net_hdr_v1 h;
 	ck_assert_int_eq(gmem_read(&d.mem, BIG_GPA, &h, sizeof(h)), 0);
 	ck_assert_uint_eq(h.num_buffers, 1);
+	/* A large frame came: the next one is read straight into the ring. */
+	put_desc(&d, VNET_RXQ, 2, BIG_GPA + 0x20000, 70000, VIRTQ_DESC_F_WRITE, 0);
+	offer(&d, VNET_RXQ, 2);
+	notify(&d, VNET_RXQ);
+	host_send(&d, 64000, 9);
+	vnet_poll_rx(d.net);
+	ck_assert_uint_eq(used_idx(&d, VNET_RXQ), 2);
+	ck_assert_uint_eq(used_elem(&d, VNET_RXQ, 1).id, 2);
+	ck_assert_uint_eq(used_elem(&d, VNET_RXQ, 1).len, 64000);
+	fill_pattern(want, sizeof(want), 9);
+	ck_assert_int_eq(
+	    gmem_read(&d.mem, BIG_GPA + 0x20000 + VNET_HDR_LEN, got, 64000 - VNET_HDR_LEN), 0);
+	ck_assert_mem_eq(got, want, 64000 - VNET_HDR_LEN);
+	ck_assert_int_eq(gmem_read(&d.mem, BIG_GPA + 0x20000, &h, sizeof(h)), 0);
+	ck_assert_uint_eq(h.num_buffers, 1);
 	drv_fini(&d);
 }
 END_TEST

@@ -22,6 +22,12 @@ _Static_assert(VNET_RX_IOV_MAX >= 2 * VIRTQ_MAX_SIZE, "room for a whole chain af
 
 #define NUM_BUFFERS_OFF 10 /* offsetof(struct virtio_net_hdr_v1, num_buffers) */
 
+/* Frames above this size make the next one try the direct path: taking a
+ * whole VNET_FRAME_MAX of mergeable buffers off the ring (and giving most
+ * back) only pays for large frames; small ones (ACKs) are copied from the
+ * host buffer into just the chains they need. */
+#define VNET_RX_BIG 4096
+
 /* A receive chain taken off the ring during one pass.  Good chains keep
  * their writable segments in rx_iov; a bad one (malformed) has none and is
  * handed back empty once a frame has been placed past it. */
@@ -49,6 +55,7 @@ struct vnet {
 	uint32_t niov;
 	uint64_t good_cap; /* bytes the good chains in [chain0, nchains) hold */
 	bool rx_full;      /* gathering stopped for lack of room, not of buffers */
+	bool rx_big;       /* the last frame was large: try readv straight into the ring */
 
 	/* A frame read from the TAP that waits for room or tokens. */
 	uint8_t *frame;
@@ -306,6 +313,7 @@ static int rx_commit(struct vnet *n, uint32_t len, const uint8_t *src, bool mrg)
 			err = -EFAULT;
 	}
 	n->chain0 = end;
+	n->rx_big = len > VNET_RX_BIG;
 	count(&n->stats.rx_packets, 1);
 	count(&n->stats.rx_bytes, len - VNET_HDR_LEN);
 	return err;
@@ -375,7 +383,7 @@ static void rx_pass(struct vnet *n)
 	rx_reset_fifo(n);
 	for (unsigned int frames = 0; frames < VNET_BATCH && !broken; frames++) {
 		if (!n->frame_pending) {
-			if (!limited) {
+			if (!limited && (n->rx_big || !mrg)) {
 				if (rx_gather(n, VNET_FRAME_MAX, mrg) < 0) {
 					broken = 1;
 					break;
