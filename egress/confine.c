@@ -17,27 +17,65 @@
 /* The event loop's needs after setup, and why. */
 static const int allowed[] = {
 	/* epoll loop, timers (vDSO fallbacks) */
-	SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait), SCMP_SYS(epoll_ctl), SCMP_SYS(clock_gettime),
-	SCMP_SYS(gettimeofday), SCMP_SYS(clock_nanosleep),
+	SCMP_SYS(epoll_wait),
+	SCMP_SYS(epoll_pwait),
+	SCMP_SYS(epoll_ctl),
+	SCMP_SYS(clock_gettime),
+	SCMP_SYS(gettimeofday),
+	SCMP_SYS(clock_nanosleep),
 	/* sockets: guest, upstream, servers, ctl clients, NFLOG, libnftables */
-	SCMP_SYS(socket), SCMP_SYS(connect), SCMP_SYS(accept4), SCMP_SYS(recvfrom),
-	SCMP_SYS(sendto), SCMP_SYS(recvmsg), SCMP_SYS(sendmsg), SCMP_SYS(shutdown),
-	SCMP_SYS(setsockopt), SCMP_SYS(getsockopt), SCMP_SYS(getsockname), SCMP_SYS(bind),
-	SCMP_SYS(close), SCMP_SYS(fcntl), SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(writev),
-	SCMP_SYS(getrandom), SCMP_SYS(getpid),
+	SCMP_SYS(socket),
+	SCMP_SYS(connect),
+	SCMP_SYS(accept4),
+	SCMP_SYS(recvfrom),
+	SCMP_SYS(sendto),
+	SCMP_SYS(recvmsg),
+	SCMP_SYS(sendmsg),
+	SCMP_SYS(shutdown),
+	SCMP_SYS(setsockopt),
+	SCMP_SYS(getsockopt),
+	SCMP_SYS(getsockname),
+	SCMP_SYS(bind),
+	SCMP_SYS(close),
+	SCMP_SYS(fcntl),
+	SCMP_SYS(read),
+	SCMP_SYS(write),
+	SCMP_SYS(writev),
+	SCMP_SYS(getrandom),
+	SCMP_SYS(getpid),
 	/* signalfd (SIGTERM) */
-	SCMP_SYS(rt_sigreturn), SCMP_SYS(rt_sigprocmask),
+	SCMP_SYS(rt_sigreturn),
+	SCMP_SYS(rt_sigprocmask),
 	/* memory */
-	SCMP_SYS(brk), SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mremap), SCMP_SYS(madvise),
+	SCMP_SYS(brk),
+	SCMP_SYS(mmap),
+	SCMP_SYS(munmap),
+	SCMP_SYS(mremap),
+	SCMP_SYS(madvise),
 	/* libnftables: fstat of its output buffers (fmemopen/open_memstream) */
-	SCMP_SYS(newfstatat), SCMP_SYS(fstat), SCMP_SYS(lseek),
-	SCMP_SYS(futex), SCMP_SYS(restart_syscall), SCMP_SYS(exit), SCMP_SYS(exit_group),
+	SCMP_SYS(newfstatat),
+	SCMP_SYS(fstat),
+	SCMP_SYS(lseek),
+	/* libnftables waits for netlink replies with select (pselect6) */
+	SCMP_SYS(select),
+	SCMP_SYS(pselect6),
+	SCMP_SYS(poll),
+	SCMP_SYS(ppoll),
+	SCMP_SYS(futex),
+	SCMP_SYS(restart_syscall),
+	SCMP_SYS(exit),
+	SCMP_SYS(exit_group),
 };
 
 static int pivot_empty(char *err, size_t errlen)
 {
+	/* A mount namespace of our own even if the launcher shares its one:
+	 * pivot_root moves every process whose root was the old one. */
+	if (unshare(CLONE_NEWNS))
+		return errf(err, errlen, -errno, "confine: a mount namespace: %s", strerror(errno));
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
-		return errf(err, errlen, -errno, "confine: make mounts private: %s", strerror(errno));
+		return errf(err, errlen, -errno, "confine: make mounts private: %s",
+		            strerror(errno));
 	if (mount("cove-egress", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 	          "size=4k,nr_inodes=4,mode=0555"))
 		return errf(err, errlen, -errno, "confine: tmpfs for the new root: %s",
@@ -51,9 +89,8 @@ static int pivot_empty(char *err, size_t errlen)
 		            strerror(errno));
 	if (chdir("/"))
 		return errf(err, errlen, -errno, "confine: chdir /: %s", strerror(errno));
-	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV |
-	                               MS_NOEXEC,
-	          NULL))
+	if (mount(NULL, "/", NULL,
+	          MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
 		return errf(err, errlen, -errno, "confine: read-only root: %s", strerror(errno));
 	return 0;
 }

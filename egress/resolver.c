@@ -183,8 +183,8 @@ static void on_udp(struct ev *ev, uint32_t events)
 	for (int i = 0; i < 64; i++) {
 		struct sockaddr_in sa;
 		socklen_t sl = sizeof(sa);
-		ssize_t n = recvfrom(ev->fd, buf, sizeof(buf), MSG_DONTWAIT, (struct sockaddr *)&sa,
-		                     &sl);
+		ssize_t n =
+		    recvfrom(ev->fd, buf, sizeof(buf), MSG_DONTWAIT, (struct sockaddr *)&sa, &sl);
 		if (n < 0)
 			return;
 		if (sl != sizeof(sa) || sa.sin_family != AF_INET)
@@ -317,8 +317,7 @@ static int bind_gw(struct egress *e, int type, struct ev *ev, void (*fn)(struct 
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(53) };
 	memcpy(&sa.sin_addr, e->cfg.gateway.a, 4);
 	int r = 0;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    (type == SOCK_STREAM && listen(fd, 64)))
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || (type == SOCK_STREAM && listen(fd, 64)))
 		r = -errno;
 	ev->fd = fd;
 	ev->fn = fn;
