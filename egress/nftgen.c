@@ -358,47 +358,72 @@ char *nftgen_ruleset(const struct egress_config *c, const struct netpolicy *p,
 	          tap, gw, gw, NFT_PROXY_HTTP, NFT_PROXY_TLS);
 #define LOG(v)      "log prefix \"cove:" v "\" group " NFT_GROUP_S " "
 #define NFT_GROUP_S "14"
-	sb_printf(&b,
-	          "\tchain forward {\n"
-	          "\t\ttype filter hook forward priority filter; policy drop;\n"
-	          "\t\tct state established,related accept\n"
-	          "\t\tiifname != \"%s\" drop\n"
-	          "\t\tct state invalid drop\n"
-	          "\t\tip daddr @always4 " LOG(
-	              "deny:always") "jump refuse\n"
-	                             "\t\tip6 daddr @always6 " LOG(
-	                                 "deny:always") "jump refuse\n"
-	                                                "\t\tip daddr @deny4 " LOG(
-	                                                    "deny:deny") "jump refuse\n"
-	                                                                 "\t\tip6 daddr "
-	                                                                 "@deny6 " LOG(
-	                                                                     "deny:deny") "jump "
-	                                                                                  "refuse\n"
-	                                                                                  "\t\tmeta"
-	                                                                                  " l4proto"
-	                                                                                  " { 6, "
-	                                                                                  "17 } ip "
-	                                                                                  "daddr . "
-	                                                                                  "th "
-	                                                                                  "dport "
-	                                                                                  "@deny4p"
-	                                                                                  " " LOG(
-	                                                                                      "deny"
-	                                                                                      ":den"
-	                                                                                      "y") "jump refuse\n"
-	                                                                                           "\t\tmeta l4proto { 6, 17 } ip6 daddr . th dport @deny6p " LOG(
-	                                                                                               "deny:deny") "jump refuse\n"
-	                                                                                                            "\t\tip daddr @allow4 " LOG(
-	                                                                                                                "allow:cidr") "accept\n"
-	                                                                                                                              "\t\tip6 daddr @allow6 " LOG(
-	                                                                                                                                  "allow:cidr") "accept\n"
-	                                                                                                                                                "\t\tmeta l4proto { 6, 17 } ip daddr . th dport @allow4p " LOG(
-	                                                                                                                                                    "allow:cidr") "accept\n"
-	                                                                                                                                                                  "\t\tmeta l4proto { 6, 17 } ip6 daddr . th dport @allow6p " LOG(
-	                                                                                                                                                                      "allow:cidr") "accept\n"
-	                                                                                                                                                                                    "\t\tmeta l4proto { 6, 17 } ip daddr . meta l4proto . th dport @pinned " LOG(
-	                                                                                                                                                                                        "allow:pin") "accept\n",
-	          tap);
+	sb_printf(
+	    &b,
+	    "\tchain forward {\n"
+	    "\t\ttype filter hook forward priority filter; policy drop;\n"
+	    "\t\tct state established,related accept\n"
+	    "\t\tiifname != \"%s\" drop\n"
+	    "\t\tct state invalid drop\n"
+	    "\t\tip daddr @always4 " LOG(
+	        "deny:always") "jump refuse\n"
+	                       "\t\tip6 daddr @always6 " LOG(
+	                           "deny:always") "jump refuse\n"
+	                                          "\t\tip daddr @deny4 " LOG(
+	                                              "deny:deny") "jump refuse\n"
+	                                                           "\t\tip6 daddr "
+	                                                           "@deny6 " LOG(
+	                                                               "deny:deny") "jump "
+	                                                                            "refuse\n"
+	                                                                            "\t\tmeta"
+	                                                                            " l4proto"
+	                                                                            " { 6, "
+	                                                                            "17 } ip "
+	                                                                            "daddr . "
+	                                                                            "th "
+	                                                                            "dport "
+	                                                                            "@deny4p"
+	                                                                            " " LOG(
+	                                                                                "deny"
+	                                                                                ":den"
+	                                                                                "y") "jump "
+	                                                                                     "refus"
+	                                                                                     "e\n"
+	                                                                                     "\t\tm"
+	                                                                                     "eta "
+	                                                                                     "l4pro"
+	                                                                                     "to { "
+	                                                                                     "6, "
+	                                                                                     "17 } "
+	                                                                                     "ip6 "
+	                                                                                     "daddr"
+	                                                                                     " . "
+	                                                                                     "th "
+	                                                                                     "dport"
+	                                                                                     " @"
+	                                                                                     "deny6"
+	                                                                                     "p"
+	                                                                                     " " LOG(
+	                                                                                         "d"
+	                                                                                         "e"
+	                                                                                         "n"
+	                                                                                         "y"
+	                                                                                         ":"
+	                                                                                         "d"
+	                                                                                         "e"
+	                                                                                         "n"
+	                                                                                         "y") "jump refuse\n"
+	                                                                                              "\t\tip daddr @allow4 " LOG(
+	                                                                                                  "allow:cidr") "accept\n"
+	                                                                                                                "\t\tip6 daddr @allow6 " LOG(
+	                                                                                                                    "allow:cidr") "accept\n"
+	                                                                                                                                  "\t\tmeta l4proto { 6, 17 } ip daddr . th dport @allow4p " LOG(
+	                                                                                                                                      "allow:cidr") "accept\n"
+	                                                                                                                                                    "\t\tmeta l4proto { 6, 17 } ip6 daddr . th dport @allow6p " LOG(
+	                                                                                                                                                        "allow:cidr") "accept\n"
+	                                                                                                                                                                      "\t\tmeta l4proto { 6, 17 } ip daddr . meta l4proto . th dport @pinned " LOG(
+	                                                                                                                                                                          "allow:pin") "accept\n",
+	    tap);
 	if (p->mode == NETPOLICY_OPEN)
 		sb_printf(&b, "\t\tmeta nfproto ipv4 " LOG("allow:open") "accept\n");
 	sb_printf(&b, "\t\t" LOG("deny:default") "jump refuse\n"

@@ -3,8 +3,8 @@
  * (question checked, always-denied addresses stripped, pins, TTL clamp,
  * truncation). */
 #include <arpa/inet.h>
-#include <ldns/ldns.h>
 #include <errno.h>
+#include <ldns/ldns.h>
 #include <string.h>
 
 #include "egress/dns.h"
@@ -20,7 +20,7 @@ static struct netpolicy policy(const char *mode, const char *allow0, const char 
 		ck_assert_int_eq(netpolicy_add(&p, allow0, false, err, sizeof(err)), 0);
 	if (allow1)
 		ck_assert_int_eq(netpolicy_add(&p, allow1, false, err, sizeof(err)), 0);
-	p.mode = !strcmp(mode, "open") ? NETPOLICY_OPEN
+	p.mode = !strcmp(mode, "open")   ? NETPOLICY_OPEN
 	         : !strcmp(mode, "none") ? NETPOLICY_NONE
 	                                 : NETPOLICY_RULES;
 	return p;
@@ -29,8 +29,8 @@ static struct netpolicy policy(const char *mode, const char *allow0, const char 
 /* A query for @name/@type as a stub would send it. */
 static size_t query(uint8_t *out, const char *name, ldns_rr_type type, uint16_t id, bool edns)
 {
-	ldns_pkt *p = ldns_pkt_query_new(ldns_dname_new_frm_str(name), type, LDNS_RR_CLASS_IN,
-	                                 LDNS_RD);
+	ldns_pkt *p =
+	    ldns_pkt_query_new(ldns_dname_new_frm_str(name), type, LDNS_RR_CLASS_IN, LDNS_RD);
 	ck_assert_ptr_nonnull(p);
 	ldns_pkt_set_id(p, id);
 	if (edns)
@@ -48,8 +48,8 @@ static size_t query(uint8_t *out, const char *name, ldns_rr_type type, uint16_t 
 static size_t answer(uint8_t *out, const char *name, ldns_rr_type type, uint16_t id,
                      const char **rrs, size_t nrr)
 {
-	ldns_pkt *p = ldns_pkt_query_new(ldns_dname_new_frm_str(name), type, LDNS_RR_CLASS_IN,
-	                                 LDNS_RD);
+	ldns_pkt *p =
+	    ldns_pkt_query_new(ldns_dname_new_frm_str(name), type, LDNS_RR_CLASS_IN, LDNS_RD);
 	ldns_pkt_set_id(p, id);
 	ldns_pkt_set_qr(p, true);
 	for (size_t i = 0; i < nrr; i++) {
@@ -152,9 +152,12 @@ START_TEST(filter)
 	struct netaddr host;
 	ck_assert_int_eq(netaddr_parse("192.0.2.5", &host), 0);
 	const char *rrs[] = {
-		"allowed.test. 10 IN CNAME edge.cdn.test.", "edge.cdn.test. 99999 IN A 198.51.100.7",
-		"edge.cdn.test. 60 IN A 10.0.0.5",          "edge.cdn.test. 60 IN A 192.0.2.5",
-		"edge.cdn.test. 60 IN A 169.254.169.254",   "edge.cdn.test. 60 IN TXT \"x\"",
+		"allowed.test. 10 IN CNAME edge.cdn.test.",
+		"edge.cdn.test. 99999 IN A 198.51.100.7",
+		"edge.cdn.test. 60 IN A 10.0.0.5",
+		"edge.cdn.test. 60 IN A 192.0.2.5",
+		"edge.cdn.test. 60 IN A 169.254.169.254",
+		"edge.cdn.test. 60 IN TXT \"x\"",
 	};
 	size_t n = answer(a, "allowed.test.", LDNS_RR_TYPE_A, 500, rrs, 6);
 	struct dns_filter f = { .hosts = &host, .nhosts = 1, .max = 512 };

@@ -28,18 +28,20 @@ static char *ruleset(const char *pol, struct egress_config *c)
 	return s;
 }
 
-#define HAS(s, sub) ck_assert_msg(strstr((s), (sub)), "missing: %s\n%s", (sub), (s))
+#define HAS(s, sub)   ck_assert_msg(strstr((s), (sub)), "missing: %s\n%s", (sub), (s))
 #define LACKS(s, sub) ck_assert_msg(!strstr((s), (sub)), "unexpected: %s", (sub))
 
 START_TEST(rules_mode)
 {
 	struct egress_config c;
-	char *s = ruleset("{\"mode\":\"rules\",\"allow\":[\"allowed.test\",\"198.51.100.0/24:9000\","
-	                  "\"198.51.100.7/32:8000-9000\",\"203.0.113.0/25\",\"203.0.113.64/26\"],"
-	                  "\"deny\":[\"198.51.100.9:9000\",\"203.0.113.7\"]}",
-	                  &c);
+	char *s =
+	    ruleset("{\"mode\":\"rules\",\"allow\":[\"allowed.test\",\"198.51.100.0/24:9000\","
+	            "\"198.51.100.7/32:8000-9000\",\"203.0.113.0/25\",\"203.0.113.64/26\"],"
+	            "\"deny\":[\"198.51.100.9:9000\",\"203.0.113.7\"]}",
+	            &c);
 	/* One transaction that cannot fail on a missing table. */
-	ck_assert(!strncmp(s, "table inet cove_sb\ndelete table inet cove_sb\ntable inet cove_sb {", 62));
+	ck_assert(
+	    !strncmp(s, "table inet cove_sb\ndelete table inet cove_sb\ntable inet cove_sb {", 62));
 	HAS(s, "set always4 { type ipv4_addr; flags interval; elements = { 0.0.0.0-0.255.255.255, "
 	       "10.0.0.0-10.255.255.255, 100.64.0.0-100.127.255.255, ");
 	HAS(s, "192.0.2.5, 192.168.0.0-192.168.255.255, 224.0.0.0-255.255.255.255 }");
@@ -48,8 +50,9 @@ START_TEST(rules_mode)
 	HAS(s, "set allow4p { type ipv4_addr . inet_service; flags interval; elements = { "
 	       "198.51.100.0-198.51.100.6 . 9000, 198.51.100.7 . 8000-9000, "
 	       "198.51.100.8-198.51.100.255 . 9000 }; }");
-	HAS(s, "set allow4 { type ipv4_addr; flags interval; elements = { 203.0.113.0-203.0.113.127 "
-	       "}; }");
+	HAS(s,
+	    "set allow4 { type ipv4_addr; flags interval; elements = { 203.0.113.0-203.0.113.127 "
+	    "}; }");
 	HAS(s, "set deny4 { type ipv4_addr; flags interval; elements = { 203.0.113.7 }; }");
 	HAS(s, "set deny4p { type ipv4_addr . inet_service; flags interval; elements = { "
 	       "198.51.100.9 . 9000 }; }");

@@ -129,7 +129,8 @@ START_TEST(sni_malformed)
 		memcpy(b, m, n);
 		b[i] ^= 0xff;
 		enum sniff_result r = sniff_clienthello(b, n, &t);
-		ck_assert(r == SNIFF_BAD || r == SNIFF_DONE || r == SNIFF_NONAME || r == SNIFF_MORE);
+		ck_assert(r == SNIFF_BAD || r == SNIFF_DONE || r == SNIFF_NONAME ||
+		          r == SNIFF_MORE);
 	}
 	/* Over the cap without an end. */
 	static uint8_t big[SNIFF_TLS_MAX + 10];
@@ -158,7 +159,8 @@ START_TEST(http_host)
 	                 SNIFF_DONE);
 	ck_assert_str_eq(h.name, "allowed.test");
 	ck_assert_int_eq(h.port, 0);
-	ck_assert_int_eq(host("GET / HTTP/1.1\r\nhOsT:   a.test:8080  \r\n\r\nbody", &h), SNIFF_DONE);
+	ck_assert_int_eq(host("GET / HTTP/1.1\r\nhOsT:   a.test:8080  \r\n\r\nbody", &h),
+	                 SNIFF_DONE);
 	ck_assert_str_eq(h.name, "a.test");
 	ck_assert_int_eq(h.port, 8080);
 	ck_assert_uint_eq(h.head_len, strlen("GET / HTTP/1.1\r\nhOsT:   a.test:8080  \r\n\r\n"));
