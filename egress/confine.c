@@ -9,6 +9,7 @@
 #include <sys/capability.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -24,7 +25,6 @@ static const int allowed[] = {
 	SCMP_SYS(gettimeofday),
 	SCMP_SYS(clock_nanosleep),
 	/* sockets: guest, upstream, servers, ctl clients, NFLOG, libnftables */
-	SCMP_SYS(socket),
 	SCMP_SYS(connect),
 	SCMP_SYS(accept4),
 	SCMP_SYS(recvfrom),
@@ -122,6 +122,14 @@ static int filter(int log, char *err, size_t errlen)
 	int r = 0;
 	for (size_t i = 0; !r && i < sizeof(allowed) / sizeof(allowed[0]); i++)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, allowed[i], 0);
+	/* New sockets: IPv4 (upstream queries, proxy and publish dials) and
+	 * netlink (libnftables reopens its socket after ENOBUFS); no others. */
+	if (!r)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
+		                     SCMP_A0(SCMP_CMP_EQ, AF_INET));
+	if (!r)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
+		                     SCMP_A0(SCMP_CMP_EQ, AF_NETLINK));
 	if (!r)
 		r = seccomp_load(ctx);
 	seccomp_release(ctx);
