@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""dnsq.py SERVER NAME [TYPE] [tcp]: one DNS query; prints the rcode name
-and the A/AAAA addresses of the answer, e.g. "NOERROR 198.51.100.7"."""
+"""dnsq.py SERVER NAME [TYPE] [tcp|tcp2]: one DNS query; prints the rcode
+name and the A/AAAA addresses of the answer, e.g. "NOERROR 198.51.100.7".
+tcp2 sends the query twice in one write (pipelined) and reads both
+answers; it prints the second, or "MISMATCH" if the two differ."""
 import random
 import socket
 import struct
@@ -8,22 +10,32 @@ import sys
 
 server, name = sys.argv[1], sys.argv[2]
 qtype = {"A": 1, "AAAA": 28, "TXT": 16}[sys.argv[3] if len(sys.argv) > 3 else "A"]
-tcp = len(sys.argv) > 4 and sys.argv[4] == "tcp"
+mode = sys.argv[4] if len(sys.argv) > 4 else "udp"
+tcp = mode in ("tcp", "tcp2")
 qid = random.randint(0, 65535)
 q = struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0)
 for label in name.rstrip(".").split("."):
     q += bytes([len(label)]) + label.encode()
 q += b"\0" + struct.pack(">HH", qtype, 1)
-if tcp:
-    s = socket.create_connection((server, 53), timeout=8)
-    s.sendall(struct.pack(">H", len(q)) + q)
-    buf = b""
+def read_tcp(s, buf):
     while len(buf) < 2 or len(buf) < 2 + struct.unpack(">H", buf[:2])[0]:
         c = s.recv(4096)
         if not c:
             break
         buf += c
-    r = buf[2:]
+    n = 2 + struct.unpack(">H", buf[:2])[0]
+    return buf[2:n], buf[n:]
+
+
+if tcp:
+    s = socket.create_connection((server, 53), timeout=8)
+    s.sendall((struct.pack(">H", len(q)) + q) * (2 if mode == "tcp2" else 1))
+    r, rest = read_tcp(s, b"")
+    if mode == "tcp2":
+        r2, _ = read_tcp(s, rest)
+        if r2[2:] != r[2:]:
+            print("MISMATCH")
+            sys.exit(0)
 else:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.settimeout(8)
