@@ -28,7 +28,13 @@ def read_tcp(s, buf):
 
 
 if tcp:
-    s = socket.create_connection((server, 53), timeout=8)
+    try:
+        s = socket.create_connection((server, 53), timeout=8)
+    except OSError as e:
+        # No traceback: printing one reads source files, slow over the
+        # emulated host's 9p (it made a fast refusal look slow).
+        print("error", e)
+        sys.exit(1)
     s.sendall((struct.pack(">H", len(q)) + q) * (2 if mode == "tcp2" else 1))
     r, rest = read_tcp(s, b"")
     if mode == "tcp2":
@@ -40,7 +46,11 @@ else:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.settimeout(8)
     s.sendto(q, (server, 53))
-    r, _ = s.recvfrom(4096)
+    try:
+        r, _ = s.recvfrom(4096)
+    except OSError as e:
+        print("error", e)
+        sys.exit(1)
 rid, flags, qd, an, ns, ar = struct.unpack(">HHHHHH", r[:12])
 rc = {0: "NOERROR", 1: "FORMERR", 2: "SERVFAIL", 3: "NXDOMAIN", 5: "REFUSED"}.get(flags & 15, str(flags & 15))
 if rid != qid:
