@@ -124,12 +124,14 @@ static int filter(int log, char *err, size_t errlen)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, allowed[i], 0);
 	/* New sockets: IPv4 (upstream queries, proxy and publish dials) and
 	 * netlink (libnftables reopens its socket after ENOBUFS); no others. */
-	if (!r)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
-		                     SCMP_A0(SCMP_CMP_EQ, AF_INET));
-	if (!r)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
-		                     SCMP_A0(SCMP_CMP_EQ, AF_NETLINK));
+	static const int families[] = { AF_INET, AF_NETLINK };
+	for (size_t i = 0; !r && i < sizeof(families) / sizeof(families[0]); i++) {
+		struct scmp_arg_cmp fam = { .arg = 0,
+			                    .op = SCMP_CMP_EQ,
+			                    .datum_a = (scmp_datum_t)families[i],
+			                    .datum_b = 0 };
+		r = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1, &fam);
+	}
 	if (!r)
 		r = seccomp_load(ctx);
 	seccomp_release(ctx);

@@ -18,7 +18,6 @@ struct dtcp;
 struct pending {
 	struct egress *e;
 	struct dns_question q;
-	const struct netrule *rule; /* for the log: copied to text below */
 	char rule_text[NETRULE_TEXT_MAX + 8];
 	bool has_rule;
 	struct sockaddr_in client; /* UDP */
