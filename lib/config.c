@@ -136,7 +136,7 @@ int config_check(const struct cove_config *cfg, bool boot, char *err, size_t err
 	if (r == 0)
 		r = config_check_limits(cfg, err, errlen);
 	if (r == 0)
-		r = net_check_config(cfg, err, errlen);
+		r = net_check_config(cfg, boot, err, errlen);
 	/* Before anything else of the host: one line, nothing started. */
 	if (r == 0 && cfg->net.mode != COVE_NET_OFF)
 		r = config_check_net_host(cfg, err, errlen);

@@ -871,7 +871,7 @@ int cove_net_set(struct cove_sandbox *sb, const struct cove_net_policy *policy, 
 		return errf(err, errlen, -EINVAL,
 		            "a running sandbox keeps its NIC: the policy's mode is none, rules or "
 		            "open");
-	int r = net_check_config(&c, err, errlen);
+	int r = net_check_config(&c, true, err, errlen);
 	if (r < 0)
 		return r;
 	struct registry_meta *m = malloc(sizeof(*m));

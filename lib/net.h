@@ -88,8 +88,10 @@ int net_limits_check(const char *spec, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
 /* The whole of a configuration's network options: the mode, every rule,
- * publish, dns and limits spec.  0 or -EINVAL with one line. */
-int net_check_config(const struct cove_config *cfg, char *err, size_t errlen)
+ * publish, dns and limits spec (boot: options without a mode are an
+ * error; a restore takes the snapshot's mode).  0 or -EINVAL with one
+ * line. */
+int net_check_config(const struct cove_config *cfg, bool boot, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
 /* {"mode": ..., "allow": [...], "deny": [...]} of a policy (NULL when out

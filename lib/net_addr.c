@@ -266,16 +266,20 @@ static size_t list_len(const char *const *l)
 	return n;
 }
 
-int net_check_config(const struct cove_config *cfg, char *err, size_t errlen)
+int net_check_config(const struct cove_config *cfg, bool boot, char *err, size_t errlen)
 {
 	const struct cove_net_policy *p = &cfg->net;
 	bool any = list_len(cfg->net_publish) || list_len(cfg->net_dns) || cfg->net_limits ||
 	           list_len(p->allow) || list_len(p->deny);
-	if (p->mode == COVE_NET_OFF)
-		return any ? errf(err, errlen, -EINVAL,
-		                  "network options given without a network mode (the mode is off)")
-		           : 0;
-	if (p->mode != COVE_NET_NONE && p->mode != COVE_NET_RULES && p->mode != COVE_NET_OPEN)
+	/* A restore may give --dns, --publish, --net-limit and keep the
+	 * snapshot's policy. */
+	if (p->mode == COVE_NET_OFF && any && boot)
+		return errf(err, errlen, -EINVAL,
+		            "network options given without a network mode (the mode is off)");
+	if (p->mode == COVE_NET_OFF && !any)
+		return 0;
+	if (p->mode != COVE_NET_OFF && p->mode != COVE_NET_NONE && p->mode != COVE_NET_RULES &&
+	    p->mode != COVE_NET_OPEN)
 		return errf(err, errlen, -EINVAL, "unknown network mode %d", (int)p->mode);
 	if (list_len(p->allow) > COVE_NET_RULES_MAX || list_len(p->deny) > COVE_NET_RULES_MAX)
 		return errf(err, errlen, -EINVAL, "at most %d --allow and %d --deny rules",
