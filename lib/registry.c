@@ -429,20 +429,19 @@ int registry_proc_is_egress(pid_t pid, uint64_t start)
 		return r;
 	if (now != start)
 		return -ESRCH; /* a reused pid */
-	char path[64], text[4096], name[64];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	ssize_t n = read_full(fd, text, sizeof(text) - 1);
-	close(fd);
+	/* Its binary, not its comm: started through execveat on an fd, the
+	 * comm is the fd's number on kernels before 6.11. */
+	char path[64], exe[PATH_MAX];
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	ssize_t n = readlink(path, exe, sizeof(exe) - 1);
 	if (n < 0)
-		return (int)n;
-	text[n] = 0;
-	uid_t euid;
-	if (registry_parse_status(text, name, sizeof(name), &euid) < 0)
-		return -EPROTO;
-	return strcmp(name, REGISTRY_EGRESS_COMM) ? -EPERM : 0;
+		return errno == ENOENT ? -ESRCH : -errno;
+	exe[n] = 0;
+	char *del = strstr(exe, " (deleted)");
+	if (del && !del[10])
+		*del = 0; /* rebuilt since it started */
+	const char *base = strrchr(exe, '/');
+	return strcmp(base ? base + 1 : exe, REGISTRY_EGRESS_COMM) ? -EPERM : 0;
 }
 
 bool registry_alive(const struct registry_meta *m)

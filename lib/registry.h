@@ -136,9 +136,10 @@ int registry_parse_status(const char *text, char *name, size_t namelen, uid_t *e
  * another program or another user's, -ESRCH when it is gone. */
 int registry_proc_is_vmm(pid_t pid) __attribute__((warn_unused_result));
 
-/* What a running cove-egress's comm reads, and the check before its
- * recorded pid is signalled: comm and start time (any uid: it runs under
- * a jail uid of its own, and only root starts sandboxes with networks). */
+/* The name of cove-egress's binary, and the check before its recorded
+ * pid is signalled: start time and the binary's name (/proc/PID/exe; any
+ * uid: it runs under a jail uid of its own, and only root starts
+ * sandboxes with networks). */
 #define REGISTRY_EGRESS_COMM "cove-egress"
 int registry_proc_is_egress(pid_t pid, uint64_t start) __attribute__((warn_unused_result));
 
