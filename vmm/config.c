@@ -18,6 +18,9 @@ const char vmm_usage[] =
     "                [,bps=N][,bps_burst=N][,iops=N][,iops_burst=N][,max_file=BYTES]]...\n"
     "                [--console stdio|PATH|none] [--console-max BYTES] [--config FILE.json]\n"
     "                [--vsock PATH[,cid=N]] [--api PATH] [--ttl SECONDS]\n"
+    "                [--net fd=N|tap=NAME[,mac=XX:XX:XX:XX:XX:XX][,rx_bps=N][,rx_bps_burst=N]\n"
+    "                [,rx_pps=N][,rx_pps_burst=N][,tx_bps=N][,tx_bps_burst=N][,tx_pps=N]\n"
+    "                [,tx_pps_burst=N]]\n"
     "       cove-vmm --restore SNAPSHOT_DIR [--overlay-dir DIR] [--vsock PATH]\n"
     "                [--api PATH] [--console stdio|PATH|none]\n"
     "  either form: [--jail DIR [--jail-uid N [--jail-gid N]]] [--jail-fsize BYTES]\n"
@@ -38,7 +41,12 @@ const char vmm_usage[] =
     "  config JSON: \"seccomp\": \"kill\"|\"log\"|\"off\"\n"
 
     "                [--api PATH] [--console stdio|PATH|none] [--console-max BYTES]\n"
-    "                [--ttl SECONDS] [--disk-limit INDEX,bps=N,iops=N,...]...\n";
+    "                [--ttl SECONDS] [--disk-limit INDEX,bps=N,iops=N,...]...\n"
+    "                [--net fd=N|tap=NAME[,rx_bps=N,...]] (the MAC is the snapshot's)\n"
+    "  --net: one virtio-net NIC on a TAP: fd=N an inherited TAP fd opened with\n"
+    "         IFF_TAP|IFF_NO_PI|IFF_VNET_HDR, or tap=NAME opened by name; default MAC\n"
+    "         06:00:ac:10:00:02; rates in bytes/s and packets/s per direction, each\n"
+    "         *_burst a one-time extra allowance; config JSON: \"net\": {\"fd\": N, ...}\n";
 
 #define bad(err, errlen, ...) errf(err, errlen, -EINVAL, __VA_ARGS__)
 
@@ -224,6 +232,126 @@ static int parse_vsock(struct vm_config *vm, char *spec, char *err, size_t errle
 	return 0;
 }
 
+/* The --net limit keys, shared by the flag and the JSON object. */
+static const struct {
+	const char *key;
+	size_t off;
+} net_limit_keys[] = {
+	{ "rx_bps", offsetof(struct vm_net_config, rx_bps) },
+	{ "rx_bps_burst", offsetof(struct vm_net_config, rx_bps_burst) },
+	{ "rx_pps", offsetof(struct vm_net_config, rx_pps) },
+	{ "rx_pps_burst", offsetof(struct vm_net_config, rx_pps_burst) },
+	{ "tx_bps", offsetof(struct vm_net_config, tx_bps) },
+	{ "tx_bps_burst", offsetof(struct vm_net_config, tx_bps_burst) },
+	{ "tx_pps", offsetof(struct vm_net_config, tx_pps) },
+	{ "tx_pps_burst", offsetof(struct vm_net_config, tx_pps_burst) },
+};
+
+static uint64_t *net_limit(struct vm_net_config *n, const char *key, size_t keylen)
+{
+	for (size_t i = 0; i < sizeof(net_limit_keys) / sizeof(net_limit_keys[0]); i++)
+		if (strlen(net_limit_keys[i].key) == keylen &&
+		    !strncmp(key, net_limit_keys[i].key, keylen))
+			return (uint64_t *)(void *)((char *)n + net_limit_keys[i].off);
+	return NULL;
+}
+
+/* XX:XX:XX:XX:XX:XX, hex digits; a unicast address (the group bit clear). */
+static int parse_mac(const char *s, uint8_t mac[6])
+{
+	for (int i = 0; i < 6; i++) {
+		const char *p = s + 3 * i;
+		char hex[3] = { 0 };
+		for (int k = 0; k < 2; k++) {
+			char c = p[k];
+			if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
+			      (c >= 'A' && c <= 'F')))
+				return -EINVAL;
+			hex[k] = c;
+		}
+		if (p[2] != (i == 5 ? '\0' : ':'))
+			return -EINVAL;
+		mac[i] = (uint8_t)strtoul(hex, NULL, 16);
+	}
+	return (mac[0] & 1) ? -EINVAL : 0;
+}
+
+static int net_fd_value(struct vm_net_config *n, unsigned long long v, char *err, size_t errlen)
+{
+	if (v > INT_MAX)
+		return bad(err, errlen, "--net fd= needs a file descriptor number");
+	n->fd = (int)v;
+	n->tap_name = NULL;
+	return 0;
+}
+
+static int net_mac_value(struct vm_net_config *n, const char *v, char *err, size_t errlen)
+{
+	if (parse_mac(v, n->mac) < 0)
+		return bad(err, errlen,
+		           "--net mac= needs a unicast address XX:XX:XX:XX:XX:XX, got '%s'", v);
+	n->mac_set = true;
+	return 0;
+}
+
+static int net_tap_value(struct vm_net_config *n, const char *v, char *err, size_t errlen)
+{
+	if (!*v || strlen(v) > 15 || strchr(v, '/'))
+		return bad(err, errlen, "--net tap= needs an interface name of 1 to 15 bytes");
+	n->tap_name = v;
+	n->fd = -1;
+	return 0;
+}
+
+/* fd=N|tap=NAME[,mac=..][,rx_bps=N]...; spec is a private copy we cut up. */
+static int parse_net(struct vm_net_config *n, char *spec, char *err, size_t errlen)
+{
+	memset(n, 0, sizeof(*n));
+	n->fd = -1;
+	char *save = NULL;
+	for (char *opt = strtok_r(spec, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(opt, '=');
+		if (!eq)
+			return bad(err, errlen,
+			           "bad --net option '%s' (expected fd=N, tap=NAME, mac=MAC or a "
+			           "limit such as rx_bps=N)",
+			           opt);
+		const char *v = eq + 1;
+		size_t klen = (size_t)(eq - opt);
+		unsigned long long num;
+		uint64_t *lim = net_limit(n, opt, klen);
+		int r = 0;
+		if (lim) {
+			if (parse_uint(v, LIMIT_MAX, &num) < 0)
+				return bad(err, errlen,
+				           "--net %.*s= needs a number from 0 to %llu, got '%s'",
+				           (int)klen, opt, LIMIT_MAX, v);
+			*lim = num;
+		} else if (klen == 2 && !strncmp(opt, "fd", 2)) {
+			if (parse_uint(v, INT_MAX, &num) < 0)
+				return bad(err, errlen,
+				           "--net fd= needs a file descriptor number, got '%s'", v);
+			r = net_fd_value(n, num, err, errlen);
+		} else if (klen == 3 && !strncmp(opt, "tap", 3)) {
+			r = net_tap_value(n, v, err, errlen);
+		} else if (klen == 3 && !strncmp(opt, "mac", 3)) {
+			r = net_mac_value(n, v, err, errlen);
+		} else {
+			return bad(err, errlen,
+			           "unknown --net option '%.*s' (expected fd, tap, mac, rx_bps, "
+			           "rx_bps_burst, rx_pps, rx_pps_burst, tx_bps, tx_bps_burst, "
+			           "tx_pps or tx_pps_burst)",
+			           (int)klen, opt);
+		}
+		if (r < 0)
+			return r;
+	}
+	if (n->fd < 0 && !n->tap_name)
+		return bad(err, errlen, "--net needs fd=N (an inherited TAP) or tap=NAME");
+	n->enabled = true;
+	return 0;
+}
+
 static int json_str(json_t *v, const char *key, const char **out, char *err, size_t errlen)
 {
 	if (!json_is_string(v))
@@ -285,6 +413,46 @@ static int load_disk(struct vm_config *vm, json_t *d, char *err, size_t errlen)
 	return add_disk(vm, path, ro, id, format, &l, err, errlen);
 }
 
+static int load_net(struct vm_net_config *n, json_t *o, char *err, size_t errlen)
+{
+	if (!json_is_object(o))
+		return bad(err, errlen, "config: 'net' must be an object");
+	memset(n, 0, sizeof(*n));
+	n->fd = -1;
+	const char *key;
+	json_t *v;
+	json_object_foreach(o, key, v)
+	{
+		int r;
+		unsigned long long num;
+		uint64_t *lim = net_limit(n, key, strlen(key));
+		char what[32];
+		snprintf(what, sizeof(what), "net.%s", key);
+		if (lim) {
+			r = json_uint(v, what, LIMIT_MAX, &num, err, errlen);
+			*lim = num;
+		} else if (!strcmp(key, "fd")) {
+			r = json_uint(v, what, INT_MAX, &num, err, errlen);
+			if (!r)
+				r = net_fd_value(n, num, err, errlen);
+		} else if (!strcmp(key, "tap") || !strcmp(key, "mac")) {
+			const char *s = NULL;
+			r = json_str(v, what, &s, err, errlen);
+			if (!r)
+				r = key[0] == 't' ? net_tap_value(n, s, err, errlen)
+				                  : net_mac_value(n, s, err, errlen);
+		} else {
+			return bad(err, errlen, "config: unknown key 'net.%s'", key);
+		}
+		if (r < 0)
+			return r;
+	}
+	if (n->fd < 0 && !n->tap_name)
+		return bad(err, errlen, "config: 'net' needs \"fd\" or \"tap\"");
+	n->enabled = true;
+	return 0;
+}
+
 int vmm_config_load_json(struct vmm_config *c, const char *path, char *err, size_t errlen)
 {
 	json_error_t je;
@@ -342,6 +510,8 @@ int vmm_config_load_json(struct vmm_config *c, const char *path, char *err, size
 				r = bad(err, errlen, "config: 'console_max' must be at least %llu",
 				        VM_CONSOLE_MAX_MIN);
 			vm->console_max = n;
+		} else if (!strcmp(key, "net")) {
+			r = load_net(&vm->net, v, err, errlen);
 		} else if (!strcmp(key, "disks")) {
 			if (!json_is_array(v))
 				return bad(err, errlen, "config: 'disks' must be an array");
@@ -385,7 +555,8 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 		O_SECCOMP_LIST,
 		O_TTL,
 		O_CONSOLE_MAX,
-		O_DISK_LIMIT
+		O_DISK_LIMIT,
+		O_NET
 	};
 	static const struct option opts[] = {
 		{ "kernel", required_argument, NULL, O_KERNEL },
@@ -409,6 +580,7 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 		{ "ttl", required_argument, NULL, O_TTL },
 		{ "console-max", required_argument, NULL, O_CONSOLE_MAX },
 		{ "disk-limit", required_argument, NULL, O_DISK_LIMIT },
+		{ "net", required_argument, NULL, O_NET },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -547,6 +719,13 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 			free(spec);
 			break;
 		}
+		case O_NET:
+			free(c->net_spec);
+			c->net_spec = strdup(optarg);
+			if (!c->net_spec)
+				return -ENOMEM;
+			r = parse_net(&c->vm.net, c->net_spec, err, errlen);
+			break;
 		case 'h':
 			c->show_help = 1;
 			return 0;
@@ -590,6 +769,8 @@ void vmm_config_free(struct vmm_config *c)
 	c->json = NULL;
 	free(c->vsock_spec);
 	c->vsock_spec = NULL;
+	free(c->net_spec);
+	c->net_spec = NULL;
 	for (unsigned int i = 0; i < VM_MAX_DISKS; i++) {
 		free(c->disk_specs[i]);
 		c->disk_specs[i] = NULL;

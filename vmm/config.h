@@ -19,6 +19,7 @@ struct vmm_config {
 	void *json;                     /* the parsed --config document; strings point into it */
 	char *disk_specs[VM_MAX_DISKS]; /* copies of --disk values */
 	char *vsock_spec;               /* copy of the --vsock value */
+	char *net_spec;                 /* copy of the --net value */
 	const char *api_path;           /* --api: the control socket, or NULL */
 	const char *restore_dir;        /* --restore: a snapshot directory, or NULL */
 	const char *overlay_dir;        /* --overlay-dir: where a restore puts disk overlays */

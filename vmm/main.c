@@ -25,10 +25,12 @@ int main(int argc, char **argv)
 	 * only after reading /proc/sys/vm/overcommit_memory, an open the
 	 * seccomp filters forbid (and one arena costs less memory). */
 	mallopt(M_ARENA_MAX, 1);
-	jail_scrub_process(); /* no inherited fds, no environment */
 	struct vmm_config c;
 	char err[512] = "";
-	if (vmm_config_parse(&c, argc, argv, err, sizeof(err)) < 0) {
+	int pr = vmm_config_parse(&c, argc, argv, err, sizeof(err));
+	/* No inherited fds but the TAP we were given, no environment. */
+	jail_scrub_process(pr == 0 && c.vm.net.enabled ? c.vm.net.fd : -1);
+	if (pr < 0) {
 		fprintf(stderr, "cove-vmm: %s\n", err);
 		vmm_config_free(&c);
 		return 1;
@@ -55,6 +57,8 @@ int main(int argc, char **argv)
 		if (r == 0 && !c.vm.vsock_path && snapshot_has_vsock(snap))
 			r = -EINVAL, snprintf(err, sizeof(err),
 			                      "the snapshot has a vsock device: give --vsock PATH");
+		if (r == 0)
+			r = snapshot_net_config(snap, &c.vm.net, err, sizeof(err));
 		if (r == 0)
 			r = vm_restore(&vm, &c.vm, snap, err, sizeof(err));
 	} else {

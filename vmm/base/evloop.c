@@ -78,6 +78,21 @@ int evloop_add(struct evloop *l, int fd, uint32_t events, evloop_fn fn, void *op
 	return 0;
 }
 
+int evloop_mod(struct evloop *l, int fd, uint32_t events)
+{
+	int ret = -ENOENT;
+	pthread_mutex_lock(&l->lock);
+	for (struct evloop_watch *w = l->watches; w; w = w->next) {
+		if (w->fd != fd)
+			continue;
+		struct epoll_event ev = { .events = events, .data.ptr = w };
+		ret = epoll_ctl(l->epfd, EPOLL_CTL_MOD, fd, &ev) < 0 ? -errno : 0;
+		break;
+	}
+	pthread_mutex_unlock(&l->lock);
+	return ret;
+}
+
 int evloop_del(struct evloop *l, int fd)
 {
 	int ret = -ENOENT;

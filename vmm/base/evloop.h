@@ -41,6 +41,10 @@ int evloop_init(struct evloop *l) __attribute__((warn_unused_result));
  * fd open until evloop_del() or evloop_destroy(). */
 int evloop_add(struct evloop *l, int fd, uint32_t events, evloop_fn fn, void *opaque)
     __attribute__((warn_unused_result));
+/* Changes the events fd is watched for (0: none for now, the watch stays),
+ * as epoll's level-triggered MOD: a device stops reading a backend it has
+ * no room for and starts again later.  Any thread.  0, -ENOENT or -errno. */
+int evloop_mod(struct evloop *l, int fd, uint32_t events) __attribute__((warn_unused_result));
 /* Stops watching fd.  Call it from a loop callback (any fd's, even for an
  * fd whose event is still pending in the current batch: its callback will
  * not run) or with the loop stopped. */

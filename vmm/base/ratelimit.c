@@ -26,6 +26,21 @@ void rl_init(struct ratelimit *rl, uint64_t bps, uint64_t bps_burst, uint64_t io
 	bucket_init(&rl->ops, iops, iops_burst, now_ns);
 }
 
+static void bucket_add_once(struct rl_bucket *b, uint64_t once)
+{
+	if (!b->rate || !once)
+		return;
+	if (once > (uint64_t)INT64_MAX / 4)
+		once = (uint64_t)INT64_MAX / 4;
+	b->tokens += (int64_t)once;
+}
+
+void rl_add_one_time_burst(struct ratelimit *rl, uint64_t bytes, uint64_t ops)
+{
+	bucket_add_once(&rl->bytes, bytes);
+	bucket_add_once(&rl->ops, ops);
+}
+
 bool rl_enabled(const struct ratelimit *rl)
 {
 	return rl->bytes.rate || rl->ops.rate;
@@ -36,6 +51,12 @@ static void refill(struct rl_bucket *b, uint64_t now_ns)
 {
 	if (now_ns <= b->last_ns)
 		return; /* a clock that did not move (or went back) earns nothing */
+	if (b->tokens >= (int64_t)b->burst) {
+		/* Full, or above it on a one-time burst: nothing to earn. */
+		b->last_ns = now_ns;
+		b->frac = 0;
+		return;
+	}
 	unsigned __int128 earned = (unsigned __int128)(now_ns - b->last_ns) * b->rate + b->frac;
 	b->last_ns = now_ns;
 	unsigned __int128 whole = earned / RL_NS_PER_S;

@@ -40,6 +40,12 @@ uint64_t rl_default_burst(uint64_t rate);
 void rl_init(struct ratelimit *rl, uint64_t bps, uint64_t bps_burst, uint64_t iops,
              uint64_t iops_burst, uint64_t now_ns);
 
+/* Adds a one-time burst to each limited bucket (after rl_init): tokens
+ * above its burst that are spent first and never earned back, as
+ * Firecracker's one_time_burst (virtio-net's rx_bps_burst and friends).
+ * A bucket without a rate ignores it. */
+void rl_add_one_time_burst(struct ratelimit *rl, uint64_t bytes, uint64_t ops);
+
 /* Whether either bucket limits anything. */
 bool rl_enabled(const struct ratelimit *rl);
 

@@ -11,8 +11,8 @@
  *         eventfd kicks, and virtio-vsock's activate/reset, which touch
  *         the host sockets (read, send, shutdown, epoll_ctl, timerfd).
  *   I/O   the epoll loop: virtqueue work, disk I/O, vsock host sockets
- *         (connecting to Unix sockets), virtio-rng's getrandom.  No open,
- *         no ioctl.
+ *         (connecting to Unix sockets), virtio-rng's getrandom, the
+ *         virtio-net TAP (its one ioctl, TUNSETOFFLOAD).  No open.
  *   API   the control socket and what its ops need: a snapshot reads KVM
  *         state (KVM_GET_*), writes files and moves disks (the only thread
  *         that may open, create, rename or remove paths).
@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <linux/if_tun.h>
 #include <linux/kvm.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -166,9 +167,12 @@ static const struct sc_rule rules[] = {
 	/* Timers: vsock's connect deadlines, and the rate limiter and --ttl. */
 	ANY(timerfd_create, K_IO),
 	ANY(getrandom, K_IO),
-	/* TUN (virtio-net, not in use yet): TUNSETIFF at setup on main;
-	 * TUNSETOFFLOAD and TUNSETVNETHDRSZ go here, for K_IO (and K_VCPU if
-	 * feature negotiation applies them). */
+	/* TUN (virtio-net, backend/tap.c): TUNSETIFF, TUNGETIFF and
+	 * TUNSETVNETHDRSZ run at setup on main, before any filter.  The
+	 * offloads the guest negotiates are set on the I/O loop (the vCPU's
+	 * DRIVER_OK write only defers them there); the TAP's frames move with
+	 * read/readv/writev, rows above. */
+	IOCTL(TUNSETOFFLOAD, K_IO),
 
 	/* API: the control socket. */
 	ANY(poll, K_API),

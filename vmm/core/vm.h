@@ -62,6 +62,18 @@ struct vm_disk_config {
 
 enum vm_console { VM_CONSOLE_STDIO, VM_CONSOLE_FILE, VM_CONSOLE_NONE };
 
+/* The NIC (--net): a TAP inherited as fd, or opened by name; its MAC and
+ * rate limits (rates 0: unlimited; bursts are one-time extra tokens). */
+struct vm_net_config {
+	bool enabled;
+	int fd;               /* >= 0: an inherited TAP fd */
+	const char *tap_name; /* else: the TAP interface to open */
+	uint8_t mac[6];
+	bool mac_set; /* else VNET_DEFAULT_MAC (or, restored, the snapshot's) */
+	uint64_t rx_bps, rx_bps_burst, rx_pps, rx_pps_burst;
+	uint64_t tx_bps, tx_bps_burst, tx_pps, tx_pps_burst;
+};
+
 struct vm_config {
 	const char *kernel;
 	const char *initrd;  /* NULL: none */
@@ -76,6 +88,7 @@ struct vm_config {
 	uint64_t vsock_cid;     /* 0: the default (3) */
 	uint64_t ttl_s;       /* stop with VM_EXIT_DEADLINE this long after vm_start(); 0: never */
 	uint64_t console_max; /* cap on a console file's size; 0: VM_CONSOLE_MAX_DEFAULT */
+	struct vm_net_config net;
 };
 
 struct vm;
@@ -95,6 +108,8 @@ struct vblk;
 struct disk;
 struct vsock;
 struct vrng;
+struct vnet;
+struct tap;
 
 struct vm {
 	int kvm_fd;
@@ -141,6 +156,8 @@ struct vm {
 	struct vsock *vsock;
 	uint64_t vsock_cid;
 	struct vrng *rng;
+	struct vnet *net;
+	struct tap *net_backend; /* opened, not yet given to the device */
 	int signal_fd;
 	/* The vCPU threads' seccomp filter (base/seccomp.h); OFF after
 	 * vm_create(), set it before vm_start(). */

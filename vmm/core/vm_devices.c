@@ -17,9 +17,11 @@
 
 #include "arch/x86_64/layout.h"
 #include "backend/disk_open.h"
+#include "backend/tap.h"
 #include "errf.h"
 #include "jail/jail.h"
 #include "virtio/blk.h"
+#include "virtio/net.h"
 #include "virtio/rng.h"
 #include "virtio/vsock.h"
 
@@ -29,7 +31,8 @@
 static const uint8_t virtio_gsis[] = { 5, 6, 7, 9, 10, 11, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23 };
 /* VM_MAX_DISKS disks plus vsock, and room for net and rng. */
 
-/* Virtio devices take MMIO slots and GSIs in order: disks, then vsock. */
+/* Virtio devices take MMIO slots and GSIs in order: disks, vsock, rng,
+ * then the NIC (last, so the slots of snapshots without one stay put). */
 static uint64_t slot_base(unsigned int slot)
 {
 	return X86_MMIO_DEVICES_START + (uint64_t)slot * VIRTIO_MMIO_SIZE;
@@ -59,9 +62,37 @@ static unsigned int rng_slot(const struct vm *vm, bool has_vsock)
 	return vm->ndisks + (has_vsock ? 1 : 0);
 }
 
+static unsigned int net_slot(const struct vm *vm, bool has_vsock)
+{
+	return rng_slot(vm, has_vsock) + 1;
+}
+
+/* The TAP is opened with the disks, before KVM: a bad fd or name is bad
+ * input, reported before anything exists. */
+static int open_net(struct vm *vm, const struct vm_net_config *nc, char *err, size_t errlen)
+{
+	struct tap *t = calloc(1, sizeof(*t));
+	if (!t)
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	int r = nc->fd >= 0 ? tap_open_fd(t, nc->fd, err, errlen)
+	                    : tap_open_name(t, nc->tap_name, err, errlen);
+	if (r < 0) {
+		tap_close(t);
+		free(t);
+		return r;
+	}
+	vm->net_backend = t;
+	return 0;
+}
+
 int vm_devices_open_disks(struct vm *vm, const struct vm_config *cfg, char *err, size_t errlen)
 {
-	_Static_assert(sizeof(virtio_gsis) >= VM_MAX_DISKS + 3, "a GSI for every device");
+	_Static_assert(sizeof(virtio_gsis) >= VM_MAX_DISKS + 4, "a GSI for every device");
+	if (cfg->net.enabled) {
+		int r = open_net(vm, &cfg->net, err, errlen);
+		if (r < 0)
+			return r;
+	}
 	for (unsigned int i = 0; i < cfg->ndisks; i++) {
 		const struct vm_disk_config *dc = &cfg->disks[i];
 		struct disk *d = NULL;
@@ -89,7 +120,7 @@ int vm_devices_open_disks(struct vm *vm, const struct vm_config *cfg, char *err,
 
 unsigned int vm_devices_count(const struct vm *vm, const struct vm_config *cfg)
 {
-	return vm->ndisks + (cfg->vsock_path ? 1 : 0) + 1;
+	return vm->ndisks + (cfg->vsock_path ? 1 : 0) + 1 + (cfg->net.enabled ? 1 : 0);
 }
 
 int vm_devices_cmdline(const struct vm *vm, unsigned int slot, char *buf, size_t len)
@@ -225,6 +256,34 @@ static int create_console(struct vm *vm, const struct vm_config *cfg, char *err,
 	return 0;
 }
 
+static int create_net(struct vm *vm, const struct vm_config *cfg, char *err, size_t errlen)
+{
+	const struct vm_net_config *nc = &cfg->net;
+	static const uint8_t default_mac[6] = VNET_DEFAULT_MAC;
+	struct virtio_mmio_cfg mc = slot_cfg(vm, net_slot(vm, cfg->vsock_path != NULL));
+	char name[sizeof(vm->net_backend->name)];
+	snprintf(name, sizeof(name), "%s", vm->net_backend->name);
+	int r = vnet_create(&mc, vm->net_backend, nc->mac_set ? nc->mac : default_mac, &vm->net);
+	free(vm->net_backend); /* its fd is the device's now, or closed */
+	vm->net_backend = NULL;
+	if (r < 0)
+		return errf(err, errlen, r, "cannot create virtio-net on TAP %s: %s", name,
+		            strerror(-r));
+	const struct vnet_limits lim = {
+		.rx_bps = nc->rx_bps,
+		.rx_bps_burst = nc->rx_bps_burst,
+		.rx_pps = nc->rx_pps,
+		.rx_pps_burst = nc->rx_pps_burst,
+		.tx_bps = nc->tx_bps,
+		.tx_bps_burst = nc->tx_bps_burst,
+		.tx_pps = nc->tx_pps,
+		.tx_pps_burst = nc->tx_pps_burst,
+	};
+	if ((r = vnet_set_limits(vm->net, &lim)) < 0)
+		return errf(err, errlen, r, "cannot rate-limit the NIC: %s", strerror(-r));
+	return 0;
+}
+
 int vm_devices_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errlen)
 {
 	int r = create_console(vm, cfg, err, errlen);
@@ -283,6 +342,8 @@ int vm_devices_create(struct vm *vm, const struct vm_config *cfg, char *err, siz
 		snprintf(err, errlen, "cannot create virtio-rng: %s", strerror(-r));
 		return r;
 	}
+	if (cfg->net.enabled)
+		return create_net(vm, cfg, err, errlen);
 	return 0;
 }
 
@@ -295,6 +356,8 @@ unsigned int vm_devices_transports(struct vm *vm, struct virtio_mmio **out, unsi
 		out[n++] = vsock_transport(vm->vsock);
 	if (vm->rng && n < max)
 		out[n++] = vrng_transport(vm->rng);
+	if (vm->net && n < max)
+		out[n++] = vnet_transport(vm->net);
 	return n;
 }
 
@@ -336,6 +399,11 @@ int vm_enter_root(struct vm *vm, const char *root, char *err, size_t errlen)
 	return 0;
 }
 
+struct vnet *vm_net(struct vm *vm)
+{
+	return vm->net;
+}
+
 void vm_disk_throttled(struct vm *vm, uint64_t *events, uint64_t *ns)
 {
 	*events = *ns = 0;
@@ -353,6 +421,13 @@ void vm_devices_destroy(struct vm *vm)
 	vm->vsock = NULL;
 	vrng_destroy(vm->rng);
 	vm->rng = NULL;
+	vnet_destroy(vm->net);
+	vm->net = NULL;
+	if (vm->net_backend) {
+		tap_close(vm->net_backend);
+		free(vm->net_backend);
+		vm->net_backend = NULL;
+	}
 	for (unsigned int i = 0; i < VM_MAX_DISKS; i++) {
 		if (vm->disks[i])
 			vblk_destroy(vm->disks[i]);

@@ -14,6 +14,10 @@
 struct virtio_mmio;
 unsigned int vm_devices_transports(struct vm *vm, struct virtio_mmio **out, unsigned int max);
 
+/* The NIC, or NULL (snapshots save its state beside its transport). */
+struct vnet;
+struct vnet *vm_net(struct vm *vm);
+
 /* Bytes the guest read from and wrote to its disks so far. */
 void vm_disk_io(struct vm *vm, uint64_t *read, uint64_t *written);
 

@@ -22,16 +22,28 @@
 
 #include "errf.h"
 
-void jail_scrub_process(void)
+/* Closes [lo, hi] (close_range where the kernel has it, else one by one). */
+static void close_fds(unsigned int lo, unsigned int hi)
 {
-	/* close_range(2) where the kernel has it, else one by one. */
-	if (syscall(SYS_close_range, 3U, ~0U, 0U) < 0) {
-		struct rlimit rl;
-		long max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
-		               ? (long)rl.rlim_cur
-		               : 65536;
-		for (long fd = 3; fd < max; fd++)
-			(void)close((int)fd);
+	if (lo > hi)
+		return;
+	if (syscall(SYS_close_range, lo, hi, 0U) == 0)
+		return;
+	struct rlimit rl;
+	long max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+	               ? (long)rl.rlim_cur
+	               : 65536;
+	for (long fd = lo; fd < max && fd <= (long)hi; fd++)
+		(void)close((int)fd);
+}
+
+void jail_scrub_process(int keep_fd)
+{
+	if (keep_fd > 2) {
+		close_fds(3U, (unsigned int)keep_fd - 1);
+		close_fds((unsigned int)keep_fd + 1, ~0U);
+	} else {
+		close_fds(3U, ~0U);
 	}
 	(void)clearenv();
 }

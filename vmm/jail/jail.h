@@ -36,9 +36,10 @@ struct jail_config {
 	uint64_t fsize; /* RLIMIT_FSIZE in bytes; 0: unlimited */
 };
 
-/* Closes every fd above 2 and clears the environment: the first thing
- * cove-vmm does, before it opens anything. */
-void jail_scrub_process(void);
+/* Closes every fd above 2 but keep_fd (-1: none; the inherited TAP of
+ * --net fd=N) and clears the environment: the first thing cove-vmm does
+ * once its flags are parsed, before it opens anything else. */
+void jail_scrub_process(int keep_fd);
 
 /* Runs the steps above.  Must be called while the process has one thread.
  * On success fills report with one line saying what was applied (for the

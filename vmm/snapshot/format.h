@@ -11,6 +11,7 @@
 #include "backend/disk.h"
 #include "core/vm.h"
 #include "snapshot/state_file.h"
+#include "virtio/net.h"
 
 #define TAG_CONF SF_TAG('C', 'O', 'N', 'F')
 #define TAG_VMST SF_TAG('V', 'M', 'S', 'T')
@@ -18,6 +19,9 @@
 #define TAG_SERI SF_TAG('S', 'E', 'R', 'I')
 #define TAG_KBDC SF_TAG('K', 'B', 'D', 'C')
 #define TAG_MMIO SF_TAG('M', 'M', 'I', 'O')
+/* virtio-net's own state (struct vnet_state: the MAC), present only when
+ * the VM has a NIC, whose transport is then the last MMIO section. */
+#define TAG_NETD SF_TAG('N', 'E', 'T', 'D')
 
 #define PAGE 4096u
 
@@ -46,6 +50,7 @@ struct snapshot {
 	struct sf_reader sf;
 	const struct snap_conf *conf;
 	const struct x86_vm_state *vmst;
+	const struct vnet_state *net; /* NULL: no NIC */
 	int mem_fd;
 	char disk_paths[VM_MAX_DISKS][PATH_MAX];
 };

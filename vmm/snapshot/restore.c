@@ -25,7 +25,7 @@ static bool str_ok(const char *s, size_t cap)
 	return memchr(s, '\0', cap) != NULL && s[0] != '\0';
 }
 
-static int check_conf(const struct snap_conf *c, char *err, size_t errlen)
+static int check_conf(const struct snap_conf *c, bool has_net, char *err, size_t errlen)
 {
 	if (c->cpus < 1 || c->cpus > VM_MAX_VCPUS)
 		return errf(err, errlen, -EINVAL, "snapshot has %u vCPUs", c->cpus);
@@ -35,7 +35,7 @@ static int check_conf(const struct snap_conf *c, char *err, size_t errlen)
 	    c->memory_bytes > (1ull << 40) || c->memory_bytes % PAGE)
 		return errf(err, errlen, -EINVAL, "snapshot has a bad memory size (%llu bytes)",
 		            (unsigned long long)c->memory_bytes);
-	if (c->ndevices != c->ndisks + (c->has_vsock ? 1 : 0) + 1)
+	if (c->ndevices != c->ndisks + (c->has_vsock ? 1 : 0) + 1 + (has_net ? 1 : 0))
 		return errf(err, errlen, -EINVAL, "snapshot's device list is inconsistent");
 	for (unsigned int i = 0; i < c->ndisks; i++) {
 		const struct snap_disk *d = &c->disks[i];
@@ -123,7 +123,8 @@ int snapshot_open(const char *dir, struct snapshot **out, char *err, size_t errl
 		         s->conf ? "VM" : "configuration");
 		goto fail;
 	}
-	r = check_conf(s->conf, msg, sizeof(msg));
+	s->net = sf_find(&s->sf, TAG_NETD, 0, sizeof(*s->net));
+	r = check_conf(s->conf, s->net != NULL, msg, sizeof(msg));
 	if (r < 0) {
 		errf(err, errlen, r, "snapshot '%s' refused: %s", dir, msg);
 		goto fail;
@@ -257,6 +258,25 @@ int snapshot_vm_config(struct snapshot *s, const char *overlay_dir, struct vm_co
 	return 0;
 }
 
+int snapshot_net_config(const struct snapshot *s, struct vm_net_config *net, char *err,
+                        size_t errlen)
+{
+	if (!s->net) {
+		if (net->enabled)
+			return errf(err, errlen, -EINVAL, "the snapshot has no NIC (drop --net)");
+		return 0;
+	}
+	if (!net->enabled)
+		return errf(err, errlen, -EINVAL,
+		            "the snapshot has a NIC: give --net fd=N or --net tap=NAME");
+	if (net->mac_set && memcmp(net->mac, s->net->mac, 6))
+		return errf(err, errlen, -EINVAL,
+		            "--net mac= differs from the snapshot's MAC (leave it out)");
+	memcpy(net->mac, s->net->mac, 6);
+	net->mac_set = true;
+	return 0;
+}
+
 bool snapshot_has_vsock(const struct snapshot *s)
 {
 	return s->conf->has_vsock;
@@ -300,6 +320,8 @@ static int snapshot_restore_devices(struct snapshot *s, struct vm *vm, char *err
 	if (ntr != s->conf->ndevices)
 		return errf(err, errlen, -EINVAL, "the restored VM has %u devices, the snapshot %u",
 		            ntr, s->conf->ndevices);
+	if (vm_net(vm) && s->net)
+		vnet_restore(vm_net(vm), s->net);
 	for (unsigned int i = 0; i < ntr; i++) {
 		const struct virtio_mmio_state *ms =
 		    sf_find(&s->sf, TAG_MMIO, i, sizeof(struct virtio_mmio_state));

@@ -300,6 +300,11 @@ int vm_snapshot(struct vm *vm, const char *dir, int given_dirfd, bool resume,
 		virtio_mmio_save(tr[i], &ms);
 		sf_add(&w, TAG_MMIO, i, &ms, sizeof(ms));
 	}
+	struct vnet_state ns;
+	if (vm_net(vm)) {
+		vnet_save(vm_net(vm), &ns);
+		sf_add(&w, TAG_NETD, 0, &ns, sizeof(ns));
+	}
 
 	/* Memory. */
 	r = write_memory(vm, dirfd, &res->memory_disk_bytes);

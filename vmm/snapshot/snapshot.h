@@ -62,6 +62,11 @@ int snapshot_open(const char *dir, struct snapshot **out, char *err, size_t errl
 int snapshot_vm_config(struct snapshot *s, const char *overlay_dir, struct vm_config *cfg,
                        char *err, size_t errlen) __attribute__((warn_unused_result));
 
+/* Checks --net against the snapshot (a NIC needs a new TAP, no NIC none)
+ * and gives net the snapshot's MAC.  0, or -EINVAL with a line in err. */
+int snapshot_net_config(const struct snapshot *s, struct vm_net_config *net, char *err,
+                        size_t errlen) __attribute__((warn_unused_result));
+
 /* Whether the snapshot's VM had a vsock device. */
 bool snapshot_has_vsock(const struct snapshot *s);
 

@@ -1,0 +1,775 @@
+#include "virtio/net.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/ratelimit.h"
+#include "virtio/iov.h"
+
+_Static_assert(sizeof(struct virtio_net_hdr_v1) == VNET_HDR_LEN, "virtio_net_hdr_v1 is 12 bytes");
+_Static_assert(VNET_HDR_LEN == TAP_VNET_HDR_LEN, "the TAP's vnet header is the device's");
+_Static_assert(sizeof(struct virtio_net_config) == 10, "net config layout");
+_Static_assert(VNET_QUEUE_SIZE <= VIRTQ_MAX_SIZE, "queue fits the shared virtqueue");
+_Static_assert(VNET_RX_IOV_MAX >= 2 * VIRTQ_MAX_SIZE, "room for a whole chain after compaction");
+
+#define NUM_BUFFERS_OFF 10 /* offsetof(struct virtio_net_hdr_v1, num_buffers) */
+
+/* A receive chain taken off the ring during one pass.  Good chains keep
+ * their writable segments in rx_iov; a bad one (malformed) has none and is
+ * handed back empty once a frame has been placed past it. */
+struct rx_chain {
+	uint16_t head;
+	bool bad;
+	uint32_t cap;     /* writable bytes (good chains) */
+	uint32_t iov_off; /* its first segment in rx_iov */
+	uint32_t n_iov;
+};
+
+struct vnet {
+	struct virtio_mmio t; /* plain state lives in t.st ... */
+	struct vnet_state st; /* ... and here (the MAC) */
+	struct tap tap;
+	struct virtio_net_config config;
+	struct virtq_req req; /* scratch for the chain in hand */
+
+	/* Receive: the chains taken in this pass, in ring order.  [chain0,
+	 * nchains) are taken but unused: exactly the ring entries just below
+	 * last_avail_idx, so the pass gives them back by stepping it back. */
+	struct rx_chain chains[VIRTQ_MAX_SIZE];
+	uint32_t chain0, nchains;
+	struct iovec rx_iov[VNET_RX_IOV_MAX];
+	uint32_t niov;
+	uint64_t good_cap; /* bytes the good chains in [chain0, nchains) hold */
+	bool rx_full;      /* gathering stopped for lack of room, not of buffers */
+
+	/* A frame read from the TAP that waits for room or tokens. */
+	uint8_t *frame;
+	uint32_t frame_len;
+	bool frame_pending;
+	bool frame_admitted; /* the limiter let it through already */
+
+	struct evloop *loop;
+	bool tap_watched;     /* the TAP fd is on the loop */
+	bool rx_poll;         /* the loop polls it for EPOLLIN */
+	bool tap_dead;        /* the TAP failed for good: not polled again */
+	bool offload_pending; /* features changed: TUNSETOFFLOAD on the I/O loop */
+	bool offload_warned;
+
+	struct ratelimit rx_rl, tx_rl;
+	int rx_timer, tx_timer; /* -1: not limited */
+	bool rx_throttled, tx_throttled;
+
+	struct vnet_stats stats; /* relaxed atomics */
+};
+
+static void count(uint64_t *c, uint64_t v)
+{
+	__atomic_add_fetch(c, v, __ATOMIC_RELAXED);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * RL_NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+/* Lock held.  Whether the driver runs the device (queues may be used). */
+static bool live(const struct vnet *n, uint16_t queue)
+{
+	uint32_t st = __atomic_load_n(&n->t.st.status, __ATOMIC_SEQ_CST);
+	return (st & VIRTIO_STATUS_DRIVER_OK) && !(st & VIRTIO_STATUS_DEVICE_NEEDS_RESET) &&
+	       n->t.st.queues[queue].ready;
+}
+
+static bool has(const struct vnet *n, unsigned int bit)
+{
+	return virtio_mmio_has_feature(&n->t, bit);
+}
+
+/* Arms a limiter's timer for `wait` ns.  #syscalls: timerfd_settime (I/O thread) */
+static int arm_timer(int fd, uint64_t wait)
+{
+	struct itimerspec its = {
+		.it_value = { .tv_sec = (time_t)(wait / RL_NS_PER_S),
+		              .tv_nsec = (long)(wait % RL_NS_PER_S) },
+	};
+	return timerfd_settime(fd, 0, &its, NULL) < 0 ? -errno : 0;
+}
+
+/* Starts or stops polling the TAP.  Any thread (epoll_ctl), lock held. */
+static void set_rx_poll(struct vnet *n, bool on)
+{
+	if (n->tap_dead)
+		on = false;
+	if (n->rx_poll == on)
+		return;
+	if (n->tap_watched && evloop_mod(n->loop, n->tap.fd, on ? EPOLLIN : 0) < 0)
+		return; /* keep what the loop really does */
+	n->rx_poll = on;
+}
+
+/* Tells the TAP which offloads the guest negotiated: frames it hands us
+ * then keep partial checksums and GSO sizes, which the header carries. */
+static void apply_offload(struct vnet *n)
+{
+	if (!n->offload_pending)
+		return;
+	n->offload_pending = false;
+	unsigned int f = 0;
+	if (has(n, VIRTIO_NET_F_GUEST_CSUM)) {
+		f |= TAP_OFFLOAD_CSUM;
+		if (has(n, VIRTIO_NET_F_GUEST_TSO4))
+			f |= TAP_OFFLOAD_TSO4;
+		if (has(n, VIRTIO_NET_F_GUEST_TSO6))
+			f |= TAP_OFFLOAD_TSO6;
+		if (has(n, VIRTIO_NET_F_GUEST_ECN))
+			f |= TAP_OFFLOAD_TSO_ECN;
+	}
+	int r = tap_set_offload(&n->tap, f);
+	if (r < 0 && !n->offload_warned) {
+		n->offload_warned = true;
+		fprintf(stderr, "cove-vmm: virtio-net: TUNSETOFFLOAD 0x%x on %s: %s\n", f,
+		        n->tap.name, strerror(-r));
+	}
+}
+
+/* ---- receive ------------------------------------------------------------ */
+
+static void rx_reset_fifo(struct vnet *n)
+{
+	n->chain0 = n->nchains = n->niov = 0;
+	n->good_cap = 0;
+}
+
+/* Gives every taken, unused chain back to the ring. */
+static void rx_unpop(struct vnet *n)
+{
+	n->t.st.queues[VNET_RXQ].last_avail_idx -= (uint16_t)(n->nchains - n->chain0);
+	rx_reset_fifo(n);
+}
+
+/* Moves the unused chains and their segments to the front. */
+static void rx_compact(struct vnet *n)
+{
+	if (n->chain0 == 0)
+		return;
+	uint32_t base = n->chain0 < n->nchains ? n->chains[n->chain0].iov_off : n->niov;
+	memmove(n->rx_iov, n->rx_iov + base, (n->niov - base) * sizeof(n->rx_iov[0]));
+	n->niov -= base;
+	uint32_t left = n->nchains - n->chain0;
+	memmove(n->chains, n->chains + n->chain0, left * sizeof(n->chains[0]));
+	for (uint32_t i = 0; i < left; i++)
+		n->chains[i].iov_off -= base;
+	n->chain0 = 0;
+	n->nchains = left;
+}
+
+/* The first good unused chain, or NULL. */
+static struct rx_chain *rx_first_good(struct vnet *n)
+{
+	for (uint32_t i = n->chain0; i < n->nchains; i++)
+		if (!n->chains[i].bad)
+			return &n->chains[i];
+	return NULL;
+}
+
+/**
+ * rx_gather() - take receive chains until a frame of @want bytes has room
+ * @n:		the device, lock held
+ * @want:	bytes (header included)
+ * @mrg:	mergeable buffers: the good chains together must hold @want;
+ *		else one good chain is enough (whether it holds @want is
+ *		the caller's question)
+ *
+ * Stops early when the ring is empty or there is no room left to hold
+ * chains (n->rx_full).  Each chain's descriptors were copied once by
+ * virtq_pop(); only those copies are used.
+ * Return: 0, or -EPROTO when the ring itself is broken.
+ */
+static int rx_gather(struct vnet *n, uint64_t want, bool mrg)
+{
+	struct virtq *q = &n->t.st.queues[VNET_RXQ];
+	struct virtq_req *r = &n->req;
+	n->rx_full = false;
+	while (mrg ? n->good_cap < want : !rx_first_good(n)) {
+		if (n->nchains == VIRTQ_MAX_SIZE || n->niov + VIRTQ_MAX_SIZE > VNET_RX_IOV_MAX)
+			rx_compact(n);
+		if (n->nchains == VIRTQ_MAX_SIZE || n->niov + VIRTQ_MAX_SIZE > VNET_RX_IOV_MAX ||
+		    n->nchains - n->chain0 >= q->size) {
+			n->rx_full = true;
+			return 0;
+		}
+		int rc = virtq_pop(q, n->t.cfg.mem, r);
+		if (rc == 0)
+			return 0;
+		if (rc < 0 && !r->has_head)
+			return -EPROTO;
+		struct rx_chain *c = &n->chains[n->nchains++];
+		*c = (struct rx_chain){ .head = r->head, .iov_off = n->niov };
+		/* Receive buffers are all device-writable and hold a header. */
+		c->bad = rc < 0 || r->n_out || r->in_len < VNET_HDR_LEN;
+		if (c->bad)
+			continue;
+		memcpy(n->rx_iov + n->niov, virtq_req_in(r), r->n_in * sizeof(struct iovec));
+		n->niov += r->n_in;
+		c->n_iov = r->n_in;
+		c->cap = r->in_len > UINT32_MAX ? UINT32_MAX : (uint32_t)r->in_len;
+		n->good_cap += c->cap;
+	}
+	return 0;
+}
+
+/* Whether a frame of len bytes has room in the unused chains now. */
+static bool rx_fits(struct vnet *n, uint32_t len, bool mrg)
+{
+	if (mrg)
+		return n->good_cap >= len;
+	const struct rx_chain *c = rx_first_good(n);
+	return c && c->cap >= len;
+}
+
+/* Writes 2 bytes at byte offset off of an iovec array. */
+static void iov_put16(const struct iovec *iov, uint32_t cnt, uint64_t off, uint16_t v)
+{
+	uint8_t b[2] = { (uint8_t)v, (uint8_t)(v >> 8) };
+	unsigned int k = 0;
+	for (uint32_t i = 0; i < cnt && k < 2; i++) {
+		uint64_t len = iov[i].iov_len;
+		while (k < 2 && off < len)
+			((uint8_t *)iov[i].iov_base)[off++] = b[k++];
+		off = off >= len ? off - len : 0;
+	}
+}
+
+/**
+ * rx_commit() - hand a frame to the guest in the unused chains
+ * @n:		the device, lock held; rx_fits(len) holds
+ * @len:	the frame's bytes, header first
+ * @src:	where the frame is, or NULL when readv put it in place already
+ * @mrg:	mergeable buffers negotiated
+ *
+ * The frame fills chains in ring order; num_buffers says how many.  The
+ * used entries of one frame are consecutive, as the driver reads them;
+ * bad chains the frame passed are handed back empty after it.
+ * Return: 0, or -EFAULT when the used ring cannot be written.
+ */
+static int rx_commit(struct vnet *n, uint32_t len, const uint8_t *src, bool mrg)
+{
+	struct virtq *q = &n->t.st.queues[VNET_RXQ];
+	const struct guest_mem *mem = n->t.cfg.mem;
+	struct rx_chain *c0 = rx_first_good(n);
+	uint32_t first = (uint32_t)(c0 - n->chains);
+	struct iovec *iov = n->rx_iov + c0->iov_off;
+	if (src)
+		(void)iov_from_buf(iov, mrg ? n->niov - c0->iov_off : c0->n_iov, src, len);
+
+	uint32_t end = first, left = len;
+	uint16_t nbuf = 0;
+	for (uint32_t i = first; i < n->nchains && left; i++) {
+		if (n->chains[i].bad)
+			continue;
+		left -= n->chains[i].cap < left ? n->chains[i].cap : left;
+		nbuf++;
+		end = i + 1;
+		if (!mrg)
+			break;
+	}
+	/* The header is in the first chain (it holds at least 12 bytes). */
+	iov_put16(iov, c0->n_iov, NUM_BUFFERS_OFF, nbuf);
+
+	int err = 0;
+	left = len;
+	for (uint32_t i = first; i < end; i++) {
+		struct rx_chain *c = &n->chains[i];
+		if (c->bad)
+			continue;
+		uint32_t take = c->cap < left ? c->cap : left;
+		left -= take;
+		n->good_cap -= c->cap;
+		if (virtq_push(q, mem, c->head, take) < 0)
+			err = -EFAULT;
+	}
+	for (uint32_t i = n->chain0; i < end; i++) {
+		if (!n->chains[i].bad)
+			continue;
+		count(&n->stats.rx_bad_chains, 1);
+		if (virtq_push(q, mem, n->chains[i].head, 0) < 0)
+			err = -EFAULT;
+	}
+	n->chain0 = end;
+	count(&n->stats.rx_packets, 1);
+	count(&n->stats.rx_bytes, len - VNET_HDR_LEN);
+	return err;
+}
+
+/* Room for the largest frame: read straight into the guest's buffers. */
+static bool rx_direct_room(struct vnet *n, bool mrg)
+{
+	if (mrg)
+		return n->good_cap >= VNET_FRAME_MAX;
+	const struct rx_chain *c = rx_first_good(n);
+	return c && c->cap >= VNET_FRAME_MAX;
+}
+
+/* A read from the TAP failed: 1 to end the pass and poll again later
+ * (nothing there), -1 to stop polling for good. */
+static int rx_read_failed(struct vnet *n)
+{
+	if (errno == EAGAIN || errno == EINTR)
+		return 1;
+	fprintf(stderr, "cove-vmm: virtio-net: reading %s: %s; receive stops\n", n->tap.name,
+	        strerror(errno));
+	n->tap_dead = true;
+	return -1;
+}
+
+/* One frame straight from the TAP into the chains.  1: a frame was
+ * handled, 0: nothing to read, -1: the TAP failed, -2: the ring broke. */
+static int rx_direct(struct vnet *n, bool mrg)
+{
+	struct rx_chain *c0 = rx_first_good(n);
+	uint32_t cnt = mrg ? n->niov - c0->iov_off : c0->n_iov;
+	/* #syscalls: readv (I/O thread) */
+	ssize_t r = readv(n->tap.fd, n->rx_iov + c0->iov_off, (int)cnt);
+	if (r < 0)
+		return rx_read_failed(n) > 0 ? 0 : -1;
+	if ((size_t)r < VNET_HDR_LEN) {
+		count(&n->stats.rx_dropped, 1);
+		return 1;
+	}
+	return rx_commit(n, (uint32_t)r, NULL, mrg) < 0 ? -2 : 1;
+}
+
+/**
+ * rx_pass() - move frames from the TAP to the guest
+ * @n:	the device, lock held, on the I/O loop (or the caller's thread
+ *	without one)
+ *
+ * At most VNET_BATCH frames.  The TAP stays polled unless a frame waits
+ * (for the guest's buffers: the driver's next notification resumes; for
+ * the limiter: its timer does) or the TAP failed.
+ */
+static void rx_pass(struct vnet *n)
+{
+	struct virtq *q = &n->t.st.queues[VNET_RXQ];
+	if (!live(n, VNET_RXQ)) {
+		set_rx_poll(n, false);
+		return;
+	}
+	apply_offload(n);
+	if (n->rx_throttled)
+		return;
+	bool limited = n->rx_timer >= 0 && rl_enabled(&n->rx_rl);
+	bool mrg = has(n, VIRTIO_NET_F_MRG_RXBUF);
+	bool waiting = false;
+	int broken = 0;
+	rx_reset_fifo(n);
+	for (unsigned int frames = 0; frames < VNET_BATCH && !broken; frames++) {
+		if (!n->frame_pending) {
+			if (!limited) {
+				if (rx_gather(n, VNET_FRAME_MAX, mrg) < 0) {
+					broken = 1;
+					break;
+				}
+				if (rx_direct_room(n, mrg)) {
+					int k = rx_direct(n, mrg);
+					if (k == 1)
+						continue;
+					broken = k == -2;
+					break;
+				}
+			}
+			/* #syscalls: read (I/O thread, the TAP) */
+			ssize_t r = read(n->tap.fd, n->frame, VNET_FRAME_MAX);
+			if (r < 0) {
+				(void)rx_read_failed(n);
+				break;
+			}
+			if ((size_t)r < VNET_HDR_LEN) {
+				count(&n->stats.rx_dropped, 1);
+				continue;
+			}
+			n->frame_len = (uint32_t)r;
+			n->frame_pending = true;
+			n->frame_admitted = false;
+		}
+		if (limited && !n->frame_admitted) {
+			uint64_t wait =
+			    rl_take(&n->rx_rl, n->frame_len - VNET_HDR_LEN, 1, now_ns());
+			if (wait && arm_timer(n->rx_timer, wait) == 0) {
+				n->rx_throttled = true;
+				count(&n->stats.rx_throttled, 1);
+				break;
+			}
+			n->frame_admitted = true;
+		}
+		if (rx_gather(n, n->frame_len, mrg) < 0) {
+			broken = 1;
+			break;
+		}
+		if (rx_fits(n, n->frame_len, mrg)) {
+			n->frame_pending = false;
+			if (rx_commit(n, n->frame_len, n->frame, mrg) < 0)
+				broken = 1;
+			continue;
+		}
+		/* Never room for it: the chains can hold no more (mergeable), or
+		 * the guest's buffers are smaller than the frame (not mergeable). */
+		if (n->rx_full || (!mrg && rx_first_good(n))) {
+			count(&n->stats.rx_dropped, 1);
+			n->frame_pending = false;
+			continue;
+		}
+		waiting = true; /* the ring is empty: back-pressure on the TAP */
+		break;
+	}
+	if (broken) {
+		rx_reset_fifo(n);
+		virtio_mmio_needs_reset(&n->t);
+		set_rx_poll(n, false);
+		return;
+	}
+	rx_unpop(n);
+	set_rx_poll(n, !waiting && !n->rx_throttled && !n->frame_pending);
+	if (virtq_needs_interrupt(q, n->t.cfg.mem))
+		virtio_mmio_signal_used(&n->t);
+}
+
+/* ---- transmit ----------------------------------------------------------- */
+
+/* Asks the I/O loop to run the queue again on a later pass (the same
+ * eventfd a QueueNotify lands on).  Without a VM the rest waits for the
+ * driver's next notification. */
+static void requeue(struct vnet *n, uint16_t queue)
+{
+	int fd = n->t.notifiers[queue].fd;
+	if (fd >= 0)
+		(void)eventfd_write(fd, 1);
+}
+
+/**
+ * tx_pass() - send the guest's frames to the TAP
+ * @n:	the device, lock held
+ *
+ * Each chain's readable segments (header first) go out in one writev.  A
+ * chain that is malformed, shorter than a header or longer than a frame is
+ * dropped and counted; a write the TAP refuses is dropped and counted.
+ * Either way the chain goes back to the guest.
+ */
+static void tx_pass(struct vnet *n)
+{
+	struct virtq *q = &n->t.st.queues[VNET_TXQ];
+	const struct guest_mem *mem = n->t.cfg.mem;
+	struct virtq_req *r = &n->req;
+	if (n->tx_throttled)
+		return;
+	bool limited = n->tx_timer >= 0 && rl_enabled(&n->tx_rl);
+	for (unsigned int chains = 0;; chains++) {
+		if (chains >= VNET_BATCH) {
+			requeue(n, VNET_TXQ);
+			break;
+		}
+		int rc = virtq_pop(q, mem, r);
+		if (rc == 0)
+			break;
+		if (rc < 0 && !r->has_head) {
+			virtio_mmio_needs_reset(&n->t);
+			break;
+		}
+		if (rc < 0 || r->n_out == 0 || r->out_len < VNET_HDR_LEN ||
+		    r->out_len > VNET_FRAME_MAX) {
+			count(&n->stats.tx_bad_chains, 1);
+		} else {
+			uint64_t bytes = r->out_len - VNET_HDR_LEN;
+			if (limited) {
+				uint64_t wait = rl_take(&n->tx_rl, bytes, 1, now_ns());
+				if (wait && arm_timer(n->tx_timer, wait) == 0) {
+					q->last_avail_idx--; /* back to the ring, untouched */
+					n->tx_throttled = true;
+					count(&n->stats.tx_throttled, 1);
+					break;
+				}
+			}
+			/* #syscalls: writev (I/O thread) */
+			ssize_t w = writev(n->tap.fd, virtq_req_out(r), (int)r->n_out);
+			if (w < 0) {
+				count(&n->stats.tx_dropped, 1);
+			} else {
+				count(&n->stats.tx_packets, 1);
+				count(&n->stats.tx_bytes, bytes);
+			}
+		}
+		if (virtq_push(q, mem, r->head, 0) < 0) {
+			virtio_mmio_needs_reset(&n->t);
+			break;
+		}
+	}
+	if (virtq_needs_interrupt(q, mem))
+		virtio_mmio_signal_used(&n->t);
+}
+
+/* ---- transport callbacks and loop handlers ------------------------------ */
+
+static void vnet_queue_notify(void *dev, uint16_t queue)
+{
+	struct vnet *n = dev;
+	if (queue == VNET_RXQ)
+		rx_pass(n); /* new buffers: a waiting frame may go, the TAP is polled */
+	else if (queue == VNET_TXQ)
+		tx_pass(n);
+}
+
+static void vnet_config_read(void *dev, uint32_t offset, uint8_t *data, uint32_t len)
+{
+	const struct vnet *n = dev;
+	memcpy(data, (const uint8_t *)&n->config + offset, len);
+}
+
+/* DRIVER_OK, on a vCPU thread: the TUNSETOFFLOAD for the features just
+ * accepted runs on the I/O loop, which the receive queue's eventfd wakes
+ * (it then also starts polling the TAP). */
+static int vnet_activate(void *dev)
+{
+	struct vnet *n = dev;
+	n->offload_pending = true;
+	int fd = n->t.notifiers[VNET_RXQ].fd;
+	if (fd >= 0)
+		(void)eventfd_write(fd, 1);
+	else
+		apply_offload(n); /* no VM, no loop: the caller's thread */
+	return 0;
+}
+
+static void vnet_reset(void *dev)
+{
+	struct vnet *n = dev;
+	set_rx_poll(n, false);
+	rx_reset_fifo(n);
+	n->frame_pending = false;
+	n->rx_throttled = n->tx_throttled = false;
+}
+
+/* The TAP is readable (or failed). */
+static void tap_ready(void *opaque, uint32_t events)
+{
+	struct vnet *n = opaque;
+	pthread_mutex_lock(&n->t.lock);
+	if ((events & (EPOLLERR | EPOLLHUP)) && !(events & EPOLLIN)) {
+		fprintf(stderr, "cove-vmm: virtio-net: the TAP %s hung up; receive stops\n",
+		        n->tap.name);
+		n->tap_dead = true;
+		set_rx_poll(n, false);
+	} else {
+		rx_pass(n);
+	}
+	pthread_mutex_unlock(&n->t.lock);
+}
+
+static void timer_fired(struct vnet *n, int fd, uint16_t queue)
+{
+	uint64_t expirations;
+	/* #syscalls: read (I/O thread, the limiter's timerfd) */
+	if (read(fd, &expirations, sizeof(expirations)) < 0)
+		return; /* EAGAIN: a stale wake-up */
+	pthread_mutex_lock(&n->t.lock);
+	if (queue == VNET_RXQ)
+		n->rx_throttled = false;
+	else
+		n->tx_throttled = false;
+	if (live(n, queue))
+		vnet_queue_notify(n, queue);
+	pthread_mutex_unlock(&n->t.lock);
+}
+
+static void rx_timer_fired(void *opaque, uint32_t events)
+{
+	struct vnet *n = opaque;
+	(void)events;
+	timer_fired(n, n->rx_timer, VNET_RXQ);
+}
+
+static void tx_timer_fired(void *opaque, uint32_t events)
+{
+	struct vnet *n = opaque;
+	(void)events;
+	timer_fired(n, n->tx_timer, VNET_TXQ);
+}
+
+/* Checksum and TSO both ways; the TAP takes GSO frames from us whatever
+ * it was told, and TUNSETOFFLOAD says what it may give the guest. */
+static const struct virtio_dev_ops vnet_ops = {
+	.name = "virtio-net",
+	.device_id = VIRTIO_ID_NET,
+	.num_queues = 2,
+	.queue_max = VNET_QUEUE_SIZE,
+	.features = VIRTIO_BIT(VIRTIO_NET_F_CSUM) | VIRTIO_BIT(VIRTIO_NET_F_GUEST_CSUM) |
+	            VIRTIO_BIT(VIRTIO_NET_F_MAC) | VIRTIO_BIT(VIRTIO_NET_F_GUEST_TSO4) |
+	            VIRTIO_BIT(VIRTIO_NET_F_GUEST_TSO6) | VIRTIO_BIT(VIRTIO_NET_F_GUEST_ECN) |
+	            VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO4) | VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO6) |
+	            VIRTIO_BIT(VIRTIO_NET_F_HOST_ECN) | VIRTIO_BIT(VIRTIO_NET_F_MRG_RXBUF) |
+	            VIRTIO_BIT(VIRTIO_NET_F_STATUS),
+	.config_size = sizeof(struct virtio_net_config),
+	.config_read = vnet_config_read,
+	/* The MAC is read-only without VIRTIO_NET_F_CTRL_MAC_ADDR: no config_write. */
+	.queue_notify = vnet_queue_notify,
+	.activate = vnet_activate,
+	.reset = vnet_reset,
+};
+
+int vnet_create(const struct virtio_mmio_cfg *cfg, struct tap *tap, const uint8_t mac[6],
+                struct vnet **out)
+{
+	*out = NULL;
+	if (!cfg || !tap || tap->fd < 0 || !mac) {
+		if (tap)
+			tap_close(tap);
+		return -EINVAL;
+	}
+	struct vnet *n = calloc(1, sizeof(*n));
+	uint8_t *frame = malloc(VNET_FRAME_MAX);
+	if (!n || !frame) {
+		free(n);
+		free(frame);
+		tap_close(tap);
+		return -ENOMEM;
+	}
+	n->tap = *tap;
+	tap->fd = -1; /* the device's now */
+	tap->owned = false;
+	n->frame = frame;
+	n->rx_timer = n->tx_timer = -1;
+	memcpy(n->st.mac, mac, 6);
+	memcpy(n->config.mac, mac, 6);
+	n->config.status = VIRTIO_NET_S_LINK_UP;
+	n->config.max_virtqueue_pairs = 1;
+	int err = virtio_mmio_init(&n->t, cfg, &vnet_ops, n);
+	if (err) {
+		tap_close(&n->tap);
+		free(n->frame);
+		free(n);
+		return err;
+	}
+	n->loop = cfg->loop;
+	if (n->loop) {
+		/* Watched from the start, polled once the driver is ready. */
+		err = evloop_add(n->loop, n->tap.fd, 0, tap_ready, n);
+		if (err) {
+			vnet_destroy(n);
+			return err;
+		}
+		n->tap_watched = true;
+	}
+	*out = n;
+	return 0;
+}
+
+static int make_timer(struct vnet *n, int *fd, evloop_fn fn)
+{
+	if (*fd >= 0)
+		return 0;
+	/* #syscalls: timerfd_create (main thread, at setup) */
+	*fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (*fd < 0)
+		return -errno;
+	int r = evloop_add(n->loop, *fd, EPOLLIN, fn, n);
+	if (r < 0) {
+		close(*fd);
+		*fd = -1;
+	}
+	return r;
+}
+
+int vnet_set_limits(struct vnet *n, const struct vnet_limits *l)
+{
+	bool rx = l->rx_bps || l->rx_pps, tx = l->tx_bps || l->tx_pps;
+	if (!rx && !tx)
+		return 0;
+	if (!n->loop)
+		return -EINVAL;
+	int r;
+	uint64_t now = now_ns();
+	if (rx) {
+		if ((r = make_timer(n, &n->rx_timer, rx_timer_fired)) < 0)
+			return r;
+		rl_init(&n->rx_rl, l->rx_bps, 0, l->rx_pps, 0, now);
+		rl_add_one_time_burst(&n->rx_rl, l->rx_bps_burst, l->rx_pps_burst);
+	}
+	if (tx) {
+		if ((r = make_timer(n, &n->tx_timer, tx_timer_fired)) < 0)
+			return r;
+		rl_init(&n->tx_rl, l->tx_bps, 0, l->tx_pps, 0, now);
+		rl_add_one_time_burst(&n->tx_rl, l->tx_bps_burst, l->tx_pps_burst);
+	}
+	return 0;
+}
+
+void vnet_destroy(struct vnet *n)
+{
+	if (!n)
+		return;
+	int *timers[] = { &n->rx_timer, &n->tx_timer };
+	for (unsigned int i = 0; i < 2; i++) {
+		if (*timers[i] < 0)
+			continue;
+		(void)evloop_del(n->loop, *timers[i]);
+		close(*timers[i]);
+		*timers[i] = -1;
+	}
+	if (n->tap_watched)
+		(void)evloop_del(n->loop, n->tap.fd);
+	n->tap_watched = false;
+	virtio_mmio_destroy(&n->t);
+	tap_close(&n->tap);
+	free(n->frame);
+	free(n);
+}
+
+struct virtio_mmio *vnet_transport(struct vnet *n)
+{
+	return &n->t;
+}
+
+void vnet_save(struct vnet *n, struct vnet_state *out)
+{
+	pthread_mutex_lock(&n->t.lock);
+	*out = n->st;
+	pthread_mutex_unlock(&n->t.lock);
+}
+
+void vnet_restore(struct vnet *n, const struct vnet_state *in)
+{
+	pthread_mutex_lock(&n->t.lock);
+	n->st = *in;
+	memcpy(n->config.mac, in->mac, 6);
+	pthread_mutex_unlock(&n->t.lock);
+}
+
+void vnet_get_stats(struct vnet *n, struct vnet_stats *out)
+{
+	const uint64_t *src = (const uint64_t *)(const void *)&n->stats;
+	uint64_t *dst = (uint64_t *)(void *)out;
+	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+}
+
+void vnet_poll_rx(struct vnet *n)
+{
+	pthread_mutex_lock(&n->t.lock);
+	if (n->rx_poll)
+		rx_pass(n);
+	pthread_mutex_unlock(&n->t.lock);
+}
+
+int vnet_cmdline(const struct vnet *n, char *buf, size_t len)
+{
+	return virtio_mmio_cmdline(&n->t, buf, len);
+}
