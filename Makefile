@@ -35,6 +35,9 @@ LIBS_VMM := $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson) -lz
             $(shell pkg-config --libs libseccomp 2>/dev/null || echo -lseccomp)
 # libcove's networking: rtnetlink (libmnl) and the host's nftables table.
 LIBS_NET := $(shell pkg-config --libs libmnl libnftables 2>/dev/null || echo -lmnl -lnftables)
+# cove-egress: nftables, netlink, DNS messages and NFLOG.
+LIBS_EGRESS := $(shell pkg-config --libs libnftables libmnl ldns libnetfilter_log 2>/dev/null || \
+                 echo -lnftables -lmnl -lldns -lnetfilter_log)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread)
 
 # Sources, found by folder so a new file needs no Makefile edit.
@@ -46,6 +49,9 @@ AGENT_MAIN := guest-agent/main.c
 AGENT_LIB_SRCS := $(filter-out $(AGENT_MAIN),$(AGENT_SRCS))
 LIB_SRCS := $(shell find lib -name '*.c' 2>/dev/null | sort)
 CLI_SRCS := $(shell find cli -name '*.c' 2>/dev/null | sort)
+EGRESS_SRCS := $(shell find egress -name '*.c' 2>/dev/null | sort)
+EGRESS_MAIN := egress/main.c
+EGRESS_LIB_SRCS := $(filter-out $(EGRESS_MAIN),$(EGRESS_SRCS))
 # common/: small pieces linked into every binary (cove-vmm, cove-agent, cove).
 COMMON_SRCS := $(shell find common -name '*.c' 2>/dev/null | sort)
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
@@ -58,7 +64,8 @@ fuzz_obj = $(patsubst %.c,$(B)/fuzzobj/%.o,$(1))
 
 BINS := $(if $(wildcard $(VMM_MAIN)),$(B)/bin/cove-vmm) \
         $(if $(wildcard $(AGENT_MAIN)),$(B)/bin/cove-agent) \
-        $(if $(CLI_SRCS),$(B)/bin/cove)
+        $(if $(CLI_SRCS),$(B)/bin/cove) \
+        $(if $(wildcard $(EGRESS_MAIN)),$(B)/bin/cove-egress)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/unit/%,$(UNIT_SRCS))
 ITEST_BINS := $(patsubst tests/integration/%.c,$(B)/itest/%,$(ITEST_SRCS))
 GUEST_TOOLS := $(patsubst rootfs/guest-tools/%.c,$(B)/guest/%,$(wildcard rootfs/guest-tools/*.c))
@@ -80,6 +87,12 @@ $(B)/bin/cove-vmm: $(call obj,$(VMM_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS_VMM)
+
+# cove-egress: one per sandbox, in the sandbox's network namespace.
+$(B)/bin/cove-egress: $(call obj,$(EGRESS_SRCS) $(COMMON_SRCS))
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS_VMM) $(LIBS_EGRESS)
 
 # The agent is PID 1 in a guest with no libc of its own: link it statically.
 # It shares common/ (the wire protocol code, common/proto*.c, among it)
@@ -118,15 +131,17 @@ $(B)/asan/libvmm.a: $(call asan_obj,$(VMM_LIB_SRCS))
 $(B)/asan/libagent.a: $(call asan_obj,$(AGENT_LIB_SRCS))
 $(B)/asan/libcove.a: $(call asan_obj,$(LIB_SRCS))
 $(B)/asan/libcommon.a: $(call asan_obj,$(COMMON_SRCS))
+$(B)/asan/libegress.a: $(call asan_obj,$(EGRESS_LIB_SRCS))
 $(B)/asan/%.a:
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-UNIT_ARCHIVES := $(B)/asan/libvmm.a $(B)/asan/libagent.a $(B)/asan/libcove.a $(B)/asan/libcommon.a
+UNIT_ARCHIVES := $(B)/asan/libvmm.a $(B)/asan/libagent.a $(B)/asan/libcove.a $(B)/asan/libegress.a \
+                 $(B)/asan/libcommon.a
 $(B)/unit/%: tests/unit/%.c $(UNIT_ARCHIVES)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  TEST    $@")
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $< -Wl,--start-group $(UNIT_ARCHIVES) -Wl,--end-group $(CHECK_LIBS) $(LIBS_VMM) $(LIBS_NET)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $< -Wl,--start-group $(UNIT_ARCHIVES) -Wl,--end-group $(CHECK_LIBS) $(LIBS_VMM) $(LIBS_EGRESS) $(LIBS_NET)
 
 unit: $(UNIT_BINS)
 	@fail=0; for t in $(UNIT_BINS); do \
@@ -151,11 +166,12 @@ $(B)/fuzzobj/%.o: %.c
 	@$(if $(Q),echo "  CC-FUZZ $<")
 	$(Q)$(FUZZ_CC) $(CPPFLAGS) -std=gnu11 -O1 -g $(WARN) -MMD -MP $(FUZZ_FLAGS) -c $< -o $@
 
-$(B)/fuzz/%: tests/fuzz/%.c $(call fuzz_obj,$(VMM_LIB_SRCS) $(AGENT_LIB_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
+FUZZ_LINKED := $(VMM_LIB_SRCS) $(AGENT_LIB_SRCS) $(LIB_SRCS) $(EGRESS_LIB_SRCS) $(COMMON_SRCS)
+$(B)/fuzz/%: tests/fuzz/%.c $(call fuzz_obj,$(FUZZ_LINKED))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ    $@")
 	$(Q)$(FUZZ_CC) $(CPPFLAGS) -std=gnu11 -O1 -g $(WARN) -fsanitize=fuzzer,address,undefined \
-	  -o $@ $< -Wl,--start-group $(call fuzz_obj,$(VMM_LIB_SRCS) $(AGENT_LIB_SRCS) $(LIB_SRCS) $(COMMON_SRCS)) -Wl,--end-group $(LIBS_VMM) $(LIBS_NET)
+	  -o $@ $< -Wl,--start-group $(call fuzz_obj,$(FUZZ_LINKED)) -Wl,--end-group $(LIBS_VMM) $(LIBS_EGRESS) $(LIBS_NET)
 
 fuzz: $(FUZZ_BINS)
 
