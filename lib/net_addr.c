@@ -10,6 +10,7 @@
 
 #include "errf.h"
 #include "net.h"
+#include "netrule.h"
 #include "registry.h"
 
 #define NET_BASE 0x64640000u /* 100.100.0.0 */
@@ -62,109 +63,12 @@ static bool parse_dec(const char *s, size_t len, unsigned long lo, unsigned long
 	return true;
 }
 
-/* A DNS name: labels of letters, digits, '-' and '_' (1-63 each, not
- * starting or ending with '-'), at least two of them, 253 in all. */
-static bool parse_name(const char *s, size_t len)
-{
-	if (len == 0 || len > 253)
-		return false;
-	size_t label = 0, labels = 1;
-	bool letter = false;
-	for (size_t i = 0; i < len; i++) {
-		char c = s[i];
-		if (c == '.') {
-			if (label == 0 || s[i - 1] == '-')
-				return false;
-			label = 0;
-			labels++;
-			continue;
-		}
-		bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-		if (!alpha && !(c >= '0' && c <= '9') && c != '-' && c != '_')
-			return false;
-		if (c == '-' && label == 0)
-			return false;
-		letter |= alpha;
-		if (++label > 63)
-			return false;
-	}
-	return label > 0 && s[len - 1] != '-' && labels >= 2 && letter;
-}
-
-/* ":PORT" or ":LO-HI" (range only where allowed); "" is fine. */
-static bool parse_ports(const char *s, bool range)
-{
-	if (!*s)
-		return true;
-	if (*s != ':')
-		return false;
-	s++;
-	const char *dash = strchr(s, '-');
-	unsigned long lo, hi;
-	if (!dash)
-		return parse_dec(s, strlen(s), 1, 65535, &lo);
-	return range && parse_dec(s, (size_t)(dash - s), 1, 65535, &lo) &&
-	       parse_dec(dash + 1, strlen(dash + 1), lo, 65535, &hi);
-}
-
-/* IP or CIDR, then the ports. */
-static bool parse_cidr_rule(const char *r)
-{
-	size_t ip = strcspn(r, "/:");
-	uint32_t a;
-	if (!parse_ip(r, ip, &a))
-		return false;
-	const char *p = r + ip;
-	if (*p == '/') {
-		size_t n = strcspn(p + 1, ":");
-		unsigned long bits;
-		if (!parse_dec(p + 1, n, 0, 32, &bits))
-			return false;
-		/* Host bits set ("10.0.0.1/8") are a typo more often than not. */
-		if (bits < 32 && (a & (0xffffffffu >> bits)))
-			return false;
-		p += 1 + n;
-	}
-	return parse_ports(p, true);
-}
-
 int net_rule_check(const char *rule, bool deny, char *err, size_t errlen)
 {
-	const char *what = deny ? "--deny" : "--allow";
-	if (!rule || !*rule)
-		return errf(err, errlen, -EINVAL, "%s needs a rule, got ''", what);
-	if (strlen(rule) > 300)
-		return errf(err, errlen, -EINVAL, "%s rule is too long (%zu bytes)", what,
-		            strlen(rule));
-	bool numeric =
-	    rule[0] >= '0' && rule[0] <= '9' && strspn(rule, "0123456789./:-") == strlen(rule);
-	if (numeric) {
-		if (parse_cidr_rule(rule))
-			return 0;
-		return errf(err, errlen, -EINVAL,
-		            "%s '%s': not an address rule (IP, CIDR, CIDR:PORT or CIDR:LO-HI, "
-		            "network bits only)",
-		            what, rule);
-	}
-	if (deny)
-		return errf(err, errlen, -EINVAL,
-		            "--deny '%s': only address rules (IP, CIDR, CIDR:PORT, CIDR:LO-HI) "
-		            "can be denied; a domain deny is easy to bypass",
-		            rule);
-	const char *name = rule;
-	if (!strncmp(name, "*.", 2))
-		name += 2;
-	size_t n = strcspn(name, ":");
-	unsigned long port;
-	bool ok = parse_name(name, n) &&
-	          (!name[n] || (name != rule + 2 &&
-	                        parse_dec(name + n + 1, strlen(name + n + 1), 1, 65535, &port)));
-	if (ok)
-		return 0;
-	return errf(err, errlen, -EINVAL,
-	            "--allow '%s': not a rule (IP, CIDR, CIDR:PORT, CIDR:LO-HI, NAME, *.NAME or "
-	            "NAME:PORT)",
-	            rule);
+	/* The parser cove-egress enforces with: the same rules, the same
+	 * one-line errors, before anything starts. */
+	struct netrule r;
+	return netrule_parse(rule ? rule : "", deny, &r, err, errlen);
 }
 
 int net_publish_parse(const char *spec, struct net_publish *out, char *err, size_t errlen)
@@ -281,6 +185,9 @@ int net_check_config(const struct cove_config *cfg, bool boot, char *err, size_t
 	if (p->mode != COVE_NET_OFF && p->mode != COVE_NET_NONE && p->mode != COVE_NET_RULES &&
 	    p->mode != COVE_NET_OPEN)
 		return errf(err, errlen, -EINVAL, "unknown network mode %d", (int)p->mode);
+	if (p->mode == COVE_NET_NONE && list_len(p->allow))
+		return errf(err, errlen, -EINVAL,
+		            "--net none denies everything: it cannot go with --allow (drop one)");
 	if (list_len(p->allow) > COVE_NET_RULES_MAX || list_len(p->deny) > COVE_NET_RULES_MAX)
 		return errf(err, errlen, -EINVAL, "at most %d --allow and %d --deny rules",
 		            COVE_NET_RULES_MAX, COVE_NET_RULES_MAX);
