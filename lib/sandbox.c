@@ -271,7 +271,9 @@ fail:
 static bool dir_still_ours(const struct cove_sandbox *sb)
 {
 	struct registry_meta *m = malloc(sizeof(*m));
-	bool ours = !m || registry_meta_read(sb->dir, m) < 0 || m->pid == sb->pid;
+	/* Before cove-vmm was spawned the record names us, still starting. */
+	bool ours = !m || registry_meta_read(sb->dir, m) < 0 || m->pid == sb->pid ||
+	            (m->starting && m->pid == getpid());
 	free(m);
 	return ours;
 }
