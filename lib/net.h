@@ -8,8 +8,12 @@
  *                (rules, publish, dns, limits), the policy's JSON
  *   net_link.c   rtnetlink requests: links, addresses, routes, the veth
  *   net_nft.c    the host table, ip_forward
- *   net.c        set-up and teardown, cove-egress's spawn and its config,
- *                cove_net_set, a dead sandbox's leftovers */
+ *   net_egress.c cove-egress as a process: its files, spawn, maps, config,
+ *                readiness, stop
+ *   net.c        set-up and teardown in order, a dead sandbox's leftovers
+ *   net_ctl.c    cove_net_set (the control socket), cove doctor's line
+ * net.h sees nothing of libcove.h: these take a sandbox's names and
+ * struct sandbox_net, not its handle (net_ctl.c is the one that does). */
 #ifndef COVE_LIB_NET_H
 #define COVE_LIB_NET_H
 
@@ -129,9 +133,7 @@ int net_host_rules(const struct net_upstream *up, size_t nup, char *err, size_t 
 /* nf_tables usable here (a dry-run transaction): 0 or -errno with why. */
 int net_nft_probe(char *err, size_t errlen);
 
-/* ---- net.c ---------------------------------------------------------------- */
-
-struct cove_sandbox;
+/* ---- net.c: set-up and teardown ------------------------------------------ */
 
 /* A sandbox's network while libcove sets it up or tears it down. */
 struct sandbox_net {
@@ -148,23 +150,80 @@ struct sandbox_net {
 	char limits[256];
 };
 
-/* Sets sandbox sb's network up (its entry and cgroup exist; the jail is
- * prepared): K, the egress uid, cove-egress in its namespaces and the
- * sandbox's cgroup, tap0, the veth, the host rules; returns once
- * cove-egress said "ok".  policy: the JSON object; publish, dns: the
- * caller's specs (checked). */
-int net_setup(struct cove_sandbox *sb, const struct cove_config *cfg, struct json_t *policy,
-              const char *limits, char *err, size_t errlen) __attribute__((warn_unused_result));
+/* Sets the network of the sandbox name (entry dir, cgroup cgroup_fd or
+ * -1) up: K, the egress uid, cove-egress in its namespaces and the
+ * cgroup, tap0, the veth, the host rules; returns once cove-egress said
+ * "ok".  policy: the JSON object; cfg's publish and dns specs (checked),
+ * detached and egress.  On failure everything is undone. */
+int net_setup(struct sandbox_net *n, const char *dir, const char *name, int cgroup_fd,
+              const struct cove_config *cfg, struct json_t *policy, const char *limits, char *err,
+              size_t errlen) __attribute__((warn_unused_result));
 
 /* Stops cove-egress, removes the host link and releases K and the uid.
  * After cove-vmm is gone (it holds the TAP, which keeps the namespace).
- * For a handle from cove_open (net.on from meta.json) as well. */
-void net_teardown(struct cove_sandbox *sb);
+ * For a handle from cove_open (n from meta.json) as well. */
+void net_teardown(struct sandbox_net *n, const char *name);
 
 /* The leftovers of a sandbox found dead (its record m, entry base/name
  * already removed): cove-egress (when it still runs and is one), the host
  * link and the claim. */
 struct registry_meta;
 void net_clean_dead(const char *base, const struct registry_meta *m);
+
+/* ---- net_egress.c: cove-egress as a process ------------------------------ */
+
+#define EGRESS_SOCK "egress.sock" /* in the entry: the control socket */
+#define EGRESS_LOG  "egress.log"  /* the decisions, one JSON line each */
+#define EGRESS_ERR  "egress.err"  /* cove-egress's own stdout and stderr */
+
+/* The fds cove-egress finds (config, ctl, log, ready, then publish). */
+enum { FD_CONFIG = 3, FD_CTL, FD_LOG, FD_READY, FD_PUBLISH };
+
+struct egress_plan {
+	int exe;                      /* O_PATH of the binary */
+	int fds[4 + NET_PUBLISH_MAX]; /* become FD_CONFIG, FD_CTL, ... */
+	int nfds;
+	int out; /* its stdout and stderr */
+	int go;  /* it waits for a byte here */
+	bool die_with_parent;
+	int cgroup_fd;
+};
+
+/* The files cove-egress gets, into p (publish listeners bound here, in
+ * the host's namespace; pub and *npub what they are); *ready_r the ready
+ * pipe's reading end. */
+int egress_files(const char *dir, const struct cove_config *cfg, struct egress_plan *p,
+                 struct net_publish *pub, size_t *npub, int *ready_r, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+void egress_plan_close(struct egress_plan *p);
+
+/* Starts it (our child, or detached in a session of its own); it waits on
+ * p->go.  Sets n's pid, pidfd and egress_child. */
+int egress_spawn(struct egress_plan *p, bool detached, struct sandbox_net *n)
+    __attribute__((warn_unused_result));
+
+/* Its uid and gid maps: 0 inside is id outside. */
+int egress_map(pid_t pid, uid_t id) __attribute__((warn_unused_result));
+
+/* The upstream resolvers: cfg's, else $COVE_DNS_UPSTREAM, else
+ * /etc/resolv.conf's (loopback skipped).  At most NET_DNS_MAX. */
+int net_upstreams(const struct cove_config *cfg, struct net_upstream *up, size_t *n, char *err,
+                  size_t errlen) __attribute__((warn_unused_result));
+
+/* Its config (docs/ARCHITECTURE.md, "The network"); NULL without memory. */
+struct json_t *egress_config(unsigned int k, struct json_t *policy, const struct net_upstream *up,
+                             size_t nup, const struct net_publish *pub, size_t npub);
+
+/* Waits for "ok" on rfd within NET_EGRESS_READY_MS; its error line, or
+ * errlog's last line when it died without one, in err. */
+int egress_ready(struct sandbox_net *n, int rfd, const char *errlog, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* Waits up to ms for it to exit (reaps our child); true when it did. */
+bool egress_wait(struct sandbox_net *n, int ms);
+
+/* SIGTERM, NET_EGRESS_TERM_MS, SIGKILL, NET_EGRESS_KILL_MS; closes the
+ * pidfd.  A no-op without one. */
+void egress_stop(struct sandbox_net *n);
 
 #endif

@@ -303,7 +303,8 @@ int sandbox_net_begin(struct cove_sandbox *sb, const struct cove_config *cfg,
 	json_t *pj = policy_json ? json_loads(policy_json, 0, &je) : net_policy_json(policy);
 	if (!pj)
 		return errf(err, errlen, -ENOMEM, "cannot make the network policy");
-	int r = net_setup(sb, cfg, pj, limits, err, errlen);
+	int r = net_setup(&sb->net, sb->dir, sb->name, sb->jail.cgroup_fd, cfg, pj, limits, err,
+	                  errlen);
 	char *text = r == 0 ? json_dumps(pj, JSON_COMPACT) : NULL;
 	json_decref(pj);
 	if (r < 0)
@@ -354,7 +355,7 @@ void sandbox_finish(struct cove_sandbox *sb, int grace_ms)
 	sb->stopped = true;
 	/* Before the cgroup goes: cove-egress is in it. */
 	if (!sb->dir[0] || dir_still_ours(sb))
-		net_teardown(sb);
+		net_teardown(&sb->net, sb->name);
 	if (sb->jail.cgroup[0] || sb->jail.claim[0])
 		jail_release(&sb->jail);
 	else if (sb->dir[0] && sb->pid > 0 && dir_still_ours(sb)) {
