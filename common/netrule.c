@@ -278,6 +278,9 @@ int netrule_parse(const char *s, bool deny, struct netrule *r, char *err, size_t
 	if (port && parse_ports(port, r))
 		return bad(err, errlen, what, s,
 		           "the port must be 1..65535 or LO-HI with LO <= HI");
+	if (r->kind != NETRULE_CIDR && r->has_port &&
+	    r->port_hi - r->port_lo >= NETRULE_NAME_PORTS_MAX)
+		return bad(err, errlen, what, s, "a name's port range spans at most 64 ports");
 	return 0;
 }
 

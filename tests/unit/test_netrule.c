@@ -81,6 +81,7 @@ START_TEST(rule_errors)
 	parse_bad("-a.test", false, "DNS name");
 	parse_bad("a..test", false, "DNS name");
 	parse_bad("a b", false, "spaces");
+	parse_bad("a.test:1000-2000", false, "at most 64 ports");
 	parse_bad("2001:db8::1:x", false, "brackets");
 	parse_bad("[198.51.100.7]:80", false, "IPv6");
 	parse_bad("[2001:db8::1]x", false, "':PORT'");

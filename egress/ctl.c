@@ -1,0 +1,186 @@
+#include "ctl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+struct ctlc {
+	struct egress *e;
+	struct ev ev;
+	struct timer t;
+	struct loop_dead dead;
+	bool dying;
+	char *in;
+	size_t inlen;
+	char *out;
+	size_t outlen, outoff;
+};
+
+static char *reply_str(json_t *o)
+{
+	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	json_decref(o);
+	if (!s)
+		return NULL;
+	size_t n = strlen(s);
+	char *l = realloc(s, n + 2);
+	if (!l) {
+		free(s);
+		return NULL;
+	}
+	l[n] = '\n';
+	l[n + 1] = '\0';
+	return l;
+}
+
+static char *fail(const char *msg)
+{
+	return reply_str(json_pack("{s:b, s:s}", "ok", 0, "error", msg));
+}
+
+char *ctl_handle(struct egress *e, const char *line, size_t len)
+{
+	json_error_t je;
+	json_t *req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+	char err[320];
+	if (!json_is_object(req)) {
+		json_decref(req);
+		return fail("the request is not a JSON object");
+	}
+	const char *op = json_string_value(json_object_get(req, "op"));
+	char *out;
+	if (op && !strcmp(op, "status") && json_object_size(req) == 1) {
+		pins_expire(&e->pins, loop_now_ms());
+		json_t *p = netpolicy_to_json(&e->policy);
+		out = p ? reply_str(json_pack("{s:b, s:o, s:I}", "ok", 1, "policy", p, "pins",
+		                              (json_int_t)e->pins.n))
+		        : NULL;
+	} else if (op && !strcmp(op, "policy") && json_object_size(req) == 2 &&
+	           json_object_get(req, "policy")) {
+		struct netpolicy p;
+		int r = netpolicy_from_json(json_object_get(req, "policy"), &p, err, sizeof(err));
+		if (!r) {
+			r = egress_apply_policy(e, &p, err, sizeof(err));
+			netpolicy_free(&p);
+		}
+		out = r ? fail(err) : reply_str(json_pack("{s:b}", "ok", 1));
+	} else {
+		out = fail("unknown request: {\"op\":\"policy\",\"policy\":{...}} or {\"op\":\"status\"}");
+	}
+	json_decref(req);
+	return out;
+}
+
+static void ctlc_free(struct loop_dead *d)
+{
+	free((char *)d - offsetof(struct ctlc, dead));
+}
+
+static void ctlc_close(struct ctlc *c)
+{
+	if (c->dying)
+		return;
+	c->dying = true;
+	loop_del(&c->e->loop, &c->ev);
+	close(c->ev.fd);
+	timer_cancel(&c->e->loop, &c->t);
+	free(c->in);
+	free(c->out);
+	c->e->nctl--;
+	loop_defer_free(&c->e->loop, &c->dead);
+}
+
+static void on_timeout(struct timer *t)
+{
+	ctlc_close((struct ctlc *)((char *)t - offsetof(struct ctlc, t)));
+}
+
+static void on_client(struct ev *ev, uint32_t events)
+{
+	struct ctlc *c = (struct ctlc *)((char *)ev - offsetof(struct ctlc, ev));
+	(void)events;
+	if (c->dying)
+		return;
+	if (c->out) {
+		ssize_t n = send(ev->fd, c->out + c->outoff, c->outlen - c->outoff,
+		                 MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			ctlc_close(c);
+			return;
+		}
+		c->outoff += (size_t)n;
+		if (c->outoff == c->outlen)
+			ctlc_close(c);
+		return;
+	}
+	ssize_t n = recv(ev->fd, c->in + c->inlen, CTL_LINE_MAX - c->inlen, MSG_DONTWAIT);
+	if (n < 0 && errno == EAGAIN)
+		return;
+	if (n <= 0) {
+		ctlc_close(c);
+		return;
+	}
+	c->inlen += (size_t)n;
+	char *nl = memchr(c->in, '\n', c->inlen);
+	if (!nl && c->inlen < CTL_LINE_MAX)
+		return;
+	c->out = nl ? ctl_handle(c->e, c->in, (size_t)(nl - c->in)) : fail("request line too long");
+	if (!c->out) {
+		ctlc_close(c);
+		return;
+	}
+	c->outlen = strlen(c->out);
+	if (loop_mod(&c->e->loop, &c->ev, EPOLLOUT))
+		ctlc_close(c);
+}
+
+static void on_accept(struct ev *ev, uint32_t events)
+{
+	struct egress *e = (struct egress *)((char *)ev - offsetof(struct egress, ctl));
+	(void)events;
+	for (;;) {
+		int fd = accept4(ev->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return;
+		struct ctlc *c = e->nctl < CTL_CLIENTS_MAX ? calloc(1, sizeof(*c)) : NULL;
+		char *in = c ? malloc(CTL_LINE_MAX) : NULL;
+		if (!in) {
+			free(c);
+			close(fd);
+			continue;
+		}
+		c->e = e;
+		c->dead.free = ctlc_free;
+		c->in = in;
+		c->ev.fd = fd;
+		c->ev.fn = on_client;
+		c->t.fn = on_timeout;
+		if (loop_add(&e->loop, &c->ev, EPOLLIN)) {
+			free(in);
+			free(c);
+			close(fd);
+			continue;
+		}
+		e->nctl++;
+		timer_arm(&e->loop, &c->t, EGRESS_CTL_MS);
+	}
+}
+
+int ctl_open(struct egress *e)
+{
+	e->ctl.fd = e->cfg.ctl_fd;
+	if (e->ctl.fd < 0)
+		return 0;
+	int fl = fcntl(e->ctl.fd, F_GETFL);
+	if (fl < 0 || fcntl(e->ctl.fd, F_SETFL, fl | O_NONBLOCK) ||
+	    fcntl(e->ctl.fd, F_SETFD, FD_CLOEXEC))
+		return -errno;
+	e->ctl.fn = on_accept;
+	return loop_add(&e->loop, &e->ctl, EPOLLIN);
+}

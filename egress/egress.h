@@ -1,0 +1,64 @@
+/* cove-egress's state: one process per sandbox, one of these per process,
+ * shared by its modules (resolver, proxy, publish, ctl, nflog).  Single
+ * event thread: nothing here is locked. */
+#ifndef COVE_EGRESS_EGRESS_H
+#define COVE_EGRESS_EGRESS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "loop.h"
+#include "netrule.h"
+#include "pins.h"
+
+#define EGRESS_CONNS_MAX     256   /* proxy + publish connections */
+#define EGRESS_DNS_TCP_MAX   32    /* guest DNS-over-TCP connections */
+#define EGRESS_UPQ_MAX       128   /* upstream queries in flight */
+#define EGRESS_HEAD_MS       10000 /* to read a ClientHello or request head */
+#define EGRESS_CONNECT_MS    10000 /* to connect to a server or the guest */
+#define EGRESS_IDLE_MS       300000 /* a splice with no bytes either way */
+#define EGRESS_UPSTREAM_MS   1500  /* per upstream try */
+#define EGRESS_DNS_TCP_MS    10000 /* a guest's DNS-over-TCP connection */
+#define EGRESS_CTL_MS        5000  /* a ctl client's request line */
+
+struct nft_ctx;
+struct nflog_handle;
+
+struct egress;
+
+/* A publish listener (inherited from libcove, in the host's netns). */
+struct egress_pub {
+	struct ev ev;
+	struct egress *e;
+	uint16_t guest_port;
+};
+
+struct egress {
+	struct loop loop;
+	struct egress_config cfg;
+	struct netpolicy policy; /* the policy in force (starts as cfg.policy) */
+	struct nft_ctx *nft;
+	struct pins pins;
+	unsigned nconns, ndns_tcp, nupq, nctl;
+	struct ev dns_udp, dns_tcp, http, tls, ctl, sig;
+	struct egress_pub publish[EGRESS_PUBLISH_MAX];
+	struct nflog_handle *nflog;
+	struct ev nflog_ev;
+};
+
+/* egress_apply_policy() - build and apply the table for @p (the pins it
+ * still allows carried over) in one transaction; on success @p becomes
+ * the policy in force (moved in: the caller's struct is emptied).
+ * On failure nothing changes and @err says why.  0 or -errno. */
+int egress_apply_policy(struct egress *e, struct netpolicy *p, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* egress_pin() - pin @addrs (IPv4 A answers for @name, TTL each) for
+ * every NAME:PORT rule of the policy @name matches, tcp and udp, for
+ * max(TTL, 30 s), in one transaction.  0 or -errno. */
+struct dns_pin;
+int egress_pin(struct egress *e, const char *name, const struct dns_pin *addrs, size_t n)
+    __attribute__((warn_unused_result));
+
+#endif

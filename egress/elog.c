@@ -1,0 +1,81 @@
+#include "elog.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *elog_rule_text(const struct netrule *r, char *buf, size_t len)
+{
+	if (!r || netrule_format(r, buf, len) < 0)
+		return NULL;
+	return buf;
+}
+
+/* Civil date from days since 1970-01-01 (Howard Hinnant's algorithm, in
+ * our own words): no tz files, which the jail lacks. */
+static void civil(int64_t days, int *y, unsigned *m, unsigned *d)
+{
+	days += 719468;
+	int64_t era = (days >= 0 ? days : days - 146096) / 146097;
+	unsigned doe = (unsigned)(days - era * 146097);
+	unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	unsigned mp = (5 * doy + 2) / 153;
+	*d = doy - (153 * mp + 2) / 5 + 1;
+	*m = mp < 10 ? mp + 3 : mp - 9;
+	*y = (int)(yoe + era * 400 + (*m <= 2));
+}
+
+void elog_format_time(int64_t ms, char *buf, size_t len)
+{
+	int64_t s = ms / 1000, days = s / 86400, sod = s % 86400;
+	int y;
+	unsigned mo, d;
+	civil(days, &y, &mo, &d);
+	snprintf(buf, len, "%04d-%02u-%02uT%02u:%02u:%02u.%03uZ", y, mo, d, (unsigned)(sod / 3600),
+	         (unsigned)(sod / 60 % 60), (unsigned)(sod % 60), (unsigned)(ms % 1000));
+}
+
+static json_t *str_or_null(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+void elog_write(int fd, const struct elog_rec *r)
+{
+	if (fd < 0)
+		return;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	char t[40], a[64];
+	elog_format_time((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, t, sizeof(t));
+	json_t *o = json_object();
+	if (!o)
+		return;
+	json_object_set_new(o, "time", json_string(t));
+	json_object_set_new(o, "proto", json_string(r->proto));
+	json_object_set_new(o, "dst", r->dst ? json_string(netaddr_format(r->dst, a, sizeof(a)))
+	                                     : json_null());
+	json_object_set_new(o, "port", r->port >= 0 ? json_integer(r->port) : json_null());
+	json_object_set_new(o, "name", str_or_null(r->name));
+	json_object_set_new(o, "rule", str_or_null(r->rule));
+	json_object_set_new(o, "verdict", json_string(r->allow ? "allow" : "deny"));
+	json_object_set_new(o, "via", json_string(r->via));
+	if (r->bytes_out >= 0) {
+		json_object_set_new(o, "bytes", json_integer(r->bytes_out + r->bytes_in));
+		json_object_set_new(o, "bytes_out", json_integer(r->bytes_out));
+		json_object_set_new(o, "bytes_in", json_integer(r->bytes_in));
+	} else {
+		json_object_set_new(o, "bytes", json_null());
+	}
+	char line[1024];
+	size_t n = json_dumpb(o, line, sizeof(line) - 1, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	if (n == 0 || n >= sizeof(line) - 1)
+		return;
+	line[n++] = '\n';
+	ssize_t w = write(fd, line, n); /* O_APPEND: one write, one line */
+	(void)w;
+}

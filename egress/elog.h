@@ -1,0 +1,35 @@
+/* The egress log: one JSON line per decision on log_fd (net-contract.md):
+ * time, proto, dst, port, name, rule, verdict, via, bytes; connection
+ * lines add bytes_out (guest to server) and bytes_in. */
+#ifndef COVE_EGRESS_ELOG_H
+#define COVE_EGRESS_ELOG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "netrule.h"
+
+struct elog_rec {
+	const char *proto;         /* "tcp", "udp", "dns", ... */
+	const struct netaddr *dst; /* NULL: null */
+	int port;                  /* -1: null */
+	const char *name;          /* NULL: null */
+	const char *rule;          /* NULL: null */
+	bool allow;
+	const char *via; /* "proxy", "dns", "direct", "publish" */
+	int64_t bytes_out, bytes_in; /* -1: not a connection (bytes null) */
+};
+
+/* elog_rule_text() - @r's canonical text into @buf (for .rule); NULL if
+ * @r is NULL. */
+const char *elog_rule_text(const struct netrule *r, char *buf, size_t len);
+
+/* elog_format_time() - "2026-12-01T15:00:00.123Z" for @ms since the epoch. */
+void elog_format_time(int64_t ms, char *buf, size_t len);
+
+/* elog_write() - append one line to @fd (-1: nowhere).  A failed write is
+ * dropped: the log must never stop the traffic it records.
+ * #syscalls: write clock_gettime */
+void elog_write(int fd, const struct elog_rec *r);
+
+#endif
