@@ -202,6 +202,16 @@ static void *ns_setup(void *arg)
 	        0)
 		j->r = r;
 	mnl_socket_close(nl);
+	/* The direct path forwards tap0 -> up0 (cove-egress's table decides
+	 * what may).  A net sysctl opened here is this namespace's. */
+	if (!j->r) {
+		j->step = "turning forwarding on in it";
+		int fd = open("/proc/sys/net/ipv4/ip_forward", O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write_all(fd, "1\n", 2) < 0)
+			j->r = -errno;
+		if (fd >= 0)
+			close(fd);
+	}
 	return NULL;
 }
 
