@@ -206,11 +206,11 @@ static void *ns_setup(void *arg)
 	 * what may).  A net sysctl opened here is this namespace's. */
 	if (!j->r) {
 		j->step = "turning forwarding on in it";
-		int fd = open("/proc/sys/net/ipv4/ip_forward", O_WRONLY | O_CLOEXEC);
-		if (fd < 0 || write_all(fd, "1\n", 2) < 0)
+		int sfd = open("/proc/sys/net/ipv4/ip_forward", O_WRONLY | O_CLOEXEC);
+		if (sfd < 0 || write_all(sfd, "1\n", 2) < 0)
 			j->r = -errno;
-		if (fd >= 0)
-			close(fd);
+		if (sfd >= 0)
+			close(sfd);
 	}
 	return NULL;
 }
