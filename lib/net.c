@@ -330,11 +330,11 @@ fail:
 		if (go[i] >= 0)
 			close(go[i]);
 	egress_plan_close(&p);
-	net_teardown(n, name);
+	net_teardown(n, name, true);
 	return r;
 }
 
-void net_teardown(struct sandbox_net *n, const char *name)
+void net_teardown(struct sandbox_net *n, const char *name, bool release)
 {
 	if (!n->on)
 		return;
@@ -346,6 +346,8 @@ void net_teardown(struct sandbox_net *n, const char *name)
 	egress_stop(n);
 	char ifname[IFNAMSIZ];
 	host_link(n->index, ifname);
+	if (!release)
+		n->claim[0] = 0; /* K may be another sandbox's now: no link or claim */
 	struct mnl_socket *nl = n->claim[0] ? nl_open() : NULL;
 	if (nl) {
 		(void)nl_link_del(nl, ifname); /* the namespace's end goes with it */

@@ -159,10 +159,12 @@ int net_setup(struct sandbox_net *n, const char *dir, const char *name, int cgro
               const struct cove_config *cfg, struct json_t *policy, const char *limits, char *err,
               size_t errlen) __attribute__((warn_unused_result));
 
-/* Stops cove-egress, removes the host link and releases K and the uid.
+/* Stops cove-egress (through its pidfd) and, with release, removes the
+ * host link and releases K and the uid; without (the entry was cleaned
+ * and its name taken again meanwhile) K is left to whoever holds it now.
  * After cove-vmm is gone (it holds the TAP, which keeps the namespace).
  * For a handle from cove_open (n from meta.json) as well. */
-void net_teardown(struct sandbox_net *n, const char *name);
+void net_teardown(struct sandbox_net *n, const char *name, bool release);
 
 /* The leftovers of a sandbox found dead (its record m, entry base/name
  * already removed): cove-egress (when it still runs and is one), the host

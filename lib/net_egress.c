@@ -5,7 +5,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <ifaddrs.h>
 #include <jansson.h>
 #include <linux/close_range.h>
@@ -66,7 +65,10 @@ static void exec_egress(const struct egress_plan *p)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (read(p->go, &c, 1) != 1)
 		_exit(127);
-	if (setresgid(0, 0, 0) < 0 || setgroups(0, NULL) < 0 || setresuid(0, 0, 0) < 0)
+	/* Raw calls: glibc's would broadcast to threads that the caller may
+	 * have had and this child has not. */
+	if (syscall(SYS_setresgid, 0, 0, 0) < 0 || syscall(SYS_setgroups, 0, NULL) < 0 ||
+	    syscall(SYS_setresuid, 0, 0, 0) < 0)
 		_exit(126);
 	if (p->die_with_parent)
 		prctl(PR_SET_PDEATHSIG, SIGKILL); /* cleared by the uid change */

@@ -354,8 +354,7 @@ void sandbox_finish(struct cove_sandbox *sb, int grace_ms)
 	vmm_reap(sb, grace_ms);
 	sb->stopped = true;
 	/* Before the cgroup goes: cove-egress is in it. */
-	if (!sb->dir[0] || dir_still_ours(sb))
-		net_teardown(&sb->net, sb->name);
+	net_teardown(&sb->net, sb->name, !sb->dir[0] || dir_still_ours(sb));
 	if (sb->jail.cgroup[0] || sb->jail.claim[0])
 		jail_release(&sb->jail);
 	else if (sb->dir[0] && sb->pid > 0 && dir_still_ours(sb)) {

@@ -94,6 +94,10 @@ $cove exec plain -- test -e /sys/class/net/eth0 && not_ok "a plain sandbox has e
 	ok "no network flags: no NIC"
 [ -z "$(ls -A "$rt/.net" 2>/dev/null)" ] && [ -z "$(links)" ] && ok "no network flags: no claim, no link" ||
 	not_ok "plain sandbox made a network"
+$cove net plain --allow 198.51.100.1 2>"$WORK/err"
+rc=$?
+[ "$rc" = 1 ] && [ "$(wc -l <"$WORK/err")" = 1 ] && grep -q 'started without networking' "$WORK/err" &&
+	ok "cove net on a sandbox without networking: one line" || not_ok "cove net plain: status $rc, $(cat "$WORK/err")"
 $cove stop plain
 
 # kill -9 of both: the next cove ls cleans up.
