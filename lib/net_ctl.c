@@ -132,6 +132,14 @@ int cove_net_set(struct cove_sandbox *sb, const struct cove_net_policy *policy, 
 	        : errf(err, errlen, -ENOMEM, "no memory");
 	json_decref(req);
 	json_decref(reply);
+	/* A connection that broke may mean cove-egress died on it: say so
+	 * (its namespace keeps the rules it had last, until the sandbox stops). */
+	struct pollfd pf = { .fd = sb->net.egress_pidfd, .events = POLLIN };
+	if (r < 0 && r != -EIO && sb->net.egress_pidfd >= 0 && poll(&pf, 1, 200) > 0)
+		r = errf(err, errlen, -ECHILD,
+		         "cove-egress of sandbox %s exited while taking the new policy (see %s/%s "
+		         "and the kernel log); the sandbox keeps its last rules until it stops",
+		         sb->name, sb->dir, EGRESS_ERR);
 	char *text = r == 0 ? json_dumps(pj, JSON_COMPACT) : NULL;
 	json_decref(pj);
 	if (r == 0 && text && strlen(text) < sizeof(m->net.policy)) {
