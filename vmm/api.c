@@ -20,6 +20,7 @@
 #include "core/vm_devices.h"
 #include "errf.h"
 #include "snapshot/snapshot.h"
+#include "virtio/net.h"
 
 #define API_LINE_MAX  4096
 #define API_MAX_CONNS 16
@@ -147,11 +148,26 @@ static json_t *stats(struct vm *vm, int smaps_fd)
 	    (json_int_t)__atomic_load_n(&vm->boot_timer.fired, __ATOMIC_RELAXED));
 	uint64_t thr = 0, thr_ns = 0;
 	vm_disk_throttled(vm, &thr, &thr_ns);
-	return json_pack("{s:b, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I}", "ok", 1, "kvm", kvm,
-	                 "times", times, "vmm_rss_kb", (json_int_t)own_kb, "guest_rss_kb",
-	                 (json_int_t)guest_kb, "disk_read_bytes", (json_int_t)rd,
-	                 "disk_written_bytes", (json_int_t)wr, "disk_throttled", (json_int_t)thr,
-	                 "disk_throttled_ms", (json_int_t)(thr_ns / 1000000));
+	json_t *o = json_pack("{s:b, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I}", "ok", 1, "kvm", kvm,
+	                      "times", times, "vmm_rss_kb", (json_int_t)own_kb, "guest_rss_kb",
+	                      (json_int_t)guest_kb, "disk_read_bytes", (json_int_t)rd,
+	                      "disk_written_bytes", (json_int_t)wr, "disk_throttled",
+	                      (json_int_t)thr, "disk_throttled_ms", (json_int_t)(thr_ns / 1000000));
+	if (o && vm_net(vm)) {
+		struct vnet_stats ns;
+		vnet_get_stats(vm_net(vm), &ns);
+		json_t *net = json_pack(
+		    "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "rx_packets",
+		    (json_int_t)ns.rx_packets, "rx_bytes", (json_int_t)ns.rx_bytes, "rx_dropped",
+		    (json_int_t)ns.rx_dropped, "rx_bad_chains", (json_int_t)ns.rx_bad_chains,
+		    "rx_throttled", (json_int_t)ns.rx_throttled, "tx_packets",
+		    (json_int_t)ns.tx_packets, "tx_bytes", (json_int_t)ns.tx_bytes, "tx_dropped",
+		    (json_int_t)ns.tx_dropped, "tx_bad_chains", (json_int_t)ns.tx_bad_chains,
+		    "tx_throttled", (json_int_t)ns.tx_throttled);
+		if (net)
+			json_object_set_new(o, "net", net);
+	}
+	return o;
 }
 
 static void handle(struct vm *vm, int smaps_fd, const char *line, int passed, char *out,

@@ -8,8 +8,10 @@
  * would otherwise be what the filter kills. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/if_tun.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 #include "base/seccomp.h"
+
 #include "unit.h"
 
 enum probe {
@@ -26,7 +29,9 @@ enum probe {
 	P_PTRACE,
 	P_HARMLESS,
 	P_SOCKET_UNIX,
-	P_OPEN_DIRFD
+	P_OPEN_DIRFD,
+	P_TUNSETOFFLOAD,
+	P_TUNSETIFF
 };
 
 /* Set before a probe: install the filters as a jailed cove-vmm does. */
@@ -64,6 +69,12 @@ probe_child(enum vmm_thread_kind kind, enum probe p, int pipe_w)
 	case P_SOCKET_UNIX:
 		if (syscall(SYS_socket, AF_UNIX, SOCK_STREAM, 0) < 0)
 			syscall(SYS_exit_group, 102);
+		break;
+	case P_TUNSETOFFLOAD: /* on no fd: the filter decides, then EBADF */
+		syscall(SYS_ioctl, -1, TUNSETOFFLOAD, 0UL);
+		break;
+	case P_TUNSETIFF:
+		syscall(SYS_ioctl, -1, TUNSETIFF, NULL);
 		break;
 	case P_OPEN_DIRFD:
 		if (dir < 0 || syscall(SYS_openat, dir, "passwd", O_RDONLY) < 0)
@@ -175,6 +186,18 @@ START_TEST(socket_unix_only_on_io)
 }
 END_TEST
 
+/* virtio-net sets the guest's offloads on the TAP from the I/O loop;
+ * attaching a TAP (TUNSETIFF) happens only at set-up, before any filter. */
+START_TEST(tun_offload_only_on_io)
+{
+	if (kinds[_i] == VMM_THREAD_IO)
+		assert_allowed(kinds[_i], P_TUNSETOFFLOAD, "ioctl(TUNSETOFFLOAD)");
+	else
+		assert_killed(kinds[_i], P_TUNSETOFFLOAD, "ioctl(TUNSETOFFLOAD)");
+	assert_killed(kinds[_i], P_TUNSETIFF, "ioctl(TUNSETIFF)");
+}
+END_TEST
+
 START_TEST(log_mode_lets_everything_through)
 {
 	pid_t pid = fork();
@@ -219,6 +242,7 @@ static Suite *make_suite(void)
 	tcase_add_loop_test(tc, ptrace_kills, 0, n);
 	tcase_add_loop_test(tc, harmless_syscalls_pass, 0, n);
 	tcase_add_loop_test(tc, socket_unix_only_on_io, 0, n);
+	tcase_add_loop_test(tc, tun_offload_only_on_io, 0, n);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("modes");
 	tcase_add_test(tc, jailed_api_opens_only_through_descriptors);

@@ -397,6 +397,65 @@ START_TEST(config_flags)
 }
 END_TEST
 
+START_TEST(config_net)
+{
+	struct vmm_config c;
+	char err[256];
+	ck_assert_int_eq(parse(&c, err, "--kernel", "k", "--net",
+	                       "tap=tap0,mac=06:00:AC:10:00:09,rx_bps=1000,rx_bps_burst=5,"
+	                       "rx_pps=10,rx_pps_burst=2,tx_bps=2000,tx_bps_burst=6,tx_pps=20,"
+	                       "tx_pps_burst=3",
+	                       NULL),
+	                 0);
+	const struct vm_net_config *n = &c.vm.net;
+	ck_assert(n->enabled);
+	ck_assert_str_eq(n->tap_name, "tap0");
+	ck_assert_int_eq(n->fd, -1);
+	ck_assert(n->mac_set);
+	static const uint8_t mac[6] = { 0x06, 0x00, 0xac, 0x10, 0x00, 0x09 };
+	ck_assert_mem_eq(n->mac, mac, 6);
+	ck_assert_uint_eq(n->rx_bps, 1000);
+	ck_assert_uint_eq(n->rx_bps_burst, 5);
+	ck_assert_uint_eq(n->rx_pps, 10);
+	ck_assert_uint_eq(n->rx_pps_burst, 2);
+	ck_assert_uint_eq(n->tx_bps, 2000);
+	ck_assert_uint_eq(n->tx_bps_burst, 6);
+	ck_assert_uint_eq(n->tx_pps, 20);
+	ck_assert_uint_eq(n->tx_pps_burst, 3);
+	vmm_config_free(&c);
+	/* Allowed with --restore: the TAP is new, the MAC the snapshot's. */
+	ck_assert_int_eq(parse(&c, err, "--restore", "/s", "--net", "fd=3,tx_bps=5", NULL), 0);
+	ck_assert_int_eq(c.vm.net.fd, 3);
+	ck_assert(!c.vm.net.mac_set);
+	ck_assert_uint_eq(c.vm.net.tx_bps, 5);
+	vmm_config_free(&c);
+
+	static const struct {
+		const char *v, *want;
+	} bad[] = {
+		{ "", "fd=N" },
+		{ "mac=06:00:00:00:00:01", "fd=N" },
+		{ "fd=x", "fd=" },
+		{ "fd=-1", "fd=" },
+		{ "tap=", "tap=" },
+		{ "tap=a-very-long-interface", "tap=" },
+		{ "fd=3,mac=01:00:00:00:00:00", "unicast" },
+		{ "fd=3,mac=06:00:00:00:00", "mac=" },
+		{ "fd=3,mac=06:00:00:00:00:0g", "mac=" },
+		{ "fd=3,rx_bps=1k", "rx_bps=" },
+		{ "fd=3,tx_pps=-1", "tx_pps=" },
+		{ "fd=3,speed=1", "unknown --net option 'speed'" },
+		{ "fd=3,ro", "bad --net option 'ro'" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_eq(parse(&c, err, "--kernel", "k", "--net", bad[i].v, NULL), -EINVAL);
+		ck_assert_msg(strstr(err, bad[i].want), "'%s' lacks '%s'", err, bad[i].want);
+		ck_assert_ptr_null(strchr(err, '\n'));
+		vmm_config_free(&c);
+	}
+}
+END_TEST
+
 static void write_file(const char *path, const char *text)
 {
 	FILE *f = fopen(path, "w");
@@ -424,6 +483,15 @@ START_TEST(config_json)
 	ck_assert_int_eq(c.vm.console, VM_CONSOLE_FILE);
 	ck_assert_str_eq(c.vm.console_path, "out.log");
 	vmm_config_free(&c);
+	write_file(path, "{\"kernel\": \"k\", \"net\": {\"fd\": 3, \"mac\": "
+	                 "\"06:00:ac:10:00:07\", \"rx_pps\": 100, \"tx_bps_burst\": 9}}");
+	ck_assert_int_eq(parse(&c, err, "--config", path, NULL), 0);
+	ck_assert(c.vm.net.enabled);
+	ck_assert_int_eq(c.vm.net.fd, 3);
+	ck_assert_uint_eq(c.vm.net.mac[5], 7);
+	ck_assert_uint_eq(c.vm.net.rx_pps, 100);
+	ck_assert_uint_eq(c.vm.net.tx_bps_burst, 9);
+	vmm_config_free(&c);
 
 	static const char *const bad[][2] = {
 		{ "{\"kernel\": \"k\", \"kernal\": 1}", "unknown key 'kernal'" },
@@ -433,6 +501,10 @@ START_TEST(config_json)
 		  "disks[].size" },
 		{ "{\"kernel\": \"k\",", "line" },
 		{ "[1]", "top level" },
+		{ "{\"kernel\": \"k\", \"net\": {\"fd\": 3, \"speed\": 1}}", "net.speed" },
+		{ "{\"kernel\": \"k\", \"net\": {\"mac\": \"06:00:00:00:00:01\"}}", "\"fd\" or" },
+		{ "{\"kernel\": \"k\", \"net\": {\"tap\": 3}}", "net.tap" },
+		{ "{\"kernel\": \"k\", \"net\": 3}", "'net' must be an object" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		write_file(path, bad[i][0]);
@@ -462,6 +534,7 @@ static Suite *make_suite(void)
 	tc = tcase_create("config");
 	tcase_add_test(tc, config_flags);
 	tcase_add_test(tc, config_json);
+	tcase_add_test(tc, config_net);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -564,10 +564,15 @@ static void tap_ready(void *opaque, uint32_t events)
 	struct vnet *n = opaque;
 	pthread_mutex_lock(&n->t.lock);
 	if ((events & (EPOLLERR | EPOLLHUP)) && !(events & EPOLLIN)) {
+		/* epoll reports these whatever the mask: off the loop for good
+		 * (the interface was deleted under us), or it would spin. */
 		fprintf(stderr, "cove-vmm: virtio-net: the TAP %s hung up; receive stops\n",
 		        n->tap.name);
 		n->tap_dead = true;
-		set_rx_poll(n, false);
+		n->rx_poll = false;
+		if (n->tap_watched)
+			(void)evloop_del(n->loop, n->tap.fd);
+		n->tap_watched = false;
 	} else {
 		rx_pass(n);
 	}
@@ -759,6 +764,14 @@ void vnet_get_stats(struct vnet *n, struct vnet_stats *out)
 	uint64_t *dst = (uint64_t *)(void *)out;
 	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+}
+
+bool vnet_rx_polling(struct vnet *n)
+{
+	pthread_mutex_lock(&n->t.lock);
+	bool on = n->rx_poll;
+	pthread_mutex_unlock(&n->t.lock);
+	return on;
 }
 
 void vnet_poll_rx(struct vnet *n)

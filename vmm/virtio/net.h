@@ -154,6 +154,10 @@ void vnet_restore(struct vnet *n, const struct vnet_state *in);
 
 void vnet_get_stats(struct vnet *n, struct vnet_stats *out);
 
+/* Whether the TAP is polled now (false while a frame waits for the
+ * guest's buffers or the limiter); for tests. */
+bool vnet_rx_polling(struct vnet *n);
+
 /* Runs one receive pass as if the TAP had become readable (tests, and
  * where there is no I/O loop). */
 void vnet_poll_rx(struct vnet *n);
