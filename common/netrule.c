@@ -138,8 +138,8 @@ int netname_normalize(const char *in, char *out, size_t outlen)
 			return -EINVAL;
 		out[i] = (char)c;
 	}
-	if (out[n - 1] == '-')
-		return -EINVAL;
+	if (label == 0 || out[n - 1] == '-')
+		return -EINVAL; /* an empty last label ("a.."), or one ending in '-' */
 	out[n] = '\0';
 	return 0;
 }

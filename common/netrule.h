@@ -21,10 +21,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NETRULE_NAME_MAX    253 /* a DNS name in text, without the trailing dot */
-#define NETRULE_TEXT_MAX    300 /* a rule's canonical text */
-#define NETPOLICY_RULES_MAX 256 /* per list (allow, deny) */
-#define NETRULE_NAME_PORTS_MAX 64 /* a NAME:LO-HI rule pins each port: a bound */
+#define NETRULE_NAME_MAX       253 /* a DNS name in text, without the trailing dot */
+#define NETRULE_TEXT_MAX       300 /* a rule's canonical text */
+#define NETPOLICY_RULES_MAX    256 /* per list (allow, deny) */
+#define NETRULE_NAME_PORTS_MAX 64  /* a NAME:LO-HI rule pins each port: a bound */
 
 enum netrule_kind {
 	NETRULE_CIDR,     /* addr/prefix, optional port range */

@@ -9,9 +9,9 @@
 
 #include "errf.h"
 
-static const char *const keys[] = { "guest",  "gateway", "tap",    "uplink",  "host_addrs",
-	                            "upstream", "policy", "ctl_fd", "log_fd", "publish",
-	                            "ready_fd" };
+static const char *const keys[] = { "guest",      "gateway",  "tap",     "uplink",
+	                            "host_addrs", "upstream", "policy",  "ctl_fd",
+	                            "log_fd",     "publish",  "ready_fd" };
 
 static int get_v4(const json_t *o, const char *k, struct netaddr *a, char *err, size_t errlen)
 {
@@ -32,14 +32,14 @@ static int get_ifname(const json_t *o, const char *k, char *out, char *err, size
 		char c = s[i];
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
 		      c == '_' || c == '-' || c == '.'))
-			return errf(err, errlen, -EINVAL, "config: bad interface name in \"%s\"", k);
+			return errf(err, errlen, -EINVAL, "config: bad interface name in \"%s\"",
+			            k);
 	}
 	memcpy(out, s, n + 1);
 	return 0;
 }
 
-static int get_fd(const json_t *o, const char *k, bool required, int *fd, char *err,
-                  size_t errlen)
+static int get_fd(const json_t *o, const char *k, bool required, int *fd, char *err, size_t errlen)
 {
 	const json_t *v = json_object_get(o, k);
 	*fd = -1;
@@ -81,7 +81,8 @@ static int parse_obj(const json_t *o, struct egress_config *c, char *err, size_t
 		return errf(err, errlen, -EINVAL, "config: not a JSON object");
 	const char *k;
 	const json_t *v;
-	json_object_foreach ((json_t *)o, k, v) {
+	json_object_foreach((json_t *)o, k, v)
+	{
 		bool known = false;
 		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 			known |= !strcmp(k, keys[i]);
@@ -102,20 +103,23 @@ static int parse_obj(const json_t *o, struct egress_config *c, char *err, size_t
 	v = json_object_get(o, "host_addrs");
 	if (v && !json_is_array(v))
 		return errf(err, errlen, -EINVAL, "config: \"host_addrs\" must be an array");
-	json_array_foreach (v, i, it) {
+	json_array_foreach(v, i, it)
+	{
 		if (c->nhosts >= EGRESS_HOSTS_MAX)
 			return errf(err, errlen, -EINVAL, "config: more than %d host_addrs",
 			            EGRESS_HOSTS_MAX);
-		if (!json_is_string(it) || netaddr_parse(json_string_value(it), &c->hosts[c->nhosts]))
-			return errf(err, errlen, -EINVAL, "config: host_addrs[%zu] is not an address",
-			            i);
+		if (!json_is_string(it) ||
+		    netaddr_parse(json_string_value(it), &c->hosts[c->nhosts]))
+			return errf(err, errlen, -EINVAL,
+			            "config: host_addrs[%zu] is not an address", i);
 		c->nhosts++;
 	}
 	v = json_object_get(o, "upstream");
 	if (!json_is_array(v) || json_array_size(v) == 0)
 		return errf(err, errlen, -EINVAL, "config: \"upstream\" must list 1..%d resolvers",
 		            EGRESS_UPSTREAM_MAX);
-	json_array_foreach (v, i, it) {
+	json_array_foreach(v, i, it)
+	{
 		if (c->nupstream >= EGRESS_UPSTREAM_MAX)
 			return errf(err, errlen, -EINVAL, "config: more than %d upstream resolvers",
 			            EGRESS_UPSTREAM_MAX);
@@ -131,7 +135,8 @@ static int parse_obj(const json_t *o, struct egress_config *c, char *err, size_t
 	v = json_object_get(o, "publish");
 	if (v && !json_is_array(v))
 		return errf(err, errlen, -EINVAL, "config: \"publish\" must be an array");
-	json_array_foreach (v, i, it) {
+	json_array_foreach(v, i, it)
+	{
 		if (c->npublish >= EGRESS_PUBLISH_MAX)
 			return errf(err, errlen, -EINVAL, "config: more than %d publish entries",
 			            EGRESS_PUBLISH_MAX);

@@ -9,6 +9,7 @@
 #include <sys/capability.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -17,27 +18,64 @@
 /* The event loop's needs after setup, and why. */
 static const int allowed[] = {
 	/* epoll loop, timers (vDSO fallbacks) */
-	SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait), SCMP_SYS(epoll_ctl), SCMP_SYS(clock_gettime),
-	SCMP_SYS(gettimeofday), SCMP_SYS(clock_nanosleep),
+	SCMP_SYS(epoll_wait),
+	SCMP_SYS(epoll_pwait),
+	SCMP_SYS(epoll_ctl),
+	SCMP_SYS(clock_gettime),
+	SCMP_SYS(gettimeofday),
+	SCMP_SYS(clock_nanosleep),
 	/* sockets: guest, upstream, servers, ctl clients, NFLOG, libnftables */
-	SCMP_SYS(socket), SCMP_SYS(connect), SCMP_SYS(accept4), SCMP_SYS(recvfrom),
-	SCMP_SYS(sendto), SCMP_SYS(recvmsg), SCMP_SYS(sendmsg), SCMP_SYS(shutdown),
-	SCMP_SYS(setsockopt), SCMP_SYS(getsockopt), SCMP_SYS(getsockname), SCMP_SYS(bind),
-	SCMP_SYS(close), SCMP_SYS(fcntl), SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(writev),
-	SCMP_SYS(getrandom), SCMP_SYS(getpid),
+	SCMP_SYS(connect),
+	SCMP_SYS(accept4),
+	SCMP_SYS(recvfrom),
+	SCMP_SYS(sendto),
+	SCMP_SYS(recvmsg),
+	SCMP_SYS(sendmsg),
+	SCMP_SYS(shutdown),
+	SCMP_SYS(setsockopt),
+	SCMP_SYS(getsockopt),
+	SCMP_SYS(getsockname),
+	SCMP_SYS(bind),
+	SCMP_SYS(close),
+	SCMP_SYS(fcntl),
+	SCMP_SYS(read),
+	SCMP_SYS(write),
+	SCMP_SYS(writev),
+	SCMP_SYS(getrandom),
+	SCMP_SYS(getpid),
 	/* signalfd (SIGTERM) */
-	SCMP_SYS(rt_sigreturn), SCMP_SYS(rt_sigprocmask),
+	SCMP_SYS(rt_sigreturn),
+	SCMP_SYS(rt_sigprocmask),
 	/* memory */
-	SCMP_SYS(brk), SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mremap), SCMP_SYS(madvise),
+	SCMP_SYS(brk),
+	SCMP_SYS(mmap),
+	SCMP_SYS(munmap),
+	SCMP_SYS(mremap),
+	SCMP_SYS(madvise),
 	/* libnftables: fstat of its output buffers (fmemopen/open_memstream) */
-	SCMP_SYS(newfstatat), SCMP_SYS(fstat), SCMP_SYS(lseek),
-	SCMP_SYS(futex), SCMP_SYS(restart_syscall), SCMP_SYS(exit), SCMP_SYS(exit_group),
+	SCMP_SYS(newfstatat),
+	SCMP_SYS(fstat),
+	SCMP_SYS(lseek),
+	/* libnftables waits for netlink replies with select (pselect6) */
+	SCMP_SYS(select),
+	SCMP_SYS(pselect6),
+	SCMP_SYS(poll),
+	SCMP_SYS(ppoll),
+	SCMP_SYS(futex),
+	SCMP_SYS(restart_syscall),
+	SCMP_SYS(exit),
+	SCMP_SYS(exit_group),
 };
 
 static int pivot_empty(char *err, size_t errlen)
 {
+	/* A mount namespace of our own even if the launcher shares its one:
+	 * pivot_root moves every process whose root was the old one. */
+	if (unshare(CLONE_NEWNS))
+		return errf(err, errlen, -errno, "confine: a mount namespace: %s", strerror(errno));
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
-		return errf(err, errlen, -errno, "confine: make mounts private: %s", strerror(errno));
+		return errf(err, errlen, -errno, "confine: make mounts private: %s",
+		            strerror(errno));
 	if (mount("cove-egress", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 	          "size=4k,nr_inodes=4,mode=0555"))
 		return errf(err, errlen, -errno, "confine: tmpfs for the new root: %s",
@@ -51,9 +89,8 @@ static int pivot_empty(char *err, size_t errlen)
 		            strerror(errno));
 	if (chdir("/"))
 		return errf(err, errlen, -errno, "confine: chdir /: %s", strerror(errno));
-	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV |
-	                               MS_NOEXEC,
-	          NULL))
+	if (mount(NULL, "/", NULL,
+	          MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
 		return errf(err, errlen, -errno, "confine: read-only root: %s", strerror(errno));
 	return 0;
 }
@@ -85,6 +122,16 @@ static int filter(int log, char *err, size_t errlen)
 	int r = 0;
 	for (size_t i = 0; !r && i < sizeof(allowed) / sizeof(allowed[0]); i++)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, allowed[i], 0);
+	/* New sockets: IPv4 (upstream queries, proxy and publish dials) and
+	 * netlink (libnftables reopens its socket after ENOBUFS); no others. */
+	static const int families[] = { AF_INET, AF_NETLINK };
+	for (size_t i = 0; !r && i < sizeof(families) / sizeof(families[0]); i++) {
+		struct scmp_arg_cmp fam = { .arg = 0,
+			                    .op = SCMP_CMP_EQ,
+			                    .datum_a = (scmp_datum_t)families[i],
+			                    .datum_b = 0 };
+		r = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1, &fam);
+	}
 	if (!r)
 		r = seccomp_load(ctx);
 	seccomp_release(ctx);

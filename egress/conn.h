@@ -11,7 +11,7 @@
 
 #include "egress.h"
 
-#define CONN_BUF       16384
+#define CONN_BUF        16384
 #define CONN_CANDIDATES 8 /* resolved addresses tried in turn */
 
 struct upq;
@@ -19,8 +19,8 @@ struct upq;
 struct conn_dir {
 	uint8_t buf[CONN_BUF];
 	size_t off, len;
-	bool eof;      /* the source ended */
-	bool shut;     /* and the destination was told */
+	bool eof;  /* the source ended */
+	bool shut; /* and the destination was told */
 	uint64_t bytes;
 };
 

@@ -69,7 +69,8 @@ char *ctl_handle(struct egress *e, const char *line, size_t len)
 		}
 		out = r ? fail(err) : reply_str(json_pack("{s:b}", "ok", 1));
 	} else {
-		out = fail("unknown request: {\"op\":\"policy\",\"policy\":{...}} or {\"op\":\"status\"}");
+		out = fail(
+		    "unknown request: {\"op\":\"policy\",\"policy\":{...}} or {\"op\":\"status\"}");
 	}
 	json_decref(req);
 	return out;

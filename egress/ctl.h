@@ -11,7 +11,7 @@
 
 #include "egress.h"
 
-#define CTL_LINE_MAX 65536
+#define CTL_LINE_MAX    65536
 #define CTL_CLIENTS_MAX 4
 
 /* ctl_open() - watch the inherited listener (-1: none).  0 or -errno. */

@@ -124,15 +124,17 @@ long dns_build_query(const struct dns_question *q, uint16_t id, uint8_t *out, si
 	memset(out, 0, HDR);
 	out[0] = (uint8_t)(id >> 8);
 	out[1] = (uint8_t)id;
-	out[2] = 1; /* RD */
-	out[5] = 1; /* qdcount */
+	out[2] = 1;  /* RD */
+	out[5] = 1;  /* qdcount */
 	out[11] = 1; /* arcount: OPT */
 	long n = put_question(q, out + HDR, outlen - HDR - 11);
 	if (n < 0)
 		return -1;
 	uint8_t *o = out + HDR + n;
 	/* OPT: root name, type 41, class = udp size, ttl 0, rdlen 0 */
-	const uint8_t opt[11] = { 0, 0, 41, DNS_UDP_MAX >> 8, DNS_UDP_MAX & 0xff, 0, 0, 0, 0, 0, 0 };
+	const uint8_t opt[11] = {
+		0, 0, 41, DNS_UDP_MAX >> 8, DNS_UDP_MAX & 0xff, 0, 0, 0, 0, 0, 0
+	};
 	memcpy(o, opt, sizeof(opt));
 	return HDR + n + (long)sizeof(opt);
 }

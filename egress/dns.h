@@ -66,8 +66,8 @@ struct dns_pin {
 struct dns_filter {
 	const struct netaddr *hosts; /* the host's own addresses */
 	size_t nhosts;
-	const struct netpolicy *policy; /* portless deny rules strip too */
-	size_t max;                     /* reply size limit (UDP: q->udp_max) */
+	const struct netpolicy *policy;    /* portless deny rules strip too */
+	size_t max;                        /* reply size limit (UDP: q->udp_max) */
 	struct dns_pin pins[DNS_PINS_MAX]; /* out: the A records kept */
 	size_t npins;
 	unsigned stripped; /* out: addresses removed */

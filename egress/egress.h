@@ -12,15 +12,15 @@
 #include "netrule.h"
 #include "pins.h"
 
-#define EGRESS_CONNS_MAX     256   /* proxy + publish connections */
-#define EGRESS_DNS_TCP_MAX   32    /* guest DNS-over-TCP connections */
-#define EGRESS_UPQ_MAX       128   /* upstream queries in flight */
-#define EGRESS_HEAD_MS       10000 /* to read a ClientHello or request head */
-#define EGRESS_CONNECT_MS    10000 /* to connect to a server or the guest */
-#define EGRESS_IDLE_MS       300000 /* a splice with no bytes either way */
-#define EGRESS_UPSTREAM_MS   1500  /* per upstream try */
-#define EGRESS_DNS_TCP_MS    10000 /* a guest's DNS-over-TCP connection */
-#define EGRESS_CTL_MS        5000  /* a ctl client's request line */
+#define EGRESS_CONNS_MAX   256    /* proxy + publish connections */
+#define EGRESS_DNS_TCP_MAX 32     /* guest DNS-over-TCP connections */
+#define EGRESS_UPQ_MAX     128    /* upstream queries in flight */
+#define EGRESS_HEAD_MS     10000  /* to read a ClientHello or request head */
+#define EGRESS_CONNECT_MS  10000  /* to connect to a server or the guest */
+#define EGRESS_IDLE_MS     300000 /* a splice with no bytes either way */
+#define EGRESS_UPSTREAM_MS 1500   /* per upstream try */
+#define EGRESS_DNS_TCP_MS  10000  /* a guest's DNS-over-TCP connection */
+#define EGRESS_CTL_MS      5000   /* a ctl client's request line */
 
 struct nft_ctx;
 struct nflog_handle;

@@ -56,8 +56,8 @@ void elog_write(int fd, const struct elog_rec *r)
 		return;
 	json_object_set_new(o, "time", json_string(t));
 	json_object_set_new(o, "proto", json_string(r->proto));
-	json_object_set_new(o, "dst", r->dst ? json_string(netaddr_format(r->dst, a, sizeof(a)))
-	                                     : json_null());
+	json_object_set_new(
+	    o, "dst", r->dst ? json_string(netaddr_format(r->dst, a, sizeof(a))) : json_null());
 	json_object_set_new(o, "port", r->port >= 0 ? json_integer(r->port) : json_null());
 	json_object_set_new(o, "name", str_or_null(r->name));
 	json_object_set_new(o, "rule", str_or_null(r->rule));

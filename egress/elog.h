@@ -16,7 +16,7 @@ struct elog_rec {
 	const char *name;          /* NULL: null */
 	const char *rule;          /* NULL: null */
 	bool allow;
-	const char *via; /* "proxy", "dns", "direct", "publish" */
+	const char *via;             /* "proxy", "dns", "direct", "publish" */
 	int64_t bytes_out, bytes_in; /* -1: not a connection (bytes null) */
 };
 

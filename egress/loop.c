@@ -89,7 +89,8 @@ static int run_timers(struct loop *l)
 				next = t->when_ms;
 		}
 		if (!due)
-			return next == UINT64_MAX ? -1 : (int)(next - now > 60000 ? 60000 : next - now);
+			return next == UINT64_MAX ? -1
+			                          : (int)(next - now > 60000 ? 60000 : next - now);
 		/* The callback may free the timer's owner: unlink first. */
 		timer_cancel(l, due);
 		due->fn(due);

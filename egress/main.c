@@ -37,8 +37,8 @@ static void report(int ready_fd, const char *line)
 	if (ready_fd >= 0) {
 		char buf[600];
 		int n = snprintf(buf, sizeof(buf), "%s\n", line);
-		if (n > 0 && write_all(ready_fd, buf, (size_t)n < sizeof(buf) ? (size_t)n
-		                                                                : sizeof(buf) - 1))
+		if (n > 0 &&
+		    write_all(ready_fd, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1))
 			fprintf(stderr, "cove-egress: ready_fd: %s\n", strerror(errno));
 	}
 }
@@ -64,7 +64,9 @@ static void warm_up(struct egress *e)
 	struct dns_question q2;
 	if (n > 0 && dns_parse_query(msg, (size_t)n, &q2) == 0) {
 		msg[2] |= 0x80;
-		struct dns_filter f = { .hosts = e->cfg.hosts, .nhosts = e->cfg.nhosts, .max = 512 };
+		struct dns_filter f = { .hosts = e->cfg.hosts,
+			                .nhosts = e->cfg.nhosts,
+			                .max = 512 };
 		q2.id = 1;
 		(void)dns_filter_answer(msg, (size_t)n, 1, &q2, &f, out, sizeof(out));
 	}

@@ -87,8 +87,8 @@ static int on_packet(struct nflog_g_handle *gh, struct nfgenmsg *m, struct nflog
 	else if (!strcmp(why, "pin") && pk.port > 0 &&
 	         (pin = pins_find(&e->pins, &pk.dst, pk.proto, (uint16_t)pk.port))) {
 		name = pin->name;
-		rt = elog_rule_text(netpolicy_match_name(&e->policy, pin->name, pin->pin.port), rule,
-		                    sizeof(rule));
+		rt = elog_rule_text(netpolicy_match_name(&e->policy, pin->name, pin->pin.port),
+		                    rule, sizeof(rule));
 	}
 	struct elog_rec r = { .proto = proto_name(pk.proto),
 		              .dst = &pk.dst,

@@ -101,8 +101,9 @@ struct ivl {
 static void rule_ivl(const struct netrule *r, struct ivl *v)
 {
 	unsigned bits = (unsigned)alen(r->addr.family) * 8;
-	u128 host = r->prefix >= bits ? 0 : (r->prefix == 0 ? umax(r->addr.family)
-	                                                    : (((u128)1 << (bits - r->prefix)) - 1));
+	u128 host = r->prefix >= bits ? 0
+	                              : (r->prefix == 0 ? umax(r->addr.family)
+	                                                : (((u128)1 << (bits - r->prefix)) - 1));
 	v->lo = to_u(&r->addr);
 	v->hi = v->lo | host;
 	v->plo = r->port_lo;
@@ -316,10 +317,11 @@ char *nftgen_ruleset(const struct egress_config *c, const struct netpolicy *p,
 	sb_printf(&b, " } }\n");
 
 	/* Guest TCP 80/443 goes to the proxy unless it is a direct path. */
-	sb_printf(&b, "\tchain to_proxy {\n"
-	              "\t\ttcp dport 80 redirect to :%d\n"
-	              "\t\ttcp dport 443 redirect to :%d\n"
-	              "\t}\n",
+	sb_printf(&b,
+	          "\tchain to_proxy {\n"
+	          "\t\ttcp dport 80 redirect to :%d\n"
+	          "\t\ttcp dport 443 redirect to :%d\n"
+	          "\t}\n",
 	          NFT_PROXY_HTTP, NFT_PROXY_TLS);
 	sb_printf(&b,
 	          "\tchain prerouting {\n"
@@ -354,30 +356,78 @@ char *nftgen_ruleset(const struct egress_config *c, const struct netpolicy *p,
 	          "\t\tjump refuse\n"
 	          "\t}\n",
 	          tap, gw, gw, NFT_PROXY_HTTP, NFT_PROXY_TLS);
-#define LOG(v) "log prefix \"cove:" v "\" group " NFT_GROUP_S " "
+#define LOG(v)      "log prefix \"cove:" v "\" group " NFT_GROUP_S " "
 #define NFT_GROUP_S "14"
-	sb_printf(&b,
-	          "\tchain forward {\n"
-	          "\t\ttype filter hook forward priority filter; policy drop;\n"
-	          "\t\tct state established,related accept\n"
-	          "\t\tiifname != \"%s\" drop\n"
-	          "\t\tct state invalid drop\n"
-	          "\t\tip daddr @always4 " LOG("deny:always") "jump refuse\n"
-	          "\t\tip6 daddr @always6 " LOG("deny:always") "jump refuse\n"
-	          "\t\tip daddr @deny4 " LOG("deny:deny") "jump refuse\n"
-	          "\t\tip6 daddr @deny6 " LOG("deny:deny") "jump refuse\n"
-	          "\t\tmeta l4proto { 6, 17 } ip daddr . th dport @deny4p " LOG("deny:deny") "jump refuse\n"
-	          "\t\tmeta l4proto { 6, 17 } ip6 daddr . th dport @deny6p " LOG("deny:deny") "jump refuse\n"
-	          "\t\tip daddr @allow4 " LOG("allow:cidr") "accept\n"
-	          "\t\tip6 daddr @allow6 " LOG("allow:cidr") "accept\n"
-	          "\t\tmeta l4proto { 6, 17 } ip daddr . th dport @allow4p " LOG("allow:cidr") "accept\n"
-	          "\t\tmeta l4proto { 6, 17 } ip6 daddr . th dport @allow6p " LOG("allow:cidr") "accept\n"
-	          "\t\tmeta l4proto { 6, 17 } ip daddr . meta l4proto . th dport @pinned " LOG("allow:pin") "accept\n",
-	          tap);
+	sb_printf(
+	    &b,
+	    "\tchain forward {\n"
+	    "\t\ttype filter hook forward priority filter; policy drop;\n"
+	    "\t\tct state established,related accept\n"
+	    "\t\tiifname != \"%s\" drop\n"
+	    "\t\tct state invalid drop\n"
+	    "\t\tip daddr @always4 " LOG(
+	        "deny:always") "jump refuse\n"
+	                       "\t\tip6 daddr @always6 " LOG(
+	                           "deny:always") "jump refuse\n"
+	                                          "\t\tip daddr @deny4 " LOG(
+	                                              "deny:deny") "jump refuse\n"
+	                                                           "\t\tip6 daddr "
+	                                                           "@deny6 " LOG(
+	                                                               "deny:deny") "jump "
+	                                                                            "refuse\n"
+	                                                                            "\t\tmeta"
+	                                                                            " l4proto"
+	                                                                            " { 6, "
+	                                                                            "17 } ip "
+	                                                                            "daddr . "
+	                                                                            "th "
+	                                                                            "dport "
+	                                                                            "@deny4p"
+	                                                                            " " LOG(
+	                                                                                "deny"
+	                                                                                ":den"
+	                                                                                "y") "jump "
+	                                                                                     "refus"
+	                                                                                     "e\n"
+	                                                                                     "\t\tm"
+	                                                                                     "eta "
+	                                                                                     "l4pro"
+	                                                                                     "to { "
+	                                                                                     "6, "
+	                                                                                     "17 } "
+	                                                                                     "ip6 "
+	                                                                                     "daddr"
+	                                                                                     " . "
+	                                                                                     "th "
+	                                                                                     "dport"
+	                                                                                     " @"
+	                                                                                     "deny6"
+	                                                                                     "p"
+	                                                                                     " " LOG(
+	                                                                                         "d"
+	                                                                                         "e"
+	                                                                                         "n"
+	                                                                                         "y"
+	                                                                                         ":"
+	                                                                                         "d"
+	                                                                                         "e"
+	                                                                                         "n"
+	                                                                                         "y") "jump refuse\n"
+	                                                                                              "\t\tip daddr @allow4 " LOG(
+	                                                                                                  "allow:cidr") "accept\n"
+	                                                                                                                "\t\tip6 daddr @allow6 " LOG(
+	                                                                                                                    "allow:cidr") "accept\n"
+	                                                                                                                                  "\t\tmeta l4proto { 6, 17 } ip daddr . th dport @allow4p " LOG(
+	                                                                                                                                      "allow:cidr") "accept\n"
+	                                                                                                                                                    "\t\tmeta l4proto { 6, 17 } ip6 daddr . th dport @allow6p " LOG(
+	                                                                                                                                                        "allow:cidr") "accept\n"
+	                                                                                                                                                                      "\t\tmeta l4proto { 6, 17 } ip daddr . meta l4proto . th dport @pinned " LOG(
+	                                                                                                                                                                          "allow:pin") "accept\n",
+	    tap);
 	if (p->mode == NETPOLICY_OPEN)
 		sb_printf(&b, "\t\tmeta nfproto ipv4 " LOG("allow:open") "accept\n");
 	sb_printf(&b, "\t\t" LOG("deny:default") "jump refuse\n"
-	              "\t}\n");
+	                                         "\t}\n");
 #undef LOG
 	/* cove-egress's own traffic: the guest (publish), the upstream
 	 * resolvers, and nothing always denied. */

@@ -11,8 +11,7 @@ void pins_expire(struct pins *t, uint64_t now_ms)
 			i++;
 }
 
-struct pin_entry *pins_find(struct pins *t, const struct netaddr *a, uint8_t proto,
-                            uint16_t port)
+struct pin_entry *pins_find(struct pins *t, const struct netaddr *a, uint8_t proto, uint16_t port)
 {
 	for (size_t i = 0; i < t->n; i++) {
 		struct nft_pin *p = &t->e[i].pin;

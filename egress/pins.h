@@ -29,8 +29,7 @@ struct pins {
 void pins_expire(struct pins *t, uint64_t now_ms);
 
 /* pins_find() - the live entry for (@a, @proto, @port), or NULL. */
-struct pin_entry *pins_find(struct pins *t, const struct netaddr *a, uint8_t proto,
-                            uint16_t port);
+struct pin_entry *pins_find(struct pins *t, const struct netaddr *a, uint8_t proto, uint16_t port);
 
 /* pins_note() - record @p for @name, expiring @p->timeout_s from @now_ms.
  * Return: 1 if nft must add it, 2 if nft must replace it (the entry was

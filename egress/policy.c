@@ -50,9 +50,10 @@ int egress_pin(struct egress *e, const char *name, const struct dns_pin *addrs, 
 					struct nft_pin p = { .addr = addrs[k].addr,
 						             .proto = pr ? 17 : 6,
 						             .port = (uint16_t)port,
-						             .timeout_s = addrs[k].ttl < DNS_PIN_MIN_TTL
-						                              ? DNS_PIN_MIN_TTL
-						                              : addrs[k].ttl };
+						             .timeout_s =
+						                 addrs[k].ttl < DNS_PIN_MIN_TTL
+						                     ? DNS_PIN_MIN_TTL
+						                     : addrs[k].ttl };
 					int how = pins_note(&e->pins, &p, name, now);
 					if (how == 1 && na < cap)
 						add[na++] = p;

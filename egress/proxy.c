@@ -93,7 +93,8 @@ static void decide(struct conn *c, bool ech)
 		refuse(c, NULL);
 		return;
 	}
-	if (ech) {
+	/* ECH hides the name the rule matched; in open mode no name matters. */
+	if (ech && e->policy.mode != NETPOLICY_OPEN) {
 		refuse(c, "ech");
 		return;
 	}

@@ -18,7 +18,6 @@ struct dtcp;
 struct pending {
 	struct egress *e;
 	struct dns_question q;
-	const struct netrule *rule; /* for the log: copied to text below */
 	char rule_text[NETRULE_TEXT_MAX + 8];
 	bool has_rule;
 	struct sockaddr_in client; /* UDP */
@@ -40,6 +39,7 @@ struct dtcp {
 };
 
 static void dtcp_close(struct dtcp *c);
+static void dtcp_take(struct dtcp *c);
 
 static void log_dns(struct egress *e, const struct dns_question *q, const char *rule, bool allow,
                     const struct netaddr *dst)
@@ -125,8 +125,10 @@ static void on_answer(void *ctx, const uint8_t *resp, size_t len, uint16_t id, i
 done:
 	if (p->tcp && !p->tcp->dying) {
 		p->tcp->wait = NULL;
-		if (!p->tcp->out)
+		if (!p->tcp->out) {
 			dtcp_arm_out(p->tcp);
+			dtcp_take(p->tcp);
+		}
 	}
 	free(p);
 }
@@ -183,8 +185,8 @@ static void on_udp(struct ev *ev, uint32_t events)
 	for (int i = 0; i < 64; i++) {
 		struct sockaddr_in sa;
 		socklen_t sl = sizeof(sa);
-		ssize_t n = recvfrom(ev->fd, buf, sizeof(buf), MSG_DONTWAIT, (struct sockaddr *)&sa,
-		                     &sl);
+		ssize_t n =
+		    recvfrom(ev->fd, buf, sizeof(buf), MSG_DONTWAIT, (struct sockaddr *)&sa, &sl);
 		if (n < 0)
 			return;
 		if (sl != sizeof(sa) || sa.sin_family != AF_INET)
@@ -220,6 +222,33 @@ static void dtcp_timeout(struct timer *t)
 	dtcp_close((struct dtcp *)((char *)t - offsetof(struct dtcp, t)));
 }
 
+/* A whole query in the buffer (read now or pipelined behind the last):
+ * take it.  One question at a time: reading stops until it is answered. */
+static void dtcp_take(struct dtcp *c)
+{
+	if (c->dying || c->wait || c->out || c->inlen < 2)
+		return;
+	size_t want = (size_t)c->in[0] << 8 | c->in[1];
+	if (want == 0 || want > TCP_QUERY_MAX) {
+		dtcp_close(c);
+		return;
+	}
+	if (c->inlen < 2 + want)
+		return;
+	if (loop_mod(&c->e->loop, &c->ev, 0)) {
+		dtcp_close(c);
+		return;
+	}
+	size_t extra = c->inlen - 2 - want;
+	uint8_t q[TCP_QUERY_MAX];
+	memcpy(q, c->in + 2, want);
+	memmove(c->in, c->in + 2 + want, extra);
+	c->inlen = extra;
+	handle_query(c->e, q, want, NULL, c);
+	if (!c->dying && !c->wait && !c->out)
+		dtcp_arm_out(c);
+}
+
 static void on_dtcp(struct ev *ev, uint32_t events)
 {
 	struct dtcp *c = (struct dtcp *)((char *)ev - offsetof(struct dtcp, ev));
@@ -243,6 +272,7 @@ static void on_dtcp(struct ev *ev, uint32_t events)
 			c->out = NULL;
 			timer_arm(&c->e->loop, &c->t, EGRESS_DNS_TCP_MS);
 			dtcp_arm_out(c);
+			dtcp_take(c);
 		}
 		return;
 	}
@@ -255,28 +285,7 @@ static void on_dtcp(struct ev *ev, uint32_t events)
 		return;
 	}
 	c->inlen += (size_t)n;
-	if (c->inlen < 2)
-		return;
-	size_t want = (size_t)c->in[0] << 8 | c->in[1];
-	if (want == 0 || want > TCP_QUERY_MAX) {
-		dtcp_close(c);
-		return;
-	}
-	if (c->inlen < 2 + want)
-		return;
-	/* One question at a time: stop reading until it is answered. */
-	if (loop_mod(&c->e->loop, &c->ev, 0)) {
-		dtcp_close(c);
-		return;
-	}
-	size_t extra = c->inlen - 2 - want;
-	uint8_t q[TCP_QUERY_MAX];
-	memcpy(q, c->in + 2, want);
-	memmove(c->in, c->in + 2 + want, extra);
-	c->inlen = extra;
-	handle_query(c->e, q, want, NULL, c);
-	if (!c->dying && !c->wait && !c->out)
-		dtcp_arm_out(c);
+	dtcp_take(c);
 }
 
 static void on_tcp_accept(struct ev *ev, uint32_t events)
@@ -317,8 +326,7 @@ static int bind_gw(struct egress *e, int type, struct ev *ev, void (*fn)(struct 
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(53) };
 	memcpy(&sa.sin_addr, e->cfg.gateway.a, 4);
 	int r = 0;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    (type == SOCK_STREAM && listen(fd, 64)))
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || (type == SOCK_STREAM && listen(fd, 64)))
 		r = -errno;
 	ev->fd = fd;
 	ev->fn = fn;

@@ -85,8 +85,8 @@ static enum sniff_result parse_sni(struct rd *e, struct sniff_tls *out)
 
 static enum sniff_result parse_hello(struct rd *h, struct sniff_tls *out)
 {
-	rd_u16(h);                              /* legacy_version */
-	rd_sub(h, 32);                          /* random */
+	rd_u16(h);     /* legacy_version */
+	rd_sub(h, 32); /* random */
 	unsigned sid = rd_u8(h);
 	if (sid > 32)
 		return SNIFF_BAD;
@@ -221,7 +221,8 @@ static enum sniff_result parse_authority(const char *s, size_t n, struct sniff_h
 static size_t head_end(const uint8_t *buf, size_t len)
 {
 	for (size_t i = 0; i + 3 < len; i++)
-		if (buf[i] == '\r' && buf[i + 1] == '\n' && buf[i + 2] == '\r' && buf[i + 3] == '\n')
+		if (buf[i] == '\r' && buf[i + 1] == '\n' && buf[i + 2] == '\r' &&
+		    buf[i + 3] == '\n')
 			return i + 4;
 	return 0;
 }
@@ -262,7 +263,8 @@ enum sniff_result sniff_http_host(const uint8_t *buf, size_t len, struct sniff_h
 	struct sniff_http abs = { .port = 0 };
 	bool have_abs = false;
 	size_t tl = (size_t)(sp2 - tgt);
-	if (tl > 7 && (!strncasecmp(tgt, "http://", 7) || (tl > 8 && !strncasecmp(tgt, "https://", 8)))) {
+	if (tl > 7 &&
+	    (!strncasecmp(tgt, "http://", 7) || (tl > 8 && !strncasecmp(tgt, "https://", 8)))) {
 		const char *a = tgt + (tgt[4] == ':' ? 7 : 8);
 		const char *ae = a;
 		while (ae < sp2 && *ae != '/' && *ae != '?' && *ae != '#')
@@ -295,7 +297,8 @@ enum sniff_result sniff_http_host(const uint8_t *buf, size_t len, struct sniff_h
 			if (have_host)
 				return SNIFF_BAD;
 			have_host = true;
-			enum sniff_result r = parse_authority(colon + 1, (size_t)(le - colon - 1), out);
+			enum sniff_result r =
+			    parse_authority(colon + 1, (size_t)(le - colon - 1), out);
 			if (r != SNIFF_DONE)
 				return r;
 		}

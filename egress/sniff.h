@@ -15,10 +15,10 @@
 #define SNIFF_HTTP_MAX 8192  /* bytes of request head read before giving up */
 
 enum sniff_result {
-	SNIFF_MORE = 0,     /* need more bytes (and fewer than the cap are in) */
-	SNIFF_DONE = 1,     /* parsed */
-	SNIFF_BAD = -1,     /* malformed, or past the cap */
-	SNIFF_NONAME = -2,  /* well-formed but no usable name */
+	SNIFF_MORE = 0,    /* need more bytes (and fewer than the cap are in) */
+	SNIFF_DONE = 1,    /* parsed */
+	SNIFF_BAD = -1,    /* malformed, or past the cap */
+	SNIFF_NONAME = -2, /* well-formed but no usable name */
 };
 
 struct sniff_tls {

@@ -115,6 +115,8 @@ START_TEST(domain_match)
 	ck_assert(netrule_match_name(&pt, "git.test", 22));
 	ck_assert(!netrule_match_name(&pt, "git.test", 443));
 	ck_assert_int_eq(netname_normalize(".", n, sizeof(n)), -EINVAL);
+	ck_assert_int_eq(netname_normalize("a.test..", n, sizeof(n)),
+	                 -EINVAL); /* found by fuzz_clienthello */
 	ck_assert_int_eq(netname_normalize("a\x80.test", n, sizeof(n)), -EINVAL);
 }
 END_TEST
