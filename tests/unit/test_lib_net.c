@@ -1,4 +1,4 @@
-/* Unit tests: the pure parts of libcove's networking (lib/net_addr.c):
+/* Unit tests (test_lib_net): the pure parts of libcove's networking (lib/net_addr.c):
  * addresses from the index K, the option syntaxes and their one-line
  * errors, the resolv.conf reader, the policy's JSON, the network checks
  * of a configuration, and the net record's meta.json round trip. */
@@ -202,7 +202,7 @@ END_TEST
 
 static Suite *make_suite(void)
 {
-	Suite *s = suite_create("net");
+	Suite *s = suite_create("lib_net");
 	TCase *tc = tcase_create("net");
 	tcase_add_test(tc, index_addresses);
 	tcase_add_test(tc, rules);
