@@ -226,6 +226,8 @@ static int in_namespace(struct ns_job *j)
 	pthread_join(t, NULL);
 	return j->r;
 }
+
+/* The steps of the file's head comment, in order. */
 int net_setup(struct sandbox_net *n, const char *dir, const char *name, int cgroup_fd,
               const struct cove_config *cfg, json_t *policy, const char *limits, char *err,
               size_t errlen)
