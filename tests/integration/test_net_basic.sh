@@ -60,7 +60,7 @@ $cove start --name changed --allow 203.0.113.0/24:8000 >/dev/null 2>"$WORK/err" 
 $cove exec changed -- sh -c "$up" >/dev/null 2>&1
 before=$($cove exec changed -- sh -c "$get" 2>/dev/null | tail -n 1)
 # A cove-egress that its own seccomp filter kills on the policy change is
-# that branch's bug (wip-egress, seen: pselect6): reported as a TODO line,
+# that branch's bug (seen with wip-egress before 75321e2: pselect6): a TODO line,
 # not as this test's failure.
 egress_sigsys() { dmesg | grep -q 'comm="cove-egress".*sig=31'; }
 if $cove net changed --allow 198.51.100.0/24:8000 2>"$WORK/err"; then
