@@ -33,6 +33,8 @@ CFLAGS := -std=gnu11 -O2 -g $(WARN) -MMD -MP -fno-strict-aliasing
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 LIBS_VMM := $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson) -lz -lpthread -lcap \
             $(shell pkg-config --libs libseccomp 2>/dev/null || echo -lseccomp)
+# libcove's networking: rtnetlink (libmnl) and the host's nftables table.
+LIBS_NET := $(shell pkg-config --libs libmnl libnftables 2>/dev/null || echo -lmnl -lnftables)
 # cove-egress: nftables, netlink, DNS messages and NFLOG.
 LIBS_EGRESS := $(shell pkg-config --libs libnftables libmnl ldns libnetfilter_log 2>/dev/null || \
                  echo -lnftables -lmnl -lldns -lnetfilter_log)
@@ -104,7 +106,7 @@ $(B)/bin/cove-agent: $(call obj,$(AGENT_SRCS) $(AGENT_SHARED))
 $(B)/bin/cove: $(call obj,$(CLI_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS_VMM)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS_VMM) $(LIBS_NET)
 
 # Tiny freestanding programs that go into guest images (rootfs/guest-tools).
 $(B)/guest/%: rootfs/guest-tools/%.c
@@ -117,7 +119,7 @@ $(B)/guest/%: rootfs/guest-tools/%.c
 $(B)/itest/%: tests/integration/%.c $(call obj,$(LIB_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(call obj,$(LIB_SRCS) $(COMMON_SRCS)) $(LIBS_VMM)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(call obj,$(LIB_SRCS) $(COMMON_SRCS)) $(LIBS_VMM) $(LIBS_NET)
 
 # ---- unit tests: every module built again with ASan and UBSan --------------
 $(B)/asan/%.o: %.c
@@ -139,7 +141,7 @@ UNIT_ARCHIVES := $(B)/asan/libvmm.a $(B)/asan/libagent.a $(B)/asan/libcove.a $(B
 $(B)/unit/%: tests/unit/%.c $(UNIT_ARCHIVES)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  TEST    $@")
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $< -Wl,--start-group $(UNIT_ARCHIVES) -Wl,--end-group $(CHECK_LIBS) $(LIBS_VMM) $(LIBS_EGRESS)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $< -Wl,--start-group $(UNIT_ARCHIVES) -Wl,--end-group $(CHECK_LIBS) $(LIBS_VMM) $(LIBS_EGRESS) $(LIBS_NET)
 
 unit: $(UNIT_BINS)
 	@fail=0; for t in $(UNIT_BINS); do \
@@ -169,7 +171,7 @@ $(B)/fuzz/%: tests/fuzz/%.c $(call fuzz_obj,$(FUZZ_LINKED))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ    $@")
 	$(Q)$(FUZZ_CC) $(CPPFLAGS) -std=gnu11 -O1 -g $(WARN) -fsanitize=fuzzer,address,undefined \
-	  -o $@ $< -Wl,--start-group $(call fuzz_obj,$(FUZZ_LINKED)) -Wl,--end-group $(LIBS_VMM) $(LIBS_EGRESS)
+	  -o $@ $< -Wl,--start-group $(call fuzz_obj,$(FUZZ_LINKED)) -Wl,--end-group $(LIBS_VMM) $(LIBS_EGRESS) $(LIBS_NET)
 
 fuzz: $(FUZZ_BINS)
 

@@ -20,6 +20,8 @@ int cli_restore(int argc, char **argv);
 int cli_fork(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 int cli_doctor(int argc, char **argv);
+int cli_net(int argc, char **argv);
+int cli_logs(int argc, char **argv);
 
 #define CLI_MAX_LIST 64
 
@@ -38,6 +40,12 @@ enum {
 	CLI_O_DISK_RATE,
 	CLI_O_DISK_IOPS,
 	CLI_O_TTL,
+	CLI_O_NET,
+	CLI_O_ALLOW,
+	CLI_O_DENY,
+	CLI_O_PUBLISH,
+	CLI_O_DNS,
+	CLI_O_NET_LIMIT,
 	CLI_O_FIRST_FREE, /* commands number their own options from here */
 };
 
@@ -58,6 +66,43 @@ enum {
 	"  limits: --cpu-quota CPUS (0.5: half a CPU)  --pids-max N  --disk-size SIZE\n" \
 	"          --disk-rate BYTES/S  --disk-iops N  --ttl 30s|5m|2h|SECONDS\n"        \
 	"          (SIZE and BYTES/S take K, M, G, T suffixes: powers of 1024)\n"
+
+/* The network options (cli_net_option handles them). */
+#define CLI_NET_OPTIONS                                               \
+	{ "net", required_argument, NULL, CLI_O_NET },                \
+	    { "allow", required_argument, NULL, CLI_O_ALLOW },        \
+	    { "deny", required_argument, NULL, CLI_O_DENY },          \
+	    { "publish", required_argument, NULL, CLI_O_PUBLISH },    \
+	    { "dns", required_argument, NULL, CLI_O_DNS },            \
+	{                                                             \
+		"net-limit", required_argument, NULL, CLI_O_NET_LIMIT \
+	}
+
+#define CLI_NET_USAGE                                                              \
+	"  network (none of these: no NIC; they need root):\n"                     \
+	"          --net none|open  --allow RULE...  --deny CIDR[:PORT[-HI]]...\n" \
+	"          --publish [ADDR:]HOSTPORT:GUESTPORT...  --dns IP[:PORT]...\n"   \
+	"          --net-limit rx_bps=N,tx_bps=N,rx_pps=N,tx_pps=N\n"              \
+	"          (RULE: IP, CIDR, CIDR:PORT, CIDR:LO-HI, NAME, *.NAME, NAME:PORT)\n"
+
+/* What the network options gave; the lists stay NULL-terminated. */
+struct cli_net {
+	bool any;      /* a network option was given */
+	bool mode_set; /* --net */
+	enum cove_net_mode mode;
+	const char *allow[COVE_NET_RULES_MAX + 1], *deny[COVE_NET_RULES_MAX + 1];
+	const char *publish[CLI_MAX_LIST + 1], *dns[CLI_MAX_LIST + 1];
+	int nallow, ndeny, npublish, ndns;
+	const char *limits;
+};
+
+/* Handles one network option (restrict: only --net, --allow and --deny,
+ * for cove net); returns as cli_config_option. */
+int cli_net_option(struct cli_net *n, int o, const char *arg, const char *prog, bool restrict_);
+
+/* Puts what n holds into cfg (a network exactly when an option was
+ * given: --net's mode, else rules). */
+void cli_net_apply(struct cli_net *n, struct cove_config *cfg);
 
 /* Parses a size: a decimal number with an optional K, M, G or T suffix
  * (powers of 1024; "16M", "2G", "512").  -1 when s is not one or exceeds

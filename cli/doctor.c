@@ -40,7 +40,7 @@ static const char doctor_usage[] =
 enum level { OK, WARN, FAIL };
 static const char *const level_names[] = { "ok", "warn", "fail" };
 
-#define MAX_CHECKS 20
+#define MAX_CHECKS 24
 
 struct check {
 	const char *name;
@@ -406,11 +406,20 @@ int cli_doctor(int argc, char **argv)
 	char conf[320];
 	int cr = cove_confinement(conf, sizeof(conf));
 	add(&r, "confinement", cr == 0 ? OK : cr > 0 ? WARN : FAIL, "%s", conf);
+	char net[400];
+	int nr = cove_net_probe(net, sizeof(net));
+	add(&r, "network", nr == 0 ? OK : WARN, "%s", net);
 	struct cove_config cfg;
 	cove_config_defaults(&cfg);
 	check_file(&r, "cove-vmm", cfg.vmm, "run make");
 	check_file(&r, "guest kernel", cfg.kernel, "run make");
 	check_file(&r, "guest image", cfg.image, "run make");
+	struct stat est;
+	if (!cfg.egress || stat(cfg.egress, &est) < 0)
+		add(&r, "cove-egress", WARN, "%s missing (needed for sandbox networking; run make)",
+		    cfg.egress ? cfg.egress : "(none)");
+	else
+		add(&r, "cove-egress", OK, "%s", cfg.egress);
 	check_caches(&r);
 
 	bool files_ok = true;

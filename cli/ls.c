@@ -61,6 +61,13 @@ static void format_limits(const struct cove_info *s, char *out, size_t len)
 	if (s->disk_iops && n < len)
 		n += (size_t)snprintf(out + n, len - n, "%siops=%llu", n ? " " : "",
 		                      (unsigned long long)s->disk_iops);
+	/* Its network: the policy's mode and the host link. */
+	json_t *p = s->net_policy ? json_loads(s->net_policy, 0, NULL) : NULL;
+	if (s->net_policy && n < len)
+		n += (size_t)snprintf(
+		    out + n, len - n, "%snet=%s(cv%u)", n ? " " : "",
+		    p ? json_string_value(json_object_get(p, "mode")) ?: "?" : "?", s->net_index);
+	json_decref(p);
 	if (!out[0])
 		snprintf(out, len, "-");
 }
@@ -133,6 +140,14 @@ static int print_json(const struct cove_info *list, size_t n, int64_t now)
 		}
 		if (o && s->restored_from)
 			json_object_set_new(o, "restored_from", json_string(s->restored_from));
+		json_t *policy = o && s->net_policy ? json_loads(s->net_policy, 0, NULL) : NULL;
+		if (policy) {
+			char link[24];
+			snprintf(link, sizeof(link), "cv%u", s->net_index);
+			json_object_set_new(o, "net",
+			                    json_pack("{s:o, s:i, s:s}", "policy", policy, "index",
+			                              (int)s->net_index, "link", link));
+		}
 		if (!o || json_array_append_new(a, o) < 0) {
 			json_decref(a);
 			a = NULL;

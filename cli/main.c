@@ -15,6 +15,9 @@ static const char usage[] =
     "  cp NAME:PATH LOCAL | LOCAL NAME:PATH   copy a file out of or into one\n"
     "  stop NAME...                       shut named sandboxes down\n"
     "  ls [--json]                        list sandboxes (and clean up dead ones)\n"
+    "  net NAME [--net none|open] [--allow RULE]... [--deny CIDR]...\n"
+    "                                     replace a running sandbox's network policy\n"
+    "  logs NAME [--egress]               its console, or its egress decisions\n"
     "  snapshot NAME DIR [--stop]         save a running sandbox to DIR\n"
     "  restore DIR --name NAME            start a sandbox from a snapshot\n"
     "  fork DIR --count N --prefix P      start P-1 ... P-N from a snapshot at once\n"
@@ -33,7 +36,8 @@ static const struct {
 	{ "stop", cli_stop },         { "ls", cli_ls },
 	{ "snapshot", cli_snapshot }, { "restore", cli_restore },
 	{ "fork", cli_fork },         { "bench", cli_bench },
-	{ "doctor", cli_doctor },
+	{ "doctor", cli_doctor },     { "net", cli_net },
+	{ "logs", cli_logs },
 };
 
 static int dispatch(int argc, char **argv)

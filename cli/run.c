@@ -13,7 +13,7 @@ static const char run_usage[] =
     "usage: cove run [--cpus N] [--memory MiB] [--image minimal|debian|PATH]\n"
     "                [--kernel PATH] [--hostname NAME] [-e K=V]... [-w DIR]\n"
     "                [--timeout S] [--put LOCAL:GUEST]... [--get GUEST:LOCAL]...\n"
-    "                [LIMITS] [-it] -- CMD [ARGS...]\n" CLI_LIMIT_USAGE;
+    "                [LIMITS] [-it] -- CMD [ARGS...]\n" CLI_LIMIT_USAGE CLI_NET_USAGE;
 
 /* "A:B" -> A and B (split at the first ':'). */
 static int split_pair(char *s, char **a, char **b)
@@ -45,11 +45,13 @@ int cli_run(int argc, char **argv)
 		{ "get", required_argument, NULL, O_GET },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_LIMIT_OPTIONS,
+		CLI_NET_OPTIONS,
 		{ 0 },
 	};
 	const char *prog = "cove run";
 	struct cove_config cfg;
 	cove_config_defaults(&cfg);
+	static struct cli_net net;
 	struct cli_exec x = { .nenv = 0 };
 	struct {
 		char *from, *to;
@@ -60,6 +62,8 @@ int cli_run(int argc, char **argv)
 	opterr = 0;
 	while ((o = getopt_long(argc, argv, "+" CLI_EXEC_SHORT "h", opts, NULL)) != -1) {
 		int k = cli_config_option(&cfg, &image, o, optarg, prog);
+		if (k == 0)
+			k = cli_net_option(&net, o, optarg, prog, false);
 		if (k == 0)
 			k = cli_exec_option(&x, o, optarg, prog);
 		if (k < 0)
@@ -105,6 +109,7 @@ int cli_run(int argc, char **argv)
 
 	char err[512];
 	struct cove_sandbox *sb = NULL;
+	cli_net_apply(&net, &cfg);
 	if (cove_start(&cfg, &sb, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s: %s\n", prog, err);
 		status = 125;

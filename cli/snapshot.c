@@ -17,10 +17,13 @@
 static const char snapshot_usage[] = "usage: cove snapshot NAME DIR [--stop]\n"
                                      "  --stop: the sandbox ends with the snapshot\n";
 static const char restore_usage[] =
-    "usage: cove restore DIR --name NAME [--hostname NAME] [--timeout S]\n";
+    "usage: cove restore DIR --name NAME [--hostname NAME] [--timeout S] [NETWORK]\n"
+    "  a snapshot with a network gets a fresh one with its policy, unless\n"
+    "  --net, --allow or --deny give another\n" CLI_NET_USAGE;
 static const char fork_usage[] =
-    "usage: cove fork DIR --count N --prefix P [--timeout S]\n"
-    "  starts P-1 ... P-N from the snapshot DIR at once; all of them or none\n";
+    "usage: cove fork DIR --count N --prefix P [--timeout S] [NETWORK]\n"
+    "  starts P-1 ... P-N from the snapshot DIR at once; all of them or none;\n"
+    "  each gets its own network with a copy of the policy (or NETWORK's)\n" CLI_NET_USAGE;
 
 int cli_snapshot(int argc, char **argv)
 {
@@ -71,6 +74,7 @@ int cli_snapshot(int argc, char **argv)
 struct restore_args {
 	const char *dir, *name, *prefix;
 	unsigned long count;
+	struct cli_net net;
 };
 
 /* Options of restore and fork.  Returns -1 when the command goes on (cfg
@@ -86,6 +90,7 @@ static int parse_restore(int argc, char **argv, bool fork_, struct cove_config *
 		{ "count", required_argument, NULL, O_COUNT },
 		{ "prefix", required_argument, NULL, O_PREFIX },
 		{ "help", no_argument, NULL, 'h' },
+		CLI_NET_OPTIONS,
 		{ 0 },
 	};
 	const char *prog = fork_ ? "cove fork" : "cove restore";
@@ -94,6 +99,11 @@ static int parse_restore(int argc, char **argv, bool fork_, struct cove_config *
 	int o;
 	opterr = 0;
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		int k = cli_net_option(&a->net, o, optarg, prog, false);
+		if (k < 0)
+			return 2;
+		if (k > 0)
+			continue;
 		switch (o) {
 		case CLI_O_NAME:
 		case CLI_O_HOSTNAME:
@@ -153,7 +163,19 @@ static int parse_restore(int argc, char **argv, bool fork_, struct cove_config *
 		fprintf(stderr, "%s: --count N and --prefix P are required\n%s", prog, usage);
 		return 2;
 	}
+	/* A fork's publish ports would collide; a restore may give its own. */
+	if (fork_ && a->net.npublish) {
+		fprintf(stderr, "%s: --publish binds one host port: it cannot go to %lu forks\n",
+		        prog, a->count);
+		return 2;
+	}
 	cfg->detached = true;
+	/* Restored sandboxes keep the snapshot's policy unless one is given;
+	 * --dns, --publish and --net-limit alone do not replace it. */
+	bool policy = a->net.mode_set || a->net.nallow || a->net.ndeny;
+	cli_net_apply(&a->net, cfg);
+	if (!policy)
+		cfg->net.mode = COVE_NET_OFF;
 	return -1;
 }
 
@@ -162,7 +184,7 @@ int cli_restore(int argc, char **argv)
 	const char *prog = "cove restore";
 	struct cove_config cfg;
 	cove_config_defaults(&cfg);
-	struct restore_args a = { .count = 0 };
+	static struct restore_args a;
 	int status = parse_restore(argc, argv, false, &cfg, &a);
 	if (status >= 0)
 		return status;
@@ -203,7 +225,7 @@ int cli_fork(int argc, char **argv)
 	const char *prog = "cove fork";
 	struct cove_config cfg;
 	cove_config_defaults(&cfg);
-	struct restore_args a = { .count = 0 };
+	static struct restore_args a;
 	int status = parse_restore(argc, argv, true, &cfg, &a);
 	if (status >= 0)
 		return status;

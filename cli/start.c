@@ -15,7 +15,7 @@
 static const char start_usage[] =
     "usage: cove start --name NAME [--cpus N] [--memory MiB]\n"
     "                  [--image minimal|debian|PATH] [--kernel PATH]\n"
-    "                  [--hostname NAME] [--timeout S] [LIMITS]\n" CLI_LIMIT_USAGE
+    "                  [--hostname NAME] [--timeout S] [LIMITS]\n" CLI_LIMIT_USAGE CLI_NET_USAGE
     "  --timeout S: give up when the agent has not answered after S seconds (60)\n";
 
 static const char stop_usage[] = "usage: cove stop NAME...\n";
@@ -32,17 +32,21 @@ int cli_start(int argc, char **argv)
 		{ "timeout", required_argument, NULL, CLI_O_TIMEOUT },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_LIMIT_OPTIONS,
+		CLI_NET_OPTIONS,
 		{ 0 },
 	};
 	const char *prog = "cove start";
 	struct cove_config cfg;
 	cove_config_defaults(&cfg);
+	static struct cli_net net;
 	char *image = NULL, hostname[COVE_NAME_MAX + 1];
 	unsigned long v;
 	int o, status = 2;
 	opterr = 0;
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		int k = cli_config_option(&cfg, &image, o, optarg, prog);
+		if (k == 0)
+			k = cli_net_option(&net, o, optarg, prog, false);
 		if (k < 0)
 			goto out;
 		if (k > 0)
@@ -89,6 +93,7 @@ int cli_start(int argc, char **argv)
 	cfg.detached = true;
 	char err[512];
 	struct cove_sandbox *sb;
+	cli_net_apply(&net, &cfg);
 	if (cove_start(&cfg, &sb, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s: %s\n", prog, err);
 		status = 1;

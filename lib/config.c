@@ -53,9 +53,10 @@ static const char *env_or(const char *name, const char *rel, char **keep)
 void cove_config_defaults(struct cove_config *cfg)
 {
 	/* The strings live for the process: defaults are resolved once. */
-	static char *vmm, *kernel, *image;
+	static char *vmm, *kernel, *image, *egress;
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->vmm = vmm ? vmm : (char *)env_or("COVE_VMM", "bin/cove-vmm", &vmm);
+	cfg->egress = egress ? egress : (char *)env_or("COVE_EGRESS", "bin/cove-egress", &egress);
 	cfg->kernel = kernel ? kernel : (char *)env_or("COVE_KERNEL", "vmlinux", &kernel);
 	if (!image)
 		image = cove_image_path(getenv("COVE_IMAGE") ? getenv("COVE_IMAGE") : "minimal");
@@ -134,6 +135,11 @@ int config_check(const struct cove_config *cfg, bool boot, char *err, size_t err
 	int r = boot ? config_check_sizes(cfg->cpus, cfg->memory_mib, err, errlen) : 0;
 	if (r == 0)
 		r = config_check_limits(cfg, err, errlen);
+	if (r == 0)
+		r = net_check_config(cfg, boot, err, errlen);
+	/* Before anything else of the host: one line, nothing started. */
+	if (r == 0 && cfg->net.mode != COVE_NET_OFF)
+		r = config_check_net_host(cfg, err, errlen);
 	if (r == 0 && !boot && cfg->disk_size)
 		r = errf(err, errlen, -EINVAL,
 		         "a restored sandbox keeps the snapshot's disk size (no disk size)");
@@ -163,5 +169,25 @@ int config_check(const struct cove_config *cfg, bool boot, char *err, size_t err
 	}
 	if (cfg->name)
 		return sandbox_check_name(cfg->name, err, errlen);
+	return 0;
+}
+
+int config_check_net_host(const struct cove_config *cfg, char *err, size_t errlen)
+{
+	if (geteuid() != 0)
+		return errf(err, errlen, -EPERM,
+		            "networking (--net, --allow, --deny, --publish) needs root: a "
+		            "sandbox's veth, NAT and nftables rules live in the host's network "
+		            "namespace (uid %u here); run cove as root, or without network "
+		            "options",
+		            (unsigned)geteuid());
+	if (access("/dev/net/tun", R_OK | W_OK) < 0)
+		return errf(err, errlen, -ENODEV,
+		            "networking needs /dev/net/tun (%s): load the tun module",
+		            strerror(errno));
+	if (!cfg->egress || access(cfg->egress, X_OK) < 0)
+		return errf(err, errlen, -ENOENT, "cove-egress '%s': %s (run make)",
+		            cfg->egress ? cfg->egress : "(none configured)",
+		            cfg->egress ? strerror(errno) : "not found");
 	return 0;
 }

@@ -25,6 +25,33 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* A sandbox's network (docs/ARCHITECTURE.md, "The network"): without one
+ * (COVE_NET_OFF) it has no NIC at all.  Otherwise the guest's eth0 reaches
+ * the world only through its own network namespace, where cove-egress
+ * enforces the policy: NONE denies everything (DNS included), RULES
+ * allows what the allow rules match minus the deny rules, OPEN allows
+ * everything that is not always denied (the host, other sandboxes,
+ * private and metadata ranges) minus the deny rules.  Networking needs
+ * root (the veth, NAT and nftables rules live in the host's network
+ * namespace). */
+enum cove_net_mode {
+	COVE_NET_OFF = 0,
+	COVE_NET_NONE,
+	COVE_NET_RULES,
+	COVE_NET_OPEN,
+};
+
+/* Rules: allow `IP`, `CIDR`, `CIDR:PORT`, `CIDR:LO-HI`, `NAME`, `*.NAME`,
+ * `NAME:PORT`; deny CIDR rules only (a domain deny is easy to bypass).
+ * A CIDR deny beats any allow.  Lists are NULL-terminated, or NULL. */
+struct cove_net_policy {
+	enum cove_net_mode mode;
+	const char *const *allow;
+	const char *const *deny;
+};
+
+#define COVE_NET_RULES_MAX 256 /* rules per list */
+
 struct cove_config {
 	const char *vmm;              /* cove-vmm binary */
 	const char *kernel;           /* guest kernel (vmlinux or bzImage) */
@@ -52,6 +79,18 @@ struct cove_config {
 	uint64_t ttl_s;     /* lifetime: cove-vmm stops the sandbox this many seconds
 	                       after it started, however wedged the guest; a restore
 	                       starts a fresh ttl of the same length */
+	/* Networking (mode COVE_NET_OFF: none, no NIC).  A restore keeps the
+	 * snapshot's policy and net limits unless net.mode is set here. */
+	struct cove_net_policy net;
+	const char *const *net_publish; /* "[ADDR:]HOSTPORT:GUESTPORT" (TCP): a host
+	                                   port (127.0.0.1 by default) forwarded to
+	                                   a guest port; NULL-terminated or NULL */
+	const char *const *net_dns;     /* upstream resolvers "IP[:PORT]"; NULL:
+	                                   $COVE_DNS_UPSTREAM, else the host's
+	                                   /etc/resolv.conf (loopback skipped) */
+	const char *net_limits;         /* "rx_bps=N,tx_bps=N,rx_pps=N,tx_pps=N[,..._burst=N]":
+	                                   virtio-net rate limits, or NULL */
+	const char *egress;             /* cove-egress binary (found as vmm is) */
 };
 
 /* Fills cfg with defaults: cove-vmm, build/vmlinux and
@@ -215,6 +254,11 @@ struct cove_info {
 	 * disk's virtual size, 0 if unknown). */
 	double cpu_quota;
 	uint64_t pids_max, disk_size, disk_bps, disk_iops, ttl_s;
+	/* Its network: NULL without one, else the policy as JSON
+	 * ({"mode":..., "allow":[...], "deny":[...]}, malloc'ed), and the
+	 * sandbox's index (its host link is cv<index>). */
+	char *net_policy;
+	unsigned int net_index;
 };
 
 /* "starting", "running", "paused", "dead". */
@@ -245,6 +289,23 @@ int cove_snapshot(struct cove_sandbox *sb, const char *dir, bool stop_after, cha
  * notice (new clock, hostname, entropy). */
 int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct cove_sandbox **out,
                  char *err, size_t errlen) __attribute__((warn_unused_result));
+
+/* Replaces a running sandbox's network policy at once (one nftables
+ * transaction in its namespace; the domain rules switch at the same
+ * moment) through its cove-egress control socket.  -ENOTSUP with "sandbox
+ * NAME was started without networking" when it has no network; -EINVAL
+ * for a bad rule (nothing changed); -EIO with cove-egress's own error.
+ * The new policy is recorded in meta.json. */
+int cove_net_set(struct cove_sandbox *sb, const struct cove_net_policy *policy, char *err,
+                 size_t errlen) __attribute__((warn_unused_result));
+
+/* "off", "none", "rules", "open". */
+const char *cove_net_mode_name(enum cove_net_mode mode);
+
+/* One line for cove doctor: whether this process can give sandboxes a
+ * network (root, /dev/net/tun, nf_tables, user namespaces, ip_forward).
+ * 0 when it can, 1 when not (out says why). */
+int cove_net_probe(char *out, size_t len);
 
 /* One line: how a sandbox this process starts is confined (the jail,
  * docs/ARCHITECTURE.md).  0 for the full jail, 1 for seccomp and

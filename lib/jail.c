@@ -50,10 +50,8 @@ static uint32_t name_hash(const char *s)
 	return h;
 }
 
-/* Claims a uid for sb in <base>/.ids/<uid> (O_EXCL); a claim whose
- * sandbox directory is gone is stale and taken over. */
-static int claim_uid(struct sandbox_jail *j, const char *sbdir, const char *name, char *err,
-                     size_t errlen)
+int jail_claim_uid(const char *sbdir, const char *name, uid_t *out, char *claim, size_t claimlen,
+                   char *err, size_t errlen)
 {
 	uint32_t first, count;
 	int r = id_range(&first, &count, err, errlen);
@@ -85,8 +83,8 @@ static int claim_uid(struct sandbox_jail *j, const char *sbdir, const char *name
 					return errf(err, errlen, r, "cannot write %s: %s", p,
 					            strerror(-r));
 				}
-				j->uid = uid;
-				snprintf(j->claim, sizeof(j->claim), "%s", p);
+				*out = uid;
+				snprintf(claim, claimlen, "%s", p);
 				return 0;
 			}
 			if (errno != EEXIST)
@@ -125,7 +123,8 @@ int jail_prepare(struct sandbox_jail *j, const char *dir, const char *name, cons
 	j->userns = geteuid() != 0;
 	j->ids = !j->userns;
 	if (j->ids) {
-		if ((r = claim_uid(j, dir, name, err, errlen)) < 0)
+		if ((r = jail_claim_uid(dir, name, &j->uid, j->claim, sizeof(j->claim), err,
+		                        errlen)) < 0)
 			return r;
 		if (chown(root, j->uid, j->uid) < 0)
 			return errf(err, errlen, -errno, "cannot give %s to uid %u: %s", root,

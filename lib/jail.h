@@ -38,6 +38,13 @@ int jail_prepare(struct sandbox_jail *j, const char *dir, const char *name, cons
                  const struct cgroup_limits *l, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
+/* Claims a uid for the sandbox name (entry sbdir) in <base>/.ids/<uid>
+ * (O_EXCL; a claim whose sandbox directory is gone is stale and taken
+ * over): cove-vmm's, and cove-egress's second one.  The claim's path goes
+ * into claim. */
+int jail_claim_uid(const char *sbdir, const char *name, uid_t *uid, char *claim, size_t claimlen,
+                   char *err, size_t errlen) __attribute__((warn_unused_result));
+
 /* After a start where clone3 could not make a user namespace: from now
  * on the sandbox runs with seccomp and no_new_privs only. */
 void jail_without_namespaces(struct sandbox_jail *j, int why);

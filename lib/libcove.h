@@ -22,6 +22,7 @@
 #include "cove.h"
 #include "errf.h"
 #include "jail.h"
+#include "net.h"
 #include "registry.h"
 
 #define SANDBOX_API_SOCK JAIL_ROOT_DIR "/api.sock" /* in the sandbox's directory */
@@ -44,7 +45,8 @@ struct cove_sandbox {
 	uint64_t ttl_s;
 	int ttl_stop_fd; /* eventfd that ends the watchdog; -1: none */
 	pthread_t ttl_thread;
-	bool ttl_killed; /* written by the watchdog before it ends (atomic) */
+	bool ttl_killed;        /* written by the watchdog before it ends (atomic) */
+	struct sandbox_net net; /* net.on: it has a network (net.h) */
 };
 
 /* ---- config.c ----------------------------------------------------------- */
@@ -75,6 +77,11 @@ int config_check_sizes(unsigned int cpus, uint64_t memory_mib, char *err, size_t
 /* The limits of cfg within those bounds: 0, or -EINVAL with a one-line
  * message naming the limit ("ttl must be at most ..."). */
 int config_check_limits(const struct cove_config *cfg, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* What a sandbox with a network needs of this host and process: root,
+ * /dev/net/tun, cove-egress.  0, or -errno with one line. */
+int config_check_net_host(const struct cove_config *cfg, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
 /* cfg's boot timeout, or its default. */
@@ -116,6 +123,22 @@ void sandbox_logs(const struct cove_sandbox *sb, const struct cove_config *cfg, 
  * guest RAM plus CGROUP_VMM_OVERHEAD_MIB, pids.max the threads plus spare. */
 void sandbox_limits(const struct cove_config *cfg, unsigned int cpus, uint64_t memory_mib,
                     struct cgroup_limits *l);
+
+/* The network of a sandbox that has one (policy's mode not off, or
+ * policy_json, a restore's recorded policy, not NULL): net_setup, then
+ * m's net record, written to meta.json at once.  0 without a network. */
+int sandbox_net_begin(struct cove_sandbox *sb, const struct cove_config *cfg,
+                      const struct cove_net_policy *policy, const char *policy_json,
+                      const char *limits, struct registry_meta *m, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* Appends "--net fd=3[,limits]" to argv (at argc; arg holds the value)
+ * when sb has a network; returns the new argc. */
+int sandbox_net_args(const struct cove_sandbox *sb, const char **argv, int argc, char *arg,
+                     size_t len);
+
+/* After vmm_spawn: the TAP is cove-vmm's, our fd is closed. */
+void sandbox_net_handed(struct cove_sandbox *sb);
 
 /* Stops and frees a sandbox that failed to come up, detached or not. */
 void sandbox_abort(struct cove_sandbox *sb);

@@ -22,6 +22,31 @@ static bool join(char *out, size_t len, const char *a, const char *b)
 	return n >= 0 && (size_t)n < len;
 }
 
+/* The network of a sandbox that cove_open attaches to: its index and
+ * claim, and cove-egress through a pidfd once its identity (comm, start
+ * time) is checked, so that cove_stop never signals another process. */
+static void open_net(struct cove_sandbox *sb, const char *base, const struct registry_meta *m)
+{
+	struct sandbox_net *n = &sb->net;
+	if (!m->net.on)
+		return;
+	n->on = true;
+	n->index = m->net.index;
+	snprintf(n->claim, sizeof(n->claim), "%.4000s/.net/%u", base, m->net.index);
+	snprintf(n->limits, sizeof(n->limits), "%s", m->net.limits);
+	pid_t pid = m->net.egress_pid;
+	if (pid <= 0 || registry_proc_is_egress(pid, m->net.egress_start) < 0)
+		return;
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd >= 0 && registry_proc_is_egress(pid, m->net.egress_start) == 0) {
+		n->egress_pid = pid;
+		n->egress_start = m->net.egress_start;
+		n->egress_pidfd = fd;
+	} else if (fd >= 0) {
+		close(fd);
+	}
+}
+
 int cove_open(const char *name, struct cove_sandbox **out, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -68,12 +93,14 @@ int cove_open(const char *name, struct cove_sandbox **out, char *err, size_t err
 		}
 		if (sb->pidfd >= 0 && registry_alive(m)) {
 			sb->pid = m->pid;
+			open_net(sb, base, m);
 			free(m);
 			*out = sb;
 			return 0;
 		}
 	}
-	registry_remove_dead(base, name, m);
+	if (registry_remove_dead(base, name, m) == 0)
+		net_clean_dead(base, m);
 	r = errf(err, errlen, -ESRCH,
 	         "sandbox %s was dead (its process %d is gone); removed its entry", name,
 	         (int)m->pid);
@@ -82,6 +109,8 @@ fail:
 		sb->dir[0] = 0; /* never remove what we only looked at */
 		if (sb->pidfd >= 0)
 			close(sb->pidfd);
+		if (sb->net.egress_pidfd >= 0)
+			close(sb->net.egress_pidfd);
 	}
 	free(sb);
 	free(m);
@@ -138,12 +167,17 @@ static int list_entry(const char *base, const char *name, struct registry_meta *
 	info->disk_bps = m->limits.disk_bps;
 	info->disk_iops = m->limits.disk_iops;
 	info->ttl_s = m->limits.ttl_s;
+	info->net_index = m->net.index;
+	if (m->net.on && !(info->net_policy = strdup(m->net.policy)))
+		return -ENOMEM;
 	if ((m->image[0] && !(info->image = strdup(m->image))) ||
 	    (m->restored_from[0] && !(info->restored_from = strdup(m->restored_from))))
 		return -ENOMEM;
 	if (!registry_alive(m)) {
 		info->state = COVE_STATE_DEAD;
 		r = registry_remove_dead(base, name, m);
+		if (r == 0)
+			net_clean_dead(base, m);
 		return r == -EBUSY ? 0 : 1;
 	}
 	if (m->starting) {
@@ -203,12 +237,14 @@ int cove_list(struct cove_info **out, size_t *count, char *err, size_t errlen)
 		if (k < 0) {
 			free(list[n].image);
 			free(list[n].restored_from);
+			free(list[n].net_policy);
 			r = k;
 		} else if (k > 0) {
 			n++;
 		} else {
 			free(list[n].image);
 			free(list[n].restored_from);
+			free(list[n].net_policy);
 		}
 	}
 	closedir(d);
@@ -229,6 +265,7 @@ void cove_list_free(struct cove_info *list, size_t count)
 	for (size_t i = 0; list && i < count; i++) {
 		free(list[i].image);
 		free(list[i].restored_from);
+		free(list[i].net_policy);
 	}
 	free(list);
 }

@@ -100,7 +100,7 @@ int registry_meta_write(const char *dir, const struct registry_meta *m)
 		json_object_set_new(o, "image", json_string(m->image));
 	if (m->restored_from[0])
 		json_object_set_new(o, "restored_from", json_string(m->restored_from));
-	if (registry_limits_put(o, &m->limits) < 0) {
+	if (registry_limits_put(o, &m->limits) < 0 || registry_net_put(o, &m->net, true) < 0) {
 		json_decref(o);
 		return -ENOMEM;
 	}
@@ -198,6 +198,63 @@ int registry_limits_get(json_t *o, struct registry_limits *l)
 	return 0;
 }
 
+int registry_net_put(json_t *o, const struct registry_net *n, bool with_index)
+{
+	if (!n->on)
+		return 0;
+	json_error_t je;
+	json_t *policy = json_loads(n->policy, JSON_REJECT_DUPLICATES, &je);
+	json_t *net = json_object();
+	int r = !policy || !net;
+	if (!r) {
+		r |= json_object_set_new(net, "policy", policy);
+		policy = NULL;
+		if (n->limits[0])
+			r |= json_object_set_new(net, "limits", json_string(n->limits));
+		if (with_index)
+			r |= json_object_set_new(net, "index", json_integer(n->index));
+		r |= json_object_set(o, "net", net);
+	}
+	if (!r && with_index && n->egress_pid > 0) {
+		r |= json_object_set_new(o, "egress_pid", json_integer(n->egress_pid));
+		r |= json_object_set_new(o, "egress_start",
+		                         json_integer((json_int_t)n->egress_start));
+	}
+	json_decref(policy);
+	json_decref(net);
+	return r ? -ENOMEM : 0;
+}
+
+int registry_net_get(json_t *o, struct registry_net *n)
+{
+	memset(n, 0, sizeof(*n));
+	json_t *net = json_object_get(o, "net");
+	if (!net)
+		return 0;
+	json_t *policy = json_object_get(net, "policy");
+	if (!json_is_object(net) || !json_is_object(policy))
+		return -EPROTO;
+	char *text = json_dumps(policy, JSON_COMPACT);
+	size_t len = text ? strlen(text) : 0;
+	int r = text && len < sizeof(n->policy) ? 0 : -EPROTO;
+	if (!r)
+		memcpy(n->policy, text, len + 1);
+	free(text);
+	uint64_t index = 0, pid = 0;
+	if (!r)
+		r = meta_string(net, "limits", n->limits, sizeof(n->limits));
+	if (!r)
+		r = meta_uint(net, "index", 16383, &index);
+	if (!r)
+		r = meta_uint(o, "egress_pid", INT32_MAX, &pid);
+	if (!r)
+		r = meta_uint(o, "egress_start", UINT64_MAX >> 1, &n->egress_start);
+	n->index = (unsigned int)index;
+	n->egress_pid = (pid_t)pid;
+	n->on = r == 0;
+	return r;
+}
+
 int registry_meta_read(const char *dir, struct registry_meta *m)
 {
 	memset(m, 0, sizeof(*m));
@@ -245,6 +302,8 @@ int registry_meta_read(const char *dir, struct registry_meta *m)
 		r = meta_string(o, "restored_from", m->restored_from, sizeof(m->restored_from));
 	if (!r)
 		r = registry_limits_get(o, &m->limits);
+	if (!r)
+		r = registry_net_get(o, &m->net);
 	json_t *starting = json_object_get(o, "starting");
 	if (!r && starting && !json_is_boolean(starting))
 		r = -EPROTO;
@@ -360,6 +419,29 @@ int registry_proc_is_vmm(pid_t pid)
 	if (geteuid() != 0 && euid != geteuid())
 		return -EPERM;
 	return 0;
+}
+
+int registry_proc_is_egress(pid_t pid, uint64_t start)
+{
+	uint64_t now;
+	int r = registry_proc_start(pid, &now);
+	if (r < 0)
+		return r;
+	if (now != start)
+		return -ESRCH; /* a reused pid */
+	/* Its binary, not its comm: started through execveat on an fd, the
+	 * comm is the fd's number on kernels before 6.11. */
+	char path[64], exe[PATH_MAX];
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	ssize_t n = readlink(path, exe, sizeof(exe) - 1);
+	if (n < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	exe[n] = 0;
+	char *del = strstr(exe, " (deleted)");
+	if (del && !del[10])
+		*del = 0; /* rebuilt since it started */
+	const char *base = strrchr(exe, '/');
+	return strcmp(base ? base + 1 : exe, REGISTRY_EGRESS_COMM) ? -EPERM : 0;
 }
 
 bool registry_alive(const struct registry_meta *m)

@@ -8,9 +8,11 @@
  *   {"version": 1, "name": S, "pid": N, "pid_start": N, "starting": B,
  *    "cpus": N, "memory_mib": N, "image": S | "restored_from": S,
  *    "created": N, "cpu_quota": X, "pids_max": N, "disk_size": N,
- *    "disk_bps": N, "disk_iops": N, "ttl_s": N}
+ *    "disk_bps": N, "disk_iops": N, "ttl_s": N,
+ *    "net": {"index": K, "policy": {"mode": S, "allow": [S], "deny": [S]},
+ *            "limits": S}, "egress_pid": N, "egress_start": N}
  * (the limits, registry_limits, are written when set and read as 0 when
- * absent).
+ * absent; "net" and the egress only for a sandbox with a network).
  * While "starting" is true, pid is the process creating the sandbox; after
  * that it is cove-vmm.  pid_start is field 22 of /proc/PID/stat (clock
  * ticks after boot), which tells a reused pid apart.  created is Unix
@@ -42,6 +44,25 @@ struct registry_limits {
 	uint64_t pids_max, disk_size, disk_bps, disk_iops, ttl_s;
 };
 
+struct json_t;
+
+/* A sandbox's network, as meta.json and a snapshot's note record it. */
+#define REGISTRY_NET_POLICY_MAX 32768
+#define REGISTRY_NET_LIMITS_MAX 256
+struct registry_net {
+	bool on;
+	unsigned int index;                   /* K: .net/<K>, link cv<K> (meta.json only) */
+	char policy[REGISTRY_NET_POLICY_MAX]; /* compact JSON object */
+	char limits[REGISTRY_NET_LIMITS_MAX]; /* cove-vmm --net limits, or "" */
+	pid_t egress_pid;                     /* meta.json only; 0: none yet */
+	uint64_t egress_start;
+};
+
+/* "net" as a member of o (when on; with_index: meta.json's index and
+ * egress), and back (absent: off; -EPROTO when malformed). */
+int registry_net_put(struct json_t *o, const struct registry_net *n, bool with_index);
+int registry_net_get(struct json_t *o, struct registry_net *n) __attribute__((warn_unused_result));
+
 struct registry_meta {
 	char name[REGISTRY_NAME_MAX + 1];
 	pid_t pid;
@@ -53,11 +74,11 @@ struct registry_meta {
 	char restored_from[PATH_MAX]; /* "" when booted from an image */
 	int64_t created;
 	struct registry_limits limits;
+	struct registry_net net;
 };
 
 /* The limits as members of the JSON object o (those that are set), and
  * back (absent: 0; -EPROTO for a negative, non-number or absurd value). */
-struct json_t;
 int registry_limits_put(struct json_t *o, const struct registry_limits *l);
 int registry_limits_get(struct json_t *o, struct registry_limits *l)
     __attribute__((warn_unused_result));
@@ -114,6 +135,13 @@ int registry_parse_status(const char *text, char *name, size_t namelen, uid_t *e
  * checked before a recorded pid is ever signalled.  -EPERM when it is
  * another program or another user's, -ESRCH when it is gone. */
 int registry_proc_is_vmm(pid_t pid) __attribute__((warn_unused_result));
+
+/* The name of cove-egress's binary, and the check before its recorded
+ * pid is signalled: start time and the binary's name (/proc/PID/exe; any
+ * uid: it runs under a jail uid of its own, and only root starts
+ * sandboxes with networks). */
+#define REGISTRY_EGRESS_COMM "cove-egress"
+int registry_proc_is_egress(pid_t pid, uint64_t start) __attribute__((warn_unused_result));
 
 /* Whether the process the record names still runs: pid exists, is not a
  * zombie and started when the record says. */

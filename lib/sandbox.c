@@ -3,6 +3,7 @@
  * up to the agent's readiness, and cove_stop and cove_free.  cove-vmm as a
  * process is vmm_proc.c's; restoring from a snapshot is snapshot.c's. */
 #include <errno.h>
+#include <jansson.h>
 #include <limits.h>
 #include <linux/magic.h>
 #include <poll.h>
@@ -62,6 +63,8 @@ struct cove_sandbox *sandbox_new(bool detached)
 		sb->pidfd = -1;
 		sb->jail.cgroup_fd = -1;
 		sb->ttl_stop_fd = -1;
+		sb->net.tap_fd = -1;
+		sb->net.egress_pidfd = -1;
 		sb->detached = detached;
 	}
 	return sb;
@@ -205,7 +208,8 @@ int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *e
 	if (lim.memory_bytes && disk_size && statfs(sb->root, &sfs) == 0 &&
 	    sfs.f_type == TMPFS_MAGIC)
 		lim.memory_bytes += qcow2_overlay_max_file(disk_size);
-	if ((r = jail_prepare(&sb->jail, sb->dir, sb->name, sb->root, &lim, err, errlen)) < 0)
+	if ((r = jail_prepare(&sb->jail, sb->dir, sb->name, sb->root, &lim, err, errlen)) < 0 ||
+	    (r = sandbox_net_begin(sb, cfg, &cfg->net, NULL, cfg->net_limits, m, err, errlen)) < 0)
 		goto fail;
 	lfd = vmm_listen(ready);
 	if (lfd < 0) {
@@ -222,17 +226,26 @@ int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *e
 	sandbox_disk_limits(limits, sizeof(limits), disk_size, cfg->disk_bps, cfg->disk_iops);
 	snprintf(disk_arg, sizeof(disk_arg), "%s,id=cove-root,format=qcow2%s", disk, limits);
 	snprintf(ttl, sizeof(ttl), "%llu", (unsigned long long)cfg->ttl_s);
-	snprintf(cmdline, sizeof(cmdline), "quiet cove.hostname=%s%s%s",
-	         cfg->hostname ? cfg->hostname : "cove", cfg->cmdline ? " " : "",
-	         cfg->cmdline ? cfg->cmdline : "");
-	const char *argv[] = { cfg->vmm,    "--kernel",  cfg->kernel,
-		               "--disk",    disk_arg,    "--vsock",
-		               sb->vsock,   "--api",     sb->api,
-		               "--cpus",    cpus,        "--memory",
-		               mem,         "--console", console,
-		               "--cmdline", cmdline,     cfg->ttl_s ? "--ttl" : NULL,
-		               ttl,         NULL };
-	if ((r = vmm_spawn((char *const *)argv, cfg->detached, log, sb, err, errlen)) < 0)
+	/* The guest learns its network from the command line (cove-agent). */
+	snprintf(cmdline, sizeof(cmdline), "quiet cove.hostname=%s%s%s%s",
+	         cfg->hostname ? cfg->hostname : "cove", sb->net.on ? " " NET_CMDLINE : "",
+	         cfg->cmdline ? " " : "", cfg->cmdline ? cfg->cmdline : "");
+	const char *argv[COVE_VMM_ARGS_MAX] = { cfg->vmm, "--kernel",  cfg->kernel, "--disk",
+		                                disk_arg, "--vsock",   sb->vsock,   "--api",
+		                                sb->api,  "--cpus",    cpus,        "--memory",
+		                                mem,      "--console", console,     "--cmdline",
+		                                cmdline };
+	int argc = 17;
+	if (cfg->ttl_s) {
+		argv[argc++] = "--ttl";
+		argv[argc++] = ttl;
+	}
+	char net_arg[REGISTRY_NET_LIMITS_MAX + 16];
+	argc = sandbox_net_args(sb, argv, argc, net_arg, sizeof(net_arg));
+	argv[argc] = NULL;
+	r = vmm_spawn((char *const *)argv, cfg->detached, log, sb, err, errlen);
+	sandbox_net_handed(sb);
+	if (r < 0)
 		goto fail;
 	ttl_watch(sb, cfg->ttl_s);
 	if ((r = sandbox_meta_vmm(sb, m, err, errlen)) < 0 ||
@@ -258,7 +271,9 @@ fail:
 static bool dir_still_ours(const struct cove_sandbox *sb)
 {
 	struct registry_meta *m = malloc(sizeof(*m));
-	bool ours = !m || registry_meta_read(sb->dir, m) < 0 || m->pid == sb->pid;
+	/* Before cove-vmm was spawned the record names us, still starting. */
+	bool ours = !m || registry_meta_read(sb->dir, m) < 0 || m->pid == sb->pid ||
+	            (m->starting && m->pid == getpid());
 	free(m);
 	return ours;
 }
@@ -270,6 +285,67 @@ void sandbox_limits(const struct cove_config *cfg, unsigned int cpus, uint64_t m
 	/* A snapshot without its note does not say: no memory limit then. */
 	l->memory_bytes = memory_mib ? (memory_mib + CGROUP_VMM_OVERHEAD_MIB) << 20 : 0;
 	l->pids_max = cfg->pids_max ? cfg->pids_max : cpus + CGROUP_PIDS_SPARE;
+	/* cove-egress shares the cgroup. */
+	if (cfg->net.mode != COVE_NET_OFF) {
+		if (l->memory_bytes)
+			l->memory_bytes += (uint64_t)NET_EGRESS_MEMORY_MIB << 20;
+		l->pids_max += NET_EGRESS_PIDS;
+	}
+}
+
+int sandbox_net_begin(struct cove_sandbox *sb, const struct cove_config *cfg,
+                      const struct cove_net_policy *policy, const char *policy_json,
+                      const char *limits, struct registry_meta *m, char *err, size_t errlen)
+{
+	if (policy->mode == COVE_NET_OFF && !policy_json)
+		return 0;
+	json_error_t je;
+	json_t *pj = policy_json ? json_loads(policy_json, 0, &je) : net_policy_json(policy);
+	if (!pj)
+		return errf(err, errlen, -ENOMEM, "cannot make the network policy");
+	int r = net_setup(&sb->net, sb->dir, sb->name, sb->jail.cgroup_fd, cfg, pj, limits, err,
+	                  errlen);
+	char *text = r == 0 ? json_dumps(pj, JSON_COMPACT) : NULL;
+	json_decref(pj);
+	if (r < 0)
+		return r;
+	struct registry_net *n = &m->net;
+	n->on = true;
+	n->index = sb->net.index;
+	n->egress_pid = sb->net.egress_pid;
+	n->egress_start = sb->net.egress_start;
+	snprintf(n->limits, sizeof(n->limits), "%s", limits ? limits : "");
+	if (!text || strlen(text) >= sizeof(n->policy)) {
+		free(text);
+		return errf(err, errlen, -E2BIG, "the network policy is too large to record");
+	}
+	memcpy(n->policy, text, strlen(text) + 1);
+	free(text);
+	/* Recorded at once: whoever finds this entry dead stops cove-egress. */
+	r = registry_meta_write(sb->dir, m);
+	if (r < 0)
+		return errf(err, errlen, r, "cannot write %s/%s: %s", sb->dir, REGISTRY_META,
+		            strerror(-r));
+	return 0;
+}
+
+int sandbox_net_args(const struct cove_sandbox *sb, const char **argv, int argc, char *arg,
+                     size_t len)
+{
+	if (!sb->net.on)
+		return argc;
+	snprintf(arg, len, "fd=%d%s%s", NET_TAP_FD, sb->net.limits[0] ? "," : "", sb->net.limits);
+	argv[argc++] = "--net";
+	argv[argc++] = arg;
+	return argc;
+}
+
+void sandbox_net_handed(struct cove_sandbox *sb)
+{
+	/* cove-vmm holds the TAP now (or failed to start): ours goes. */
+	if (sb->net.tap_fd >= 0)
+		close(sb->net.tap_fd);
+	sb->net.tap_fd = -1;
 }
 
 void sandbox_finish(struct cove_sandbox *sb, int grace_ms)
@@ -277,6 +353,8 @@ void sandbox_finish(struct cove_sandbox *sb, int grace_ms)
 	ttl_unwatch(sb);
 	vmm_reap(sb, grace_ms);
 	sb->stopped = true;
+	/* Before the cgroup goes: cove-egress is in it. */
+	net_teardown(&sb->net, sb->name, !sb->dir[0] || dir_still_ours(sb));
 	if (sb->jail.cgroup[0] || sb->jail.claim[0])
 		jail_release(&sb->jail);
 	else if (sb->dir[0] && sb->pid > 0 && dir_still_ours(sb)) {

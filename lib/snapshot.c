@@ -62,7 +62,8 @@ static void snapshot_note_write(const struct cove_sandbox *sb, const char *snapd
 	                      (int)m->cpus, "memory_mib", (json_int_t)m->memory_mib);
 	if (o && m->image[0])
 		json_object_set_new(o, "image", json_string(m->image));
-	if (o && registry_limits_put(o, &m->limits) < 0) {
+	if (o &&
+	    (registry_limits_put(o, &m->limits) < 0 || registry_net_put(o, &m->net, false) < 0)) {
 		json_decref(o);
 		o = NULL;
 	}
@@ -87,8 +88,9 @@ static void snapshot_note_write(const struct cove_sandbox *sb, const char *snapd
 /* The CPUs, memory and limits a snapshot was taken with, from its note;
  * 0 when unknown. */
 static void snapshot_note_read(const char *snapdir, unsigned int *cpus, uint64_t *memory_mib,
-                               struct registry_limits *limits)
+                               struct registry_limits *limits, struct registry_net *net)
 {
+	memset(net, 0, sizeof(*net));
 	char path[PATH_MAX];
 	*cpus = 0;
 	*memory_mib = 0;
@@ -104,6 +106,11 @@ static void snapshot_note_read(const char *snapdir, unsigned int *cpus, uint64_t
 		*memory_mib = (uint64_t)json_integer_value(mem);
 	if (json_is_object(o) && registry_limits_get(o, limits) < 0)
 		memset(limits, 0, sizeof(*limits));
+	if (json_is_object(o) && registry_net_get(o, net) < 0)
+		net->on = true; /* it had a NIC; its policy is unreadable: none */
+	if (net->on && !net->policy[0])
+		snprintf(net->policy, sizeof(net->policy),
+		         "{\"mode\":\"none\",\"allow\":[],\"deny\":[]}");
 	json_decref(o);
 }
 
@@ -223,6 +230,7 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
 		return r;
 	struct cove_sandbox *sb = sandbox_new(cfg->detached);
 	struct registry_meta *m = calloc(1, sizeof(*m));
+	struct registry_net *note_net = NULL;
 	char console[PATH_MAX], log[PATH_MAX], hostname[REGISTRY_NAME_MAX + 1];
 	struct stat st;
 	if (!sb || !m) {
@@ -237,10 +245,30 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
 		r = errf(err, errlen, -ENOTDIR, "snapshot '%s' is not a directory", snapshot_dir);
 		goto fail;
 	}
-	snapshot_note_read(m->restored_from, &m->cpus, &m->memory_mib, &m->limits);
+	note_net = malloc(sizeof(*note_net));
+	if (!note_net) {
+		r = errf(err, errlen, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	snapshot_note_read(m->restored_from, &m->cpus, &m->memory_mib, &m->limits, note_net);
+	/* The snapshot's guest has a NIC or not; a restore cannot change that.
+	 * It gets a fresh namespace, TAP and cove-egress with the snapshot's
+	 * policy, or the one cfg gives. */
+	if (!note_net->on && cfg->net.mode != COVE_NET_OFF) {
+		r = errf(err, errlen, -EINVAL,
+		         "snapshot '%s' was taken without networking: a restore cannot add a NIC",
+		         snapshot_dir);
+		goto fail;
+	}
+	struct cove_config netcfg = *cfg;
+	if (note_net->on && cfg->net.mode == COVE_NET_OFF)
+		netcfg.net.mode = COVE_NET_NONE; /* for the checks; the policy is the note's */
+	const char *net_limits = cfg->net_limits ? cfg->net_limits : note_net->limits;
+	if (note_net->on && (r = config_check_net_host(&netcfg, err, errlen)) < 0)
+		goto fail;
 	/* The snapshot's limits hold for the restored sandbox, except those the
 	 * caller set: eff is the configuration the sandbox really gets. */
-	struct cove_config eff = *cfg;
+	struct cove_config eff = netcfg;
 	struct registry_limits *l = &m->limits;
 	eff.cpu_quota = cfg->cpu_quota ? cfg->cpu_quota : l->cpu_quota;
 	eff.pids_max = cfg->pids_max ? cfg->pids_max : l->pids_max;
@@ -260,7 +288,14 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
 	sandbox_logs(sb, cfg, console, log);
 	struct cgroup_limits lim;
 	sandbox_limits(&eff, m->cpus ? m->cpus : COVE_CPUS_MAX, m->memory_mib, &lim);
-	if ((r = jail_prepare(&sb->jail, sb->dir, sb->name, sb->root, &lim, err, errlen)) < 0)
+	r = jail_prepare(&sb->jail, sb->dir, sb->name, sb->root, &lim, err, errlen);
+	if (r == 0 && note_net->on)
+		r = sandbox_net_begin(sb, &eff, &cfg->net,
+		                      cfg->net.mode == COVE_NET_OFF ? note_net->policy : NULL,
+		                      net_limits[0] ? net_limits : NULL, m, err, errlen);
+	free(note_net);
+	note_net = NULL;
+	if (r < 0)
 		goto fail;
 	/* The root disk (0) continues on a fresh overlay: the same rates, and
 	 * the cap its size allows (known from the note; else none). */
@@ -274,7 +309,7 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
 		         (unsigned long long)eff.disk_bps, (unsigned long long)eff.disk_iops);
 	snprintf(limit_arg, sizeof(limit_arg), "0%s", limits);
 	snprintf(ttl, sizeof(ttl), "%llu", (unsigned long long)eff.ttl_s);
-	const char *argv[20] = { cfg->vmm, "--restore", m->restored_from, "--overlay-dir",
+	const char *argv[24] = { cfg->vmm, "--restore", m->restored_from, "--overlay-dir",
 		                 sb->root, "--vsock",   sb->vsock,        "--api",
 		                 sb->api,  "--console", console };
 	int argc = 11;
@@ -286,10 +321,15 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
 		argv[argc++] = "--ttl";
 		argv[argc++] = ttl;
 	}
+	/* The device state and MAC come from the snapshot; the TAP is new. */
+	char net_arg[REGISTRY_NET_LIMITS_MAX + 16];
+	argc = sandbox_net_args(sb, argv, argc, net_arg, sizeof(net_arg));
 	argv[argc] = NULL;
 	unsigned int timeout_ms = config_boot_timeout_ms(cfg);
 	int afd = -1;
-	if ((r = vmm_spawn((char *const *)argv, cfg->detached, log, sb, err, errlen)) < 0)
+	r = vmm_spawn((char *const *)argv, cfg->detached, log, sb, err, errlen);
+	sandbox_net_handed(sb);
+	if (r < 0)
 		goto fail;
 	ttl_watch(sb, eff.ttl_s);
 	if ((r = sandbox_meta_vmm(sb, m, err, errlen)) < 0 ||
@@ -324,6 +364,7 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
 	*out = sb;
 	return 0;
 fail:
+	free(note_net);
 	free(m);
 	sandbox_abort(sb);
 	return r;

@@ -100,7 +100,8 @@ struct spawn_plan {
 	bool die_with_parent;
 	uint64_t flags;
 	int cgroup_fd;
-	int go; /* the child waits for a byte (or EOF) here before exec */
+	int go;     /* the child waits for a byte (or EOF) here before exec */
+	int tap_fd; /* becomes cove-vmm's fd 3 (NET_TAP_FD); -1: no network */
 };
 
 /* In the child, before exec: stdin from /dev/null, stdout and stderr to
@@ -110,6 +111,10 @@ struct spawn_plan {
 static void exec_vmm(const struct spawn_plan *p, const char *log)
 {
 	char c;
+	/* Out of the way of 0-2 and 3, which are about to be replaced. */
+	int tap = p->tap_fd >= 0 ? fcntl(p->tap_fd, F_DUPFD_CLOEXEC, 10) : -1;
+	if (p->tap_fd >= 0 && tap < 0)
+		_exit(127);
 	if (p->die_with_parent)
 		prctl(PR_SET_PDEATHSIG, SIGKILL); /* cove-vmm sets it again once jailed */
 	if (read(p->go, &c, 1) != 1)
@@ -132,6 +137,9 @@ static void exec_vmm(const struct spawn_plan *p, const char *log)
 	if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
 		for (int fd = 3; fd < 1024; fd++)
 			(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+	/* The TAP, the one fd it inherits: --net fd=3 (dup2 clears CLOEXEC). */
+	if (tap >= 0 && dup2(tap, NET_TAP_FD) != NET_TAP_FD)
+		_exit(127);
 	const char *argv[COVE_VMM_ARGS_MAX + 8];
 	size_t n = 0;
 	for (; p->argv[n] && n < COVE_VMM_ARGS_MAX; n++)
@@ -235,6 +243,7 @@ static void plan_init(struct spawn_plan *p, char *const argv[], struct cove_sand
 	memset(p, 0, sizeof(*p));
 	p->argv = argv;
 	p->cgroup_fd = sb->jail.cgroup_fd;
+	p->tap_fd = sb->net.tap_fd;
 	p->jailed = sb->jail.namespaces;
 	size_t n = 0;
 	p->jargv[n++] = "--jail";

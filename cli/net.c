@@ -1,0 +1,208 @@
+/* The network options of run, start, restore and fork; cove net, which
+ * replaces a running sandbox's policy; cove logs, which prints its egress
+ * decisions (or its console).  The rules themselves are checked by
+ * libcove before anything starts, so every command gives the same line. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "cove.h"
+
+static const char net_usage[] =
+    "usage: cove net NAME [--net none|open] [--allow RULE]... [--deny CIDR]...\n"
+    "  replaces the running sandbox's policy, all at once: what is not given is\n"
+    "  gone (--allow alone: rules mode; nothing: deny everything)\n"
+    "  RULE: IP, CIDR, CIDR:PORT, CIDR:LO-HI, NAME, *.NAME, NAME:PORT\n";
+
+static const char logs_usage[] = "usage: cove logs NAME [--egress]\n"
+                                 "  the guest's console, or with --egress the egress decisions\n"
+                                 "  (one JSON line each)\n";
+
+int cli_net_option(struct cli_net *n, int o, const char *arg, const char *prog, bool restrict_)
+{
+	const char **list = NULL;
+	int *count = NULL, max = CLI_MAX_LIST;
+	const char *flag = NULL;
+	switch (o) {
+	case CLI_O_NET:
+		if (strcmp(arg, "none") && strcmp(arg, "open")) {
+			fprintf(stderr, "%s: --net must be none or open, got '%s'\n", prog, arg);
+			return -1;
+		}
+		n->any = n->mode_set = true;
+		n->mode = strcmp(arg, "none") ? COVE_NET_OPEN : COVE_NET_NONE;
+		return 1;
+	case CLI_O_ALLOW:
+		list = n->allow, count = &n->nallow, max = COVE_NET_RULES_MAX, flag = "--allow";
+		break;
+	case CLI_O_DENY:
+		list = n->deny, count = &n->ndeny, max = COVE_NET_RULES_MAX, flag = "--deny";
+		break;
+	case CLI_O_PUBLISH:
+		list = n->publish, count = &n->npublish, flag = "--publish";
+		break;
+	case CLI_O_DNS:
+		list = n->dns, count = &n->ndns, flag = "--dns";
+		break;
+	case CLI_O_NET_LIMIT:
+		if (restrict_)
+			return 0;
+		n->any = true;
+		n->limits = arg;
+		return 1;
+	default:
+		return 0;
+	}
+	if (restrict_ && (o == CLI_O_PUBLISH || o == CLI_O_DNS))
+		return 0;
+	if (*count == max) {
+		fprintf(stderr, "%s: at most %d %s\n", prog, max, flag);
+		return -1;
+	}
+	list[(*count)++] = arg;
+	list[*count] = NULL;
+	n->any = true;
+	return 1;
+}
+
+void cli_net_apply(struct cli_net *n, struct cove_config *cfg)
+{
+	if (!n->any)
+		return;
+	cfg->net.mode = n->mode_set ? n->mode : COVE_NET_RULES;
+	cfg->net.allow = n->nallow ? n->allow : NULL;
+	cfg->net.deny = n->ndeny ? n->deny : NULL;
+	cfg->net_publish = n->npublish ? n->publish : NULL;
+	cfg->net_dns = n->ndns ? n->dns : NULL;
+	cfg->net_limits = n->limits;
+}
+
+int cli_net(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		CLI_NET_OPTIONS,
+		{ 0 },
+	};
+	const char *prog = "cove net";
+	static struct cli_net n;
+	int o;
+	opterr = 0;
+	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		int k = cli_net_option(&n, o, optarg, prog, true);
+		if (k < 0)
+			return 2;
+		if (k > 0)
+			continue;
+		if (o == 'h') {
+			fputs(net_usage, stdout);
+			return 0;
+		}
+		fprintf(stderr, "%s: unknown or incomplete option '%s'\n%s", prog, argv[optind - 1],
+		        net_usage);
+		return 2;
+	}
+	if (argc - optind != 1) {
+		fprintf(stderr, "%s: needs one sandbox name\n%s", prog, net_usage);
+		return 2;
+	}
+	const char *name = argv[optind];
+	if (cli_check_name(name, prog) < 0)
+		return 2;
+	struct cove_net_policy p = {
+		.mode = n.mode_set ? n.mode
+		        : n.nallow ? COVE_NET_RULES
+		                   : COVE_NET_NONE,
+		.allow = n.nallow ? n.allow : NULL,
+		.deny = n.ndeny ? n.deny : NULL,
+	};
+	char err[512];
+	struct cove_sandbox *sb;
+	if (cove_open(name, &sb, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, err);
+		return 1;
+	}
+	int r = cove_net_set(sb, &p, err, sizeof(err));
+	cove_free(sb);
+	if (r < 0) {
+		fprintf(stderr, "%s: %s\n", prog, err);
+		return r == -EINVAL ? 2 : 1;
+	}
+	return 0;
+}
+
+int cli_logs(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "egress", no_argument, NULL, 'E' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *prog = "cove logs";
+	bool egress = false;
+	int o;
+	opterr = 0;
+	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (o == 'E') {
+			egress = true;
+		} else if (o == 'h') {
+			fputs(logs_usage, stdout);
+			return 0;
+		} else {
+			fprintf(stderr, "%s: unknown option '%s'\n%s", prog, argv[optind - 1],
+			        logs_usage);
+			return 2;
+		}
+	}
+	if (argc - optind != 1) {
+		fprintf(stderr, "%s: needs one sandbox name\n%s", prog, logs_usage);
+		return 2;
+	}
+	const char *name = argv[optind];
+	if (cli_check_name(name, prog) < 0)
+		return 2;
+	char err[512];
+	struct cove_sandbox *sb;
+	if (cove_open(name, &sb, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, err);
+		return 1;
+	}
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/%s", cove_sandbox_dir(sb),
+	         egress ? "egress.log" : "console.log");
+	cove_free(sb);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT && egress) {
+			fprintf(stderr,
+			        "%s: sandbox %s has no egress log (started without networking)\n",
+			        prog, name);
+			return 1;
+		}
+		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
+		return 1;
+	}
+	char buf[65536];
+	ssize_t k;
+	int status = 0;
+	while ((k = read(fd, buf, sizeof(buf))) > 0) {
+		/* Guest text: no control sequences reach the terminal. */
+		for (ssize_t i = 0; i < k; i++)
+			if (((unsigned char)buf[i] < 0x20 && buf[i] != '\n' && buf[i] != '\t') ||
+			    buf[i] == 0x7f)
+				buf[i] = '?';
+		if (fwrite(buf, 1, (size_t)k, stdout) != (size_t)k) {
+			status = 1;
+			break;
+		}
+	}
+	if (k < 0)
+		status = 1;
+	close(fd);
+	return status;
+}
