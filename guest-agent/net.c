@@ -12,10 +12,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "sys.h"
-
-#define NET_VALUE_MAX 64
-
 static int parse_addr(const char *s, size_t len, struct in_addr *a)
 {
 	char buf[INET_ADDRSTRLEN];
@@ -90,12 +86,9 @@ static void fail(const char *what)
 	dprintf(2, "cove-agent: network: %s: %s\n", what, strerror(errno));
 }
 
-void agent_net_setup(const char *cmdline)
+void agent_net_setup(const char *value)
 {
-	char value[NET_VALUE_MAX];
 	struct agent_net n;
-	if (agent_cmdline_get(cmdline, "cove.net", value, sizeof(value)) < 0)
-		return;
 	if (agent_net_parse(value, &n) < 0) {
 		dprintf(2, "cove-agent: network: bad cove.net='%s'\n", value);
 		return;

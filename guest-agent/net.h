@@ -24,9 +24,11 @@ int agent_net_parse(const char *value, struct agent_net *n) __attribute__((warn_
 int agent_net_write_resolv(const char *path, const struct agent_net *n)
     __attribute__((warn_unused_result));
 
-/* Reads cove.net= from cmdline; when present, brings AGENT_NET_IF up with
- * the address, adds the default route through the gateway and writes
- * AGENT_RESOLV_CONF.  Failures are logged to stderr and skipped. */
-void agent_net_setup(const char *cmdline);
+#define AGENT_NET_VALUE_MAX 64 /* the longest cove.net= value */
+
+/* With a cove.net= value: brings AGENT_NET_IF up with the address, adds the
+ * default route through the gateway and writes AGENT_RESOLV_CONF.
+ * Failures are logged to stderr and skipped. */
+void agent_net_setup(const char *value);
 
 #endif

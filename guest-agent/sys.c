@@ -196,7 +196,9 @@ void agent_sys_setup(bool pid1)
 	read_cmdline(cmdline, sizeof(cmdline));
 	set_hostname(cmdline, pid1);
 	loopback_up();
-	agent_net_setup(cmdline);
+	char net[AGENT_NET_VALUE_MAX];
+	if (agent_cmdline_get(cmdline, "cove.net", net, sizeof(net)) == 0)
+		agent_net_setup(net);
 	setenv("PATH", AGENT_PATH, pid1);
 	setenv("HOME", "/root", pid1);
 }
