@@ -189,7 +189,7 @@ fuzz-run: $(FUZZ_BINS)
 kernel:
 	$(Q)scripts/build-kernel $(B)
 
-images: rootfs-minimal
+images: rootfs-minimal rootfs-debian
 
 rootfs-minimal: $(if $(wildcard $(AGENT_MAIN)),$(B)/bin/cove-agent) $(GUEST_TOOLS)
 	$(Q)rootfs/build-minimal $(B)/images/minimal.ext4

@@ -83,7 +83,7 @@ gx() {
 # connection is refused or reset, never left hanging), and its output must
 # match WANT_REGEX (by default: an error that says refused, reset,
 # unreachable or 403, not a time-out or a crash).
-NET_REFUSED='[Rr]efused|[Rr]eset|[Uu]nreachable|[Nn]o route|[Pp]rohibited|REFUSED|403'
+NET_REFUSED='[Rr]efused|[Cc]ouldn.t connect|[Rr]eset|[Uu]nreachable|[Nn]o route|[Pp]rohibited|REFUSED|403'
 fast_fail() {
 	local t0 t1 out rc secs
 	t0=$(date +%s%N)

@@ -12,7 +12,7 @@ export COVE_IMAGE=$(stage debian.ext4 build/images/debian.ext4)
 $cove start --name pg --memory 512 --allow pypi.test --allow git.test >/dev/null 2>"$WORK/err" || {
 	not_ok "start: $(cat "$WORK/err")"; finish; }
 works pg "pip install from http://pypi.test" \
-	'pip install -q --no-cache-dir --disable-pip-version-check --index-url http://pypi.test/simple/ --target /tmp/site coveprobe 2>&1 && PYTHONPATH=/tmp/site python3 -c "import coveprobe; print(coveprobe.MESSAGE)"' \
+	'pip install -q --no-cache-dir --disable-pip-version-check --index-url http://pypi.test/simple/ --trusted-host pypi.test --target /tmp/site coveprobe 2>&1 && PYTHONPATH=/tmp/site python3 -c "import coveprobe; print(coveprobe.MESSAGE)"' \
 	'installed through the egress proxy'
 works pg "git clone http://git.test/repo.git" \
 	'git clone -q http://git.test/repo.git /tmp/repo 2>&1 && cat /tmp/repo/README' 'cloned through the egress proxy'
