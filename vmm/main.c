@@ -17,6 +17,7 @@
 #include "config.h"
 #include "core/vm.h"
 #include "jail/jail.h"
+#include "sanitize.h"
 #include "snapshot/snapshot.h"
 
 int main(int argc, char **argv)
@@ -25,7 +26,9 @@ int main(int argc, char **argv)
 	 * only after reading /proc/sys/vm/overcommit_memory, an open the
 	 * seccomp filters forbid (and one arena costs less memory). */
 	mallopt(M_ARENA_MAX, 1);
+	san_note_env();
 	jail_scrub_process(); /* no inherited fds, no environment */
+	san_report_to_file("cove-vmm"); /* sanitizer builds: before the jail */
 	struct vmm_config c;
 	char err[512] = "";
 	if (vmm_config_parse(&c, argc, argv, err, sizeof(err)) < 0) {
