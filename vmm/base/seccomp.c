@@ -227,6 +227,9 @@ static const struct sc_rule rules[] = {
 	 * threads still there and reads /proc/self/task and /proc/self/maps
 	 * (the jail mounts a /proc in these builds: jail/jail.c). */
 	ANY(sigaltstack, K_ALL),
+	/* Its allocator's fresh regions: kept out of core dumps, small pages. */
+	EQ(madvise, 2, MADV_DONTDUMP, "MADV_DONTDUMP (sanitizer)", K_ALL),
+	EQ(madvise, 2, MADV_NOHUGEPAGE, "MADV_NOHUGEPAGE (sanitizer)", K_ALL),
 	ANY(prctl, K_MAIN),
 	ANY(clone, K_MAIN),
 	ANY(ptrace, K_MAIN),
@@ -236,6 +239,7 @@ static const struct sc_rule rules[] = {
 	ANY(openat, K_MAIN),
 	ANY(open, K_MAIN),
 	ANY(read, K_MAIN),
+	ANY(getdents, K_MAIN),
 	ANY(getdents64, K_MAIN),
 	ANY(lseek, K_MAIN),
 	ANY(kill, K_MAIN),
