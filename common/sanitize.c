@@ -39,7 +39,8 @@ const char *__asan_default_options(void)
 
 const char *__ubsan_default_options(void)
 {
-	return "halt_on_error=1:abort_on_error=0:exitcode=66:print_stacktrace=1:symbolize=0:color=never";
+	return "halt_on_error=1:abort_on_error=0:exitcode=66:print_stacktrace=1:"
+	       "symbolize=0:color=never";
 }
 
 const char *__lsan_default_options(void)
@@ -60,7 +61,7 @@ void san_report_to_file(const char *who)
 {
 	char path[PATH_MAX + 64];
 	if (mkdir(san_dir, 0755) == 0)
-		(void)chmod(san_dir, 01777); /* jailed VMMs open theirs first, as root */
+		(void)chmod(san_dir, 01777); /* every uid makes its own file */
 	snprintf(path, sizeof(path), "%s/%s.XXXXXX", san_dir, who);
 	int fd = mkostemp(path, O_CLOEXEC | O_APPEND);
 	if (fd < 0) {

@@ -28,7 +28,8 @@ int main(int argc, char **argv)
 	mallopt(M_ARENA_MAX, 1);
 	san_note_env();
 	jail_scrub_process(); /* no inherited fds, no environment */
-	san_report_to_file("cove-vmm"); /* sanitizer builds: before the jail */
+	/* Sanitizer builds: the report file, opened before the jail. */
+	san_report_to_file("cove-vmm");
 	struct vmm_config c;
 	char err[512] = "";
 	if (vmm_config_parse(&c, argc, argv, err, sizeof(err)) < 0) {
