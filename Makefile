@@ -156,7 +156,9 @@ $(SAN_B)/itest/%: tests/integration/%.c $(call san_obj,$(LIB_SRCS) $(COMMON_SRCS
 	@$(if $(Q),echo "  CC-SAN  $<")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -DCOVE_SANITIZE -o $@ $^ $(LIBS_VMM)
 sanitize: $(SAN_BINS)
+# The sanitized pass takes about 5.5 minutes in the emulated host: room for it.
 integration: sanitize
+integration: export KVM_HOST_TIMEOUT ?= 3000
 .PHONY: sanitize
 
 # ---- integration tests: one emulated KVM host for the whole suite ----------
