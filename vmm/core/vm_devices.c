@@ -361,7 +361,8 @@ void vm_devices_destroy(struct vm *vm)
 	vm->rng = NULL;
 	/* Each disk has one owner here: the device slot once vblk_create()
 	 * took it, disk_backends[i] before (a start that failed in between).
-	 * disk_close() flushes and releases its lock and file descriptors. */
+	 * disk_close() releases its lock, descriptors, tables and caches
+	 * (writes went through already; durability is the guest's FLUSH). */
 	for (unsigned int i = 0; i < VM_MAX_DISKS; i++) {
 		if (vm->disks[i]) {
 			struct disk *d = vblk_swap_disk(vm->disks[i], NULL);
