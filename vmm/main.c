@@ -17,6 +17,7 @@
 #include "config.h"
 #include "core/vm.h"
 #include "jail/jail.h"
+#include "sanitize.h"
 #include "snapshot/snapshot.h"
 
 int main(int argc, char **argv)
@@ -25,6 +26,9 @@ int main(int argc, char **argv)
 	 * only after reading /proc/sys/vm/overcommit_memory, an open the
 	 * seccomp filters forbid (and one arena costs less memory). */
 	mallopt(M_ARENA_MAX, 1);
+	san_note_env();
+	/* Sanitizer builds: the report file, opened before the jail. */
+	san_report_to_file("cove-vmm");
 	struct vmm_config c;
 	char err[512] = "";
 	int pr = vmm_config_parse(&c, argc, argv, err, sizeof(err));

@@ -3,7 +3,11 @@
 # is slow and would dominate every boot.
 set -u
 
-VMM=${VMM:-build/bin/cove-vmm}
+# COVE_BIN_DIR, COVE_ITEST_DIR: where cove, cove-vmm and the helper programs
+# come from (the sanitized pass, tests/integration/run, gives build/san's).
+BIN=${COVE_BIN_DIR:-build/bin}
+ITEST_BIN=${COVE_ITEST_DIR:-build/itest}
+VMM=${VMM:-$BIN/cove-vmm}
 WORK=$(mktemp -d /tmp/cove-itest.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 
@@ -24,13 +28,13 @@ need() {
 # and traps EXIT to stop every sandbox left there and remove $WORK (and
 # RUNTIME_DIR when one was given).
 cove_env() {
-	need build/bin/cove build/bin/cove-vmm build/vmlinux build/images/minimal.ext4
+	need "$BIN/cove" "$BIN/cove-vmm" build/vmlinux build/images/minimal.ext4
 	COVE_KERNEL=$(stage vmlinux build/vmlinux)
 	COVE_IMAGE=$(stage minimal.ext4 build/images/minimal.ext4)
-	export COVE_KERNEL COVE_IMAGE COVE_VMM=$PWD/build/bin/cove-vmm
+	export COVE_KERNEL COVE_IMAGE COVE_VMM=$PWD/$BIN/cove-vmm
 	export COVE_RUNTIME_DIR=${1:-$WORK/rt}
 	cove_own_rt=${1:-}
-	cove=build/bin/cove
+	cove=$BIN/cove
 	trap cove_cleanup EXIT
 }
 

@@ -4,7 +4,7 @@
 # cove-vmm opens it as raw (never probed): the guest reads back its own
 # bytes, not the host file's.
 source tests/integration/lib.sh
-need build/vmlinux build/images/minimal.ext4 build/bin/cove-vmm
+need build/vmlinux build/images/minimal.ext4 "$VMM"
 k=$(stage vmlinux build/vmlinux)
 img=$(stage root.ext4 build/images/minimal.ext4)
 secret=$WORK/host-secret

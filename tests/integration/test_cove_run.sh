@@ -3,12 +3,12 @@
 # signals, stdin, large output, concurrency, timeouts, file transfer, a
 # terminal, isolation from the host, and a malformed frame.
 source tests/integration/lib.sh
-need build/bin/cove build/bin/cove-vmm build/bin/cove-agent build/vmlinux build/images/minimal.ext4
+need "$BIN/cove" "$BIN/cove-vmm" build/bin/cove-agent build/vmlinux build/images/minimal.ext4
 # The kernel and image are read from tmpfs, not the slow 9p share.
 export COVE_KERNEL=$(stage vmlinux build/vmlinux)
 export COVE_IMAGE=$(stage minimal.ext4 build/images/minimal.ext4)
-export COVE_VMM=$PWD/build/bin/cove-vmm
-cove=build/bin/cove
+export COVE_VMM=$PWD/$BIN/cove-vmm
+cove=$BIN/cove
 
 # check NAME WANT_STATUS WANT_STDOUT CMD...
 check() {
@@ -84,6 +84,6 @@ else
 fi
 
 # libcove: 64 concurrent execs, and a malformed frame.
-build/itest/cove_client concurrent 64 && ok "64 concurrent execs" || not_ok "concurrent execs"
-build/itest/cove_client malformed && ok "the agent survives a malformed frame" || not_ok "malformed frame"
+"$ITEST_BIN/cove_client" concurrent 64 && ok "64 concurrent execs" || not_ok "concurrent execs"
+"$ITEST_BIN/cove_client" malformed && ok "the agent survives a malformed frame" || not_ok "malformed frame"
 finish

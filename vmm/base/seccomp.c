@@ -223,6 +223,33 @@ static const struct sc_rule rules[] = {
 	IOCTL(KVM_GET_TSC_KHZ, K_API),
 	IOCTL(KVM_GET_MSRS, K_API),
 	IOCTL(KVM_GET_CPUID2, K_API),
+#ifdef COVE_SANITIZE
+	/* Sanitizer builds only (make sanitize, common/sanitize.h): what the
+	 * ASan/LSan runtime calls once the filters are in.  A thread that
+	 * ends frees its alternate signal stack.  LeakSanitizer, at exit on
+	 * main, clones a tracer (which inherits main's filter), ptraces the
+	 * threads still there and reads /proc/self/task and /proc/self/maps
+	 * (the jail mounts a /proc in these builds: jail/jail.c). */
+	ANY(sigaltstack, K_ALL),
+	/* Its allocator's fresh regions: kept out of core dumps, small pages. */
+	EQ(madvise, 2, MADV_DONTDUMP, "MADV_DONTDUMP (sanitizer)", K_ALL),
+	EQ(madvise, 2, MADV_NOHUGEPAGE, "MADV_NOHUGEPAGE (sanitizer)", K_ALL),
+	ANY(prctl, K_MAIN),
+	ANY(clone, K_MAIN),
+	ANY(ptrace, K_MAIN),
+	ANY(wait4, K_MAIN),
+	ANY(getppid, K_MAIN),
+	ANY(rt_sigaction, K_MAIN),
+	ANY(openat, K_MAIN),
+	ANY(open, K_MAIN),
+	ANY(read, K_MAIN),
+	ANY(getdents, K_MAIN),
+	ANY(getdents64, K_MAIN),
+	ANY(lseek, K_MAIN),
+	ANY(kill, K_MAIN),
+	ANY(tgkill, K_MAIN),
+	ANY(sched_getaffinity, K_MAIN),
+#endif
 };
 
 static const char *const kind_names[VMM_THREAD_KINDS] = { "main", "vcpu", "io", "api" };

@@ -227,8 +227,10 @@ static int create_console(struct vm *vm, const struct vm_config *cfg, char *err,
 	vm->serial_irqfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (vm->serial_irqfd < 0)
 		return -errno;
+	/* Without a KVM VM (unit tests of the device set) the line goes nowhere,
+	 * as virtio_mmio_init() leaves a transport without one unwired. */
 	struct kvm_irqfd irqfd = { .fd = (uint32_t)vm->serial_irqfd, .gsi = SERIAL_COM1_IRQ };
-	if (ioctl(vm->vm_fd, KVM_IRQFD, &irqfd) < 0) {
+	if (vm->vm_fd >= 0 && ioctl(vm->vm_fd, KVM_IRQFD, &irqfd) < 0) {
 		snprintf(err, errlen, "KVM_IRQFD for the serial port: %s", strerror(errno));
 		return -errno;
 	}
@@ -311,7 +313,11 @@ int vm_devices_create(struct vm *vm, const struct vm_config *cfg, char *err, siz
 			         strerror(-r));
 			return r;
 		}
-		vm->disk_backends[i] = NULL; /* the device owns it now */
+		/* The device serves it; the VM still owns it (vblk.h: the disk
+		 * stays the caller's), through the device from now on:
+		 * vm_devices_destroy() closes whatever disk the device holds then
+		 * (a snapshot may have swapped in a fresh overlay). */
+		vm->disk_backends[i] = NULL;
 		const struct vblk_limits lim = { .bps = dc->bps,
 			                         .bps_burst = dc->bps_burst,
 			                         .iops = dc->iops,
@@ -428,9 +434,16 @@ void vm_devices_destroy(struct vm *vm)
 		free(vm->net_backend);
 		vm->net_backend = NULL;
 	}
+	/* Each disk has one owner here: the device slot once vblk_create()
+	 * took it, disk_backends[i] before (a start that failed in between).
+	 * disk_close() releases its lock, descriptors, tables and caches
+	 * (writes went through already; durability is the guest's FLUSH). */
 	for (unsigned int i = 0; i < VM_MAX_DISKS; i++) {
-		if (vm->disks[i])
+		if (vm->disks[i]) {
+			struct disk *d = vblk_swap_disk(vm->disks[i], NULL);
 			vblk_destroy(vm->disks[i]);
+			disk_close(d);
+		}
 		vm->disks[i] = NULL;
 		disk_close(vm->disk_backends[i]);
 		vm->disk_backends[i] = NULL;

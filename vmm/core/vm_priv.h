@@ -39,11 +39,16 @@ unsigned int vm_devices_count(const struct vm *vm, const struct vm_config *cfg);
 int vm_devices_cmdline(const struct vm *vm, unsigned int slot, char *buf, size_t len);
 
 /* Creates the devices and registers them on the buses and the I/O loop.
- * Needs vm->vm_fd and vm->loop. */
+ * Needs vm->loop; with vm->vm_fd -1 (no KVM VM: unit tests) nothing is
+ * wired to KVM.  Each disk vm_devices_open_disks() opened passes to its
+ * device's slot: vm_devices_destroy() closes it there, or in
+ * vm->disk_backends[] if no device took it. */
 int vm_devices_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
-/* Releases every device; safe after a partial vm_devices_create(). */
+/* Releases every device and closes every disk (the one each device holds
+ * now, after any snapshot's swap); safe after vm_devices_open_disks()
+ * alone or a partial vm_devices_create(). */
 void vm_devices_destroy(struct vm *vm);
 
 #endif

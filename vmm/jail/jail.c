@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "errf.h"
+#include "sanitize.h"
 
 /* Closes [lo, hi] (close_range where the kernel has it, else one by one). */
 static void close_fds(unsigned int lo, unsigned int hi)
@@ -97,6 +98,23 @@ static int bind_dev(const char *root, const char *name, char *err, size_t errlen
 	return 0;
 }
 
+/* Sanitizer builds only (common/sanitize.h): LeakSanitizer, at exit,
+ * lists the threads in /proc/self/task and reads /proc/self/maps, so the
+ * jail gets a /proc of cove-vmm's own PID namespace (read-only).  Other
+ * builds leave /proc behind. */
+static int mount_proc(const char *root, char *err, size_t errlen)
+{
+	char in[4096];
+	if ((size_t)snprintf(in, sizeof(in), "%s/proc", root) >= sizeof(in))
+		return errf(err, errlen, -ENAMETOOLONG, "jail: the path %s/proc is too long", root);
+	if (mkdir(in, 0555) < 0 && errno != EEXIST)
+		return errf(err, errlen, -errno, "jail: cannot create %s: %s", in, strerror(errno));
+	if (mount("proc", in, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, NULL) < 0)
+		return errf(err, errlen, -errno, "jail: cannot mount /proc for the sanitizer: %s",
+		            strerror(errno));
+	return 0;
+}
+
 /* The jail's uid owns what is in its root (disks, sockets), so that it
  * can copy a disk into a snapshot and replace it; nothing below is
  * followed. */
@@ -153,6 +171,8 @@ static int enter_root(const char *root, char *err, size_t errlen)
 	int r = bind_dev(root, "kvm", err, errlen);
 	if (r == 0)
 		r = bind_dev(root, "urandom", err, errlen);
+	if (r == 0 && SAN_BUILD)
+		r = mount_proc(root, err, errlen);
 	if (r < 0)
 		return r;
 	if (chdir(root) < 0)
