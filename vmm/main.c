@@ -27,13 +27,13 @@ int main(int argc, char **argv)
 	 * seccomp filters forbid (and one arena costs less memory). */
 	mallopt(M_ARENA_MAX, 1);
 	san_note_env();
-	/* Sanitizer builds: the report file, opened before the jail. */
-	san_report_to_file("cove-vmm");
 	struct vmm_config c;
 	char err[512] = "";
 	int pr = vmm_config_parse(&c, argc, argv, err, sizeof(err));
 	/* No inherited fds but the TAP we were given, no environment. */
 	jail_scrub_process(pr == 0 && c.vm.net.enabled ? c.vm.net.fd : -1);
+	/* Sanitizer builds: the report file, opened before the jail. */
+	san_report_to_file("cove-vmm");
 	if (pr < 0) {
 		fprintf(stderr, "cove-vmm: %s\n", err);
 		vmm_config_free(&c);
