@@ -12,9 +12,14 @@
  *   5. the veth cv<K> / up0 (up0 created inside its namespace), then, on
  *      a thread that entered that namespace, tap0 (kept open for
  *      cove-vmm), addresses, lo, the default route; the host end's address;
- *   6. the host's table inet cove and ip_forward;
- *   7. the config, go, and "ok" on the ready pipe within
- *      NET_EGRESS_READY_MS (or its error line). */
+ *   6. the config and go: cove-egress applies its table while the caller
+ *      spawns cove-vmm (the guest boots meanwhile; forwarding in the
+ *      sandbox's namespace is still off, so nothing it sends leaves).
+ * Then net_finish:
+ *   7. the host's table inet cove and ip_forward;
+ *   8. "ok" on the ready pipe within NET_EGRESS_READY_MS (or its error
+ *      line): cove-egress's rules are in place;
+ *   9. forwarding on in the sandbox's namespace. */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
@@ -202,23 +207,34 @@ static void *ns_setup(void *arg)
 	        0)
 		j->r = r;
 	mnl_socket_close(nl);
-	/* The direct path forwards tap0 -> up0 (cove-egress's table decides
-	 * what may).  A net sysctl opened here is this namespace's. */
-	if (!j->r) {
-		j->step = "turning forwarding on in it";
-		int sfd = open("/proc/sys/net/ipv4/ip_forward", O_WRONLY | O_CLOEXEC);
-		if (sfd < 0 || write_all(sfd, "1\n", 2) < 0)
-			j->r = -errno;
-		if (sfd >= 0)
-			close(sfd);
-	}
 	return NULL;
 }
 
-static int in_namespace(struct ns_job *j)
+/* Runs in the sandbox's network namespace: the direct path forwards
+ * tap0 -> up0 from now on (cove-egress's table decides what may).  A net
+ * sysctl opened here is this namespace's.
+ * #syscalls: setns */
+static void *ns_forwarding(void *arg)
+{
+	struct ns_job *j = arg;
+	j->step = "entering its network namespace";
+	if (setns(j->nsfd, CLONE_NEWNET) < 0) {
+		j->r = -errno;
+		return NULL;
+	}
+	j->step = "turning forwarding on in it";
+	int sfd = open("/proc/sys/net/ipv4/ip_forward", O_WRONLY | O_CLOEXEC);
+	if (sfd < 0 || write_all(sfd, "1\n", 2) < 0)
+		j->r = -errno;
+	if (sfd >= 0)
+		close(sfd);
+	return NULL;
+}
+
+static int in_namespace(struct ns_job *j, void *(*fn)(void *))
 {
 	pthread_t t;
-	int e = pthread_create(&t, NULL, ns_setup, j);
+	int e = pthread_create(&t, NULL, fn, j);
 	if (e) {
 		j->step = "starting a thread";
 		return -e;
@@ -262,6 +278,8 @@ int net_setup(struct sandbox_net *n, const char *dir, const char *name, int cgro
 	}
 	close(go[1]);
 	go[1] = -1;
+	if (registry_proc_start(n->egress_pid, &n->egress_start) < 0)
+		n->egress_start = 0;
 	if ((r = egress_map(n->egress_pid, n->uid)) < 0) {
 		r = errf(err, errlen, r, "cannot map cove-egress's uid %u: %s", (unsigned)n->uid,
 		         strerror(-r));
@@ -282,7 +300,7 @@ int net_setup(struct sandbox_net *n, const char *dir, const char *name, int cgro
 		goto fail;
 	}
 	struct ns_job job = { .nsfd = nsfd, .k = n->index };
-	r = in_namespace(&job);
+	r = in_namespace(&job, ns_setup);
 	n->tap_fd = job.tap_fd;
 	if (r < 0) {
 		r = errf(err, errlen, r, "sandbox network namespace: %s: %s", job.step,
@@ -294,8 +312,6 @@ int net_setup(struct sandbox_net *n, const char *dir, const char *name, int cgro
 		r = errf(err, errlen, r, "cannot set %s up: %s", ifname, strerror(-r));
 		goto fail;
 	}
-	if ((r = net_host_rules(up, nup, err, errlen)) < 0)
-		goto fail;
 	json_t *conf = egress_config(n->index, policy, up, nup, pub, npub);
 	char *text = conf ? json_dumps(conf, JSON_COMPACT) : NULL;
 	json_decref(conf);
@@ -310,16 +326,14 @@ int net_setup(struct sandbox_net *n, const char *dir, const char *name, int cgro
 		goto fail;
 	}
 	egress_plan_close(&p); /* ours closed: EOF on ready when it dies */
-	char errlog[PATH_MAX];
-	snprintf(errlog, sizeof(errlog), "%s/%s", dir, EGRESS_ERR);
-	if ((r = egress_ready(n, ready_r, errlog, err, errlen)) < 0)
-		goto fail;
-	if (registry_proc_start(n->egress_pid, &n->egress_start) < 0)
-		n->egress_start = 0;
 	mnl_socket_close(nl);
-	close(nsfd);
-	close(ready_r);
-	close(go[0]);
+	snprintf(n->errlog, sizeof(n->errlog), "%s/%s", dir, EGRESS_ERR);
+	memcpy(n->up, up, nup * sizeof(up[0]));
+	n->nup = nup;
+	n->ready_fd = ready_r;
+	n->nsfd = nsfd;
+	n->go_fd = go[0];
+	n->pending = true;
 	return 0;
 fail:
 	if (nl)
@@ -336,10 +350,38 @@ fail:
 	return r;
 }
 
+static void pending_close(struct sandbox_net *n)
+{
+	if (!n->pending)
+		return;
+	close(n->ready_fd);
+	close(n->nsfd);
+	close(n->go_fd);
+	n->pending = false;
+}
+
+int net_finish(struct sandbox_net *n, char *err, size_t errlen)
+{
+	if (!n->on || !n->pending)
+		return 0;
+	int r = net_host_rules(n->up, n->nup, err, errlen);
+	if (r == 0)
+		r = egress_ready(n, n->ready_fd, n->errlog, err, errlen);
+	if (r == 0) {
+		struct ns_job job = { .nsfd = n->nsfd, .k = n->index };
+		if ((r = in_namespace(&job, ns_forwarding)) < 0)
+			r = errf(err, errlen, r, "sandbox network namespace: %s: %s", job.step,
+			         strerror(-r));
+	}
+	pending_close(n);
+	return r;
+}
+
 void net_teardown(struct sandbox_net *n, const char *name, bool release)
 {
 	if (!n->on)
 		return;
+	pending_close(n);
 	if (n->tap_fd >= 0)
 		close(n->tap_fd);
 	n->tap_fd = -1;

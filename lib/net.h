@@ -148,16 +148,30 @@ struct sandbox_net {
 	uint64_t egress_start;
 	bool egress_child; /* our child: reaped by us */
 	char limits[256];
+	/* Between net_setup and net_finish (cove-vmm boots meanwhile): */
+	bool pending;              /* the three fds below are ours */
+	int ready_fd, nsfd, go_fd; /* cove-egress's ready pipe, its netns, its go */
+	struct net_upstream up[NET_DNS_MAX];
+	size_t nup;
+	char errlog[PATH_MAX]; /* <entry>/egress.err */
 };
 
 /* Sets the network of the sandbox name (entry dir, cgroup cgroup_fd or
  * -1) up: K, the egress uid, cove-egress in its namespaces and the
- * cgroup, tap0, the veth, the host rules; returns once cove-egress said
- * "ok".  policy: the JSON object; cfg's publish and dns specs (checked),
- * detached and egress.  On failure everything is undone. */
+ * cgroup, tap0, the veth; returns once cove-egress has its config, while
+ * it applies its rules.  policy: the JSON object; cfg's publish and dns
+ * specs (checked), detached and egress.  On failure everything is undone.
+ * Forwarding in the sandbox's namespace stays off until net_finish: the
+ * guest can boot meanwhile, and nothing it sends leaves. */
 int net_setup(struct sandbox_net *n, const char *dir, const char *name, int cgroup_fd,
               const struct cove_config *cfg, struct json_t *policy, const char *limits, char *err,
               size_t errlen) __attribute__((warn_unused_result));
+
+/* The rest, once cove-vmm is spawned: the host rules, cove-egress's "ok"
+ * (its rules are in place), then forwarding on in the sandbox's namespace.
+ * 0 (also without a pending set-up), or -errno with one line in err; the
+ * caller then tears the sandbox down. */
+int net_finish(struct sandbox_net *n, char *err, size_t errlen) __attribute__((warn_unused_result));
 
 /* Stops cove-egress (through its pidfd) and, with release, removes the
  * host link and releases K and the uid; without (the entry was cleaned

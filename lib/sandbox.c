@@ -245,7 +245,8 @@ int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *e
 	argv[argc] = NULL;
 	r = vmm_spawn((char *const *)argv, cfg->detached, log, sb, err, errlen);
 	sandbox_net_handed(sb);
-	if (r < 0)
+	/* The guest boots while cove-egress applies its rules. */
+	if (r < 0 || (r = net_finish(&sb->net, err, errlen)) < 0)
 		goto fail;
 	ttl_watch(sb, cfg->ttl_s);
 	if ((r = sandbox_meta_vmm(sb, m, err, errlen)) < 0 ||

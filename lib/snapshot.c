@@ -329,7 +329,8 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
 	int afd = -1;
 	r = vmm_spawn((char *const *)argv, cfg->detached, log, sb, err, errlen);
 	sandbox_net_handed(sb);
-	if (r < 0)
+	/* The guest boots while cove-egress applies its rules. */
+	if (r < 0 || (r = net_finish(&sb->net, err, errlen)) < 0)
 		goto fail;
 	ttl_watch(sb, eff.ttl_s);
 	if ((r = sandbox_meta_vmm(sb, m, err, errlen)) < 0 ||
