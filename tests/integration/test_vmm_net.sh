@@ -25,8 +25,8 @@ ping_guest() {
 k=$(stage vmlinux build/vmlinux)
 disk=$(stage disk.ext4 build/images/minimal.ext4)
 helper="python3 tests/integration/net_helper.py"
-tap0=cvnet$$a
-tap1=cvnet$$b
+tap0=vnt$$a # not cv*: the host table inet cove owns those names
+tap1=vnt$$b
 HOST_MAC=06:00:ac:10:00:01
 MB=6
 
