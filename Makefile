@@ -164,14 +164,15 @@ $(SAN_B)/obj/%.o: %.c
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -DCOVE_SANITIZE -c $< -o $@
 $(SAN_B)/bin/cove-vmm: $(call san_obj,$(VMM_SRCS) $(COMMON_SRCS))
 $(SAN_B)/bin/cove: $(call san_obj,$(CLI_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
+$(SAN_B)/bin/cove: SAN_LIBS := $(LIBS_NET)
 $(SAN_B)/bin/%:
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD-SAN  $@")
-	$(Q)$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LIBS_VMM)
+	$(Q)$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LIBS_VMM) $(SAN_LIBS)
 $(SAN_B)/itest/%: tests/integration/%.c $(call san_obj,$(LIB_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC-SAN  $<")
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -DCOVE_SANITIZE -o $@ $^ $(LIBS_VMM)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -DCOVE_SANITIZE -o $@ $^ $(LIBS_VMM) $(LIBS_NET)
 sanitize: $(SAN_BINS)
 # The sanitized pass takes about 5.5 minutes in the emulated host: room for it.
 integration: sanitize
