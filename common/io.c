@@ -3,10 +3,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <poll.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "clock.h"
 
 enum io_op { IO_WRITE, IO_PWRITE, IO_PREAD };
 
@@ -146,4 +149,17 @@ ssize_t read_full(int fd, void *buf, size_t len)
 		done += (size_t)n;
 	}
 	return (ssize_t)done;
+}
+
+bool fd_wait_readable(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int64_t deadline = mono_ms() + ms;
+	for (;;) {
+		int64_t left = deadline - mono_ms();
+		int n = poll(&p, 1, left > 0 ? (int)left : 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		return n > 0;
+	}
 }

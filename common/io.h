@@ -2,6 +2,7 @@
 #ifndef COVE_IO_H
 #define COVE_IO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -33,5 +34,9 @@ int copy_file_sparse(const char *src, const char *dst, mode_t mode)
  * AT_FDCWD); neither name is followed if it is a symlink. */
 int copy_file_sparse_at(int srcdir, const char *src, int dstdir, const char *dst, mode_t mode)
     __attribute__((warn_unused_result));
+
+/* Waits up to ms for fd to become readable (a pidfd: its process exited),
+ * through EINTR.  True when it did. */
+bool fd_wait_readable(int fd, int ms);
 
 #endif

@@ -61,4 +61,10 @@ struct dns_pin;
 int egress_pin(struct egress *e, const char *name, const struct dns_pin *addrs, size_t n)
     __attribute__((warn_unused_result));
 
+/* egress_listen_gw() - a nonblocking @type socket bound to the gateway's
+ * @port (listening, backlog 128, when it is a stream), in @e's loop as
+ * @ev with @fn.  0 or -errno (then @ev->fd is -1). */
+int egress_listen_gw(struct egress *e, int type, uint16_t port, struct ev *ev,
+                     void (*fn)(struct ev *, uint32_t)) __attribute__((warn_unused_result));
+
 #endif

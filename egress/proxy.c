@@ -203,35 +203,11 @@ static void on_tls(struct ev *ev, uint32_t events)
 	accept_on((struct egress *)((char *)ev - offsetof(struct egress, tls)), ev, true);
 }
 
-static int listen_gw(struct egress *e, uint16_t port, struct ev *ev,
-                     void (*fn)(struct ev *, uint32_t))
-{
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	int one = 1;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
-	memcpy(&sa.sin_addr, e->cfg.gateway.a, 4);
-	int r = 0;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 128))
-		r = -errno;
-	ev->fd = fd;
-	ev->fn = fn;
-	if (!r)
-		r = loop_add(&e->loop, ev, EPOLLIN);
-	if (r) {
-		close(fd);
-		ev->fd = -1;
-	}
-	return r;
-}
-
 int proxy_open(struct egress *e)
 {
-	int r = listen_gw(e, NFT_PROXY_HTTP, &e->http, on_http);
+	int r = egress_listen_gw(e, SOCK_STREAM, NFT_PROXY_HTTP, &e->http, on_http);
 	if (!r)
-		r = listen_gw(e, NFT_PROXY_TLS, &e->tls, on_tls);
+		r = egress_listen_gw(e, SOCK_STREAM, NFT_PROXY_TLS, &e->tls, on_tls);
 	return r;
 }
 

@@ -316,33 +316,10 @@ static void on_tcp_accept(struct ev *ev, uint32_t events)
 	}
 }
 
-static int bind_gw(struct egress *e, int type, struct ev *ev, void (*fn)(struct ev *, uint32_t))
-{
-	int fd = socket(AF_INET, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	int one = 1;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(53) };
-	memcpy(&sa.sin_addr, e->cfg.gateway.a, 4);
-	int r = 0;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || (type == SOCK_STREAM && listen(fd, 64)))
-		r = -errno;
-	ev->fd = fd;
-	ev->fn = fn;
-	if (!r)
-		r = loop_add(&e->loop, ev, EPOLLIN);
-	if (r) {
-		close(fd);
-		ev->fd = -1;
-	}
-	return r;
-}
-
 int resolver_open(struct egress *e)
 {
-	int r = bind_gw(e, SOCK_DGRAM, &e->dns_udp, on_udp);
+	int r = egress_listen_gw(e, SOCK_DGRAM, 53, &e->dns_udp, on_udp);
 	if (!r)
-		r = bind_gw(e, SOCK_STREAM, &e->dns_tcp, on_tcp_accept);
+		r = egress_listen_gw(e, SOCK_STREAM, 53, &e->dns_tcp, on_tcp_accept);
 	return r;
 }

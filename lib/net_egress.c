@@ -184,17 +184,8 @@ int egress_map(pid_t pid, uid_t id)
 /* Waits up to ms for the egress to exit; true when it did. */
 bool egress_wait(struct sandbox_net *n, int ms)
 {
-	struct pollfd p = { .fd = n->egress_pidfd, .events = POLLIN };
-	int64_t deadline = mono_ms() + ms;
-	for (;;) {
-		int64_t left = deadline - mono_ms();
-		int k = poll(&p, 1, left > 0 ? (int)left : 0);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return false;
-		break;
-	}
+	if (!fd_wait_readable(n->egress_pidfd, ms))
+		return false;
 	if (n->egress_child)
 		waitpid(n->egress_pid, NULL, 0);
 	return true;

@@ -432,17 +432,8 @@ int vmm_wait_agent(struct cove_sandbox *sb, unsigned int timeout_ms, const char 
  * our child, is reaped). */
 static bool wait_exit(struct cove_sandbox *sb, int ms)
 {
-	struct pollfd p = { .fd = sb->pidfd, .events = POLLIN };
-	int64_t deadline = mono_ms() + ms;
-	for (;;) {
-		int64_t left = deadline - mono_ms();
-		int n = poll(&p, 1, left > 0 ? (int)left : 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return false;
-		break;
-	}
+	if (!fd_wait_readable(sb->pidfd, ms))
+		return false;
 	int status;
 	if (sb->child && waitpid(sb->pid, &status, 0) == sb->pid)
 		sb->vmm_status = status;
