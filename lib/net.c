@@ -364,7 +364,13 @@ int net_finish(struct sandbox_net *n, char *err, size_t errlen)
 {
 	if (!n->on || !n->pending)
 		return 0;
-	int r = net_host_rules(n->up, n->nup, err, errlen);
+	char record[PATH_MAX];
+	snprintf(record, sizeof(record), "%s", n->claim);
+	char *slash = strrchr(record, '/');
+	if (slash)
+		snprintf(slash, sizeof(record) - (size_t)(slash - record),
+		         ".host"); /* <base>/.net.host */
+	int r = net_host_rules(record, n->up, n->nup, err, errlen);
 	if (r == 0)
 		r = egress_ready(n, n->ready_fd, n->errlog, err, errlen);
 	if (r == 0) {

@@ -126,9 +126,12 @@ int nl_link_del(struct mnl_socket *nl, const char *ifname);
 
 /* Ensures the host table `inet cove` (masquerade of 100.100.0.0/16 out of
  * non-cv* links, no cv* to cv* forwarding, no input from cv* but replies
- * and DNS to the upstreams given) in one transaction, and ip_forward=1. */
-int net_host_rules(const struct net_upstream *up, size_t nup, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
+ * and DNS to the upstreams given) in one transaction, and ip_forward=1.
+ * The transaction is skipped when the record file (<base>/.net.host)
+ * names this very table (boot id and handle) with every upstream given
+ * already in it. */
+int net_host_rules(const char *record, const struct net_upstream *up, size_t nup, char *err,
+                   size_t errlen) __attribute__((warn_unused_result));
 
 /* nf_tables usable here (a dry-run transaction): 0 or -errno with why. */
 int net_nft_probe(char *err, size_t errlen);

@@ -3,13 +3,32 @@
  * IPv4 forwarding.  The chains are flushed and filled again in the same
  * transaction (a start never adds duplicates, and never leaves a moment
  * without the rules); the set of upstream resolvers only grows, since
- * other sandboxes may use the ones this one does not. */
+ * other sandboxes may use the ones this one does not.
+ *
+ * That transaction is the dearest step of a sandbox's network set-up
+ * (libnftables reads the host's whole ruleset first: 100-340 ms in the
+ * emulated host), and every start but the first would make the same
+ * table again.  So the table's identity is recorded beside the claims:
+ * <base>/.net.host holds the boot id, the table's handle (a table
+ * made again, after `nft flush ruleset` say, gets a new one) and the
+ * upstreams added to it.  A start whose upstreams are all there, on a
+ * table with that handle, only asks the kernel for the handle (one
+ * nfnetlink round trip) and skips the transaction. */
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libmnl/libmnl.h>
+#include <limits.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
 #include <nftables/libnftables.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "errf.h"
@@ -58,7 +77,161 @@ static int nft_run(const char *text, bool dry, const char *what, char *err, size
 	return r;
 }
 
-int net_host_rules(const struct net_upstream *up, size_t nup, char *err, size_t errlen)
+static int host_rules_make(const struct net_upstream *up, size_t nup, char *err, size_t errlen);
+
+static int table_attr(const struct nlattr *a, void *data)
+{
+	if (mnl_attr_get_type(a) == NFTA_TABLE_HANDLE && mnl_attr_validate(a, MNL_TYPE_U64) == 0)
+		*(uint64_t *)data = be64toh(mnl_attr_get_u64(a));
+	return MNL_CB_OK;
+}
+
+static int table_msg(const struct nlmsghdr *nlh, void *data)
+{
+	if (mnl_attr_parse(nlh, sizeof(struct nfgenmsg), table_attr, data) < 0)
+		return MNL_CB_ERROR;
+	return MNL_CB_OK;
+}
+
+/* The handle of the host's table inet cove, 0 when it has none (or the
+ * kernel did not answer within a second: the caller then makes it). */
+static uint64_t host_table_handle(void)
+{
+	struct mnl_socket *nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
+	if (!nl)
+		return 0;
+	uint64_t handle = 0;
+	struct timeval tv = { .tv_sec = 1 };
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	if (setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+	    mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0)
+		goto out;
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	nlh->nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETTABLE;
+	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+	nlh->nlmsg_seq = (unsigned int)time(NULL);
+	struct nfgenmsg *g = mnl_nlmsg_put_extra_header(nlh, sizeof(*g));
+	g->nfgen_family = NFPROTO_INET;
+	g->version = NFNETLINK_V0;
+	g->res_id = 0;
+	mnl_attr_put_strz(nlh, NFTA_TABLE_NAME, "cove");
+	unsigned int seq = nlh->nlmsg_seq, portid = mnl_socket_get_portid(nl);
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
+		goto out;
+	for (;;) {
+		ssize_t n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+		if (n <= 0)
+			break;
+		uint64_t h = 0;
+		int r = mnl_cb_run(buf, (size_t)n, seq, portid, table_msg, &h);
+		if (h)
+			handle = h;
+		if (r <= MNL_CB_STOP) /* the ack, or an error (ENOENT: no table) */
+			break;
+	}
+out:
+	mnl_socket_close(nl);
+	return handle;
+}
+
+static void boot_id(char out[40])
+{
+	out[0] = 0;
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, out, 39);
+	close(fd);
+	out[n > 0 ? n : 0] = 0;
+	out[strcspn(out, "\n")] = 0;
+}
+
+/* The record's upstreams, when it names this boot and handle: how many
+ * (at most cap, into rec), or -1 when it does not. */
+static int record_read(const char *path, const char *boot, uint64_t handle,
+                       struct net_upstream *rec, size_t cap)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	char b[40];
+	unsigned long long h;
+	int n = -1;
+	if (fscanf(f, "%39s %llu", b, &h) == 2 && strcmp(b, boot) == 0 && h == handle) {
+		unsigned int a, port;
+		n = 0;
+		while ((size_t)n < cap && fscanf(f, "%u %u", &a, &port) == 2 && port <= 65535)
+			rec[n++] = (struct net_upstream){ .addr = a, .port = (uint16_t)port };
+	}
+	fclose(f);
+	return n;
+}
+
+static bool upstream_in(const struct net_upstream *u, const struct net_upstream *set, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (set[i].addr == u->addr && set[i].port == u->port)
+			return true;
+	return false;
+}
+
+/* Writes the record (a temporary file renamed over it); best effort: without
+ * one the next start makes the table again. */
+static void record_write(const char *path, const char *boot, uint64_t handle,
+                         const struct net_upstream *up, size_t nup)
+{
+	char tmp[PATH_MAX];
+	if (snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid()) >= (int)sizeof(tmp))
+		return;
+	FILE *f = fopen(tmp, "wxe");
+	if (!f)
+		return;
+	fprintf(f, "%s %llu\n", boot, (unsigned long long)handle);
+	for (size_t i = 0; i < nup; i++)
+		fprintf(f, "%u %u\n", (unsigned int)up[i].addr, (unsigned int)up[i].port);
+	if (fclose(f) != 0 || rename(tmp, path) < 0)
+		unlink(tmp);
+}
+
+static int ip_forward_on(char *err, size_t errlen)
+{
+	int r = 0, fd = open("/proc/sys/net/ipv4/ip_forward", O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write_all(fd, "1\n", 2) < 0)
+		r = errf(err, errlen, -errno, "cannot turn IPv4 forwarding on: %s",
+		         strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+int net_host_rules(const char *path, const struct net_upstream *up, size_t nup, char *err,
+                   size_t errlen)
+{
+	char boot[40];
+	struct net_upstream rec[2 * NET_DNS_MAX];
+	boot_id(boot);
+	uint64_t handle = boot[0] ? host_table_handle() : 0;
+	int nrec = handle ? record_read(path, boot, handle, rec, sizeof(rec) / sizeof(rec[0])) : -1;
+	bool known = nrec >= 0;
+	for (size_t i = 0; known && i < nup; i++)
+		known = upstream_in(&up[i], rec, (size_t)nrec);
+	if (known)
+		return ip_forward_on(err, errlen);
+	int r = host_rules_make(up, nup, err, errlen);
+	if (r < 0)
+		return r;
+	uint64_t now = boot[0] ? host_table_handle() : 0;
+	if (now) {
+		size_t n = now == handle && nrec > 0 ? (size_t)nrec : 0;
+		for (size_t i = 0; i < nup && n < sizeof(rec) / sizeof(rec[0]); i++)
+			if (!upstream_in(&up[i], rec, n))
+				rec[n++] = up[i];
+		record_write(path, boot, now, rec, n);
+	}
+	return ip_forward_on(err, errlen);
+}
+
+static int host_rules_make(const struct net_upstream *up, size_t nup, char *err, size_t errlen)
 {
 	size_t cap = sizeof(host_table) + 64 + nup * 32;
 	char *text = malloc(cap);
@@ -75,15 +248,6 @@ int net_host_rules(const struct net_upstream *up, size_t nup, char *err, size_t 
 		snprintf(text + n, cap - n, " }\n");
 	int r = nft_run(text, false, "the host's nftables table inet cove", err, errlen);
 	free(text);
-	if (r < 0)
-		return r;
-	int fd = open("/proc/sys/net/ipv4/ip_forward", O_WRONLY | O_CLOEXEC);
-	if (fd < 0 || write_all(fd, "1\n", 2) < 0) {
-		r = errf(err, errlen, -errno, "cannot turn IPv4 forwarding on: %s",
-		         strerror(errno));
-	}
-	if (fd >= 0)
-		close(fd);
 	return r;
 }
 

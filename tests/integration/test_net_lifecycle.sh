@@ -100,6 +100,27 @@ rc=$?
 	ok "cove net on a sandbox without networking: one line" || not_ok "cove net plain: status $rc, $(cat "$WORK/err")"
 $cove stop plain
 
+# The host table is made once: a later start finds it in <base>/.net.host
+# (boot id, the table's handle) and skips the libnftables transaction,
+# which would flush the chains; a table deleted meanwhile is made again.
+rec=$rt/.net.host
+handle() { nft -a list table inet cove 2>/dev/null | sed -n 's/^table inet cove { # handle \([0-9]*\)$/\1/p'; }
+h=$(handle)
+[ -n "$h" ] && grep -q " $h\$" <(head -n1 "$rec" 2>/dev/null) && ok "the record names the host table (handle $h)" ||
+	not_ok "record: '$(head -n1 "$rec" 2>&1)', handle '$h'"
+nft add rule inet cove input counter comment \"itest-probe\"
+$cove start --name n4 --net none >/dev/null 2>"$WORK/err" || not_ok "start n4: $(cat "$WORK/err")"
+nft list chain inet cove input | grep -q itest-probe && ok "a second start left the host table alone" ||
+	not_ok "a second start made the host table again"
+$cove stop n4
+nft delete table inet cove
+$cove start --name n4 --net none >/dev/null 2>"$WORK/err" || not_ok "start n4 again: $(cat "$WORK/err")"
+h2=$(handle)
+nft list table inet cove 2>/dev/null | grep -q masquerade && [ -n "$h2" ] && grep -q " $h2\$" <(head -n1 "$rec") &&
+	ok "a deleted host table is made again (handle $h2), and recorded" ||
+	not_ok "after nft delete table: $(nft list table inet cove 2>&1 | head -c 200); record $(head -n1 "$rec")"
+$cove stop n4
+
 # kill -9 of both: the next cove ls cleans up.
 $cove start --name n2 --net open >/dev/null 2>"$WORK/err" || not_ok "start n2: $(cat "$WORK/err")"
 k2=$(meta n2 | sed -n 's/.*"index":\([0-9]*\).*/\1/p')
