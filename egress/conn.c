@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "elog.h"
+#include "mitm.h"
 #include "upstream.h"
 
 static void conn_free(struct loop_dead *d)
@@ -70,6 +71,8 @@ void conn_close(struct conn *c, bool reset)
 	}
 	upq_cancel(c->uq);
 	c->uq = NULL;
+	mitm_free(c->m);
+	c->m = NULL;
 	timer_cancel(&e->loop, &c->t);
 	close_ev(&e->loop, &c->a, reset);
 	close_ev(&e->loop, &c->b, false);
@@ -215,7 +218,10 @@ static void on_connect(struct ev *ev, uint32_t events)
 		dial_failed(c);
 		return;
 	}
-	start_splice(c);
+	if (c->m)
+		mitm_start(c);
+	else
+		start_splice(c);
 }
 
 static void on_connect_timeout(struct timer *t)

@@ -15,6 +15,7 @@
 #define CONN_CANDIDATES 8 /* resolved addresses tried in turn */
 
 struct upq;
+struct mitm;
 
 struct conn_dir {
 	uint8_t buf[CONN_BUF];
@@ -49,6 +50,7 @@ struct conn {
 	size_t ncand, icand;
 	struct conn_dir up;   /* a -> b */
 	struct conn_dir down; /* b -> a */
+	struct mitm *m;       /* intercepted (egress/mitm.c), or NULL: spliced */
 };
 
 /* conn_new() - a connection around accepted @fd (nonblocking), counted
