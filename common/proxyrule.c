@@ -55,8 +55,8 @@ bool proxy_secret_value_ok(const char *v, size_t len)
 
 bool proxy_header_forbidden(const char *name, size_t len)
 {
-	static const char *const bad[] = { "host",    "content-length", "transfer-encoding",
-		                           "connection", "keep-alive",  "upgrade",
+	static const char *const bad[] = { "host",       "content-length", "transfer-encoding",
+		                           "connection", "keep-alive",     "upgrade",
 		                           "te",         "trailer" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		if (strlen(bad[i]) == len && !strncasecmp(bad[i], name, len))
@@ -120,8 +120,8 @@ void proxy_secrets_free(struct proxy_secret *s, size_t n)
 }
 
 /* Checks every {{secrets.NAME}} of @v against the sources. */
-static int refs_check(const struct proxy_rules *r, const char *rule, const char *hdr,
-                      const char *v, char *err, size_t errlen)
+static int refs_check(const struct proxy_rules *r, const char *rule, const char *hdr, const char *v,
+                      char *err, size_t errlen)
 {
 	const char *p = v;
 	while ((p = strstr(p, REF_OPEN))) {
@@ -130,20 +130,22 @@ static int refs_check(const struct proxy_rules *r, const char *rule, const char 
 		size_t len = e ? (size_t)(e - n) : 0;
 		char name[PROXY_NAME_MAX + 1];
 		if (!e || !len || len > PROXY_NAME_MAX)
-			return errf(err, errlen, -EINVAL,
-			            "rule '%s': header %s: a {{secrets.NAME}} reference is not closed "
-			            "or its name is not 1-%d letters, digits or '_'",
-			            rule, hdr, PROXY_NAME_MAX);
+			return errf(
+			    err, errlen, -EINVAL,
+			    "rule '%s': header %s: a {{secrets.NAME}} reference is not closed "
+			    "or its name is not 1-%d letters, digits or '_'",
+			    rule, hdr, PROXY_NAME_MAX);
 		memcpy(name, n, len);
 		name[len] = 0;
 		bool found = false;
 		for (size_t i = 0; i < r->nsrc && !found; i++)
 			found = !strcmp(r->src[i].name, name);
 		if (!found)
-			return errf(err, errlen, -EINVAL,
-			            "rule '%s': header %s references unknown secret '%.64s' (not in "
-			            "\"secrets\")",
-			            rule, hdr, name);
+			return errf(
+			    err, errlen, -EINVAL,
+			    "rule '%s': header %s references unknown secret '%.64s' (not in "
+			    "\"secrets\")",
+			    rule, hdr, name);
 		p = e + strlen(REF_CLOSE);
 	}
 	return 0;
@@ -173,8 +175,8 @@ static int str_list(json_t *a, const char *rule, const char *key, bool required,
 	json_array_foreach(a, i, v)
 	{
 		if (!json_is_string(v))
-			return errf(err, errlen, -EINVAL, "rule '%s': \"%s\" must hold strings", rule,
-			            key);
+			return errf(err, errlen, -EINVAL, "rule '%s': \"%s\" must hold strings",
+			            rule, key);
 		const char *s = json_string_value(v);
 		if (strlen(s) != json_string_length(v))
 			return errf(err, errlen, -EINVAL, "rule '%s': a NUL byte in \"%s\"", rule,
@@ -206,8 +208,8 @@ static int kv_map(json_t *o, const char *rule, const char *key, struct proxy_kv 
 	json_object_foreach(o, k, v)
 	{
 		if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
-			return errf(err, errlen, -EINVAL, "rule '%s': \"%s\".%.64s must be a string",
-			            rule, key, k);
+			return errf(err, errlen, -EINVAL,
+			            "rule '%s': \"%s\".%.64s must be a string", rule, key, k);
 		const char *s = json_string_value(v);
 		if (!proxy_secret_value_ok(s, strlen(s)) && strlen(s))
 			return errf(err, errlen, -EINVAL,
@@ -250,7 +252,8 @@ static int parse_rule(struct proxy_rules *rs, json_t *j, size_t idx, char *err, 
 		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]) && !known; i++)
 			known = !strcmp(k, keys[i]);
 		if (!known)
-			return errf(err, errlen, -EINVAL, "rules[%zu]: unknown key '%.64s'", idx, k);
+			return errf(err, errlen, -EINVAL, "rules[%zu]: unknown key '%.64s'", idx,
+			            k);
 	}
 	const char *name = json_string_value(json_object_get(j, "name"));
 	if (!name || !token_ok(name, PROXY_NAME_MAX))
@@ -282,10 +285,11 @@ static int parse_rule(struct proxy_rules *rs, json_t *j, size_t idx, char *err, 
 		const char *p = u->paths[i];
 		if ((p[0] != '/' && p[0] != '*') || strlen(p) > PROXY_PATH_MAX ||
 		    !proxy_secret_value_ok(p, strlen(p)) || strchr(p, ' '))
-			return errf(err, errlen, -EINVAL,
-			            "rule '%s': path '%.200s' must start with '/' (a prefix or a glob), "
-			            "without spaces",
-			            name, p);
+			return errf(
+			    err, errlen, -EINVAL,
+			    "rule '%s': path '%.200s' must start with '/' (a prefix or a glob), "
+			    "without spaces",
+			    name, p);
 	}
 	if ((r = str_list(json_object_get(j, "match_methods"), name, "match_methods", false,
 	                  &u->methods, &u->nmethods, err, errlen)))
@@ -293,8 +297,8 @@ static int parse_rule(struct proxy_rules *rs, json_t *j, size_t idx, char *err, 
 	for (size_t i = 0; i < u->nmethods; i++) {
 		char *m = u->methods[i];
 		if (!token_ok(m, 32))
-			return errf(err, errlen, -EINVAL, "rule '%s': '%.40s' is not a method", name,
-			            m);
+			return errf(err, errlen, -EINVAL, "rule '%s': '%.40s' is not a method",
+			            name, m);
 		for (char *c = m; *c; c++)
 			*c = (char)toupper((unsigned char)*c);
 	}
@@ -316,9 +320,10 @@ static int parse_rule(struct proxy_rules *rs, json_t *j, size_t idx, char *err, 
 			return errf(err, errlen, -EINVAL, "rule '%s': '%.64s' is not a header name",
 			            name, h->name);
 		if (proxy_header_forbidden(h->name, strlen(h->name)))
-			return errf(err, errlen, -EINVAL,
-			            "rule '%s': header %s cannot be injected (hop-by-hop or framing)",
-			            name, h->name);
+			return errf(
+			    err, errlen, -EINVAL,
+			    "rule '%s': header %s cannot be injected (hop-by-hop or framing)", name,
+			    h->name);
 		if (!h->value[0])
 			return errf(err, errlen, -EINVAL, "rule '%s': header %s has an empty value",
 			            name, h->name);
@@ -332,12 +337,12 @@ static int parse_rule(struct proxy_rules *rs, json_t *j, size_t idx, char *err, 
 			            u->env[i].name);
 		if (strstr(u->env[i].value, REF_OPEN))
 			return errf(err, errlen, -EINVAL,
-			            "rule '%s': env_vars.%s: dummy values only, never a secret", name,
-			            u->env[i].name);
+			            "rule '%s': env_vars.%s: dummy values only, never a secret",
+			            name, u->env[i].name);
 	}
 	if (!u->nheaders && !u->nenv)
-		return errf(err, errlen, -EINVAL, "rule '%s' has neither \"headers\" nor \"env_vars\"",
-		            name);
+		return errf(err, errlen, -EINVAL,
+		            "rule '%s' has neither \"headers\" nor \"env_vars\"", name);
 	return 0;
 }
 
@@ -513,7 +518,8 @@ const struct proxy_rule *proxy_rules_match(const struct proxy_rules *r, const ch
 			for (size_t k = 0; k < nhdrs && !seen; k++)
 				seen = hdrs[k].nlen == nl &&
 				       !strncasecmp(hdrs[k].name, u->match[m].name, nl) &&
-				       hdrs[k].vlen == vl && !memcmp(hdrs[k].value, u->match[m].value, vl);
+				       hdrs[k].vlen == vl &&
+				       !memcmp(hdrs[k].value, u->match[m].value, vl);
 			ok = seen;
 		}
 		if (ok)

@@ -23,7 +23,7 @@
 #include <stddef.h>
 
 #define PROXY_RULES_MAX   32
-#define PROXY_LIST_MAX    16   /* hosts, paths, methods, headers, env vars per rule */
+#define PROXY_LIST_MAX    16 /* hosts, paths, methods, headers, env vars per rule */
 #define PROXY_SECRETS_MAX 32
 #define PROXY_NAME_MAX    64   /* rule, secret, header and env var names */
 #define PROXY_VALUE_MAX   4096 /* a header template, a secret's value, an env value */

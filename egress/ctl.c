@@ -72,8 +72,8 @@ char *ctl_handle(struct egress *e, const char *line, size_t len)
 		out = r ? fail(err) : reply_str(json_pack("{s:b}", "ok", 1));
 	} else if (op && !strcmp(op, "proxy")) {
 		int r = egress_set_proxy(e, req, err, sizeof(err));
-		out = r ? fail(err)
-		        : reply_str(json_pack("{s:b, s:s}", "ok", 1, "ca", e->ca.ca_pem));
+		out =
+		    r ? fail(err) : reply_str(json_pack("{s:b, s:s}", "ok", 1, "ca", e->ca.ca_pem));
 	} else if (op && !strcmp(op, "ca") && json_object_size(req) == 1 && e->tls_ok) {
 		out = reply_str(json_pack("{s:b, s:s, s:I}", "ok", 1, "ca", e->ca.ca_pem,
 		                          "proxy_rules", (json_int_t)e->rules.n));

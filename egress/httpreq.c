@@ -80,6 +80,19 @@ static bool span_clean(const struct httpreq *r, const struct httpreq_span *s)
 	return true;
 }
 
+/* A header name is a token (RFC 9110): the parser, built lenient, lets
+ * spaces through. */
+static bool span_token(const struct httpreq *r, const struct httpreq_span *s)
+{
+	for (uint32_t i = 0; i < s->len; i++) {
+		uint8_t c = r->buf[s->off + i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      (c && strchr("!#$%&'*+-.^_`|~", c))))
+			return false;
+	}
+	return s->len > 0;
+}
+
 enum httpreq_result httpreq_feed(struct httpreq *r, const uint8_t *data, size_t len, size_t *used)
 {
 	*used = 0;
@@ -101,7 +114,7 @@ enum httpreq_result httpreq_feed(struct httpreq *r, const uint8_t *data, size_t 
 		    !span_clean(r, &r->url))
 			goto bad;
 		for (size_t i = 0; i < r->nh; i++)
-			if (!r->h[i].n.len || !span_clean(r, &r->h[i].n) || !span_clean(r, &r->h[i].v))
+			if (!span_token(r, &r->h[i].n) || !span_clean(r, &r->h[i].v))
 				goto bad;
 		return HTTPREQ_DONE;
 	}
@@ -177,7 +190,8 @@ long httpreq_rewrite(const struct httpreq *r, const struct proxy_hdr *add, size_
 			return -1;
 	}
 	for (size_t a = 0; a < nadd; a++)
-		if (!put(out, outlen, &o, add[a].name, add[a].nlen) || !put(out, outlen, &o, ": ", 2) ||
+		if (!put(out, outlen, &o, add[a].name, add[a].nlen) ||
+		    !put(out, outlen, &o, ": ", 2) ||
 		    !put(out, outlen, &o, add[a].value, add[a].vlen) ||
 		    !put(out, outlen, &o, "\r\n", 2))
 			return -1;

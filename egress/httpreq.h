@@ -41,8 +41,7 @@ void httpreq_init(struct httpreq *r);
 /* httpreq_feed() - take up to @len bytes (*@used says how many); DONE
  * once the head is complete (the body's first bytes may be in buf from
  * head_end to len), MORE, or BAD with r->status. */
-enum httpreq_result httpreq_feed(struct httpreq *r, const uint8_t *data, size_t len,
-                                 size_t *used);
+enum httpreq_result httpreq_feed(struct httpreq *r, const uint8_t *data, size_t len, size_t *used);
 
 /* After DONE: the method's name, the target, the headers as proxy_hdr. */
 const char *httpreq_method(const struct httpreq *r);

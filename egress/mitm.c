@@ -85,8 +85,7 @@ struct mitm *mitm_new(struct conn *c)
 	return m;
 }
 
-static void log_req(struct conn *c, const char *rule, bool injected, bool allow,
-                    const char *note)
+static void log_req(struct conn *c, const char *rule, bool injected, bool allow, const char *note)
 {
 	struct elog_rec r = { .proto = c->tls ? "https" : "http",
 		              .dst = c->have_dst ? &c->dst : NULL,
@@ -139,9 +138,8 @@ static void head_decided(struct conn *c)
 	static struct proxy_hdr hdrs[HTTPREQ_HDRS_MAX];
 	size_t nh = httpreq_headers(q, hdrs, HTTPREQ_HDRS_MAX);
 	const char *method = httpreq_method(q);
-	const struct proxy_rule *u =
-	    proxy_rules_match(&e->rules, c->name, method, (const char *)q->buf + q->url.off,
-	                      q->url.len, hdrs, nh);
+	const struct proxy_rule *u = proxy_rules_match(
+	    &e->rules, c->name, method, (const char *)q->buf + q->url.off, q->url.len, hdrs, nh);
 	struct proxy_hdr add[PROXY_LIST_MAX];
 	static char vals[PROXY_LIST_MAX][PROXY_VALUE_MAX * 2 + 1];
 	size_t nadd = 0;
@@ -189,8 +187,9 @@ static void feed_head(struct conn *c, const uint8_t *buf, size_t n)
 	size_t used = 0;
 	enum httpreq_result r = httpreq_feed(&m->req, buf, n, &used);
 	if (r == HTTPREQ_BAD)
-		refuse(m, m->req.status, m->req.status == 431 ? "the request head is too large"
-		                                                : "the request does not parse");
+		refuse(m, m->req.status,
+		       m->req.status == 431 ? "the request head is too large"
+		                            : "the request does not parse");
 	else if (r == HTTPREQ_DONE)
 		head_decided(c);
 }
@@ -216,8 +215,8 @@ static long ssl_io(SSL *s, bool wr, void *buf, size_t n, bool *ww)
 
 static long sock_io(int fd, bool wr, void *buf, size_t n)
 {
-	ssize_t k = wr ? send(fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT)
-	               : recv(fd, buf, n, MSG_DONTWAIT);
+	ssize_t k =
+	    wr ? send(fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT) : recv(fd, buf, n, MSG_DONTWAIT);
 	if (k > 0)
 		return k;
 	if (k == 0 && !wr)

@@ -87,7 +87,8 @@ static int take(struct egress *e, json_t *req, char *err, size_t errlen)
 		ns++;
 	}
 	if (ns != n) {
-		r = errf(err, errlen, -EINVAL, "proxy: a secret's value without a source in the rules");
+		r = errf(err, errlen, -EINVAL,
+		         "proxy: a secret's value without a source in the rules");
 		goto fail;
 	}
 	const char *pem = json_string_value(ca);

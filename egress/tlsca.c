@@ -1,7 +1,6 @@
 #include "tlsca.h"
 
 #include <errno.h>
-#include <stdbool.h>
 #include <fcntl.h>
 #include <openssl/bn.h>
 #include <openssl/err.h>
@@ -10,6 +9,7 @@
 #include <openssl/rand.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,10 +42,11 @@ static X509 *make_cert(EVP_PKEY *key, const char *cn, long until, X509 *issuer, 
 	    !X509_gmtime_adj(X509_getm_notAfter(x), until) || !X509_set_pubkey(x, key))
 		goto fail;
 	name = X509_NAME_new();
-	if (!name || !X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC,
-	                                         (const unsigned char *)"Cove sandbox", -1, -1, 0) ||
-	    !X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1,
-	                                -1, 0) ||
+	if (!name ||
+	    !X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC,
+	                                (const unsigned char *)"Cove sandbox", -1, -1, 0) ||
+	    !X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1,
+	                                0) ||
 	    !X509_set_subject_name(x, name) ||
 	    !X509_set_issuer_name(x, issuer ? X509_get_subject_name(issuer) : name))
 		goto fail;
@@ -129,12 +130,13 @@ int tlsca_init(struct tlsca *t, char *err, size_t errlen)
 	if (!t->srv)
 		return errf(err, errlen, -EIO, "OpenSSL: no server context");
 	SSL_CTX_set_min_proto_version(t->srv, TLS1_2_VERSION);
-	SSL_CTX_set_options(t->srv,
-	                    SSL_OP_NO_TICKET | SSL_OP_NO_RENEGOTIATION | SSL_OP_IGNORE_UNEXPECTED_EOF);
+	SSL_CTX_set_options(t->srv, SSL_OP_NO_TICKET | SSL_OP_NO_RENEGOTIATION |
+	                                SSL_OP_IGNORE_UNEXPECTED_EOF);
 	SSL_CTX_set_num_tickets(t->srv, 0);
 	SSL_CTX_set_session_cache_mode(t->srv, SSL_SESS_CACHE_OFF);
 	SSL_CTX_set_mode(t->srv, SSL_MODE_ENABLE_PARTIAL_WRITE |
-	                             SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
+	                             SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+	                             SSL_MODE_RELEASE_BUFFERS);
 	SSL_CTX_set_alpn_select_cb(t->srv, alpn_select, NULL);
 	/* A warm-up leaf: the signing code paths are loaded before confinement. */
 	if (!tlsca_leaf(t, "warm.up.invalid"))

@@ -34,7 +34,7 @@ struct tlsca {
 	X509 *ca;
 	char *ca_pem; /* the certificate only (public), for the guest */
 	SSL_CTX *srv, *cli;
-	int bundle_fd; /* the host's bundle, read when first needed; -1 */
+	int bundle_fd;  /* the host's bundle, read when first needed; -1 */
 	int cli_custom; /* cli trusts a rules file's upstream_ca */
 	struct tlsca_leaf cache[TLSCA_CACHE];
 	unsigned next; /* the cache slot replaced next */

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "ca.h"
 #include "conn.h"
 #include "proto_json.h"
 
@@ -130,6 +131,8 @@ static int dispatch(struct agent_conn *c, const struct agent_req *req)
 		return do_shutdown(c, req->id);
 	case PROTO_RESTORED:
 		return do_restored(c, req);
+	case PROTO_CA:
+		return agent_ca_request(c, req);
 	case PROTO_STDIN:
 	case PROTO_SIGNAL:
 	case PROTO_RESIZE:

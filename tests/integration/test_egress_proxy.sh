@@ -123,7 +123,18 @@ python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["ok"]; open(sys
 openssl x509 -in "$WORK/sandbox-ca.pem" -noout -text | grep -q 'prime256v1' &&
 	openssl x509 -in "$WORK/sandbox-ca.pem" -noout -text | grep -q 'CA:TRUE' &&
 	ok "the sandbox CA is P-256 and a CA" || not_ok "the CA: $(openssl x509 -in "$WORK/sandbox-ca.pem" -noout -text | head -20)"
-gcurl() { in_g curl -s -m 10 --cacert "$WORK/sandbox-ca.pem" "$@"; }
+# The guest's names, as cove-egress's resolver answers them (checked below);
+# the proxy resolves them again itself.
+RES=()
+for n in api.test acct.test free.test; do
+	for p in 80 443; do RES+=(--resolve "$n:$p:198.51.100.7"); done
+done
+gcurl() { in_g curl -s -m 10 "${RES[@]}" --cacert "$WORK/sandbox-ca.pem" "$@"; }
+dns() { in_g python3 $D/dnsq.py 172.16.0.1 "$@"; }
+r=$(dns api.test)
+[ "$r" = "NOERROR 198.51.100.7" ] && ok "DNS api.test (a rule's host, not in the policy): $r" || not_ok "DNS api.test: $r"
+r=$(dns other.test)
+[ "$r" = REFUSED ] && ok "DNS other.test (no rule, not allowed): REFUSED" || not_ok "DNS other.test: $r"
 field() { python3 -c 'import json,sys
 try: print(json.loads(sys.argv[1]).get(sys.argv[2]))
 except Exception: print("unparsable:", sys.argv[1][:200])' "$1" "$2"; }
@@ -153,16 +164,16 @@ out=$(gcurl -H 'X-Account: b' https://acct.test/)
 out=$(gcurl -H 'X-Account: c' https://acct.test/)
 [ "$(field "$out" n_auth)" = 0 ] && ok "match_headers: account c gets nothing" || not_ok "acct c: $out"
 # Plain HTTP to a rule's host.
-out=$(in_g curl -s -m 10 http://api.test/v1/me)
+out=$(in_g curl -s -m 10 "${RES[@]}" http://api.test/v1/me)
 [ "$(field "$out" auth_sha256)" = "$(sha "Bearer $TOK_A")" ] && [ "$(field "$out" tls)" = False ] &&
 	ok "http://api.test/v1/me (port 80): injected too" || not_ok "plain http: $out"
 # A host without a rule: spliced, the upstream's own certificate.
-out=$(in_g curl -s -m 10 --cacert "$WORK/ca.pem" -H 'Authorization: guest' https://free.test/v1/me)
+out=$(in_g curl -s -m 10 "${RES[@]}" --cacert "$WORK/ca.pem" -H 'Authorization: guest' https://free.test/v1/me)
 [ "$(field "$out" auth_sha256)" = "$(sha guest)" ] && ok "free.test (no rule): spliced, the guest's header untouched, the test CA's certificate verifies" ||
 	not_ok "splice: $out"
-issuer=$(in_g curl -s -m 10 -k -v -o /dev/null https://free.test/ 2>&1 | grep -i 'issuer:' | head -1)
+issuer=$(in_g curl -s -m 10 "${RES[@]}" -k -v -o /dev/null https://free.test/ 2>&1 | grep -i 'issuer:' | head -1)
 grep -q 'cove-proxy-test-ca' <<<"$issuer" && ok "free.test shows the upstream's own certificate ($issuer)" || not_ok "free issuer: $issuer"
-c=$(in_g curl -s -m 10 -o /dev/null -w '%{http_code}' --cacert "$WORK/sandbox-ca.pem" https://free.test/)
+c=$(in_g curl -s -m 10 "${RES[@]}" -o /dev/null -w '%{http_code}' --cacert "$WORK/sandbox-ca.pem" https://free.test/)
 [ "$c" != 200 ] && ok "free.test does not verify with the sandbox CA (not intercepted)" || not_ok "free.test with the sandbox CA: $c"
 # The log.
 sleep 0.2
