@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "elog.h"
-#include "mitm.h"
 #include "upstream.h"
 
 static void conn_free(struct loop_dead *d)
@@ -71,7 +70,8 @@ void conn_close(struct conn *c, bool reset)
 	}
 	upq_cancel(c->uq);
 	c->uq = NULL;
-	mitm_free(c->m);
+	if (c->m)
+		c->m_free(c->m);
 	c->m = NULL;
 	timer_cancel(&e->loop, &c->t);
 	close_ev(&e->loop, &c->a, reset);
@@ -219,7 +219,7 @@ static void on_connect(struct ev *ev, uint32_t events)
 		return;
 	}
 	if (c->m)
-		mitm_start(c);
+		c->m_start(c);
 	else
 		start_splice(c);
 }

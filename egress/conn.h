@@ -50,7 +50,10 @@ struct conn {
 	size_t ncand, icand;
 	struct conn_dir up;   /* a -> b */
 	struct conn_dir down; /* b -> a */
-	struct mitm *m;       /* intercepted (egress/mitm.c), or NULL: spliced */
+	/* Intercepted (egress/mitm.c, which sets these), or NULL: spliced. */
+	struct mitm *m;
+	void (*m_start)(struct conn *c); /* instead of the splice, once connected */
+	void (*m_free)(struct mitm *m);
 };
 
 /* conn_new() - a connection around accepted @fd (nonblocking), counted

@@ -58,6 +58,8 @@ struct mitm *mitm_new(struct conn *c)
 	if (!m)
 		return NULL;
 	httpreq_init(&m->req);
+	c->m_start = mitm_start;
+	c->m_free = mitm_free;
 	if (!c->tls)
 		return m;
 	X509 *leaf = e->tls_ok ? tlsca_leaf(&e->ca, c->name) : NULL;

@@ -10,10 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "conn.h"
 #include "errf.h"
 #include "io.h"
-#include "request.h"
 
 #define SYSTEM_MAX (8 << 20)
 
@@ -75,7 +73,8 @@ static char *read_small(const char *path, size_t max, size_t *len)
 
 static bool pem_ok(const char *pem)
 {
-	static const char b[] = "-----BEGIN CERTIFICATE-----\n", e[] = "-----END CERTIFICATE-----\n";
+	static const char b[] = "-----BEGIN CERTIFICATE-----\n",
+	                  e[] = "-----END CERTIFICATE-----\n";
 	size_t n = strlen(pem);
 	if (n < sizeof(b) + sizeof(e) || n > AGENT_CA_PEM_MAX || strncmp(pem, b, sizeof(b) - 1) ||
 	    strcmp(pem + n - (sizeof(e) - 1), e))
@@ -181,45 +180,39 @@ static bool env_name_ok(const char *s)
 	return true;
 }
 
-int agent_ca_request(struct agent_conn *c, const struct agent_req *req)
+int agent_ca_apply(const json_t *o, bool *bundle, char *err, size_t errlen)
 {
-	const json_t *o = req->json;
+	*bundle = false;
 	const char *pem = json_string_value(json_object_get(o, "ca"));
 	json_t *env = json_object_get(o, "env");
 	if (!pem || (env && !json_is_object(env)) || json_object_size(env) > AGENT_CA_ENV_MAX)
-		return agent_conn_fail(c, req->id, EINVAL,
-		                       "CA: needs \"ca\" (PEM) and \"env\" (an object, optional)");
+		return errf(err, errlen, -EINVAL,
+		            "needs \"ca\" (PEM) and \"env\" (an object, optional)");
 	char *vars[AGENT_CA_ENV_MAX];
 	size_t n = 0;
 	const char *k;
 	json_t *v;
-	int bad = 0;
+	int r = 0;
 	json_object_foreach(env, k, v)
 	{
 		const char *s = json_string_value(v);
-		if (!s || !env_name_ok(k) || strlen(s) != json_string_length(v) ||
-		    asprintf(&vars[n], "%s=%s", k, s) < 0) {
-			bad = 1;
+		if (!s || !env_name_ok(k) || strlen(s) != json_string_length(v)) {
+			r = errf(err, errlen, -EINVAL, "a bad \"env\" entry");
+			break;
+		}
+		if (asprintf(&vars[n], "%s=%s", k, s) < 0) {
+			r = errf(err, errlen, -ENOMEM, "out of memory");
 			break;
 		}
 		n++;
 	}
-	int r = 0;
-	bool bundle = false;
-	char err[256];
-	if (!bad)
-		r = agent_ca_install(pem, (const char *const *)vars, n, AGENT_CA_SYSTEM, "/run/cove",
-		                     &bundle, err, sizeof(err));
+	if (!r)
+		r = agent_ca_install(pem, (const char *const *)vars, n, AGENT_CA_SYSTEM,
+		                     "/run/cove", bundle, err, errlen);
 	for (size_t i = 0; i < n; i++)
 		free(vars[i]);
-	if (bad)
-		return agent_conn_fail(c, req->id, EINVAL, "CA: a bad \"env\" entry");
-	if (r)
-		return agent_conn_fail(c, req->id, -r, "CA: %s", err);
-	fprintf(stderr, "cove-agent: sandbox CA installed%s\n",
-	        bundle ? " (and in " AGENT_CA_SYSTEM ")" : "");
-	json_t *ok = json_pack("{s:b}", "bundle", (int)bundle);
-	if (!ok)
-		return agent_conn_fail(c, req->id, ENOMEM, "out of memory");
-	return agent_conn_ok(c, req->id, ok);
+	if (!r)
+		fprintf(stderr, "cove-agent: sandbox CA installed%s\n",
+		        *bundle ? " (and in " AGENT_CA_SYSTEM ")" : "");
+	return r;
 }

@@ -12,20 +12,19 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define AGENT_CA_FILE     "/run/cove/ca.pem"
-#define AGENT_CA_BUNDLE   "/run/cove/ca-bundle.crt"
-#define AGENT_CA_SYSTEM   "/etc/ssl/certs/ca-certificates.crt"
-#define AGENT_CA_PEM_MAX  16384
-#define AGENT_CA_ENV_MAX  64
-#define AGENT_CA_BEGIN    "# cove sandbox CA: begin\n"
-#define AGENT_CA_END      "# cove sandbox CA: end\n"
+#define AGENT_CA_FILE    "/run/cove/ca.pem"
+#define AGENT_CA_BUNDLE  "/run/cove/ca-bundle.crt"
+#define AGENT_CA_SYSTEM  "/etc/ssl/certs/ca-certificates.crt"
+#define AGENT_CA_PEM_MAX 16384
+#define AGENT_CA_ENV_MAX 64
+#define AGENT_CA_BEGIN   "# cove sandbox CA: begin\n"
+#define AGENT_CA_END     "# cove sandbox CA: end\n"
 
-struct agent_conn;
-struct agent_req;
+#include <jansson.h>
 
-/* agent_ca_request() - PROTO_CA: check, install, answer OK {"bundle": B}
- * (B: the system bundle was updated) or ERROR. */
-int agent_ca_request(struct agent_conn *c, const struct agent_req *req)
+/* agent_ca_apply() - PROTO_CA's payload @o checked and installed;
+ * *@bundle: the system bundle was updated.  0 or -errno with @err. */
+int agent_ca_apply(const json_t *o, bool *bundle, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
 /* agent_ca_install() - the steps, with the system bundle's path open for

@@ -102,7 +102,8 @@ static int read_secret(const struct proxy_source *s, const char *base, json_t *r
 		int r = absolute(base, s->file, abs, sizeof(abs));
 		if (r)
 			return errf(err, errlen, r == -ENOENT ? -EINVAL : r,
-			            "%s: secret '%s': %s: %s", path, s->name, s->file, strerror(-r));
+			            "%s: secret '%s': %s: %s", path, s->name, s->file,
+			            strerror(-r));
 		struct stat st;
 		int e;
 		val = slurp(abs, PROXY_VALUE_MAX + 2, &len, &st, &e);
@@ -112,17 +113,19 @@ static int read_secret(const struct proxy_source *s, const char *base, json_t *r
 		if (st.st_mode & 077) {
 			explicit_bzero(val, len);
 			free(val);
-			return errf(err, errlen, -EINVAL,
-			            "%s: secret '%s': %s is readable by others (mode %03o; chmod 600 "
-			            "it)",
-			            path, s->name, abs, (unsigned)(st.st_mode & 0777));
+			return errf(
+			    err, errlen, -EINVAL,
+			    "%s: secret '%s': %s is readable by others (mode %03o; chmod 600 "
+			    "it)",
+			    path, s->name, abs, (unsigned)(st.st_mode & 0777));
 		}
 		/* A file's one trailing newline is no part of the value. */
 		if (len && val[len - 1] == '\n')
 			val[--len] = 0;
 		if (len && val[len - 1] == '\r')
 			val[--len] = 0;
-		json_object_set_new(json_object_get(rules_secrets, s->name), "file", json_string(abs));
+		json_object_set_new(json_object_get(rules_secrets, s->name), "file",
+		                    json_string(abs));
 	}
 	if (!val)
 		return errf(err, errlen, -ENOMEM, "out of memory");
@@ -179,8 +182,8 @@ int proxy_load_file(const char *path, struct proxy_load *out, char *err, size_t 
 		if (!r && !(out->upstream_ca = slurp(abs, PROXY_CA_LIMIT, &n, &st, &e)))
 			r = -e;
 		if (r) {
-			r = errf(err, errlen, -EINVAL, "%s: upstream_ca %s: %s", path, rs.upstream_ca,
-			         strerror(-r));
+			r = errf(err, errlen, -EINVAL, "%s: upstream_ca %s: %s", path,
+			         rs.upstream_ca, strerror(-r));
 			goto out;
 		}
 		json_object_set_new(out->rules, "upstream_ca", json_string(abs));
@@ -200,8 +203,8 @@ out:
 int proxy_send(const char *dir, const struct proxy_load *l, char **ca, char *err, size_t errlen)
 {
 	*ca = NULL;
-	json_t *req = json_pack("{s:s, s:O, s:O}", "op", "proxy", "rules", l->rules, "secrets",
-	                        l->values);
+	json_t *req =
+	    json_pack("{s:s, s:O, s:O}", "op", "proxy", "rules", l->rules, "secrets", l->values);
 	if (req && l->upstream_ca)
 		json_object_set_new(req, "upstream_ca", json_string(l->upstream_ca));
 	if (!req)
@@ -258,8 +261,7 @@ int proxy_copy(const char *from, const char *to)
 	return r;
 }
 
-int proxy_agent_ca(struct cove_sandbox *sb, const char *ca, json_t *env, char *err,
-                   size_t errlen)
+int proxy_agent_ca(struct cove_sandbox *sb, const char *ca, json_t *env, char *err, size_t errlen)
 {
 	int fd = cove_agent_connect(sb, err, errlen);
 	if (fd < 0)

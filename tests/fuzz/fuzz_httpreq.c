@@ -39,7 +39,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0; /* e.g. over the head cap with the added lines */
 	assert(r == HTTPREQ_DONE && q2.head_end == (size_t)n);
 	assert(!strcmp(httpreq_method(&q), httpreq_method(&q2)));
-	assert(q.url.len == q2.url.len && !memcmp(q.buf + q.url.off, q2.buf + q2.url.off, q.url.len));
+	assert(q.url.len == q2.url.len &&
+	       !memcmp(q.buf + q.url.off, q2.buf + q2.url.off, q.url.len));
 	struct proxy_hdr h[HTTPREQ_HDRS_MAX];
 	size_t nh = httpreq_headers(&q2, h, HTTPREQ_HDRS_MAX), auth = 0, close = 0;
 	for (size_t i = 0; i < nh; i++) {

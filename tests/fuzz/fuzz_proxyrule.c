@@ -29,10 +29,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const struct proxy_rule *u = &r.rules[i];
 		assert(u->name && u->nhosts > 0);
 		for (size_t k = 0; k < u->nheaders; k++) {
-			assert(!proxy_header_forbidden(u->headers[k].name, strlen(u->headers[k].name)));
+			assert(!proxy_header_forbidden(u->headers[k].name,
+			                               strlen(u->headers[k].name)));
 			char miss[80];
-			long n = proxy_expand(u->headers[k].value, s, r.nsrc, out, sizeof(out), miss,
-			                      sizeof(miss));
+			long n = proxy_expand(u->headers[k].value, s, r.nsrc, out, sizeof(out),
+			                      miss, sizeof(miss));
 			assert(n >= 0 || n == -E2BIG);
 		}
 		struct proxy_hdr h = { "x-account", "a", 9, 1 };

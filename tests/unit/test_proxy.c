@@ -40,8 +40,8 @@ START_TEST(rules_parse_and_match)
 	ck_assert_ptr_null(proxy_rules_for_host(&r, "acct.test"));
 	ck_assert_ptr_nonnull(proxy_rules_for_host(&r, "x.acct.test"));
 	ck_assert_ptr_null(proxy_rules_for_host(&r, "xacct.test"));
-	const struct proxy_rule *u = proxy_rules_match(&r, "api.test", "GET", "/v1/me?q=1", 10,
-	                                               NULL, 0);
+	const struct proxy_rule *u =
+	    proxy_rules_match(&r, "api.test", "GET", "/v1/me?q=1", 10, NULL, 0);
 	ck_assert_ptr_nonnull(u);
 	ck_assert_str_eq(u->name, "a");
 	ck_assert_ptr_null(proxy_rules_match(&r, "api.test", "POST", "/v1/me", 6, NULL, 0));
@@ -52,9 +52,9 @@ START_TEST(rules_parse_and_match)
 	ck_assert_ptr_nonnull(proxy_rules_match(&r, "q.acct.test", "GET", "/", 1, h + 1, 1));
 	struct proxy_secret s[2] = { { "T", "tt", 2 }, { "U", "uuu", 3 } };
 	char out[64], miss[16];
-	ck_assert_int_eq(proxy_expand(r.rules[1].headers[0].value, s, 2, out, sizeof(out), miss,
-	                              sizeof(miss)),
-	                 6);
+	ck_assert_int_eq(
+	    proxy_expand(r.rules[1].headers[0].value, s, 2, out, sizeof(out), miss, sizeof(miss)),
+	    6);
 	ck_assert_str_eq(out, "uuu-tt");
 	ck_assert_int_eq(proxy_expand("{{secrets.Z}}", s, 2, out, sizeof(out), miss, sizeof(miss)),
 	                 -ENOENT);
@@ -71,7 +71,8 @@ START_TEST(rules_refused)
 	} bad[] = {
 		{ "{", "not JSON" },
 		{ "[]", "not a JSON object" },
-		{ "{\"rules\":[{\"name\":\"a\",\"headers\":{\"A\":\"b\"}}]}", "no \"match_hosts\"" },
+		{ "{\"rules\":[{\"name\":\"a\",\"headers\":{\"A\":\"b\"}}]}",
+		  "no \"match_hosts\"" },
 		{ "{\"rules\":[{\"name\":\"a\",\"match_hosts\":[],\"headers\":{\"A\":\"b\"}}]}",
 		  "non-empty" },
 		{ "{\"rules\":[{\"name\":\"a\",\"match_hosts\":[\"a.test\"],\"headers\":{\"A\":"
@@ -86,15 +87,19 @@ START_TEST(rules_refused)
 		{ "{\"rules\":[{\"name\":\"a\",\"match_hosts\":[\"a.test\"],\"headers\":{\"A\":"
 		  "\"x\\r\\nB: y\"}}]}",
 		  "control bytes" },
-		{ "{\"rules\":[{\"name\":\"a\",\"match_hosts\":[\"a b\"],\"headers\":{\"A\":\"b\"}}]}",
+		{ "{\"rules\":[{\"name\":\"a\",\"match_hosts\":[\"a "
+		  "b\"],\"headers\":{\"A\":\"b\"}}]}",
 		  "not a name" },
 		{ "{\"rules\":[],\"extra\":1}", "unknown key" },
-		{ "{\"rules\":[{\"name\":\"a\",\"match_hosts\":[\"a.test\"],\"headers\":{\"A\":\"b\"}},"
+		{ "{\"rules\":[{\"name\":\"a\",\"match_hosts\":[\"a.test\"],\"headers\":{\"A\":"
+		  "\"b\"}},"
 		  "{\"name\":\"a\",\"match_hosts\":[\"b.test\"],\"headers\":{\"A\":\"b\"}}]}",
 		  "two rules" },
-		{ "{\"secrets\":{\"S\":{\"file\":\"/x\",\"env\":\"Y\"}},\"rules\":[]}", "secret 'S'" },
+		{ "{\"secrets\":{\"S\":{\"file\":\"/x\",\"env\":\"Y\"}},\"rules\":[]}",
+		  "secret 'S'" },
 		{ "{\"secrets\":{\"S\":{\"env\":\"1Y\"}},\"rules\":[]}", "variable name" },
-		{ "{\"secrets\":{\"S\":{\"env\":\"Y\"}},\"rules\":[{\"name\":\"a\",\"match_hosts\":["
+		{ "{\"secrets\":{\"S\":{\"env\":\"Y\"}},\"rules\":[{\"name\":\"a\",\"match_hosts\":"
+		  "["
 		  "\"a.test\"],\"env_vars\":{\"E\":\"{{secrets.S}}\"}}]}",
 		  "never a secret" },
 	};
@@ -102,7 +107,8 @@ START_TEST(rules_refused)
 		struct proxy_rules r;
 		char err[300] = "";
 		ck_assert_int_eq(parse(bad[i].text, &r, err), -EINVAL);
-		ck_assert_msg(strstr(err, bad[i].want), "%zu: '%s' lacks '%s'", i, err, bad[i].want);
+		ck_assert_msg(strstr(err, bad[i].want), "%zu: '%s' lacks '%s'", i, err,
+		              bad[i].want);
 	}
 	ck_assert(proxy_header_forbidden("HOST", 4));
 	ck_assert(proxy_header_forbidden("proxy-x", 7));
