@@ -70,8 +70,11 @@ void conn_close(struct conn *c, bool reset)
 	}
 	upq_cancel(c->uq);
 	c->uq = NULL;
-	if (c->m)
+	if (c->m) {
 		c->m_free(c->m);
+		/* An intercepted request's head held injected secrets. */
+		explicit_bzero(c->up.buf, sizeof(c->up.buf));
+	}
 	c->m = NULL;
 	timer_cancel(&e->loop, &c->t);
 	close_ev(&e->loop, &c->a, reset);
