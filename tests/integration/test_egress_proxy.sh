@@ -187,6 +187,15 @@ r=$(ctl "$(proxy_req '{"secrets":{"A":{"env":"A"}},"rules":[{"name":"x","match_h
 grep -q '"ok":false' <<<"$r" && ok "a framing header is refused: $r" || not_ok "framing: $r"
 out=$(gcurl https://api.test/v1/me)
 [ "$(field "$out" auth_sha256)" = "$(sha "Bearer $TOK_A")" ] && ok "after the refused changes the old rules still inject" || not_ok "after bad: $out"
+# Under deny-by-default (mode none: not even DNS) a rule's hosts still go.
+r=$(ctl '{"op":"policy","policy":{"mode":"none"}}')
+[ "$r" = '{"ok":true}' ] || not_ok "policy none: $r"
+r=$(dns api.test)
+out=$(gcurl https://api.test/v1/me)
+[ "$r" = "NOERROR 198.51.100.7" ] && [ "$(field "$out" auth_sha256)" = "$(sha "Bearer $TOK_A")" ] &&
+	ok "mode none: a rule's host still resolves and is injected" || not_ok "mode none: DNS '$r', $out"
+c=$(in_g curl -s -m 10 "${RES[@]}" -k -o /dev/null -w '%{http_code}' https://free.test/)
+[ "$c" = 000 ] && ok "mode none: free.test (policy only) is refused" || not_ok "mode none free.test: $c"
 # The host's bundle does not know the test CA: the server fails verification -> 502.
 r=$(ctl "$(proxy_req "$RULES" "$TOK_A" "$TOK_B")")
 grep -q '"ok":true' <<<"$r" || not_ok "rules without upstream_ca: $r"
