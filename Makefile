@@ -35,9 +35,10 @@ LIBS_VMM := $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson) -lz
             $(shell pkg-config --libs libseccomp 2>/dev/null || echo -lseccomp)
 # libcove's networking: rtnetlink (libmnl) and the host's nftables table.
 LIBS_NET := $(shell pkg-config --libs libmnl libnftables 2>/dev/null || echo -lmnl -lnftables)
-# cove-egress: nftables, netlink, DNS messages and NFLOG.
-LIBS_EGRESS := $(shell pkg-config --libs libnftables libmnl ldns libnetfilter_log 2>/dev/null || \
-                 echo -lnftables -lmnl -lldns -lnetfilter_log)
+# cove-egress: nftables, netlink, DNS messages, NFLOG; OpenSSL 3 and
+# libhttp-parser for credential injection.
+LIBS_EGRESS := $(shell pkg-config --libs libnftables libmnl ldns libnetfilter_log libssl libcrypto 2>/dev/null || \
+                 echo -lnftables -lmnl -lldns -lnetfilter_log -lssl -lcrypto) -lhttp_parser
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread)
 
 # Sources, found by folder so a new file needs no Makefile edit.

@@ -46,6 +46,7 @@ enum {
 	CLI_O_PUBLISH,
 	CLI_O_DNS,
 	CLI_O_NET_LIMIT,
+	CLI_O_PROXY_RULES,
 	CLI_O_FIRST_FREE, /* commands number their own options from here */
 };
 
@@ -68,22 +69,24 @@ enum {
 	"          (SIZE and BYTES/S take K, M, G, T suffixes: powers of 1024)\n"
 
 /* The network options (cli_net_option handles them). */
-#define CLI_NET_OPTIONS                                               \
-	{ "net", required_argument, NULL, CLI_O_NET },                \
-	    { "allow", required_argument, NULL, CLI_O_ALLOW },        \
-	    { "deny", required_argument, NULL, CLI_O_DENY },          \
-	    { "publish", required_argument, NULL, CLI_O_PUBLISH },    \
-	    { "dns", required_argument, NULL, CLI_O_DNS },            \
-	{                                                             \
-		"net-limit", required_argument, NULL, CLI_O_NET_LIMIT \
+#define CLI_NET_OPTIONS                                                   \
+	{ "net", required_argument, NULL, CLI_O_NET },                    \
+	    { "allow", required_argument, NULL, CLI_O_ALLOW },            \
+	    { "deny", required_argument, NULL, CLI_O_DENY },              \
+	    { "publish", required_argument, NULL, CLI_O_PUBLISH },        \
+	    { "dns", required_argument, NULL, CLI_O_DNS },                \
+	    { "net-limit", required_argument, NULL, CLI_O_NET_LIMIT },    \
+	{                                                                 \
+		"proxy-rules", required_argument, NULL, CLI_O_PROXY_RULES \
 	}
 
-#define CLI_NET_USAGE                                                              \
-	"  network (none of these: no NIC; they need root):\n"                     \
-	"          --net none|open  --allow RULE...  --deny CIDR[:PORT[-HI]]...\n" \
-	"          --publish [ADDR:]HOSTPORT:GUESTPORT...  --dns IP[:PORT]...\n"   \
-	"          --net-limit rx_bps=N,tx_bps=N,rx_pps=N,tx_pps=N\n"              \
-	"          (RULE: IP, CIDR, CIDR:PORT, CIDR:LO-HI, NAME, *.NAME, NAME:PORT)\n"
+#define CLI_NET_USAGE                                                                  \
+	"  network (none of these: no NIC; they need root):\n"                         \
+	"          --net none|open  --allow RULE...  --deny CIDR[:PORT[-HI]]...\n"     \
+	"          --publish [ADDR:]HOSTPORT:GUESTPORT...  --dns IP[:PORT]...\n"       \
+	"          --net-limit rx_bps=N,tx_bps=N,rx_pps=N,tx_pps=N\n"                  \
+	"          (RULE: IP, CIDR, CIDR:PORT, CIDR:LO-HI, NAME, *.NAME, NAME:PORT)\n" \
+	"          --proxy-rules FILE.json  credentials the egress proxy injects\n"
 
 /* What the network options gave; the lists stay NULL-terminated. */
 struct cli_net {
@@ -94,6 +97,7 @@ struct cli_net {
 	const char *publish[CLI_MAX_LIST + 1], *dns[CLI_MAX_LIST + 1];
 	int nallow, ndeny, npublish, ndns;
 	const char *limits;
+	const char *proxy_rules; /* --proxy-rules */
 };
 
 /* Handles one network option (restrict: only --net, --allow and --deny,

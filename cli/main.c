@@ -15,7 +15,7 @@ static const char usage[] =
     "  cp NAME:PATH LOCAL | LOCAL NAME:PATH   copy a file out of or into one\n"
     "  stop NAME...                       shut named sandboxes down\n"
     "  ls [--json]                        list sandboxes (and clean up dead ones)\n"
-    "  net NAME [--net none|open] [--allow RULE]... [--deny CIDR]...\n"
+    "  net NAME [--net none|open] [--allow RULE]... [--deny CIDR]... [--proxy-rules F]\n"
     "                                     replace a running sandbox's network policy\n"
     "  logs NAME [--egress]               its console, or its egress decisions\n"
     "  snapshot NAME DIR [--stop]         save a running sandbox to DIR\n"

@@ -15,8 +15,10 @@
 
 static const char net_usage[] =
     "usage: cove net NAME [--net none|open] [--allow RULE]... [--deny CIDR]...\n"
+    "                [--proxy-rules FILE.json]\n"
     "  replaces the running sandbox's policy, all at once: what is not given is\n"
-    "  gone (--allow alone: rules mode; nothing: deny everything)\n"
+    "  gone (--allow alone: rules mode; nothing: deny everything); --proxy-rules\n"
+    "  alone replaces only the credential rules (the policy stays)\n"
     "  RULE: IP, CIDR, CIDR:PORT, CIDR:LO-HI, NAME, *.NAME, NAME:PORT\n";
 
 static const char logs_usage[] = "usage: cove logs NAME [--egress]\n"
@@ -49,6 +51,10 @@ int cli_net_option(struct cli_net *n, int o, const char *arg, const char *prog, 
 	case CLI_O_DNS:
 		list = n->dns, count = &n->ndns, flag = "--dns";
 		break;
+	case CLI_O_PROXY_RULES:
+		n->any = true;
+		n->proxy_rules = arg;
+		return 1;
 	case CLI_O_NET_LIMIT:
 		if (restrict_)
 			return 0;
@@ -80,6 +86,7 @@ void cli_net_apply(struct cli_net *n, struct cove_config *cfg)
 	cfg->net_publish = n->npublish ? n->publish : NULL;
 	cfg->net_dns = n->ndns ? n->dns : NULL;
 	cfg->net_limits = n->limits;
+	cfg->proxy_rules = n->proxy_rules;
 }
 
 int cli_net(int argc, char **argv)
@@ -127,7 +134,12 @@ int cli_net(int argc, char **argv)
 		fprintf(stderr, "%s: %s\n", prog, err);
 		return 1;
 	}
-	int r = cove_net_set(sb, &p, err, sizeof(err));
+	/* The credential rules are read and validated in full before either
+	 * change; --proxy-rules alone leaves the policy as it is. */
+	bool policy = n.mode_set || n.nallow || n.ndeny || !n.proxy_rules;
+	int r = n.proxy_rules ? cove_net_proxy(sb, n.proxy_rules, err, sizeof(err)) : 0;
+	if (r == 0 && policy)
+		r = cove_net_set(sb, &p, err, sizeof(err));
 	cove_free(sb);
 	if (r < 0) {
 		fprintf(stderr, "%s: %s\n", prog, err);

@@ -37,6 +37,7 @@ bool proto_type_known(uint16_t type)
 	case PROTO_SYNC:
 	case PROTO_SHUTDOWN:
 	case PROTO_RESTORED:
+	case PROTO_CA:
 	case PROTO_OK:
 	case PROTO_ERROR:
 		return true;

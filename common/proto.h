@@ -45,6 +45,9 @@ enum proto_type {
 	                        "hwrng_bytes"}: the VM was restored from a snapshot */
 	PROTO_OK = 30,       /* agent -> host: success, JSON result */
 	PROTO_ERROR = 31,    /* either way: {"errno", "message"} */
+	/* 50-59: credential injection (issue 15) */
+	PROTO_CA = 50, /* {"ca": PEM, "env": {"NAME": "value"}} -> OK {"bundle": B}: trust the
+	                  sandbox CA (replacing an older one), export it and env to new execs */
 };
 
 struct proto_hdr {

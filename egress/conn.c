@@ -70,6 +70,12 @@ void conn_close(struct conn *c, bool reset)
 	}
 	upq_cancel(c->uq);
 	c->uq = NULL;
+	if (c->m) {
+		c->m_free(c->m);
+		/* An intercepted request's head held injected secrets. */
+		explicit_bzero(c->up.buf, sizeof(c->up.buf));
+	}
+	c->m = NULL;
 	timer_cancel(&e->loop, &c->t);
 	close_ev(&e->loop, &c->a, reset);
 	close_ev(&e->loop, &c->b, false);
@@ -215,7 +221,10 @@ static void on_connect(struct ev *ev, uint32_t events)
 		dial_failed(c);
 		return;
 	}
-	start_splice(c);
+	if (c->m)
+		c->m_start(c);
+	else
+		start_splice(c);
 }
 
 static void on_connect_timeout(struct timer *t)

@@ -15,6 +15,7 @@
 #define CONN_CANDIDATES 8 /* resolved addresses tried in turn */
 
 struct upq;
+struct mitm;
 
 struct conn_dir {
 	uint8_t buf[CONN_BUF];
@@ -49,6 +50,10 @@ struct conn {
 	size_t ncand, icand;
 	struct conn_dir up;   /* a -> b */
 	struct conn_dir down; /* b -> a */
+	/* Intercepted (egress/mitm.c, which sets these), or NULL: spliced. */
+	struct mitm *m;
+	void (*m_start)(struct conn *c); /* instead of the splice, once connected */
+	void (*m_free)(struct mitm *m);
 };
 
 /* conn_new() - a connection around accepted @fd (nonblocking), counted

@@ -8,6 +8,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "proxyset.h"
+
 struct ctlc {
 	struct egress *e;
 	struct ev ev;
@@ -68,9 +70,16 @@ char *ctl_handle(struct egress *e, const char *line, size_t len)
 			netpolicy_free(&p);
 		}
 		out = r ? fail(err) : reply_str(json_pack("{s:b}", "ok", 1));
+	} else if (op && !strcmp(op, "proxy")) {
+		int r = egress_set_proxy(e, req, err, sizeof(err));
+		out =
+		    r ? fail(err) : reply_str(json_pack("{s:b, s:s}", "ok", 1, "ca", e->ca.ca_pem));
+	} else if (op && !strcmp(op, "ca") && json_object_size(req) == 1 && e->tls_ok) {
+		out = reply_str(json_pack("{s:b, s:s, s:I}", "ok", 1, "ca", e->ca.ca_pem,
+		                          "proxy_rules", (json_int_t)e->rules.n));
 	} else {
-		out = fail(
-		    "unknown request: {\"op\":\"policy\",\"policy\":{...}} or {\"op\":\"status\"}");
+		out = fail("unknown request: {\"op\":\"policy\",\"policy\":{...}}, "
+		           "{\"op\":\"proxy\",...}, {\"op\":\"ca\"} or {\"op\":\"status\"}");
 	}
 	json_decref(req);
 	return out;
@@ -89,6 +98,8 @@ static void ctlc_close(struct ctlc *c)
 	loop_del(&c->e->loop, &c->ev);
 	close(c->ev.fd);
 	timer_cancel(&c->e->loop, &c->t);
+	/* A proxy request carries secrets. */
+	explicit_bzero(c->in, c->inlen);
 	free(c->in);
 	free(c->out);
 	c->e->nctl--;

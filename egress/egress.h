@@ -11,6 +11,8 @@
 #include "loop.h"
 #include "netrule.h"
 #include "pins.h"
+#include "proxyrule.h"
+#include "tlsca.h"
 
 #define EGRESS_CONNS_MAX   256    /* proxy + publish connections */
 #define EGRESS_DNS_TCP_MAX 32     /* guest DNS-over-TCP connections */
@@ -45,7 +47,17 @@ struct egress {
 	struct egress_pub publish[EGRESS_PUBLISH_MAX];
 	struct nflog_handle *nflog;
 	struct ev nflog_ev;
+	/* Credential injection (egress/mitm.c): the rules and secrets in
+	 * force (ctl "proxy"), the sandbox CA and TLS contexts. */
+	struct proxy_rules rules;
+	struct proxy_secret *secrets;
+	size_t nsecrets;
+	struct tlsca ca;
+	bool tls_ok; /* tlsca_init succeeded */
 };
+
+/* egress_proxy_host() - the rule whose hosts cover @name, or NULL. */
+const struct proxy_rule *egress_proxy_host(const struct egress *e, const char *name);
 
 /* egress_apply_policy() - build and apply the table for @p (the pins it
  * still allows carried over) in one transaction; on success @p becomes

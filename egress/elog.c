@@ -70,6 +70,13 @@ void elog_write(int fd, const struct elog_rec *r)
 	} else {
 		json_object_set_new(o, "bytes", json_null());
 	}
+	if (r->inject) {
+		json_object_set_new(o, "proxy_rule", json_string(r->inject));
+		if (r->injected)
+			json_object_set_new(o, "headers", json_string("[redacted]"));
+	}
+	if (r->note)
+		json_object_set_new(o, "note", json_string(r->note));
 	char line[1024];
 	size_t n = json_dumpb(o, line, sizeof(line) - 1, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);

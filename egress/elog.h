@@ -18,6 +18,12 @@ struct elog_rec {
 	bool allow;
 	const char *via;             /* "proxy", "dns", "direct", "publish" */
 	int64_t bytes_out, bytes_in; /* -1: not a connection (bytes null) */
+	/* Credential injection (egress/mitm.c), both omitted when NULL:
+	 * "proxy_rule" (the rule's name, with "headers":"[redacted]" when it
+	 * injected), "note" (why a request was refused). */
+	const char *inject;
+	bool injected;
+	const char *note;
 };
 
 /* elog_rule_text() - @r's canonical text into @buf (for .rule); NULL if

@@ -22,6 +22,7 @@
 #include "nft.h"
 #include "proxy.h"
 #include "resolver.h"
+#include "tlsca.h"
 
 #define CONFIG_MAX (1 << 20)
 
@@ -108,6 +109,12 @@ static int setup(struct egress *e, char *err, size_t errlen)
 	e->sig.fn = on_signal;
 	if (e->sig.fd < 0 || (r = loop_add(&e->loop, &e->sig, EPOLLIN)))
 		return errf(err, errlen, -errno, "signalfd: %s", strerror(errno));
+	/* The sandbox CA; without it nothing is intercepted (ctl "proxy"
+	 * says so), the rest works. */
+	r = tlsca_init(&e->ca, err, errlen);
+	if (r)
+		fprintf(stderr, "cove-egress: %s (no credential injection)\n", err);
+	e->tls_ok = r == 0;
 	warm_up(e);
 	return 0;
 }

@@ -11,6 +11,7 @@
 #include "conn.h"
 #include "dns.h"
 #include "elog.h"
+#include "mitm.h"
 #include "nftgen.h"
 #include "sniff.h"
 #include "upstream.h"
@@ -86,9 +87,14 @@ static void decide(struct conn *c, bool ech)
 	const struct netrule *r = NULL;
 	if (e->policy.mode == NETPOLICY_RULES)
 		r = netpolicy_match_name(&e->policy, c->name, c->port);
-	bool ok = e->policy.mode == NETPOLICY_OPEN || r;
+	/* A credential rule's hosts are allowed destinations whatever the
+	 * policy, and are intercepted (egress/mitm.c). */
+	const struct proxy_rule *pr = egress_proxy_host(e, c->name);
+	bool ok = e->policy.mode == NETPOLICY_OPEN || r || pr;
 	if (r)
 		elog_rule_text(r, c->rule, sizeof(c->rule));
+	else if (pr)
+		snprintf(c->rule, sizeof(c->rule), "proxy-rule:%s", pr->name);
 	if (!ok) {
 		refuse(c, NULL);
 		return;
@@ -96,6 +102,10 @@ static void decide(struct conn *c, bool ech)
 	/* ECH hides the name the rule matched; in open mode no name matters. */
 	if (ech && e->policy.mode != NETPOLICY_OPEN) {
 		refuse(c, "ech");
+		return;
+	}
+	if (pr && !(c->m = mitm_new(c))) {
+		refuse(c, "interception failed");
 		return;
 	}
 	struct dns_question q = { .name_ok = true, .qtype = 1, .qclass = 1 };
@@ -147,6 +157,11 @@ static void on_head(struct ev *ev, uint32_t events)
 		return;
 	}
 	memcpy(c->name, h.name, sizeof(c->name));
+	/* An intercepted request is parsed and rebuilt by egress/mitm.c. */
+	if (egress_proxy_host(c->e, c->name)) {
+		decide(c, false);
+		return;
+	}
 	/* Upstream sees this one request, closed after it (sniff.h). */
 	static uint8_t rw[SNIFF_HTTP_MAX + 64];
 	long w = sniff_http_rewrite(c->head, h.head_len, rw, sizeof(rw));

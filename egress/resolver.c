@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -155,7 +156,20 @@ static void handle_query(struct egress *e, const uint8_t *msg, size_t len,
 	if (!tcp)
 		p->q.udp_max = p->q.udp_max < 512 ? 512 : p->q.udp_max;
 	const struct netrule *rule;
-	if (!dns_allowed(&e->policy, &p->q, &rule)) {
+	bool ok = dns_allowed(&e->policy, &p->q, &rule);
+	/* A credential rule's hosts resolve whatever the policy. */
+	const struct proxy_rule *pr = NULL;
+	if (!ok && p->q.name_ok && (pr = egress_proxy_host(e, p->q.name))) {
+		struct netpolicy open;
+		netpolicy_init(&open, NETPOLICY_OPEN);
+		ok = dns_allowed(&open, &p->q, &rule);
+		rule = NULL;
+		if (ok) {
+			snprintf(p->rule_text, sizeof(p->rule_text), "proxy-rule:%s", pr->name);
+			p->has_rule = true;
+		}
+	}
+	if (!ok) {
 		reply_rcode(e, p, DNS_RCODE_REFUSED);
 		log_dns(e, &p->q, NULL, false, NULL);
 		free(p);

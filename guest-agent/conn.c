@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "ca.h"
 #include "conn.h"
 #include "proto_json.h"
 
@@ -104,6 +105,20 @@ static int do_restored(struct agent_conn *c, const struct agent_req *req)
 	return agent_conn_ok(c, req->id, o);
 }
 
+/* PROTO_CA (guest-agent/ca.c): OK {"bundle": B} or ERROR. */
+static int do_ca(struct agent_conn *c, const struct agent_req *req)
+{
+	bool bundle;
+	char err[256] = "";
+	int r = agent_ca_apply(req->json, &bundle, err, sizeof(err));
+	if (r < 0)
+		return agent_conn_fail(c, req->id, -r, "CA: %s", err);
+	json_t *o = json_pack("{s:b}", "bundle", (int)bundle);
+	if (!o)
+		return agent_conn_fail(c, req->id, ENOMEM, "out of memory");
+	return agent_conn_ok(c, req->id, o);
+}
+
 static int dispatch(struct agent_conn *c, const struct agent_req *req)
 {
 	switch (req->type) {
@@ -130,6 +145,8 @@ static int dispatch(struct agent_conn *c, const struct agent_req *req)
 		return do_shutdown(c, req->id);
 	case PROTO_RESTORED:
 		return do_restored(c, req);
+	case PROTO_CA:
+		return do_ca(c, req);
 	case PROTO_STDIN:
 	case PROTO_SIGNAL:
 	case PROTO_RESIZE:

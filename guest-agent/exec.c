@@ -19,6 +19,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "ca.h"
 #include "clock.h"
 #include "conn.h"
 #include "errf.h"
@@ -68,18 +69,31 @@ static bool env_same_key(const char *a, const char *b)
 
 /* The agent's environment with the request's overrides on top (and TERM for
  * a pty unless set); the array is malloc'ed, its strings are borrowed. */
-static char **build_env(const struct agent_exec_req *x)
+static char **build_env(const struct agent_exec_req *x, char **ca)
 {
-	size_t n = 0, m = 0;
+	size_t n = 0, m = 0, nc = 0;
 	for (char **e = environ; e && *e; e++)
 		n++;
 	for (char **e = x->env; e && *e; e++)
 		m++;
-	char **out = malloc((n + m + 2) * sizeof(*out));
+	for (char **e = ca; e && *e; e++)
+		nc++;
+	char **out = malloc((n + m + nc + 2) * sizeof(*out));
 	if (!out)
 		return NULL;
 	size_t k = 0;
 	for (char **e = environ; e && *e; e++) {
+		bool overridden = false;
+		for (char **o = x->env; o && *o && !overridden; o++)
+			overridden = env_same_key(*e, *o);
+		for (char **o = ca; o && *o && !overridden; o++)
+			overridden = env_same_key(*e, *o);
+		if (!overridden)
+			out[k++] = *e;
+	}
+	/* The sandbox CA's variables and the rules' dummies (guest-agent/ca.c),
+	 * under the request's own. */
+	for (char **e = ca; e && *e; e++) {
 		bool overridden = false;
 		for (char **o = x->env; o && *o && !overridden; o++)
 			overridden = env_same_key(*e, *o);
@@ -141,7 +155,8 @@ static int exec_start(struct exec *ex, const struct agent_exec_req *x)
 	char err[PATH_MAX + 128];
 	int r = 0;
 	struct agent_spawn s = { .argv = x->argv, .cwd = x->cwd, .uid = x->uid, .gid = x->gid };
-	char **env = build_env(x);
+	char **ca = agent_ca_env();
+	char **env = build_env(x, ca);
 	if (!env) {
 		r = errf(err, sizeof(err), -ENOMEM, "out of memory");
 		goto out;
@@ -190,6 +205,7 @@ out:
 		for (int i = 0; i < 3; i++)
 			close_fd(&child[i]);
 	free(env);
+	agent_ca_env_free(ca);
 	if (r < 0)
 		return agent_conn_fail(ex->c, ex->id, r, "%s", err);
 	char buf[48];

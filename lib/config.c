@@ -137,6 +137,10 @@ int config_check(const struct cove_config *cfg, bool boot, char *err, size_t err
 		r = config_check_limits(cfg, err, errlen);
 	if (r == 0)
 		r = net_check_config(cfg, boot, err, errlen);
+	if (r == 0 && boot && cfg->proxy_rules && cfg->net.mode == COVE_NET_OFF)
+		r = errf(
+		    err, errlen, -EINVAL,
+		    "--proxy-rules needs a network (--net none denies all but the rules' hosts)");
 	/* Before anything else of the host: one line, nothing started. */
 	if (r == 0 && cfg->net.mode != COVE_NET_OFF)
 		r = config_check_net_host(cfg, err, errlen);

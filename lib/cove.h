@@ -91,6 +91,10 @@ struct cove_config {
 	const char *net_limits;         /* "rx_bps=N,tx_bps=N,rx_pps=N,tx_pps=N[,..._burst=N]":
 	                                   virtio-net rate limits, or NULL */
 	const char *egress;             /* cove-egress binary (found as vmm is) */
+	/* Credential injection (issue 15): a rules file (common/proxyrule.h),
+	 * read with every secret it names before anything starts; needs a
+	 * network.  A restore re-reads the snapshot's copy unless set here. */
+	const char *proxy_rules;
 };
 
 /* Fills cfg with defaults: cove-vmm, build/vmlinux and
@@ -298,6 +302,14 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
  * The new policy is recorded in meta.json. */
 int cove_net_set(struct cove_sandbox *sb, const struct cove_net_policy *policy, char *err,
                  size_t errlen) __attribute__((warn_unused_result));
+
+/* Replaces a running sandbox's credential rules (a rules file, read and
+ * validated in full with its secrets first; nothing changes on an error):
+ * cove-egress takes them for its next connection, the guest gets the
+ * sandbox CA and the rules' env_vars, and the sandbox's directory the
+ * rules (never values).  -EINVAL for bad input, -ENOTSUP without a network. */
+int cove_net_proxy(struct cove_sandbox *sb, const char *rules_file, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 
 /* "off", "none", "rules", "open". */
 const char *cove_net_mode_name(enum cove_net_mode mode);

@@ -191,6 +191,12 @@ void net_clean_dead(const char *base, const struct registry_meta *m);
 
 /* ---- net_egress.c: cove-egress as a process ------------------------------ */
 
+/* net_ctl_call() - one request line to cove-egress's control socket
+ * @sock, one answer line back (at most 4 KiB), within 5 s; an answer
+ * without "ok":true is -EIO with its error.  0 or -errno with @err. */
+int net_ctl_call(const char *sock, struct json_t *req, struct json_t **reply, char *err,
+                 size_t errlen) __attribute__((warn_unused_result));
+
 #define EGRESS_SOCK "egress.sock" /* in the entry: the control socket */
 #define EGRESS_LOG  "egress.log"  /* the decisions, one JSON line each */
 #define EGRESS_ERR  "egress.err"  /* cove-egress's own stdout and stderr */

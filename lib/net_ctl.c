@@ -14,13 +14,12 @@
 #include "clock.h"
 #include "libcove.h"
 #include "net.h"
+#include "proxy.h"
 #include "text.h"
 
 #define CTL_MS 5000
 
-/* One request line to the control socket, one answer line back, within
- * CTL_MS. */
-static int ctl_call(const char *sock, json_t *req, json_t **reply, char *err, size_t errlen)
+int net_ctl_call(const char *sock, json_t *req, json_t **reply, char *err, size_t errlen)
 {
 	char *text = json_dumps(req, JSON_COMPACT);
 	if (!text)
@@ -47,6 +46,7 @@ static int ctl_call(const char *sock, json_t *req, json_t **reply, char *err, si
 		else if (w > 0)
 			off += (size_t)w;
 	}
+	explicit_bzero(text, len); /* a proxy request carries secrets */
 	free(text);
 	char line[4096];
 	size_t got = 0;
@@ -128,7 +128,7 @@ int cove_net_set(struct cove_sandbox *sb, const struct cove_net_policy *policy, 
 	char sock[REGISTRY_DIR_MAX + sizeof(EGRESS_SOCK) + 1];
 	snprintf(sock, sizeof(sock), "%s/%s", sb->dir, EGRESS_SOCK);
 	json_t *reply = NULL;
-	r = req ? ctl_call(sock, req, &reply, err, errlen)
+	r = req ? net_ctl_call(sock, req, &reply, err, errlen)
 	        : errf(err, errlen, -ENOMEM, "no memory");
 	json_decref(req);
 	json_decref(reply);
@@ -152,6 +152,39 @@ int cove_net_set(struct cove_sandbox *sb, const struct cove_net_policy *policy, 
 	free(text);
 out:
 	free(m);
+	return r;
+}
+
+int cove_net_proxy(struct cove_sandbox *sb, const char *rules_file, char *err, size_t errlen)
+{
+	if (!sb || sb->stopped)
+		return errf(err, errlen, -ESRCH, "the sandbox is stopped");
+	struct proxy_load pl;
+	int r = proxy_load_file(rules_file, &pl, err, errlen);
+	if (r < 0)
+		return r;
+	struct registry_meta *m = malloc(sizeof(*m));
+	char *ca = NULL;
+	if (!m)
+		r = errf(err, errlen, -ENOMEM, "out of memory");
+	else if ((r = registry_meta_read(sb->dir, m)) < 0)
+		r = errf(err, errlen, r, "sandbox %s: unreadable %s/%s", sb->name, sb->dir,
+		         REGISTRY_META);
+	else if (!m->net.on)
+		r = errf(err, errlen, -ENOTSUP,
+		         "sandbox %s was started without networking (start it with --net none "
+		         "--proxy-rules FILE)",
+		         sb->name);
+	if (!r)
+		r = proxy_send(sb->dir, &pl, &ca, err, errlen);
+	/* The guest trusts the CA before the rules are recorded as in force. */
+	if (!r)
+		r = proxy_agent_ca(sb, ca, pl.env, err, errlen);
+	if (!r)
+		r = proxy_store(sb->dir, &pl, err, errlen);
+	free(ca);
+	free(m);
+	proxy_load_free(&pl);
 	return r;
 }
 

@@ -19,6 +19,7 @@
 #include "cove_limits.h"
 #include "libcove.h"
 #include "proto.h"
+#include "proxy.h"
 #include "qcow2_create.h"
 
 /* cove stop's budget (worst case STOP_AGENT_MS + STOP_EXIT_MS + VMM_TERM_MS
@@ -166,6 +167,11 @@ int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *e
 	int r = config_check(cfg, true, err, errlen);
 	if (r < 0)
 		return r;
+	/* The rules and every secret they name, read before anything starts. */
+	struct proxy_load pl = { 0 };
+	char *ca = NULL;
+	if (cfg->proxy_rules && (r = proxy_load_file(cfg->proxy_rules, &pl, err, errlen)) < 0)
+		return r;
 	struct cove_sandbox *sb = sandbox_new(cfg->detached);
 	struct registry_meta *m = calloc(1, sizeof(*m));
 	int lfd = -1;
@@ -246,22 +252,29 @@ int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *e
 	r = vmm_spawn((char *const *)argv, cfg->detached, log, sb, err, errlen);
 	sandbox_net_handed(sb);
 	/* The guest boots while cove-egress applies its rules. */
-	if (r < 0 || (r = net_finish(&sb->net, err, errlen)) < 0)
+	if (r < 0 || (r = net_finish(&sb->net, err, errlen)) < 0 ||
+	    (pl.rules && ((r = proxy_send(sb->dir, &pl, &ca, err, errlen)) < 0 ||
+	                  (r = proxy_store(sb->dir, &pl, err, errlen)) < 0)))
 		goto fail;
 	ttl_watch(sb, cfg->ttl_s);
 	if ((r = sandbox_meta_vmm(sb, m, err, errlen)) < 0 ||
 	    (r = vmm_wait_ready(sb, lfd, config_boot_timeout_ms(cfg), console, log, err, errlen)) <
-	        0)
+	        0 ||
+	    (ca && (r = proxy_agent_ca(sb, ca, pl.env, err, errlen)) < 0))
 		goto fail;
 	close(lfd);
 	unlink(ready);
 	free(m);
+	proxy_load_free(&pl);
+	free(ca);
 	*out = sb;
 	return 0;
 fail:
 	if (lfd >= 0)
 		close(lfd);
 	free(m);
+	proxy_load_free(&pl);
+	free(ca);
 	sandbox_abort(sb);
 	return r;
 }

@@ -17,6 +17,7 @@
 #include "cove_limits.h"
 #include "io.h"
 #include "libcove.h"
+#include "proxy.h"
 
 #define API_SNAPSHOT_MS     (10 * 60 * 1000)
 #define SNAPSHOT_NOTE       "cove-sandbox.json"
@@ -209,6 +210,13 @@ int cove_snapshot(struct cove_sandbox *sb, const char *dir, bool stop_after, cha
 	if ((r = vmm_api_call_fd(sb->api, req, dfd, NULL, API_SNAPSHOT_MS, err, errlen)) < 0 ||
 	    (r = take_back(dfd, abs, err, errlen)) < 0)
 		goto fail;
+	/* The credential rules (references and sources, never values): a
+	 * restore or fork reads the secrets again. */
+	if ((r = proxy_copy(sb->dir, abs)) < 0) {
+		r = errf(err, errlen, r, "cannot copy %s into the snapshot: %s", PROXY_RULES_FILE,
+		         strerror(-r));
+		goto fail;
+	}
 	close(dfd);
 	snapshot_note_write(sb, abs);
 	if (stop_after)
@@ -232,6 +240,9 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
 	struct registry_meta *m = calloc(1, sizeof(*m));
 	struct registry_net *note_net = NULL;
 	char console[PATH_MAX], log[PATH_MAX], hostname[REGISTRY_NAME_MAX + 1];
+	char rules_path[PATH_MAX + sizeof(PROXY_RULES_FILE) + 1];
+	struct proxy_load pl = { 0 };
+	char *ca = NULL;
 	struct stat st;
 	if (!sb || !m) {
 		r = errf(err, errlen, -ENOMEM, "out of memory");
@@ -265,6 +276,20 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
 		netcfg.net.mode = COVE_NET_NONE; /* for the checks; the policy is the note's */
 	const char *net_limits = cfg->net_limits ? cfg->net_limits : note_net->limits;
 	if (note_net->on && (r = config_check_net_host(&netcfg, err, errlen)) < 0)
+		goto fail;
+	/* Its credential rules (the caller's, else the snapshot's copy), with
+	 * every secret read again, before anything starts. */
+	const char *rp = cfg->proxy_rules;
+	snprintf(rules_path, sizeof(rules_path), "%s/%s", m->restored_from, PROXY_RULES_FILE);
+	if (!rp && access(rules_path, F_OK) == 0)
+		rp = rules_path;
+	if (rp && !note_net->on) {
+		r = errf(err, errlen, -EINVAL,
+		         "snapshot '%s' was taken without networking: no --proxy-rules",
+		         snapshot_dir);
+		goto fail;
+	}
+	if (rp && (r = proxy_load_file(rp, &pl, err, errlen)) < 0)
 		goto fail;
 	/* The snapshot's limits hold for the restored sandbox, except those the
 	 * caller set: eff is the configuration the sandbox really gets. */
@@ -330,7 +355,9 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
 	r = vmm_spawn((char *const *)argv, cfg->detached, log, sb, err, errlen);
 	sandbox_net_handed(sb);
 	/* The guest boots while cove-egress applies its rules. */
-	if (r < 0 || (r = net_finish(&sb->net, err, errlen)) < 0)
+	if (r < 0 || (r = net_finish(&sb->net, err, errlen)) < 0 ||
+	    (pl.rules && ((r = proxy_send(sb->dir, &pl, &ca, err, errlen)) < 0 ||
+	                  (r = proxy_store(sb->dir, &pl, err, errlen)) < 0)))
 		goto fail;
 	ttl_watch(sb, eff.ttl_s);
 	if ((r = sandbox_meta_vmm(sb, m, err, errlen)) < 0 ||
@@ -359,14 +386,21 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
 			break;
 		}
 	}
+	/* This sandbox's own CA (a fork's differs from its snapshot's). */
+	if (r == 0 && ca)
+		r = proxy_agent_ca(sb, ca, pl.env, err, errlen);
 	if (r < 0)
 		goto fail;
 	free(m);
+	proxy_load_free(&pl);
+	free(ca);
 	*out = sb;
 	return 0;
 fail:
 	free(note_net);
 	free(m);
+	proxy_load_free(&pl);
+	free(ca);
 	sandbox_abort(sb);
 	return r;
 }

@@ -24,7 +24,7 @@ fakenet_up() {
 	ip -n fakenet link set wan1 up
 	ip -n fakenet link set lo up
 	local a
-	for a in 198.51.100.80 198.51.100.43 198.51.100.90 198.51.100.91 198.51.100.53 169.254.169.254; do
+	for a in 198.51.100.80 198.51.100.43 198.51.100.44 198.51.100.90 198.51.100.91 198.51.100.53 169.254.169.254; do
 		ip -n fakenet addr add "$a/32" dev lo
 	done
 	ip -n fakenet route add default via 203.0.113.1
@@ -46,6 +46,8 @@ fakenet_up() {
 		--address=/secure.test/198.51.100.43 --address=/pin.test/198.51.100.90 \
 		--address=/udp.test/198.51.100.91 --address=/metadata.test/169.254.169.254 \
 		--address=/private.test/10.1.2.3 --address=/loop.test/127.0.0.1 \
+		--address=/api.test/198.51.100.44 --address=/acct.test/198.51.100.44 \
+		--address=/free.test/198.51.100.44 \
 		--local=/test/ --local-ttl=60 --log-queries --log-facility="$FAKENET/dns.log" \
 		--pid-file="$FAKENET/dnsmasq.pid"
 	ip netns exec fakenet setsid python3 tests/integration/fakenet.py "$FAKENET/www" \
@@ -144,4 +146,31 @@ PY
 	git -C "$src" -c user.name=cove -c user.email=cove@test commit -q -m first
 	git clone -q --bare "$src" "$w/git.test/repo.git"
 	git -C "$w/git.test/repo.git" update-server-info
+}
+
+# fakenet_echo: the credential-injection tests' upstream on 198.51.100.44
+# (tests/integration/egress/echo.py; api.test, acct.test, free.test): HTTP
+# and HTTPS (a certificate from the test CA, which guests do not trust)
+# answering what they received; full request headers go to $FAKENET/seen.log;
+# /git/ serves $FAKENET/echo-www/ to the Authorization whose SHA-256 is in
+# $FAKENET/echo-www/.auth.
+fakenet_echo() {
+	if [ -e "$FAKENET/echo.ready" ] && [ -e "$FAKENET/echo.pid" ] && kill -0 "$(cat "$FAKENET/echo.pid")" 2>/dev/null; then
+		return 0
+	fi
+	mkdir -p "$FAKENET/echo-www"
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=api.test \
+		-keyout "$FAKENET/echo.key" -out "$FAKENET/echo.csr" 2>/dev/null
+	printf 'subjectAltName=DNS:api.test,DNS:acct.test,DNS:free.test\n' >"$FAKENET/echo.ext"
+	openssl x509 -req -in "$FAKENET/echo.csr" -CA "$FAKENET_CA" -CAkey "$FAKENET/ca.key" \
+		-CAcreateserial -days 2 -extfile "$FAKENET/echo.ext" -out "$FAKENET/echo.pem" 2>/dev/null
+	: >"$FAKENET/seen.log"
+	ip netns exec fakenet setsid python3 tests/integration/egress/echo.py 198.51.100.44 \
+		"$FAKENET/echo.pem" "$FAKENET/echo.key" "$FAKENET/seen.log" "$FAKENET/echo-www" \
+		"$FAKENET/echo.ready" >"$FAKENET/echo.out" 2>&1 </dev/null &
+	echo $! >"$FAKENET/echo.pid"
+	wait_for "$FAKENET/echo.ready" ready 60 || {
+		echo "fakenet: the echo server did not start: $(tail -n 5 "$FAKENET/echo.out")" >&2
+		return 1
+	}
 }
