@@ -34,11 +34,11 @@
 #include "proto_json.h"
 #include "spawn.h"
 
-#define PROC_MAX       256                  /* processes in the table, ended ones included */
-#define PROC_KEEP_MS   (10 * 60 * 1000)     /* how long an ended process's exit is kept */
-#define PROC_CHUNK     (64 * 1024)          /* output read (and sent) at once */
-#define INPUT_WAIT_MS  10000                /* a stdin that takes nothing for this long: EAGAIN */
-#define ATTACH_TICK_MS 200                  /* an attach looks at its connection this often */
+#define PROC_MAX       256              /* processes in the table, ended ones included */
+#define PROC_KEEP_MS   (10 * 60 * 1000) /* how long an ended process's exit is kept */
+#define PROC_CHUNK     (64 * 1024)      /* output read (and sent) at once */
+#define INPUT_WAIT_MS  10000            /* a stdin that takes nothing for this long: EAGAIN */
+#define ATTACH_TICK_MS 200              /* an attach looks at its connection this often */
 
 struct aproc {
 	struct aproc *next; /* tab_lock */
@@ -199,7 +199,9 @@ static void *pump(void *arg)
 		int64_t when = reaped ? drain : p->deadline, now = mono_ms();
 		int timeout = -1;
 		if (when)
-			timeout = when <= now ? 0 : (when - now > INT32_MAX ? INT32_MAX : (int)(when - now));
+			timeout = when <= now
+			              ? 0
+			              : (when - now > INT32_MAX ? INT32_MAX : (int)(when - now));
 		int n = poll(f, 3, timeout);
 		if (n < 0 && errno != EINTR)
 			break;
@@ -437,14 +439,14 @@ static int proc_attach(struct agent_conn *c, const struct agent_req *req, struct
 	pthread_mutex_lock(&p->lock);
 	uint64_t first = offset < p->ring.head_off ? p->ring.head_off : offset;
 	pthread_mutex_unlock(&p->lock);
-	int r = agent_conn_ok(c, req->id,
-	                      json_pack("{s:i, s:I}", "pid", (int)p->pid, "offset", (json_int_t)first));
+	int r = agent_conn_ok(
+	    c, req->id, json_pack("{s:i, s:I}", "pid", (int)p->pid, "offset", (json_int_t)first));
 	pthread_mutex_lock(&p->lock);
 	while (r == 0) {
 		int stream = 0;
 		uint64_t at = 0;
-		size_t n = proc_ring_get(&p->ring, offset, &stream, frame + PROTO_HDR_SIZE, PROC_CHUNK,
-		                         &at);
+		size_t n = proc_ring_get(&p->ring, offset, &stream, frame + PROTO_HDR_SIZE,
+		                         PROC_CHUNK, &at);
 		if (n) {
 			offset = at + n;
 			pthread_mutex_unlock(&p->lock);
@@ -501,7 +503,8 @@ static int write_all_until(int fd, const uint8_t *data, size_t len, int64_t dead
 			if (left <= 0)
 				return -EAGAIN;
 			struct pollfd f = { .fd = fd, .events = POLLOUT };
-			if (poll(&f, 1, left > INT32_MAX ? INT32_MAX : (int)left) < 0 && errno != EINTR)
+			if (poll(&f, 1, left > INT32_MAX ? INT32_MAX : (int)left) < 0 &&
+			    errno != EINTR)
 				return -errno;
 			continue;
 		}
@@ -576,10 +579,9 @@ static int proc_resize(struct agent_conn *c, const struct agent_req *req, struct
 
 static json_t *proc_entry(struct aproc *p)
 {
-	json_t *o = json_pack("{s:i, s:O, s:O, s:O}", "pid", (int)p->pid, "argv",
-	                      json_object_get(p->info, "argv"), "env",
-	                      json_object_get(p->info, "env"), "cwd",
-	                      json_object_get(p->info, "cwd"));
+	json_t *o = json_pack(
+	    "{s:i, s:O, s:O, s:O}", "pid", (int)p->pid, "argv", json_object_get(p->info, "argv"),
+	    "env", json_object_get(p->info, "env"), "cwd", json_object_get(p->info, "cwd"));
 	if (!o)
 		return NULL;
 	if (p->tag)
@@ -587,7 +589,8 @@ static json_t *proc_entry(struct aproc *p)
 	pthread_mutex_lock(&p->lock);
 	json_object_set_new(o, "running", json_boolean(!p->exited));
 	if (p->exited)
-		json_object_set_new(o, p->sig ? "signal" : "code", json_integer(p->sig ? p->sig : p->code));
+		json_object_set_new(o, p->sig ? "signal" : "code",
+		                    json_integer(p->sig ? p->sig : p->code));
 	pthread_mutex_unlock(&p->lock);
 	return o;
 }
@@ -651,7 +654,8 @@ int agent_proc_request(struct agent_conn *c, const struct agent_req *req)
 		r = proc_resize(c, req, p);
 		break;
 	default:
-		r = agent_conn_reject(c, req->id, EPROTO, "frame type %u is not a request", req->type);
+		r = agent_conn_reject(c, req->id, EPROTO, "frame type %u is not a request",
+		                      req->type);
 		break;
 	}
 	proc_unref(p);

@@ -15,9 +15,9 @@
 #include "libcove.h"
 #include "proto.h"
 
-#define PUT_SYNC_MS 120000           /* the OK of an upload comes after the guest wrote it */
-#define INPUT_FRAME (256 * 1024)     /* stdin bytes per PROC_INPUT frame */
-#define PUT_FRAME   (1024 * 1024)    /* bytes per DATA frame */
+#define PUT_SYNC_MS    120000        /* the OK of an upload comes after the guest wrote it */
+#define INPUT_FRAME    (256 * 1024)  /* stdin bytes per PROC_INPUT frame */
+#define PUT_FRAME      (1024 * 1024) /* bytes per DATA frame */
 #define INPUT_REPLY_MS (AGENT_STEP_MS + 12000) /* the agent waits up to 10 s for the stdin */
 
 static json_t *json_strv(const char *const *v)
@@ -91,8 +91,8 @@ int cove_agent_call(struct cove_sandbox *sb, uint16_t type, json_t *req, json_t 
 	return r;
 }
 
-int cove_proc_start(struct cove_sandbox *sb, const struct cove_proc_spec *spec, int *pid,
-                    char *err, size_t errlen)
+int cove_proc_start(struct cove_sandbox *sb, const struct cove_proc_spec *spec, int *pid, char *err,
+                    size_t errlen)
 {
 	if (!spec->argv || !spec->argv[0])
 		return errf(err, errlen, -EINVAL, "no command");
@@ -201,12 +201,13 @@ int cove_proc_next(int fd, int wait_ms, struct cove_proc_event *ev, char *err, s
 	case PROTO_PONG:
 		break; /* COVE_PROC_IDLE */
 	case PROTO_ERROR: {
-		json_t *o = payload && h.len ? json_loadb((const char *)payload, h.len, 0, NULL) : NULL;
+		json_t *o =
+		    payload && h.len ? json_loadb((const char *)payload, h.len, 0, NULL) : NULL;
 		json_t *e = json_object_get(o, "errno"), *m = json_object_get(o, "message");
-		int en = json_is_integer(e) && json_integer_value(e) > 0 &&
-		                 json_integer_value(e) < 4096
-		             ? (int)json_integer_value(e)
-		             : EIO;
+		int en =
+		    json_is_integer(e) && json_integer_value(e) > 0 && json_integer_value(e) < 4096
+		        ? (int)json_integer_value(e)
+		        : EIO;
 		r = errf(err, errlen, -en, "%.200s",
 		         json_is_string(m) ? json_string_value(m) : "the agent reported an error");
 		json_decref(o);
@@ -271,7 +272,8 @@ int cove_proc_signal(struct cove_sandbox *sb, int pid, int sig, char *err, size_
 	if (sig < 1 || sig > 64)
 		return errf(err, errlen, -EINVAL, "bad signal %d", sig);
 	return cove_agent_call(sb, PROTO_PROC_SIGNAL,
-	                       json_pack("{s:i, s:i}", "pid", pid, "signal", sig), NULL, err, errlen);
+	                       json_pack("{s:i, s:i}", "pid", pid, "signal", sig), NULL, err,
+	                       errlen);
 }
 
 int cove_proc_resize(struct cove_sandbox *sb, int pid, uint16_t rows, uint16_t cols, char *err,
@@ -368,8 +370,8 @@ int cove_get_begin(struct cove_sandbox *sb, const char *guest, uint64_t *size, c
 	if (fd < 0)
 		return fd;
 	json_t *reply = NULL;
-	int r = call_on(fd, PROTO_FILE_GET, json_pack("{s:s}", "path", guest), &reply, AGENT_STEP_MS,
-	                err, errlen);
+	int r = call_on(fd, PROTO_FILE_GET, json_pack("{s:s}", "path", guest), &reply,
+	                AGENT_STEP_MS, err, errlen);
 	if (r == 0 && size) {
 		json_t *s = json_object_get(reply, "size");
 		*size = json_is_integer(s) && json_integer_value(s) >= 0
