@@ -50,6 +50,10 @@ AGENT_LIB_SRCS := $(filter-out $(AGENT_MAIN),$(AGENT_SRCS))
 LIB_SRCS := $(shell find lib -name '*.c' 2>/dev/null | sort)
 CLI_SRCS := $(shell find cli -name '*.c' 2>/dev/null | sort)
 EGRESS_SRCS := $(shell find egress -name '*.c' 2>/dev/null | sort)
+# coved (daemon/): the control plane and the envd surface over libcove.
+DAEMON_SRCS := $(shell find daemon -name '*.c' 2>/dev/null | sort)
+# The daemon's pure request parsers, for the fuzz targets.
+DAEMON_PURE_SRCS := $(wildcard daemon/body.c)
 EGRESS_MAIN := egress/main.c
 EGRESS_LIB_SRCS := $(filter-out $(EGRESS_MAIN),$(EGRESS_SRCS))
 # common/: small pieces linked into every binary (cove-vmm, cove-agent, cove).
@@ -65,7 +69,8 @@ fuzz_obj = $(patsubst %.c,$(B)/fuzzobj/%.o,$(1))
 BINS := $(if $(wildcard $(VMM_MAIN)),$(B)/bin/cove-vmm) \
         $(if $(wildcard $(AGENT_MAIN)),$(B)/bin/cove-agent) \
         $(if $(CLI_SRCS),$(B)/bin/cove) \
-        $(if $(wildcard $(EGRESS_MAIN)),$(B)/bin/cove-egress)
+        $(if $(wildcard $(EGRESS_MAIN)),$(B)/bin/cove-egress) \
+        $(if $(DAEMON_SRCS),$(B)/bin/coved)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/unit/%,$(UNIT_SRCS))
 ITEST_BINS := $(patsubst tests/integration/%.c,$(B)/itest/%,$(ITEST_SRCS))
 GUEST_TOOLS := $(patsubst rootfs/guest-tools/%.c,$(B)/guest/%,$(wildcard rootfs/guest-tools/*.c))
@@ -107,6 +112,13 @@ $(B)/bin/cove: $(call obj,$(CLI_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS_VMM) $(LIBS_NET)
+
+# coved: libmicrohttpd and jansson over libcove.
+LIBS_HTTPD := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
+$(B)/bin/coved: $(call obj,$(DAEMON_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS_VMM) $(LIBS_NET) $(LIBS_HTTPD)
 
 # Tiny freestanding programs that go into guest images (rootfs/guest-tools).
 $(B)/guest/%: rootfs/guest-tools/%.c
@@ -204,7 +216,7 @@ $(B)/fuzzobj/%.o: %.c
 	$(Q)$(FUZZ_CC) $(CPPFLAGS) -std=gnu11 -O1 -g $(WARN) -MMD -MP $(FUZZ_FLAGS) -c $< -o $@
 
 FUZZ_LINKED := $(VMM_LIB_SRCS) $(AGENT_LIB_SRCS) $(LIB_SRCS) $(EGRESS_LIB_SRCS) $(COMMON_SRCS) \
-               $(ENVD_PURE_SRCS)
+               $(DAEMON_PURE_SRCS) $(ENVD_PURE_SRCS)
 $(B)/fuzz/%: tests/fuzz/%.c $(call fuzz_obj,$(FUZZ_LINKED))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ    $@")
