@@ -389,6 +389,12 @@ enum MHD_Result envd_proc_start(struct envd_req *r, struct MHD_Connection *c, js
 	};
 	int pid = 0;
 	int rc = env ? cove_proc_start(sb, &spec, &pid, msg, sizeof(msg)) : -ENOMEM;
+	if (rc == -ENOENT && !strcmp(st.argv[0], "/bin/bash")) {
+		/* The SDK runs every command as /bin/bash -l -c; images without
+		 * bash (the minimal, busybox one) run it with /bin/sh. */
+		st.argv[0] = "/bin/sh";
+		rc = cove_proc_start(sb, &spec, &pid, msg, sizeof(msg));
+	}
 	free(env);
 	if (rc < 0) {
 		envd_start_free(&st);
