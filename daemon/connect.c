@@ -24,8 +24,10 @@ int connect_unwrap(const uint8_t *body, size_t len, const uint8_t **msg, size_t 
 		return errf(err, errlen, -EMSGSIZE, "the request message is over %u bytes",
 		            CONNECT_MSG_MAX);
 	if (len - CONNECT_HDR != n)
-		return errf(err, errlen, -EPROTO, "the request holds %zu bytes after its envelope, "
-		            "the envelope says %u", len - CONNECT_HDR, n);
+		return errf(err, errlen, -EPROTO,
+		            "the request holds %zu bytes after its envelope, "
+		            "the envelope says %u",
+		            len - CONNECT_HDR, n);
 	*msg = body + CONNECT_HDR;
 	*msglen = n;
 	return 0;
@@ -69,14 +71,22 @@ static const struct {
 	const char *code;
 	unsigned int status;
 } codes[] = {
-	{ "canceled", 499 },          { "unknown", 500 },
-	{ "invalid_argument", 400 },  { "deadline_exceeded", 504 },
-	{ "not_found", 404 },         { "already_exists", 409 },
-	{ "permission_denied", 403 }, { "resource_exhausted", 429 },
-	{ "failed_precondition", 400 }, { "aborted", 409 },
-	{ "out_of_range", 400 },      { "unimplemented", 501 },
-	{ "internal", 500 },          { "unavailable", 503 },
-	{ "data_loss", 500 },         { "unauthenticated", 401 },
+	{ "canceled", 499 },
+	{ "unknown", 500 },
+	{ "invalid_argument", 400 },
+	{ "deadline_exceeded", 504 },
+	{ "not_found", 404 },
+	{ "already_exists", 409 },
+	{ "permission_denied", 403 },
+	{ "resource_exhausted", 429 },
+	{ "failed_precondition", 400 },
+	{ "aborted", 409 },
+	{ "out_of_range", 400 },
+	{ "unimplemented", 501 },
+	{ "internal", 500 },
+	{ "unavailable", 503 },
+	{ "data_loss", 500 },
+	{ "unauthenticated", 401 },
 };
 
 unsigned int connect_http_status(const char *code)

@@ -11,10 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CONNECT_HDR            5
+#define CONNECT_HDR             5
 #define CONNECT_FLAG_COMPRESSED 0x01
-#define CONNECT_FLAG_END       0x02
-#define CONNECT_MSG_MAX        (1u << 20) /* a request message we accept */
+#define CONNECT_FLAG_END        0x02
+#define CONNECT_MSG_MAX         (1u << 20) /* a request message we accept */
 
 /* Unwraps a streaming request body that must hold exactly one uncompressed
  * message (server streams take one request): 0 with *msg / *len pointing

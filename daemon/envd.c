@@ -214,7 +214,8 @@ static enum MHD_Result first_call(struct coved *d, struct MHD_Connection *c, con
 		                   "no such envd method or path");
 	const char *id = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "E2b-Sandbox-Id");
 	if (!id || !id[0])
-		return early_error(c, url, "invalid_argument", "the E2b-Sandbox-Id header is missing");
+		return early_error(c, url, "invalid_argument",
+		                   "the E2b-Sandbox-Id header is missing");
 	struct coved_sb *sb = coved_sb_find(d, id);
 	if (!sb)
 		return early_error(c, url, "not_found", "no such sandbox");
@@ -242,8 +243,8 @@ static enum MHD_Result first_call(struct coved *d, struct MHD_Connection *c, con
 }
 
 enum MHD_Result envd_handle(struct coved *d, struct MHD_Connection *c, const char *url,
-                            const char *method, const char *upload_data,
-                            size_t *upload_data_size, void **req_cls)
+                            const char *method, const char *upload_data, size_t *upload_data_size,
+                            void **req_cls)
 {
 	if (!*req_cls)
 		return first_call(d, c, url, method, req_cls);

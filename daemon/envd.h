@@ -18,8 +18,8 @@ struct coved;
 bool envd_route(struct MHD_Connection *c, const char *url);
 /* An MHD_AccessHandlerCallback's contract; *req_cls is ENVD's own. */
 enum MHD_Result envd_handle(struct coved *d, struct MHD_Connection *c, const char *url,
-                            const char *method, const char *upload_data,
-                            size_t *upload_data_size, void **req_cls);
+                            const char *method, const char *upload_data, size_t *upload_data_size,
+                            void **req_cls);
 /* From the control plane's MHD_OPTION_NOTIFY_COMPLETED for requests that
  * envd_handle took. */
 void envd_request_done(struct coved *d, void **req_cls);

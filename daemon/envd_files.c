@@ -59,20 +59,22 @@ static json_t *entry_info(const json_t *o, const char *path, const char *name)
 	uint32_t mode = (uint32_t)json_integer_value(json_object_get(o, "mode")) & 07777;
 	char perm[11];
 	permissions(type, mode, perm);
-	json_t *e = json_pack("{s:s, s:s, s:s, s:I, s:i, s:s}", "name", name, "type", ft, "path",
-	                      path, "size", size < 0 ? 0 : size, "mode", (int)mode, "permissions",
-	                      perm);
+	json_t *e =
+	    json_pack("{s:s, s:s, s:s, s:I, s:i, s:s}", "name", name, "type", ft, "path", path,
+	              "size", size < 0 ? 0 : size, "mode", (int)mode, "permissions", perm);
 	if (!e)
 		return NULL;
 	json_t *uid = json_object_get(o, "uid"), *gid = json_object_get(o, "gid");
 	char num[24];
 	if (json_is_integer(uid)) {
 		snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(uid));
-		json_object_set_new(e, "owner", json_string(json_integer_value(uid) ? num : "root"));
+		json_object_set_new(e, "owner",
+		                    json_string(json_integer_value(uid) ? num : "root"));
 	}
 	if (json_is_integer(gid)) {
 		snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(gid));
-		json_object_set_new(e, "group", json_string(json_integer_value(gid) ? num : "root"));
+		json_object_set_new(e, "group",
+		                    json_string(json_integer_value(gid) ? num : "root"));
 	}
 	json_t *mt = json_object_get(o, "mtime");
 	if (json_is_integer(mt)) {
@@ -107,7 +109,8 @@ static int stat_entry(struct envd_req *r, const char *path, json_t **entry, cons
                       char *msg, size_t msglen)
 {
 	json_t *st = NULL;
-	int rc = agent_call(r, PROTO_STAT, json_pack("{s:s}", "path", path), &st, code, msg, msglen);
+	int rc =
+	    agent_call(r, PROTO_STAT, json_pack("{s:s}", "path", path), &st, code, msg, msglen);
 	if (rc < 0)
 		return rc;
 	*entry = entry_info(st, path, base_name(path));
@@ -120,12 +123,12 @@ static int stat_entry(struct envd_req *r, const char *path, json_t **entry, cons
 	return 0;
 }
 
-#define PATH_ARG(key)                                                             \
-	char path[ENVD_PATH_MAX + 1];                                             \
-	(void)c;                                                                  \
-	if (envd_parse_path(body, key, path, sizeof(path), msg, msglen) < 0) {    \
-		*code = "invalid_argument";                                       \
-		return -1;                                                        \
+#define PATH_ARG(key)                                                          \
+	char path[ENVD_PATH_MAX + 1];                                          \
+	(void)c;                                                               \
+	if (envd_parse_path(body, key, path, sizeof(path), msg, msglen) < 0) { \
+		*code = "invalid_argument";                                    \
+		return -1;                                                     \
 	}
 
 int envd_fs_stat(struct envd_req *r, struct MHD_Connection *c, json_t *body, json_t **reply,
@@ -143,7 +146,8 @@ static int list_into(struct envd_req *r, const char *dir, unsigned depth, json_t
                      const char **code, char *msg, size_t msglen)
 {
 	json_t *res = NULL;
-	int rc = agent_call(r, PROTO_LIST, json_pack("{s:s}", "path", dir), &res, code, msg, msglen);
+	int rc =
+	    agent_call(r, PROTO_LIST, json_pack("{s:s}", "path", dir), &res, code, msg, msglen);
 	if (rc < 0)
 		return rc;
 	json_t *entries = json_object_get(res, "entries");
@@ -155,8 +159,8 @@ static int list_into(struct envd_req *r, const char *dir, unsigned depth, json_t
 		if (!name || !name[0] || strchr(name, '/'))
 			continue;
 		char path[ENVD_PATH_MAX + 1];
-		if (snprintf(path, sizeof(path), "%s%s%s", dir, strcmp(dir, "/") ? "/" : "", name) >=
-		    (int)sizeof(path))
+		if (snprintf(path, sizeof(path), "%s%s%s", dir, strcmp(dir, "/") ? "/" : "",
+		             name) >= (int)sizeof(path))
 			continue;
 		json_t *e = entry_info(ent, path, name);
 		if (!e)
@@ -214,9 +218,9 @@ int envd_fs_mkdir(struct envd_req *r, struct MHD_Connection *c, json_t *body, js
 		snprintf(msg, msglen, "'%.300s' already exists", path);
 		return -1;
 	}
-	if (agent_call(r, PROTO_MKDIR, json_pack("{s:s, s:i, s:b}", "path", path, "mode", 0755,
-	                                         "parents", 1),
-	               NULL, code, msg, msglen) < 0)
+	if (agent_call(r, PROTO_MKDIR,
+	               json_pack("{s:s, s:i, s:b}", "path", path, "mode", 0755, "parents", 1), NULL,
+	               code, msg, msglen) < 0)
 		return -1;
 	if (stat_entry(r, path, &e, code, msg, msglen) < 0)
 		return -1;
@@ -283,9 +287,9 @@ static unsigned int http_status(int err)
 static void journal_file(struct envd_req *r, const char *op, const char *path, uint64_t bytes,
                          int64_t t0, int err)
 {
-	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I}", "type", "file", "op", op, "path", path,
-	                      "bytes", (json_int_t)bytes, "duration_ms",
-	                      (json_int_t)(mono_ms() - t0));
+	json_t *j =
+	    json_pack("{s:s, s:s, s:s, s:I, s:I}", "type", "file", "op", op, "path", path, "bytes",
+	              (json_int_t)bytes, "duration_ms", (json_int_t)(mono_ms() - t0));
 	if (j && err)
 		json_object_set_new(j, "errno", json_integer(err < 0 ? -err : err));
 	if (j)
@@ -414,7 +418,7 @@ struct envd_upload {
 	int fd; /* the current put, -1 */
 	uint64_t bytes;
 	int64_t t0;
-	json_t *written; /* [{name, type, path}] */
+	json_t *written;     /* [{name, type, path}] */
 	unsigned int status; /* non-zero: failed, answered with msg */
 	char msg[512];
 };
@@ -456,10 +460,10 @@ static int up_open(struct envd_upload *up, const char *path)
 	char *slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
 		*slash = 0;
-		int rc = cove_agent_call(up->sb, PROTO_MKDIR,
-		                         json_pack("{s:s, s:i, s:b}", "path", dir, "mode", 0755,
-		                                   "parents", 1),
-		                         NULL, err, sizeof(err));
+		int rc = cove_agent_call(
+		    up->sb, PROTO_MKDIR,
+		    json_pack("{s:s, s:i, s:b}", "path", dir, "mode", 0755, "parents", 1), NULL,
+		    err, sizeof(err));
 		if (rc < 0 && rc != -EEXIST) {
 			up_fail(up, http_status(rc), rc, err);
 			return rc;
@@ -564,7 +568,8 @@ int envd_files_post_begin(struct envd_req *r, struct MHD_Connection *c, char *ms
 		up->qpath[0] = 0;
 	const char *enc = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Encoding");
 	if (enc && strcmp(enc, "identity") != 0) {
-		up_fail(up, 400, EINVAL, "Content-Encoding is not supported: send the bytes as they are");
+		up_fail(up, 400, EINVAL,
+		        "Content-Encoding is not supported: send the bytes as they are");
 		return -EINVAL;
 	}
 	const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");

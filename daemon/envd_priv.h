@@ -11,10 +11,10 @@
 #include "envd.h"
 #include "multipart.h"
 
-#define ENVD_BODY_MAX   (1u << 20) /* an RPC request body */
-#define ENVD_STREAM_BLOCK (256 * 1024) /* what a streaming reader hands MHD at once */
-#define ENVD_KEEPALIVE_MAX_S 15       /* keepalive events at least this often */
-#define ENVD_HEAD_MAX   4096          /* stdout/stderr bytes kept for the journal */
+#define ENVD_BODY_MAX        (1u << 20)   /* an RPC request body */
+#define ENVD_STREAM_BLOCK    (256 * 1024) /* what a streaming reader hands MHD at once */
+#define ENVD_KEEPALIVE_MAX_S 15           /* keepalive events at least this often */
+#define ENVD_HEAD_MAX        4096         /* stdout/stderr bytes kept for the journal */
 
 struct envd_upload; /* envd_files.c */
 

@@ -26,9 +26,10 @@ struct pstream {
 	int pid;
 	uint8_t *pend; /* the frame(s) being handed to MHD */
 	size_t plen, poff;
-	bool finished; /* nothing after pend */
+	bool finished;                    /* nothing after pend */
 	int64_t deadline, next_keepalive; /* mono_ms(); deadline 0 = none */
 	int keepalive_ms;
+	bool pty;  /* a pty's output is data.pty, not stdout */
 	bool gave; /* the last read handed MHD bytes: do not block before it sent them */
 	/* The journal line, written once (at the end, or when the client left). */
 	json_t *jinfo; /* NULL for Connect, which journals nothing */
@@ -211,7 +212,11 @@ static void next_frame(struct pstream *s, bool nowait)
 			finish_with(s, NULL, 0, "resource_exhausted", "out of memory");
 			return;
 		}
-		f = event_frame(json_pack("{s:{s:s}}", "data", i == 0 ? "stdout" : "stderr", b64),
+		f = event_frame(json_pack("{s:{s:s}}", "data",
+		                          s->pty   ? "pty"
+		                          : i == 0 ? "stdout"
+		                                   : "stderr",
+		                          b64),
 		                &len);
 		free(b64);
 		break;
@@ -272,7 +277,7 @@ static void stream_free(void *cls)
 
 /* Queues the stream, its first frame the start event. */
 static enum MHD_Result stream_queue(struct envd_req *r, struct MHD_Connection *c, int fd, int pid,
-                                    json_t *jinfo, int64_t deadline_ms)
+                                    bool pty, json_t *jinfo, int64_t deadline_ms)
 {
 	struct pstream *s = calloc(1, sizeof(*s));
 	if (!s) {
@@ -284,6 +289,7 @@ static enum MHD_Result stream_queue(struct envd_req *r, struct MHD_Connection *c
 	s->sb = coved_sb_find(r->d, coved_sb_id(r->sb)); /* the stream outlives the request */
 	s->fd = fd;
 	s->pid = pid;
+	s->pty = pty;
 	s->jinfo = jinfo;
 	s->t0 = mono_ms();
 	s->keepalive_ms = keepalive_ms(c);
@@ -372,7 +378,8 @@ enum MHD_Result envd_proc_start(struct envd_req *r, struct MHD_Connection *c, js
 	char cwd[ENVD_PATH_MAX + 1];
 	if (st.cwd && envd_resolve_path(st.cwd, cwd, sizeof(cwd)) < 0) {
 		envd_start_free(&st);
-		return envd_stream_error(c, "invalid_argument", "\"process.cwd\" is not a usable path");
+		return envd_stream_error(c, "invalid_argument",
+		                         "\"process.cwd\" is not a usable path");
 	}
 	const char **env = merge_env(coved_sb_envs(r->sb), st.env);
 	int64_t timeout = header_ms(c, "Connect-Timeout-Ms");
@@ -410,7 +417,7 @@ enum MHD_Result envd_proc_start(struct envd_req *r, struct MHD_Connection *c, js
 	}
 	/* The agent kills it at the timeout; the stream ends a little later
 	 * if the agent has not said so by then. */
-	return stream_queue(r, c, fd, pid, jinfo, timeout ? timeout + 3000 : 0);
+	return stream_queue(r, c, fd, pid, spec.pty, jinfo, timeout ? timeout + 3000 : 0);
 }
 
 /* The pid a selector names: its pid, or the running process with its tag. */
@@ -464,16 +471,16 @@ enum MHD_Result envd_proc_connect(struct envd_req *r, struct MHD_Connection *c, 
 	int fd = cove_proc_attach(sb, pid, 0, &first, msg, sizeof(msg));
 	if (fd < 0)
 		return envd_stream_error(c, connect_code_from_errno(fd), msg);
-	return stream_queue(r, c, fd, pid, NULL, header_ms(c, "Connect-Timeout-Ms"));
+	return stream_queue(r, c, fd, pid, false, NULL, header_ms(c, "Connect-Timeout-Ms"));
 }
 
 /* The unary calls: sb, the selected pid, or a Connect error. */
-#define UNARY_PROLOGUE()                                                  \
-	struct cove_sandbox *sb = envd_cove(r, code, msg, msglen);        \
-	int pid = 0;                                                      \
-	(void)c;                                                          \
-	if (!sb || select_pid(sb, body, &pid, code, msg, msglen) < 0)     \
-		return -1
+#define UNARY_PROLOGUE()                                              \
+	struct cove_sandbox *sb = envd_cove(r, code, msg, msglen);    \
+	int pid = 0;                                                  \
+	(void)c;                                                      \
+	if (!sb || select_pid(sb, body, &pid, code, msg, msglen) < 0) \
+	return -1
 
 static int done(int rc, json_t **reply, const char **code)
 {

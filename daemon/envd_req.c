@@ -84,7 +84,8 @@ int envd_parse_start(const json_t *o, struct envd_start *s, char *err, size_t er
 	const json_t *args = json_object_get(p, "args");
 	if (args && !json_is_null(args) &&
 	    (!json_is_array(args) || json_array_size(args) > ENVD_ARGS_MAX))
-		return bad("\"process.args\" must be an array of at most %d strings", ENVD_ARGS_MAX);
+		return bad("\"process.args\" must be an array of at most %d strings",
+		           ENVD_ARGS_MAX);
 	size_t n = json_is_array(args) ? json_array_size(args) : 0;
 	s->argv = calloc(n + 2, sizeof(*s->argv));
 	if (!s->argv)
@@ -186,7 +187,8 @@ int envd_parse_signal(const json_t *o, int *sig, char *err, size_t errlen)
 {
 	const json_t *v = json_object_get(o, "signal");
 	const char *s = json_string_value(v);
-	if ((s && !strcmp(s, "SIGNAL_SIGKILL")) || (json_is_integer(v) && json_integer_value(v) == 9))
+	if ((s && !strcmp(s, "SIGNAL_SIGKILL")) ||
+	    (json_is_integer(v) && json_integer_value(v) == 9))
 		*sig = 9;
 	else if ((s && !strcmp(s, "SIGNAL_SIGTERM")) ||
 	         (json_is_integer(v) && json_integer_value(v) == 15))

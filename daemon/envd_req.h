@@ -10,11 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ENVD_HOME      "/root" /* relative paths start here (the guest's user is root) */
-#define ENVD_ARGS_MAX  4096
-#define ENVD_ENVS_MAX  4096
-#define ENVD_TAG_MAX   256
-#define ENVD_PATH_MAX  4096
+#define ENVD_HOME     "/root" /* relative paths start here (the guest's user is root) */
+#define ENVD_ARGS_MAX 4096
+#define ENVD_ENVS_MAX 4096
+#define ENVD_TAG_MAX  256
+#define ENVD_PATH_MAX 4096
 
 /* Parses a request message: one JSON object, duplicate keys refused, at
  * most len bytes.  *out is a new reference.  -EPROTO with a reason. */

@@ -71,7 +71,8 @@ static void header_param(const char *line, size_t len, const char *key, char *ou
 	size_t klen = strlen(key);
 	for (size_t i = 0; i + klen < len; i++) {
 		/* The parameter name must start after ';' or whitespace. */
-		if ((i == 0 || !(line[i - 1] == ';' || line[i - 1] == ' ' || line[i - 1] == '\t')) ||
+		if ((i == 0 ||
+		     !(line[i - 1] == ';' || line[i - 1] == ' ' || line[i - 1] == '\t')) ||
 		    strncasecmp(line + i, key, klen) != 0 || line[i + klen] != '=')
 			continue;
 		size_t j = i + klen + 1, o = 0;
@@ -83,7 +84,8 @@ static void header_param(const char *line, size_t len, const char *key, char *ou
 					out[o++] = line[j];
 			}
 		} else {
-			for (; j < len && line[j] != ';' && line[j] != ' ' && line[j] != '\t'; j++) {
+			for (; j < len && line[j] != ';' && line[j] != ' ' && line[j] != '\t';
+			     j++) {
 				if (o + 1 < outlen)
 					out[o++] = line[j];
 			}
@@ -105,7 +107,8 @@ static int parse_headers(struct mp_parser *p, size_t n)
 		const char *line = h + i;
 		if (len > 20 && !strncasecmp(line, "content-disposition:", 20)) {
 			header_param(line + 20, len - 20, "name", p->name, sizeof(p->name));
-			header_param(line + 20, len - 20, "filename", p->filename, sizeof(p->filename));
+			header_param(line + 20, len - 20, "filename", p->filename,
+			             sizeof(p->filename));
 		}
 		for (size_t k = 0; k < len; k++) {
 			if (line[k] == 0)

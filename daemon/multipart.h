@@ -44,10 +44,11 @@ int mp_boundary(const char *content_type, char *out, size_t outlen)
     __attribute__((warn_unused_result));
 
 /* -EINVAL for a boundary that is empty, too long or has a CR/LF. */
-int mp_init(struct mp_parser *p, const char *boundary, const struct mp_callbacks *cb,
-            void *opaque) __attribute__((warn_unused_result));
+int mp_init(struct mp_parser *p, const char *boundary, const struct mp_callbacks *cb, void *opaque)
+    __attribute__((warn_unused_result));
 /* 0, -EPROTO (malformed; the parser is failed), or a callback's error. */
-int mp_feed(struct mp_parser *p, const uint8_t *buf, size_t len) __attribute__((warn_unused_result));
+int mp_feed(struct mp_parser *p, const uint8_t *buf, size_t len)
+    __attribute__((warn_unused_result));
 /* At the end of the body: 0 when the closing delimiter was seen, else
  * -EPROTO. */
 int mp_finish(struct mp_parser *p) __attribute__((warn_unused_result));

@@ -51,7 +51,8 @@ START_TEST(connect_frames)
 	uint8_t *f = connect_end_frame("not_found", "x", &len);
 	ck_assert_uint_eq(f[0], CONNECT_FLAG_END);
 	ck_assert_uint_eq((size_t)f[4] + 5, len);
-	ck_assert(!memcmp(f + 5, "{\"error\":{\"code\":\"not_found\",\"message\":\"x\"}}", len - 5));
+	ck_assert(
+	    !memcmp(f + 5, "{\"error\":{\"code\":\"not_found\",\"message\":\"x\"}}", len - 5));
 	free(f);
 	ck_assert_uint_eq(connect_http_status("not_found"), 404);
 	ck_assert_uint_eq(connect_http_status("unauthenticated"), 401);
@@ -102,20 +103,21 @@ static const struct mp_callbacks t_cbs = { t_begin, t_data, t_end };
 
 START_TEST(multipart_any_chunking)
 {
-	const char *body = "preamble\r\n--XyZ\r\n"
-	                   "Content-Disposition: form-data; name=\"file\"; filename=\"/a/b.txt\"\r\n"
-	                   "Content-Type: application/octet-stream\r\n\r\n"
-	                   "line1\r\n--XyW not yet\r\n"
-	                   "\r\n--XyZ\r\n"
-	                   "content-disposition: form-data; name=other\r\n\r\n"
-	                   "v\r\n--XyZ--\r\nepilogue";
+	const char *body =
+	    "preamble\r\n--XyZ\r\n"
+	    "Content-Disposition: form-data; name=\"file\"; filename=\"/a/b.txt\"\r\n"
+	    "Content-Type: application/octet-stream\r\n\r\n"
+	    "line1\r\n--XyW not yet\r\n"
+	    "\r\n--XyZ\r\n"
+	    "content-disposition: form-data; name=other\r\n\r\n"
+	    "v\r\n--XyZ--\r\nepilogue";
 	size_t len = strlen(body);
 	char boundary[80];
-	ck_assert_int_eq(mp_boundary("multipart/form-data; boundary=\"XyZ\"", boundary,
-	                             sizeof(boundary)),
-	                 0);
+	ck_assert_int_eq(
+	    mp_boundary("multipart/form-data; boundary=\"XyZ\"", boundary, sizeof(boundary)), 0);
 	ck_assert_str_eq(boundary, "XyZ");
-	ck_assert_int_eq(mp_boundary("text/plain; boundary=x", boundary, sizeof(boundary)), -EINVAL);
+	ck_assert_int_eq(mp_boundary("text/plain; boundary=x", boundary, sizeof(boundary)),
+	                 -EINVAL);
 	for (size_t step = 1; step <= len; step++) {
 		struct mp_parser *p = malloc(sizeof(*p));
 		struct mp_seen s = { 0 };
@@ -177,9 +179,8 @@ START_TEST(envd_request_bodies)
 		"{\"process\":{\"cmd\":\"x\"},\"pty\":{\"size\":{\"rows\":0,\"cols\":1}}}",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		ck_assert_int_eq(envd_json((const uint8_t *)bad[i], strlen(bad[i]), &o, err,
-		                           sizeof(err)),
-		                 0);
+		ck_assert_int_eq(
+		    envd_json((const uint8_t *)bad[i], strlen(bad[i]), &o, err, sizeof(err)), 0);
 		ck_assert_msg(envd_parse_start(o, &st, err, sizeof(err)) == -EPROTO, "%s", bad[i]);
 		envd_start_free(&st);
 		json_decref(o);
@@ -307,7 +308,8 @@ enum MHD_Result coved_json_error(struct MHD_Connection *c, unsigned int status, 
 	json_t *o = json_pack("{s:i, s:s}", "code", (int)status, "message", msg);
 	char *t = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
-	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(t), t, MHD_RESPMEM_MUST_FREE);
+	struct MHD_Response *r =
+	    MHD_create_response_from_buffer(strlen(t), t, MHD_RESPMEM_MUST_FREE);
 	MHD_add_response_header(r, "Content-Type", "application/json");
 	enum MHD_Result ret = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
@@ -353,9 +355,8 @@ static void *agent_accept(void *arg)
 }
 
 static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char *url,
-                                 const char *method, const char *version,
-                                 const char *upload_data, size_t *upload_data_size,
-                                 void **req_cls)
+                                 const char *method, const char *version, const char *upload_data,
+                                 size_t *upload_data_size, void **req_cls)
 {
 	(void)cls;
 	(void)version;
@@ -418,17 +419,18 @@ static void teardown(void)
 }
 
 /* Sends one HTTP/1.1 request (Connection: close); returns the socket. */
-static int http_send(const char *method, const char *path, const char *headers,
-                     const void *body, size_t len)
+static int http_send(const char *method, const char *path, const char *headers, const void *body,
+                     size_t len)
 {
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", http_sock);
 	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	char head[2048];
-	int n = snprintf(head, sizeof(head),
-	                 "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n%sContent-Length: %zu\r\n\r\n",
-	                 method, path, headers ? headers : "", len);
+	int n = snprintf(
+	    head, sizeof(head),
+	    "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n%sContent-Length: %zu\r\n\r\n",
+	    method, path, headers ? headers : "", len);
 	ck_assert_int_eq(write(fd, head, (size_t)n), n);
 	if (len)
 		ck_assert_int_eq(write(fd, body, len), (ssize_t)len);
@@ -628,14 +630,14 @@ START_TEST(health_auth_errors)
 	int st;
 	json_t *o;
 	struct resp r2;
-	http("POST", "/process.Process/List", "E2b-Sandbox-Id: sb1\r\nContent-Type: application/json\r\n",
-	     "{}", 2, &r2);
+	http("POST", "/process.Process/List",
+	     "E2b-Sandbox-Id: sb1\r\nContent-Type: application/json\r\n", "{}", 2, &r2);
 	ck_assert_int_eq(r2.status, 401);
 	ck_assert(strstr(r2.body, "\"code\":\"unauthenticated\""));
 	resp_free(&r2);
 	http("POST", "/process.Process/List",
-	     "E2b-Sandbox-Id: nope\r\nX-Access-Token: tok\r\nContent-Type: application/json\r\n", "{}",
-	     2, &r2);
+	     "E2b-Sandbox-Id: nope\r\nX-Access-Token: tok\r\nContent-Type: application/json\r\n",
+	     "{}", 2, &r2);
 	ck_assert_int_eq(r2.status, 404);
 	ck_assert(strstr(r2.body, "\"code\":\"not_found\""));
 	resp_free(&r2);
@@ -655,9 +657,9 @@ START_TEST(health_auth_errors)
 	/* A stream's errors come in its end message, with HTTP 200. */
 	struct run run;
 	stream_call("/process.Process/Start", "{\"process\":{}}", &run);
-	ck_assert_str_eq(json_string_value(
-	                     json_object_get(json_object_get(run.eos, "error"), "code")),
-	                 "invalid_argument");
+	ck_assert_str_eq(
+	    json_string_value(json_object_get(json_object_get(run.eos, "error"), "code")),
+	    "invalid_argument");
 	json_decref(run.all);
 	struct resp r3;
 	http("POST", "/process.Process/Start", STREAM_HDRS, "{}", 2, &r3);
@@ -676,11 +678,12 @@ END_TEST
 START_TEST(start_streams_output_and_exit)
 {
 	char json[512];
-	snprintf(json, sizeof(json),
-	         "{\"process\":{\"cmd\":\"/bin/sh\",\"args\":[\"-c\",\"echo hi ${#A} $SB_ENV $SHADOW; "
-	         "echo oops >&2; pwd; exit 3\"],\"envs\":{\"A\":\"secret-a\",\"SHADOW\":\"req\"},"
-	         "\"cwd\":\"%s\"}}",
-	         tmpdir);
+	snprintf(
+	    json, sizeof(json),
+	    "{\"process\":{\"cmd\":\"/bin/sh\",\"args\":[\"-c\",\"echo hi ${#A} $SB_ENV $SHADOW; "
+	    "echo oops >&2; pwd; exit 3\"],\"envs\":{\"A\":\"secret-a\",\"SHADOW\":\"req\"},"
+	    "\"cwd\":\"%s\"}}",
+	    tmpdir);
 	struct run run;
 	stream_call("/process.Process/Start", json, &run);
 	ck_assert_int_gt(run.pid, 0);
@@ -693,8 +696,8 @@ START_TEST(start_streams_output_and_exit)
 	ck_assert_str_eq(run.status, "exit status 3");
 	ck_assert_uint_eq(json_object_size(run.eos), 0);
 	/* The first frame is the start event. */
-	ck_assert_ptr_nonnull(json_object_get(json_object_get(json_array_get(run.all, 0), "event"),
-	                                      "start"));
+	ck_assert_ptr_nonnull(
+	    json_object_get(json_object_get(json_array_get(run.all, 0), "event"), "start"));
 	json_decref(run.all);
 	/* Journaled once: names, never values. */
 	pthread_mutex_lock(&jlock);
@@ -706,15 +709,16 @@ START_TEST(start_streams_output_and_exit)
 	free(text);
 	ck_assert_str_eq(json_string_value(json_object_get(j, "type")), "exec");
 	ck_assert_str_eq(json_string_value(json_object_get(j, "cmd")), "/bin/sh");
-	ck_assert_str_eq(json_string_value(json_array_get(json_object_get(j, "env_names"), 0)), "A");
+	ck_assert_str_eq(json_string_value(json_array_get(json_object_get(j, "env_names"), 0)),
+	                 "A");
 	ck_assert_int_eq(json_integer_value(json_object_get(j, "exit_code")), 3);
 	ck_assert_int_eq(json_integer_value(json_object_get(j, "stderr_bytes")), 5);
 	ck_assert_str_eq(json_string_value(json_object_get(j, "stderr_head")), "oops\n");
 	/* A program that does not exist. */
 	stream_call("/process.Process/Start", "{\"process\":{\"cmd\":\"/no/such\"}}", &run);
-	ck_assert_str_eq(json_string_value(
-	                     json_object_get(json_object_get(run.eos, "error"), "code")),
-	                 "not_found");
+	ck_assert_str_eq(
+	    json_string_value(json_object_get(json_object_get(run.eos, "error"), "code")),
+	    "not_found");
 	json_decref(run.all);
 }
 END_TEST
@@ -781,7 +785,8 @@ START_TEST(background_input_list_kill_reattach)
 	ck_assert_int_gt(pid, 0);
 	close(fd);
 	int st;
-	snprintf(json, sizeof(json), "{\"process\":{\"pid\":%d},\"input\":{\"stdin\":\"ego=\"}}", pid);
+	snprintf(json, sizeof(json), "{\"process\":{\"pid\":%d},\"input\":{\"stdin\":\"ego=\"}}",
+	         pid);
 	json_t *o = unary("/process.Process/SendInput", json, &st);
 	ck_assert_int_eq(st, 200);
 	json_decref(o);
@@ -808,7 +813,8 @@ START_TEST(background_input_list_kill_reattach)
 	b = envelope("{\"process\":{\"tag\":\"bg\"}}", &len);
 	fd = http_send("POST", "/process.Process/Connect", STREAM_HDRS, b, len);
 	free(b);
-	snprintf(json, sizeof(json), "{\"process\":{\"pid\":%d},\"signal\":\"SIGNAL_SIGKILL\"}", pid);
+	snprintf(json, sizeof(json), "{\"process\":{\"pid\":%d},\"signal\":\"SIGNAL_SIGKILL\"}",
+	         pid);
 	int cpid = read_start(fd, &got, &glen);
 	ck_assert_int_eq(cpid, pid);
 	wait_file(marker); /* "b z" is in the pipe: the agent reads it before the end */
@@ -841,10 +847,11 @@ START_TEST(files_up_down_and_fs_calls)
 	char path[256], q[512], body[1024];
 	snprintf(path, sizeof(path), "%s/d/e/x.txt", tmpdir);
 	/* Multipart, as the SDK sends it (the path as the file name too). */
-	int n = snprintf(body, sizeof(body),
-	                 "--bnd\r\nContent-Disposition: form-data; name=\"file\"; filename=\"%s\"\r\n"
-	                 "Content-Type: application/octet-stream\r\n\r\nhello\r\nworld\r\n--bnd--\r\n",
-	                 path);
+	int n =
+	    snprintf(body, sizeof(body),
+	             "--bnd\r\nContent-Disposition: form-data; name=\"file\"; filename=\"%s\"\r\n"
+	             "Content-Type: application/octet-stream\r\n\r\nhello\r\nworld\r\n--bnd--\r\n",
+	             path);
 	snprintf(q, sizeof(q), "/files?path=%s", path);
 	struct resp r;
 	http("POST", q, AUTH "Content-Type: multipart/form-data; boundary=bnd\r\n", body, (size_t)n,
