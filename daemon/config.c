@@ -34,6 +34,7 @@ static void defaults(struct coved_config *c)
 	c->memory_mib = 256;
 	c->max_memory_mib = 8192;
 	c->network = true;
+	c->boot_timeout_s = 60;
 	c->metrics_auth = true;
 }
 
@@ -120,6 +121,7 @@ static int apply(struct coved_config *c, const char *k, json_t *v, char *err, si
 	UINT("memory_mib", 32, (uint64_t)1 << 20, memory_mib)
 	UINT("max_memory_mib", 32, (uint64_t)1 << 20, max_memory_mib)
 	UINT("disk_mib", 0, (uint64_t)1 << 24, disk_mib)
+	UINT("boot_timeout_s", 1, 3600, boot_timeout_s)
 #undef UINT
 	if (strcmp(k, "network") == 0)
 		return set_bool(v, k, &c->network, err, errlen);

@@ -38,9 +38,10 @@ struct coved_config {
 	enum coved_on_timeout on_timeout; /* when the request does not say */
 	unsigned int cpus, max_cpus;
 	uint64_t memory_mib, max_memory_mib;
-	uint64_t disk_mib; /* root disk size; 0: the image's */
-	bool network;      /* sandboxes may have a network */
-	bool metrics_auth; /* /metrics needs an API key too */
+	uint64_t disk_mib;           /* root disk size; 0: the image's */
+	unsigned int boot_timeout_s; /* until a new sandbox's agent answers */
+	bool network;                /* sandboxes may have a network */
+	bool metrics_auth;           /* /metrics needs an API key too */
 };
 
 int coved_config_load(const char *path, struct coved_config *cfg, char *err, size_t errlen)

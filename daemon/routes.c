@@ -83,9 +83,32 @@ static bool metadata_match(json_t *meta, const char *filter)
 	return ok;
 }
 
+struct states {
+	char buf[128];
+	size_t len;
+};
+
+/* state=a,b or state=a&state=b (openapi-fetch's form style for arrays). */
+static enum MHD_Result collect_state(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+	(void)kind;
+	struct states *st = cls;
+	if (strcmp(key, "state") == 0 && value) {
+		int n = snprintf(st->buf + st->len, sizeof(st->buf) - st->len, "%s%s",
+		                 st->len ? "," : "", value);
+		if (n > 0 && (size_t)n < sizeof(st->buf) - st->len)
+			st->len += (size_t)n;
+	}
+	return MHD_YES;
+}
+
 static enum MHD_Result list(struct ctx *x, bool paged)
 {
-	const char *state = MHD_lookup_connection_value(x->c, MHD_GET_ARGUMENT_KIND, "state");
+	struct states sts = { .len = 0 };
+	sts.buf[0] = 0;
+	MHD_get_connection_values(x->c, MHD_GET_ARGUMENT_KIND, collect_state, &sts);
+	const char *state = sts.len ? sts.buf : NULL;
 	const char *meta = MHD_lookup_connection_value(x->c, MHD_GET_ARGUMENT_KIND, "metadata");
 	const char *lim = MHD_lookup_connection_value(x->c, MHD_GET_ARGUMENT_KIND, "limit");
 	const char *next = MHD_lookup_connection_value(x->c, MHD_GET_ARGUMENT_KIND, "nextToken");

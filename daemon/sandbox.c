@@ -711,6 +711,7 @@ int coved_sb_create(struct coved *d, const struct coved_create *req, struct cove
 	cfg.cpus = sb->cpus;
 	cfg.memory_mib = sb->memory_mib;
 	cfg.disk_size = d->cfg.disk_mib << 20;
+	cfg.boot_timeout_ms = d->cfg.boot_timeout_s * 1000;
 	cfg.net = pol;
 	char err[512];
 	double t0 = mono_s();
@@ -838,6 +839,7 @@ int coved_sb_resume(struct coved_sb *sb, uint64_t timeout_s, bool *resumed, char
 	cfg.name = sb->id;
 	cfg.hostname = "cove";
 	cfg.detached = true;
+	cfg.boot_timeout_ms = d->cfg.boot_timeout_s * 1000;
 	char err[512];
 	double t0 = mono_s();
 	struct cove_sandbox *c;

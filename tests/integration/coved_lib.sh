@@ -23,16 +23,20 @@ coved_env() {
 }
 
 coved_cleanup() {
+	[ "$FAILED" = 0 ] || { echo "--- coved.log (last lines)"; tail -n 20 "$WORK/coved.log"; }
 	coved_stop
 	cove_cleanup
 }
 
 coved_start() {
-	local extra=${1:-}
-	cat >"$WORK/coved.json" <<JSON
-{"socket": "$SOCK", "state_dir": "$STATE", "api_keys_file": "$WORK/keys",
- "network": false, "memory_mib": 128 ${extra:+, $extra}}
-JSON
+	# EXTRA: more "key": value pairs, which override the defaults here.
+	python3 - "$WORK/coved.json" "{${1:-}}" <<PY || return 1
+import json, sys
+c = {"socket": "$SOCK", "state_dir": "$STATE", "api_keys_file": "$WORK/keys",
+     "network": False, "memory_mib": 128}
+c.update(json.loads(sys.argv[2]))
+json.dump(c, open(sys.argv[1], "w"))
+PY
 	rm -f "$SOCK"
 	$BIN/coved --config "$WORK/coved.json" --foreground >>"$WORK/coved.log" 2>&1 &
 	COVED_PID=$!
@@ -55,6 +59,7 @@ coved_stop() {
 		kill -0 "$COVED_PID" 2>/dev/null || break
 		sleep 0.1
 	done
+	kill -0 "$COVED_PID" 2>/dev/null && echo "coved did not stop in 30 s: killed"
 	kill -9 "$COVED_PID" 2>/dev/null
 	wait "$COVED_PID" 2>/dev/null
 	COVED_PID=

@@ -33,7 +33,8 @@ api POST /v2/sandboxes '{"templateID":' >/dev/null; expect 400 "truncated JSON"
 api POST /v2/sandboxes '[1]' >/dev/null; expect 400 "a body that is not an object"
 api POST /v2/sandboxes '{"templateID":"base","color":"red"}' >/dev/null; expect 400 "unknown field"
 api POST /v2/sandboxes "$(python3 -c 'print("{\"a\":" * 40 + "1" + "}" * 40)')" >/dev/null; expect 400 "JSON 40 deep"
-api POST /v2/sandboxes "{\"metadata\":{\"k\":\"$(head -c 2000000 /dev/zero | tr '\0' a)\"}}" >/dev/null; expect 413 "a 2 MB body"
+{ printf '{"metadata":{"k":"'; head -c 2000000 /dev/zero | tr '\0' a; printf '"}}'; } >"$WORK/big.json"
+api POST /v2/sandboxes @"$WORK/big.json" >/dev/null; expect 413 "a 2 MB body"
 api POST /v2/sandboxes '{"templateID":"no-such-image"}' >/dev/null; expect 404 "unknown template"
 api POST /v2/sandboxes '{"templateID":"../etc"}' >/dev/null; expect 400 "templateID with a path"
 api POST /v2/sandboxes '{"timeout":0}' >/dev/null; expect 400 "timeout 0"
@@ -149,11 +150,20 @@ grep -q '^coved_vmm_exits_total 1$' "$WORK/metrics" && ok "coved_vmm_exits_total
 grep -q '^coved_create_seconds_count [1-9]' "$WORK/metrics" && grep -q '^coved_restore_seconds_count [1-9]' "$WORK/metrics" &&
 	ok "create and restore histograms counted" || not_ok "histograms: $(grep _count "$WORK/metrics")"
 
+# ---- the OpenAPI file ----
+if [ -x tests/openapi/node_modules/.bin/swagger-cli ]; then
+	if (cd tests/openapi && node_modules/.bin/swagger-cli validate ../../docs/openapi.yaml) >"$WORK/oa" 2>&1; then
+		ok "swagger-cli accepts docs/openapi.yaml"; else not_ok "openapi: $(cat "$WORK/oa")"; fi
+else
+	echo "# tests/openapi is not installed (cd tests/openapi && npm ci): openapi check left out"
+fi
+
 # ---- 429 over max_creates ----
 coved_stop
+echo "coved stopped; again with max_creates 1"
 coved_start '"max_creates": 1' || { not_ok "coved restarts"; finish; }
 for i in 1 2 3; do
-	curl -s --unix-socket "$SOCK" -X POST -H "X-API-KEY: $KEY" -d '{}' -D "$WORK/h$i" -o "$WORK/b$i" \
+	curl -s --max-time 300 --unix-socket "$SOCK" -X POST -H "X-API-KEY: $KEY" -d '{}' -D "$WORK/h$i" -o "$WORK/b$i" \
 		-w '%{http_code}' http://coved/v2/sandboxes >"$WORK/c$i" &
 done
 wait
