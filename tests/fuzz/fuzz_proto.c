@@ -55,8 +55,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					abort();
 			}
 			/* Detached processes: a pid in range, input inside the frame. */
-			if (pr == 0 && req.type >= PROTO_PROC_ATTACH && req.type <= PROTO_PROC_RESIZE &&
-			    req.type != PROTO_PROC_LIST && req.u.proc.pid < 1)
+			if (pr == 0 && req.type >= PROTO_PROC_ATTACH &&
+			    req.type <= PROTO_PROC_RESIZE && req.type != PROTO_PROC_LIST &&
+			    req.u.proc.pid < 1)
 				abort();
 			if (pr == 0 && req.type == PROTO_PROC_INPUT &&
 			    (req.u.proc.data != payload + 4 || req.u.proc.len + 4 != h.len))
