@@ -39,6 +39,10 @@
 #define PROC_CHUNK     (64 * 1024)      /* output read (and sent) at once */
 #define INPUT_WAIT_MS  10000            /* a stdin that takes nothing for this long: EAGAIN */
 #define ATTACH_TICK_MS 200              /* an attach looks at its connection this often */
+/* All rings together stay near this: past it, a ring that grows keeps only
+ * RING_SQUEEZED bytes, so 256 chatty processes cannot fill a small guest. */
+#define RING_TOTAL    (16u << 20)
+#define RING_SQUEEZED (16u << 10)
 
 struct aproc {
 	struct aproc *next; /* tab_lock */
@@ -65,6 +69,7 @@ struct aproc {
 static pthread_mutex_t tab_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct aproc *tab;
 static int tab_n;
+static size_t ring_total; /* bytes in every ring; __atomic */
 
 static void close_fd(int *fd)
 {
@@ -75,6 +80,7 @@ static void close_fd(int *fd)
 
 static void proc_free(struct aproc *p)
 {
+	__atomic_sub_fetch(&ring_total, p->ring.bytes, __ATOMIC_RELAXED);
 	proc_ring_fini(&p->ring);
 	close_fd(&p->pidfd);
 	for (int i = 0; i < 2; i++) {
@@ -241,8 +247,17 @@ static void *pump(void *arg)
 				continue;
 			}
 			pthread_mutex_lock(&p->lock);
+			size_t before = p->ring.bytes;
+			bool full = __atomic_load_n(&ring_total, __ATOMIC_RELAXED) >= RING_TOTAL;
+			p->ring.cap = full ? RING_SQUEEZED : PROC_RING_BYTES;
 			if (proc_ring_append(&p->ring, i + 1, buf, (size_t)got) == 0)
 				pthread_cond_broadcast(&p->cond);
+			if (p->ring.bytes >= before)
+				__atomic_add_fetch(&ring_total, p->ring.bytes - before,
+				                   __ATOMIC_RELAXED);
+			else
+				__atomic_sub_fetch(&ring_total, before - p->ring.bytes,
+				                   __ATOMIC_RELAXED);
 			pthread_mutex_unlock(&p->lock);
 		}
 	}
