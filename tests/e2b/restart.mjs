@@ -9,13 +9,13 @@ const [mode, id, pid] = process.argv.slice(2);
 if (mode === 'start') {
 	const sbx = await Sandbox.create('base', { timeoutMs: 600_000 });
 	const h = await sbx.commands.run('echo before; while [ ! -e /tmp/go ]; do sleep 0.2; done; echo after; exit 7',
-		{ background: true });
+		{ background: true, timeoutMs: 0 }); // no lifetime: it must outlive the restart
 	await h.disconnect();
 	console.log(`${sbx.sandboxId} ${h.pid}`);
 	process.exit(0);
 } else if (mode === 'attach') {
 	const sbx = await Sandbox.connect(id);
-	const h = await sbx.commands.connect(Number(pid));
+	const h = await sbx.commands.connect(Number(pid), { timeoutMs: 0 });
 	await sbx.commands.run('touch /tmp/go');
 	let res;
 	try {
