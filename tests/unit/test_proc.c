@@ -460,6 +460,27 @@ START_TEST(move_and_stream_files)
 }
 END_TEST
 
+START_TEST(proc_pty)
+{
+	const char *argv[] = { "/bin/sh", "-c", "stty size; read x; echo got $x; exit 4", NULL };
+	struct cove_proc_spec spec = { .argv = argv, .pty = true, .rows = 30, .cols = 100 };
+	int pid = 0;
+	char err[256];
+	ck_assert_int_eq(cove_proc_start(&sb, &spec, &pid, err, sizeof(err)), 0);
+	int fd = attach(pid, 0);
+	struct collected c = { 0 };
+	collect(fd, &c, "30 100");
+	ck_assert_int_eq(cove_proc_resize(&sb, pid, 40, 120, err, sizeof(err)), 0);
+	ck_assert_int_eq(cove_proc_input(&sb, pid, "yes\n", 4, err, sizeof(err)), 0);
+	collect(fd, &c, NULL);
+	close(fd);
+	ck_assert(strstr(c.out, "got yes"));
+	ck_assert_uint_eq(c.nerr, 0); /* a pty has one stream */
+	ck_assert_int_eq(c.exit.exit_code, 4);
+	ck_assert_int_eq(cove_proc_resize(&sb, pid, 40, 120, err, sizeof(err)), -ENOTTY);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("proc");
@@ -475,6 +496,7 @@ static Suite *make_suite(void)
 	tcase_add_test(t, proc_close_stdin_timeout_unknown);
 	tcase_add_test(t, proc_large_output);
 	tcase_add_test(t, move_and_stream_files);
+	tcase_add_test(t, proc_pty);
 	suite_add_tcase(s, t);
 	return s;
 }
