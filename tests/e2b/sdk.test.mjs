@@ -94,6 +94,21 @@ test('a client that disconnects mid-command: Connect re-attaches', async () => {
 	assert.equal(r.stdout, 'one\ntwo\n');
 });
 
+test('pty.create, sendInput, resize, kill', async () => {
+	let out = '';
+	const dec = new TextDecoder();
+	const t = await sbx.pty.create({ cols: 80, rows: 24, timeoutMs: 0, onData: (d) => { out += dec.decode(d); } });
+	assert.ok(t.pid > 0);
+	await sbx.pty.sendInput(t.pid, new TextEncoder().encode('echo pty-$((6*7)); stty size\n'));
+	for (let i = 0; i < 200 && !out.includes('24 80'); i++) await new Promise((r) => setTimeout(r, 50));
+	assert.ok(out.includes('pty-42') && out.includes('24 80'), out);
+	await sbx.pty.resize(t.pid, { cols: 100, rows: 30 });
+	await sbx.pty.sendInput(t.pid, new TextEncoder().encode('stty size\n'));
+	for (let i = 0; i < 200 && !out.includes('30 100'); i++) await new Promise((r) => setTimeout(r, 50));
+	assert.ok(out.includes('30 100'), out);
+	assert.equal(await t.kill(), true);
+});
+
 test('files.write/read/list/exists (and rename, remove, makeDir)', async () => {
 	const info = await sbx.files.write('/tmp/sdk/dir/a.txt', 'hello from the sdk');
 	assert.equal(info.path, '/tmp/sdk/dir/a.txt');
