@@ -459,6 +459,25 @@ static int select_pid(struct cove_sandbox *sb, const json_t *body, int *pid, con
 	return 0;
 }
 
+/* Whether process pid runs under a pty (its output is data.pty). */
+static bool proc_is_pty(struct cove_sandbox *sb, int pid)
+{
+	json_t *procs = NULL;
+	char err[256];
+	if (cove_proc_list(sb, &procs, err, sizeof(err)) < 0)
+		return false;
+	bool pty = false;
+	size_t i;
+	json_t *p;
+	json_array_foreach(procs, i, p)
+	{
+		if (json_integer_value(json_object_get(p, "pid")) == pid)
+			pty = json_is_true(json_object_get(p, "pty"));
+	}
+	json_decref(procs);
+	return pty;
+}
+
 enum MHD_Result envd_proc_connect(struct envd_req *r, struct MHD_Connection *c, json_t *body)
 {
 	char msg[512] = "";
@@ -471,7 +490,8 @@ enum MHD_Result envd_proc_connect(struct envd_req *r, struct MHD_Connection *c, 
 	int fd = cove_proc_attach(sb, pid, 0, &first, msg, sizeof(msg));
 	if (fd < 0)
 		return envd_stream_error(c, connect_code_from_errno(fd), msg);
-	return stream_queue(r, c, fd, pid, false, NULL, header_ms(c, "Connect-Timeout-Ms"));
+	return stream_queue(r, c, fd, pid, proc_is_pty(sb, pid), NULL,
+	                    header_ms(c, "Connect-Timeout-Ms"));
 }
 
 /* The unary calls: sb, the selected pid, or a Connect error. */

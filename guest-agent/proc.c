@@ -601,6 +601,7 @@ static json_t *proc_entry(struct aproc *p)
 		return NULL;
 	if (p->tag)
 		json_object_set_new(o, "tag", json_string(p->tag));
+	json_object_set_new(o, "pty", json_boolean(p->pty));
 	pthread_mutex_lock(&p->lock);
 	json_object_set_new(o, "running", json_boolean(!p->exited));
 	if (p->exited)

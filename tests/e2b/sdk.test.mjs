@@ -94,7 +94,7 @@ test('a client that disconnects mid-command: Connect re-attaches', async () => {
 	assert.equal(r.stdout, 'one\ntwo\n');
 });
 
-test('pty.create, sendInput, resize, kill', async () => {
+test('pty.create, sendInput, resize, connect, kill', async () => {
 	let out = '';
 	const dec = new TextDecoder();
 	const t = await sbx.pty.create({ cols: 80, rows: 24, timeoutMs: 0, onData: (d) => { out += dec.decode(d); } });
@@ -106,7 +106,14 @@ test('pty.create, sendInput, resize, kill', async () => {
 	await sbx.pty.sendInput(t.pid, new TextEncoder().encode('stty size\n'));
 	for (let i = 0; i < 200 && !out.includes('30 100'); i++) await new Promise((r) => setTimeout(r, 50));
 	assert.ok(out.includes('30 100'), out);
-	assert.equal(await t.kill(), true);
+	// Re-attach to the pty from a new handle: its output is pty data again.
+	await t.disconnect();
+	let again = '';
+	const t2 = await sbx.pty.connect(t.pid, { timeoutMs: 0, onData: (d) => { again += dec.decode(d); } });
+	await sbx.pty.sendInput(t.pid, new TextEncoder().encode('echo back-$((2+3))\n'));
+	for (let i = 0; i < 200 && !again.includes('back-5'); i++) await new Promise((r) => setTimeout(r, 50));
+	assert.ok(again.includes('back-5'), again);
+	assert.equal(await t2.kill(), true);
 });
 
 test('files.write/read/list/exists (and rename, remove, makeDir)', async () => {

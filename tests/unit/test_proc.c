@@ -478,6 +478,16 @@ START_TEST(proc_pty)
 	ck_assert_uint_eq(c.nerr, 0); /* a pty has one stream */
 	ck_assert_int_eq(c.exit.exit_code, 4);
 	ck_assert_int_eq(cove_proc_resize(&sb, pid, 40, 120, err, sizeof(err)), -ENOTTY);
+	json_t *procs = NULL;
+	ck_assert_int_eq(cove_proc_list(&sb, &procs, err, sizeof(err)), 0);
+	size_t i;
+	json_t *p;
+	json_array_foreach(procs, i, p)
+	{
+		if (json_integer_value(json_object_get(p, "pid")) == pid)
+			ck_assert(json_is_true(json_object_get(p, "pty")));
+	}
+	json_decref(procs);
 }
 END_TEST
 
