@@ -149,12 +149,20 @@ $(B)/asan/%.a:
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+# ---- envd (issue 16, ENVD): coved's envd surface.  Its unit test and fuzz
+# targets link it without the control plane (they bring stand-ins for
+# daemon/coved.h); the pure parsers alone go into the fuzz targets.
+ENVD_SRCS := $(sort $(wildcard daemon/envd*.c daemon/connect*.c daemon/multipart*.c))
+ENVD_PURE_SRCS := $(sort $(wildcard daemon/connect*.c daemon/multipart*.c daemon/envd_req*.c))
+LIBS_MHD := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
+$(B)/asan/libenvd.a: $(call asan_obj,$(ENVD_SRCS))
+
 UNIT_ARCHIVES := $(B)/asan/libvmm.a $(B)/asan/libagent.a $(B)/asan/libcove.a $(B)/asan/libegress.a \
-                 $(B)/asan/libdaemon.a $(B)/asan/libcommon.a
+                 $(B)/asan/libdaemon.a $(B)/asan/libenvd.a $(B)/asan/libcommon.a
 $(B)/unit/%: tests/unit/%.c $(UNIT_ARCHIVES)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  TEST    $@")
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $< -Wl,--start-group $(UNIT_ARCHIVES) -Wl,--end-group $(CHECK_LIBS) $(LIBS_VMM) $(LIBS_EGRESS) $(LIBS_NET)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $< -Wl,--start-group $(UNIT_ARCHIVES) -Wl,--end-group $(CHECK_LIBS) $(LIBS_VMM) $(LIBS_EGRESS) $(LIBS_NET) $(LIBS_MHD)
 
 unit: $(UNIT_BINS)
 	@fail=0; for t in $(UNIT_BINS); do \
@@ -209,7 +217,7 @@ $(B)/fuzzobj/%.o: %.c
 	$(Q)$(FUZZ_CC) $(CPPFLAGS) -std=gnu11 -O1 -g $(WARN) -MMD -MP $(FUZZ_FLAGS) -c $< -o $@
 
 FUZZ_LINKED := $(VMM_LIB_SRCS) $(AGENT_LIB_SRCS) $(LIB_SRCS) $(EGRESS_LIB_SRCS) $(COMMON_SRCS) \
-               $(DAEMON_PURE_SRCS)
+               $(DAEMON_PURE_SRCS) $(ENVD_PURE_SRCS)
 $(B)/fuzz/%: tests/fuzz/%.c $(call fuzz_obj,$(FUZZ_LINKED))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ    $@")

@@ -130,6 +130,15 @@ static int dispatch(struct agent_conn *c, const struct agent_req *req)
 		return do_shutdown(c, req->id);
 	case PROTO_RESTORED:
 		return do_restored(c, req);
+	case PROTO_PROC_START:
+	case PROTO_PROC_ATTACH:
+	case PROTO_PROC_INPUT:
+	case PROTO_PROC_CLOSE_STDIN:
+	case PROTO_PROC_SIGNAL:
+	case PROTO_PROC_LIST:
+	case PROTO_PROC_RESIZE:
+	case PROTO_MOVE:
+		return agent_proc_request(c, req); /* proc.c */
 	case PROTO_STDIN:
 	case PROTO_SIGNAL:
 	case PROTO_RESIZE:
