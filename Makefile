@@ -53,7 +53,7 @@ EGRESS_SRCS := $(shell find egress -name '*.c' 2>/dev/null | sort)
 # coved (daemon/): the control plane and the envd surface over libcove.
 DAEMON_SRCS := $(shell find daemon -name '*.c' 2>/dev/null | sort)
 # The daemon's pure request parsers, for the fuzz targets.
-DAEMON_PURE_SRCS := $(wildcard daemon/body.c)
+DAEMON_PURE_SRCS := $(wildcard daemon/body.c daemon/config.c)
 EGRESS_MAIN := egress/main.c
 EGRESS_LIB_SRCS := $(filter-out $(EGRESS_MAIN),$(EGRESS_SRCS))
 # common/: small pieces linked into every binary (cove-vmm, cove-agent, cove).
@@ -144,6 +144,7 @@ $(B)/asan/libagent.a: $(call asan_obj,$(AGENT_LIB_SRCS))
 $(B)/asan/libcove.a: $(call asan_obj,$(LIB_SRCS))
 $(B)/asan/libcommon.a: $(call asan_obj,$(COMMON_SRCS))
 $(B)/asan/libegress.a: $(call asan_obj,$(EGRESS_LIB_SRCS))
+$(B)/asan/libdaemon.a: $(call asan_obj,$(DAEMON_PURE_SRCS))
 $(B)/asan/%.a:
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -157,7 +158,7 @@ LIBS_MHD := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicroh
 $(B)/asan/libenvd.a: $(call asan_obj,$(ENVD_SRCS))
 
 UNIT_ARCHIVES := $(B)/asan/libvmm.a $(B)/asan/libagent.a $(B)/asan/libcove.a $(B)/asan/libegress.a \
-                 $(B)/asan/libenvd.a $(B)/asan/libcommon.a
+                 $(B)/asan/libdaemon.a $(B)/asan/libenvd.a $(B)/asan/libcommon.a
 $(B)/unit/%: tests/unit/%.c $(UNIT_ARCHIVES)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  TEST    $@")

@@ -144,6 +144,18 @@ json_t *coved_sb_json(struct coved_sb *sb, bool with_token);
 /* Checks expiry and liveness of every sandbox; the reaper calls it. */
 void coved_sb_tick(struct coved *d);
 int coved_record_write(struct coved_sb *sb);
+/* Internals shared by sandbox.c and record.c. */
+struct coved_sb *coved_sb_new(struct coved *d);
+void coved_sb_free(struct coved_sb *sb);
+void coved_sb_list_add(struct coved *d, struct coved_sb *sb);
+int coved_sb_add_snap(struct coved_sb *sb, const char *dir);
+json_t *coved_str_list(char **v, size_t n);
+json_t *coved_envs_object(struct coved_sb *sb);
+int coved_write_atomic(const char *dir, const char *name, const char *text);
+void coved_record_remove(struct coved_sb *sb);
+int coved_set_envs(struct coved_sb *sb, json_t *env_vars);
+/* Records sb as dead (why), counts a VMM exit, journals it. */
+void coved_mark_dead(struct coved_sb *sb, const char *why);
 int64_t coved_now_ms(void);
 
 /* ---- journal (journal.c) ---- */

@@ -1,6 +1,6 @@
-/* coved's sandboxes: records in <state_dir>/sandboxes/<id>.json (0600,
- * replaced atomically), the lifecycle through libcove, re-adoption at
- * start, and the reaper's expiry and liveness checks. */
+/* coved's sandboxes: references, the lifecycle through libcove (create,
+ * pause, resume, stop, delete, snapshot, fork, network) and the reaper's
+ * expiry and liveness checks.  Records and adoption: record.c. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -77,7 +77,7 @@ struct coved_sb *coved_sb_ref(struct coved_sb *sb)
 	return sb;
 }
 
-static void sb_free(struct coved_sb *sb)
+void coved_sb_free(struct coved_sb *sb)
 {
 	if (sb->cove)
 		cove_free(sb->cove);
@@ -108,10 +108,10 @@ static void sb_free(struct coved_sb *sb)
 void coved_sb_unref(struct coved_sb *sb)
 {
 	if (sb && atomic_fetch_sub(&sb->refs, 1) == 1)
-		sb_free(sb);
+		coved_sb_free(sb);
 }
 
-static struct coved_sb *sb_new(struct coved *d)
+struct coved_sb *coved_sb_new(struct coved *d)
 {
 	struct coved_sb *sb = calloc(1, sizeof(*sb));
 	if (!sb)
@@ -123,7 +123,7 @@ static struct coved_sb *sb_new(struct coved *d)
 	sb->envs = calloc(1, sizeof(char *));
 	sb->metadata = json_object();
 	if (!sb->envs || !sb->metadata) {
-		sb_free(sb);
+		coved_sb_free(sb);
 		return NULL;
 	}
 	return sb;
@@ -168,7 +168,7 @@ size_t coved_sb_count_live(struct coved *d)
 	return n;
 }
 
-static void list_add(struct coved *d, struct coved_sb *sb)
+void coved_sb_list_add(struct coved *d, struct coved_sb *sb)
 {
 	pthread_mutex_lock(&d->mu);
 	coved_sb_ref(sb);
@@ -232,7 +232,7 @@ static void retire_handle(struct coved_sb *sb)
 	sb->cove = NULL;
 }
 
-static int add_snap(struct coved_sb *sb, const char *dir)
+int coved_sb_add_snap(struct coved_sb *sb, const char *dir)
 {
 	char **s = realloc(sb->snaps, (sb->nsnaps + 1) * sizeof(*s));
 	if (!s)
@@ -242,268 +242,6 @@ static int add_snap(struct coved_sb *sb, const char *dir)
 		return -ENOMEM;
 	sb->nsnaps++;
 	return 0;
-}
-
-/* ---- records ---- */
-
-static json_t *str_list(char **v, size_t n)
-{
-	json_t *a = json_array();
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(a, json_string(v[i]));
-	return a;
-}
-
-static json_t *envs_object(struct coved_sb *sb)
-{
-	json_t *o = json_object();
-	for (char **e = sb->envs; *e; e++) {
-		char *eq = strchr(*e, '=');
-		if (!eq)
-			continue;
-		char name[257];
-		snprintf(name, sizeof(name), "%.*s", (int)(eq - *e), *e);
-		json_object_set_new(o, name, json_string(eq + 1));
-	}
-	return o;
-}
-
-static int write_atomic(const char *dir, const char *name, const char *text)
-{
-	char tmp[4200], dst[4200];
-	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
-	snprintf(dst, sizeof(dst), "%s/%s", dir, name);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return -errno;
-	size_t n = strlen(text);
-	int r = 0;
-	if (write(fd, text, n) != (ssize_t)n || fsync(fd) < 0)
-		r = -EIO;
-	close(fd);
-	if (r == 0 && rename(tmp, dst) < 0)
-		r = -errno;
-	if (r < 0) {
-		unlink(tmp);
-		return r;
-	}
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	return 0;
-}
-
-int coved_record_write(struct coved_sb *sb)
-{
-	pthread_mutex_lock(&sb->mu);
-	json_t *o = json_pack(
-	    "{s:i, s:s, s:s, s:s, s:s?, s:O, s:o, s:O?, s:I, s:I, s:i, s:I, s:s, s:s, s:s?, s:o, "
-	    "s:s?, s:i}",
-	    "version", 1, "sandboxID", sb->id, "token", sb->token, "templateID", sb->template_id,
-	    "image", sb->image, "metadata", sb->metadata, "envVars", envs_object(sb), "network",
-	    sb->network, "startedAt", (json_int_t)sb->started_ms, "endAt", (json_int_t)sb->end_ms,
-	    "cpus", (int)sb->cpus, "memoryMiB", (json_int_t)sb->memory_mib, "onTimeout",
-	    sb->on_timeout == COVED_ON_TIMEOUT_PAUSE ? "pause" : "kill", "state",
-	    coved_state_name(sb->state), "deadReason", sb->dead_why, "snapshots",
-	    str_list(sb->snaps, sb->nsnaps), "pausedDir", sb->paused_dir, "generation",
-	    (int)sb->generation);
-	pthread_mutex_unlock(&sb->mu);
-	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-	json_decref(o);
-	if (!text)
-		return -ENOMEM;
-	char dir[4200], name[64];
-	snprintf(dir, sizeof(dir), "%s/sandboxes", sb->d->cfg.state_dir);
-	snprintf(name, sizeof(name), "%s.json", sb->id);
-	int r = write_atomic(dir, name, text);
-	explicit_bzero(text, strlen(text));
-	free(text);
-	if (r < 0)
-		fprintf(stderr, "coved: record of %s: %s\n", sb->id, strerror(-r));
-	return r;
-}
-
-static void record_remove(struct coved_sb *sb)
-{
-	char path[4200];
-	snprintf(path, sizeof(path), "%s/sandboxes/%s.json", sb->d->cfg.state_dir, sb->id);
-	unlink(path);
-}
-
-static int set_envs(struct coved_sb *sb, json_t *env_vars)
-{
-	size_t n = json_object_size(env_vars);
-	char **envs = calloc(n + 1, sizeof(*envs));
-	if (!envs)
-		return -ENOMEM;
-	size_t i = 0;
-	const char *k;
-	json_t *v;
-	json_object_foreach(env_vars, k, v)
-	{
-		if (json_is_string(v) && asprintf(&envs[i], "%s=%s", k, json_string_value(v)) >= 0)
-			i++;
-	}
-	if (sb->envs)
-		for (char **e = sb->envs; *e; e++)
-			free(*e);
-	free(sb->envs);
-	sb->envs = envs;
-	return 0;
-}
-
-static enum coved_state state_from(const char *s)
-{
-	for (int i = 0; i < 4; i++)
-		if (s && strcmp(s, coved_state_name(i)) == 0)
-			return i;
-	return COVED_SB_DEAD;
-}
-
-static struct coved_sb *record_read(struct coved *d, const char *path)
-{
-	json_error_t je;
-	json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-	if (!o) {
-		fprintf(stderr, "coved: record %s: %s\n", path, je.text);
-		return NULL;
-	}
-	struct coved_sb *sb = sb_new(d);
-	const char *id = json_string_value(json_object_get(o, "sandboxID"));
-	const char *tok = json_string_value(json_object_get(o, "token"));
-	if (!sb || !id || !tok || strlen(id) != COVED_ID_LEN || strlen(tok) != COVED_TOKEN_LEN ||
-	    !cove_name_valid(id)) {
-		fprintf(stderr, "coved: record %s: no valid sandboxID and token\n", path);
-		json_decref(o);
-		if (sb)
-			sb_free(sb);
-		return NULL;
-	}
-	snprintf(sb->id, sizeof(sb->id), "%s", id);
-	snprintf(sb->token, sizeof(sb->token), "%s", tok);
-	const char *s;
-	if ((s = json_string_value(json_object_get(o, "templateID"))))
-		sb->template_id = strdup(s);
-	if ((s = json_string_value(json_object_get(o, "image"))))
-		sb->image = strdup(s);
-	json_t *m = json_object_get(o, "metadata");
-	if (json_is_object(m)) {
-		json_decref(sb->metadata);
-		sb->metadata = json_incref(m);
-	}
-	json_t *e = json_object_get(o, "envVars");
-	if (json_is_object(e))
-		set_envs(sb, e);
-	json_t *n = json_object_get(o, "network");
-	if (json_is_object(n))
-		sb->network = json_incref(n);
-	sb->started_ms = json_integer_value(json_object_get(o, "startedAt"));
-	sb->end_ms = json_integer_value(json_object_get(o, "endAt"));
-	sb->cpus = (unsigned int)json_integer_value(json_object_get(o, "cpus"));
-	sb->memory_mib = (uint64_t)json_integer_value(json_object_get(o, "memoryMiB"));
-	s = json_string_value(json_object_get(o, "onTimeout"));
-	sb->on_timeout =
-	    s && strcmp(s, "pause") == 0 ? COVED_ON_TIMEOUT_PAUSE : COVED_ON_TIMEOUT_KILL;
-	sb->state = state_from(json_string_value(json_object_get(o, "state")));
-	if ((s = json_string_value(json_object_get(o, "deadReason"))))
-		sb->dead_why = strdup(s);
-	if ((s = json_string_value(json_object_get(o, "pausedDir"))))
-		sb->paused_dir = strdup(s);
-	sb->generation = (unsigned int)json_integer_value(json_object_get(o, "generation"));
-	size_t i;
-	json_t *v;
-	json_array_foreach(json_object_get(o, "snapshots"), i, v)
-	{
-		if (json_is_string(v))
-			add_snap(sb, json_string_value(v));
-	}
-	json_decref(o);
-	return sb;
-}
-
-static void mark_dead(struct coved_sb *sb, const char *why)
-{
-	pthread_mutex_lock(&sb->mu);
-	sb->state = COVED_SB_DEAD;
-	free(sb->dead_why);
-	sb->dead_why = strdup(why);
-	pthread_mutex_unlock(&sb->mu);
-	coved_metric_bump(sb->d, &sb->d->m.vmm_exits);
-	coved_journal_event(sb, "vmm_exit", json_pack("{s:s}", "reason", why));
-	coved_record_write(sb);
-}
-
-/* Opens a running sandbox again after a daemon restart; the registry may
- * still say "starting" for a moment after a create that raced the stop. */
-static void adopt_one(struct coved_sb *sb)
-{
-	char err[512];
-	if (sb->state == COVED_SB_RUNNING) {
-		int r = -EAGAIN;
-		for (int tries = 0; tries < 50 && r == -EAGAIN; tries++) {
-			r = cove_open(sb->id, &sb->cove, err, sizeof(err));
-			if (r == -EAGAIN)
-				usleep(100 * 1000);
-		}
-		if (r < 0) {
-			sb->cove = NULL;
-			mark_dead(sb, r == -ENOENT || r == -ESRCH ? "its cove-vmm exited while the "
-			                                            "daemon was away"
-			                                          : err);
-		}
-	} else if (sb->state == COVED_SB_PAUSED) {
-		struct stat st;
-		if (!sb->paused_dir || stat(sb->paused_dir, &st) < 0)
-			mark_dead(sb, "its pause snapshot is missing");
-	}
-	coved_journal_event(sb, "adopted",
-	                    json_pack("{s:s}", "state", coved_state_name(sb->state)));
-}
-
-int coved_adopt_all(struct coved *d)
-{
-	char dir[4200];
-	snprintf(dir, sizeof(dir), "%s/sandboxes", d->cfg.state_dir);
-	DIR *dp = opendir(dir);
-	if (!dp)
-		return -errno;
-	/* Sorted by start time so listings keep their order across restarts. */
-	struct coved_sb **found = NULL;
-	size_t n = 0;
-	struct dirent *de;
-	while ((de = readdir(dp))) {
-		size_t l = strlen(de->d_name);
-		if (de->d_name[0] == '.' || l < 6 || strcmp(de->d_name + l - 5, ".json") != 0)
-			continue;
-		char path[4400];
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		struct coved_sb *sb = record_read(d, path);
-		if (!sb)
-			continue;
-		struct coved_sb **f = realloc(found, (n + 1) * sizeof(*f));
-		if (!f) {
-			sb_free(sb);
-			break;
-		}
-		found = f;
-		found[n++] = sb;
-	}
-	closedir(dp);
-	for (size_t i = 1; i < n; i++)
-		for (size_t j = i; j > 0 && found[j - 1]->started_ms > found[j]->started_ms; j--) {
-			struct coved_sb *t = found[j];
-			found[j] = found[j - 1];
-			found[j - 1] = t;
-		}
-	for (size_t i = 0; i < n; i++) {
-		adopt_one(found[i]);
-		list_add(d, found[i]);
-		coved_sb_unref(found[i]);
-	}
-	free(found);
-	return (int)n;
 }
 
 /* ---- create ---- */
@@ -648,7 +386,7 @@ static void snap_chain_read(struct coved_sb *sb, const char *snapdir)
 	json_array_foreach(json_object_get(o, "chain"), i, v)
 	{
 		if (json_is_string(v))
-			add_snap(sb, json_string_value(v));
+			coved_sb_add_snap(sb, json_string_value(v));
 	}
 	json_decref(o);
 }
@@ -666,7 +404,7 @@ int coved_sb_create(struct coved *d, const struct coved_create *req, struct cove
 	int st = resolve_template(d, req->template_id, &image, &snap, msg, len);
 	if (st)
 		return st;
-	struct coved_sb *sb = sb_new(d);
+	struct coved_sb *sb = coved_sb_new(d);
 	json_t *netj = net_json_of(&req->net);
 	struct cove_net_policy pol;
 	const char **allow = NULL, **deny = NULL;
@@ -694,7 +432,7 @@ int coved_sb_create(struct coved *d, const struct coved_create *req, struct cove
 		sb->metadata = json_deep_copy(req->metadata);
 	}
 	if (req->env_vars)
-		set_envs(sb, req->env_vars);
+		coved_set_envs(sb, req->env_vars);
 	sb->network = json_incref(netj);
 	sb->cpus = req->cpus ? req->cpus : d->cfg.cpus;
 	sb->memory_mib = req->memory_mib ? req->memory_mib : d->cfg.memory_mib;
@@ -718,7 +456,7 @@ int coved_sb_create(struct coved *d, const struct coved_create *req, struct cove
 	int r;
 	if (snap) {
 		snap_chain_read(sb, snap);
-		add_snap(sb, snap);
+		coved_sb_add_snap(sb, snap);
 		if (!netj)
 			cfg.net.mode = COVE_NET_OFF; /* the snapshot's own policy */
 		r = cove_restore(&cfg, snap, &sb->cove, err, sizeof(err));
@@ -736,7 +474,7 @@ int coved_sb_create(struct coved *d, const struct coved_create *req, struct cove
 	sb->end_ms = sb->started_ms + (int64_t)timeout * 1000;
 	sb->state = COVED_SB_RUNNING;
 	coved_record_write(sb);
-	list_add(d, sb);
+	coved_sb_list_add(d, sb);
 	coved_journal_event(sb, "create",
 	                    json_pack("{s:s, s:s?, s:I, s:i, s:I}", "templateID", sb->template_id,
 	                              "image", sb->image, "timeout", (json_int_t)timeout, "cpus",
@@ -751,7 +489,7 @@ out:
 	free(snap);
 	json_decref(netj);
 	if (sb)
-		sb_free(sb);
+		coved_sb_free(sb);
 	return st;
 }
 
@@ -779,7 +517,7 @@ int coved_sb_pause(struct coved_sb *sb, char *msg, size_t len)
 	if (r < 0) {
 		char why[600];
 		if (cove_sandbox_exited(sb->cove, 0, why, sizeof(why))) {
-			mark_dead(sb, why);
+			coved_mark_dead(sb, why);
 			st = errf(msg, len, 409, "sandbox %s died: %s", sb->id, why);
 		} else {
 			st = errf(msg, len, 500, "pause of %s failed: %s", sb->id, err);
@@ -788,7 +526,7 @@ int coved_sb_pause(struct coved_sb *sb, char *msg, size_t len)
 	}
 	pthread_mutex_lock(&sb->mu);
 	sb->generation++;
-	add_snap(sb, dir);
+	coved_sb_add_snap(sb, dir);
 	free(sb->paused_dir);
 	sb->paused_dir = strdup(dir);
 	sb->state = COVED_SB_PAUSED;
@@ -961,7 +699,7 @@ int coved_sb_delete(struct coved_sb *sb, char *msg, size_t len)
 	retire_handle(sb);
 	pthread_mutex_unlock(&sb->mu);
 	list_remove(d, sb);
-	record_remove(sb);
+	coved_record_remove(sb);
 	/* User snapshots (snap-*) outlive their sandbox; the rest go when no
 	 * one stands on them. */
 	char user[4200];
@@ -1030,17 +768,18 @@ static int snapshot_to(struct coved_sb *sb, const char *prefix, char *path, size
 		return errf(msg, len, 500, "snapshot of %s failed: %s", sb->id, err);
 	/* The sandbox now stands on the snapshot's overlay too. */
 	pthread_mutex_lock(&sb->mu);
-	add_snap(sb, path);
+	coved_sb_add_snap(sb, path);
 	pthread_mutex_unlock(&sb->mu);
-	json_t *meta = json_pack("{s:s, s:s?, s:o}", "source", sb->id, "templateID",
-	                         sb->template_id, "chain", str_list(sb->snaps, sb->nsnaps - 1));
+	json_t *meta =
+	    json_pack("{s:s, s:s?, s:o}", "source", sb->id, "templateID", sb->template_id, "chain",
+	              coved_str_list(sb->snaps, sb->nsnaps - 1));
 	char *text = json_dumps(meta, JSON_COMPACT);
 	json_decref(meta);
 	char dir[4200], file[128];
 	snprintf(dir, sizeof(dir), "%s/snapshots", sb->d->cfg.state_dir);
 	snprintf(file, sizeof(file), "%s.json", name);
 	if (text)
-		write_atomic(dir, file, text);
+		coved_write_atomic(dir, file, text);
 	free(text);
 	coved_record_write(sb);
 	return 0;
@@ -1100,7 +839,7 @@ int coved_sb_fork(struct coved_sb *sb, unsigned int count, uint64_t timeout_s, j
 		j->req.timeout_s = timeout_s;
 		pthread_mutex_lock(&sb->mu);
 		j->req.metadata = json_deep_copy(sb->metadata);
-		j->req.env_vars = envs_object(sb);
+		j->req.env_vars = coved_envs_object(sb);
 		j->req.auto_pause = sb->on_timeout == COVED_ON_TIMEOUT_PAUSE;
 		pthread_mutex_unlock(&sb->mu);
 		j->req.auto_pause_given = true;
@@ -1137,51 +876,6 @@ int coved_sb_fork(struct coved_sb *sb, unsigned int count, uint64_t timeout_s, j
 	return 0;
 }
 
-/* ---- the API's view ---- */
-
-static json_t *iso_time(int64_t ms)
-{
-	time_t s = (time_t)(ms / 1000);
-	struct tm tm;
-	gmtime_r(&s, &tm);
-	char base[32], buf[48];
-	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf, sizeof(buf), "%s.%03dZ", base, (int)(ms % 1000));
-	return json_string(buf);
-}
-
-json_t *coved_sb_json(struct coved_sb *sb, bool with_token)
-{
-	pthread_mutex_lock(&sb->mu);
-	json_t *net = json_object();
-	json_t *ia = sb->network ? json_object_get(sb->network, "allow_internet_access") : NULL;
-	if (sb->network) {
-		json_t *a = json_object_get(sb->network, "allowOut");
-		json_t *dn = json_object_get(sb->network, "denyOut");
-		if (a)
-			json_object_set(net, "allowOut", a);
-		if (dn)
-			json_object_set(net, "denyOut", dn);
-	}
-	json_t *o =
-	    json_pack("{s:s, s:s?, s:s, s:s, s:o, s:o, s:s, s:i, s:I, s:s, s:O, s:n, s:b, s:o, "
-	              "s:{s:s, s:b}}",
-	              "sandboxID", sb->id, "templateID", sb->template_id, "alias", sb->template_id,
-	              "clientID", "cove", "startedAt", iso_time(sb->started_ms), "endAt",
-	              iso_time(sb->end_ms), "state", coved_state_name(sb->state), "cpuCount",
-	              (int)sb->cpus, "memoryMB", (json_int_t)sb->memory_mib, "envdVersion",
-	              COVED_ENVD_VERSION, "metadata", sb->metadata, "domain", "allowInternetAccess",
-	              sb->d->cfg.network && (!ia || json_is_true(ia)), "network", net, "lifecycle",
-	              "onTimeout", sb->on_timeout == COVED_ON_TIMEOUT_PAUSE ? "pause" : "kill",
-	              "autoResume", 0);
-	if (o && with_token)
-		json_object_set_new(o, "envdAccessToken", json_string(sb->token));
-	if (o && sb->state == COVED_SB_DEAD && sb->dead_why)
-		json_object_set_new(o, "deadReason", json_string(sb->dead_why));
-	pthread_mutex_unlock(&sb->mu);
-	return o;
-}
-
 /* ---- the reaper ---- */
 
 void coved_sb_tick(struct coved *d)
@@ -1202,7 +896,7 @@ void coved_sb_tick(struct coved *d)
 		bool expired = running && !died && sb->end_ms <= now;
 		if (died) {
 			cove_stop(sb->cove); /* removes its registry entry */
-			mark_dead(sb, why);
+			coved_mark_dead(sb, why);
 		}
 		pthread_mutex_unlock(&sb->op);
 		if (expired) {

@@ -28,6 +28,19 @@ c=$(curl -s --unix-socket "$SOCK" -o /dev/null -w '%{http_code}' -H "Authorizati
 [ "$c" = 200 ] && ok "Bearer key -> 200" || not_ok "Bearer: $c"
 [ "$(stat -c %a "$SOCK")" = 660 ] && ok "socket mode 0660" || not_ok "socket mode $(stat -c %a "$SOCK")"
 
+# ---- a stalled client blocks no one ----
+python3 - "$SOCK" "$KEY" <<'PY' &
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.send(b"POST /v2/sandboxes HTTP/1.1\r\nHost: x\r\nX-API-KEY: " + sys.argv[2].encode() +
+       b"\r\nContent-Length: 100\r\n\r\n{")
+time.sleep(20)
+PY
+stall=$!
+sleep 1
+api GET /v2/sandboxes >/dev/null; expect 200 "a request beside a stalled one"
+kill $stall 2>/dev/null; wait $stall 2>/dev/null
+
 # ---- bad bodies ----
 api POST /v2/sandboxes '{"templateID":' >/dev/null; expect 400 "truncated JSON"
 api POST /v2/sandboxes '[1]' >/dev/null; expect 400 "a body that is not an object"
@@ -162,11 +175,13 @@ fi
 coved_stop
 echo "coved stopped; again with max_creates 1"
 coved_start '"max_creates": 1' || { not_ok "coved restarts"; finish; }
+pids=()
 for i in 1 2 3; do
 	curl -s --max-time 300 --unix-socket "$SOCK" -X POST -H "X-API-KEY: $KEY" -d '{}' -D "$WORK/h$i" -o "$WORK/b$i" \
 		-w '%{http_code}' http://coved/v2/sandboxes >"$WORK/c$i" &
+	pids+=($!)
 done
-wait
+wait "${pids[@]}"
 codes=$(cat "$WORK"/c1 "$WORK"/c2 "$WORK"/c3 | tr '\n' ' ' ; echo)
 if grep -q 429 "$WORK"/c[123] && grep -q 201 "$WORK"/c[123]; then ok "three creates at once over max_creates 1: $codes"; else not_ok "429: $codes"; fi
 for i in 1 2 3; do

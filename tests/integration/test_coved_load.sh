@@ -10,7 +10,7 @@ source tests/integration/lib.sh
 source tests/integration/coved_lib.sh
 coved_env
 N=${COVED_LOAD_N:-64}
-coved_start '"memory_mib": 64, "max_creates": 64, "max_sandboxes": 128, "boot_timeout_s": 1200' ||
+coved_start '"memory_mib": 64, "max_creates": 64, "max_sandboxes": 128, "boot_timeout_s": 1200, "tcp": "127.0.0.1:39170"' ||
 	{ not_ok "coved starts"; finish; }
 mkdir -p "$WORK/load"
 now() { date +%s.%N; }
@@ -29,8 +29,9 @@ one() {
 	fi
 }
 start=$(now)
-for i in $(seq "$N"); do one "$i" & done
-wait
+pids=()
+for i in $(seq "$N"); do one "$i" & pids+=($!); done
+wait "${pids[@]}"
 echo "creates and first execs: $(echo "$(now) - $start" | bc) s for $N"
 created=$(grep -l '^201$' "$WORK"/load/c* | wc -l)
 execd=$(ls "$WORK"/load/t* 2>/dev/null | wc -l)
@@ -62,13 +63,21 @@ PY
 curl -s --unix-socket "$SOCK" -H "X-API-KEY: $KEY" http://coved/metrics | grep -E '^coved_(sandboxes|create_seconds_(sum|count)|limit)' 
 rss=$(awk '/VmRSS/ {print $2}' /proc/"$COVED_PID"/status)
 echo "coved RSS with $created sandboxes: $rss kB"
+c=$(curl -s -o /dev/null -w '%{http_code}' -H "X-API-KEY: $KEY" http://127.0.0.1:39170/v2/sandboxes)
+[ "$c" = 200 ] && ok "the TCP listener serves the same API" || not_ok "TCP listener: $c"
+if command -v wrk >/dev/null; then
+	wrk -t1 -c8 -d5s -H "X-API-KEY: $KEY" "http://127.0.0.1:39170/v2/sandboxes" 2>&1 |
+		sed -n "s/^Requests\/sec: */load: GET \/v2\/sandboxes with $created sandboxes: /p; s/^ *Latency */load: wrk latency /p"
+fi
 ids=$(for f in "$WORK"/load/b*; do jget "$(cat "$f")" 'o.get("sandboxID","")' 2>/dev/null; done)
 start=$(now)
+pids=()
 for s in $ids; do
 	curl -s --max-time 600 --unix-socket "$SOCK" -X DELETE -H "X-API-KEY: $KEY" -o /dev/null \
 		-w '%{http_code}\n' "http://coved/sandboxes/$s" >"$WORK/load/d$s" &
+	pids+=($!)
 done
-wait
+wait "${pids[@]}"
 echo "deletes: $(echo "$(now) - $start" | bc) s for $(echo "$ids" | wc -w)"
 nd=$(cat "$WORK"/load/d* 2>/dev/null | grep -c '^204$')
 [ "$nd" = "$(echo "$ids" | wc -w)" ] && ok "$nd deletes answered 204" || not_ok "only $nd deletes answered 204"
