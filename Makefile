@@ -51,6 +51,10 @@ AGENT_LIB_SRCS := $(filter-out $(AGENT_MAIN),$(AGENT_SRCS))
 LIB_SRCS := $(shell find lib -name '*.c' 2>/dev/null | sort)
 CLI_SRCS := $(shell find cli -name '*.c' 2>/dev/null | sort)
 EGRESS_SRCS := $(shell find egress -name '*.c' 2>/dev/null | sort)
+# coved (daemon/): the control plane and the envd surface over libcove.
+DAEMON_SRCS := $(shell find daemon -name '*.c' 2>/dev/null | sort)
+# The daemon's pure request parsers, for the fuzz targets.
+DAEMON_PURE_SRCS := $(wildcard daemon/body.c daemon/config.c)
 EGRESS_MAIN := egress/main.c
 EGRESS_LIB_SRCS := $(filter-out $(EGRESS_MAIN),$(EGRESS_SRCS))
 # common/: small pieces linked into every binary (cove-vmm, cove-agent, cove).
@@ -66,7 +70,8 @@ fuzz_obj = $(patsubst %.c,$(B)/fuzzobj/%.o,$(1))
 BINS := $(if $(wildcard $(VMM_MAIN)),$(B)/bin/cove-vmm) \
         $(if $(wildcard $(AGENT_MAIN)),$(B)/bin/cove-agent) \
         $(if $(CLI_SRCS),$(B)/bin/cove) \
-        $(if $(wildcard $(EGRESS_MAIN)),$(B)/bin/cove-egress)
+        $(if $(wildcard $(EGRESS_MAIN)),$(B)/bin/cove-egress) \
+        $(if $(DAEMON_SRCS),$(B)/bin/coved)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/unit/%,$(UNIT_SRCS))
 ITEST_BINS := $(patsubst tests/integration/%.c,$(B)/itest/%,$(ITEST_SRCS))
 GUEST_TOOLS := $(patsubst rootfs/guest-tools/%.c,$(B)/guest/%,$(wildcard rootfs/guest-tools/*.c))
@@ -109,6 +114,13 @@ $(B)/bin/cove: $(call obj,$(CLI_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS_VMM) $(LIBS_NET)
 
+# coved: libmicrohttpd and jansson over libcove.
+LIBS_HTTPD := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
+$(B)/bin/coved: $(call obj,$(DAEMON_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS_VMM) $(LIBS_NET) $(LIBS_HTTPD)
+
 # Tiny freestanding programs that go into guest images (rootfs/guest-tools).
 $(B)/guest/%: rootfs/guest-tools/%.c
 	@mkdir -p $(@D)
@@ -133,16 +145,25 @@ $(B)/asan/libagent.a: $(call asan_obj,$(AGENT_LIB_SRCS))
 $(B)/asan/libcove.a: $(call asan_obj,$(LIB_SRCS))
 $(B)/asan/libcommon.a: $(call asan_obj,$(COMMON_SRCS))
 $(B)/asan/libegress.a: $(call asan_obj,$(EGRESS_LIB_SRCS))
+$(B)/asan/libdaemon.a: $(call asan_obj,$(DAEMON_PURE_SRCS))
 $(B)/asan/%.a:
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+# ---- envd (issue 16, ENVD): coved's envd surface.  Its unit test and fuzz
+# targets link it without the control plane (they bring stand-ins for
+# daemon/coved.h); the pure parsers alone go into the fuzz targets.
+ENVD_SRCS := $(sort $(wildcard daemon/envd*.c daemon/connect*.c daemon/multipart*.c))
+ENVD_PURE_SRCS := $(sort $(wildcard daemon/connect*.c daemon/multipart*.c daemon/envd_req*.c))
+LIBS_MHD := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
+$(B)/asan/libenvd.a: $(call asan_obj,$(ENVD_SRCS))
+
 UNIT_ARCHIVES := $(B)/asan/libvmm.a $(B)/asan/libagent.a $(B)/asan/libcove.a $(B)/asan/libegress.a \
-                 $(B)/asan/libcommon.a
+                 $(B)/asan/libdaemon.a $(B)/asan/libenvd.a $(B)/asan/libcommon.a
 $(B)/unit/%: tests/unit/%.c $(UNIT_ARCHIVES)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  TEST    $@")
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $< -Wl,--start-group $(UNIT_ARCHIVES) -Wl,--end-group $(CHECK_LIBS) $(LIBS_VMM) $(LIBS_EGRESS) $(LIBS_NET)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $< -Wl,--start-group $(UNIT_ARCHIVES) -Wl,--end-group $(CHECK_LIBS) $(LIBS_VMM) $(LIBS_EGRESS) $(LIBS_NET) $(LIBS_MHD)
 
 unit: $(UNIT_BINS)
 	@fail=0; for t in $(UNIT_BINS); do \
@@ -196,7 +217,8 @@ $(B)/fuzzobj/%.o: %.c
 	@$(if $(Q),echo "  CC-FUZZ $<")
 	$(Q)$(FUZZ_CC) $(CPPFLAGS) -std=gnu11 -O1 -g $(WARN) -MMD -MP $(FUZZ_FLAGS) -c $< -o $@
 
-FUZZ_LINKED := $(VMM_LIB_SRCS) $(AGENT_LIB_SRCS) $(LIB_SRCS) $(EGRESS_LIB_SRCS) $(COMMON_SRCS)
+FUZZ_LINKED := $(VMM_LIB_SRCS) $(AGENT_LIB_SRCS) $(LIB_SRCS) $(EGRESS_LIB_SRCS) $(COMMON_SRCS) \
+               $(DAEMON_PURE_SRCS) $(ENVD_PURE_SRCS)
 $(B)/fuzz/%: tests/fuzz/%.c $(call fuzz_obj,$(FUZZ_LINKED))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ    $@")

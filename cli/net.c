@@ -21,9 +21,12 @@ static const char net_usage[] =
     "  alone replaces only the credential rules (the policy stays)\n"
     "  RULE: IP, CIDR, CIDR:PORT, CIDR:LO-HI, NAME, *.NAME, NAME:PORT\n";
 
-static const char logs_usage[] = "usage: cove logs NAME [--egress]\n"
-                                 "  the guest's console, or with --egress the egress decisions\n"
-                                 "  (one JSON line each)\n";
+static const char logs_usage[] =
+    "usage: cove logs NAME [--egress | --journal [--state-dir DIR]]\n"
+    "  the guest's console, or with --egress the egress decisions\n"
+    "  (one JSON line each), or with --journal coved's record of the\n"
+    "  sandbox (lifecycle, execs, files; DIR: coved's state_dir, default\n"
+    "  $COVED_STATE_DIR or /var/lib/coved)\n";
 
 int cli_net_option(struct cli_net *n, int o, const char *arg, const char *prog, bool restrict_)
 {
@@ -152,16 +155,23 @@ int cli_logs(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "egress", no_argument, NULL, 'E' },
+		{ "journal", no_argument, NULL, 'J' },
+		{ "state-dir", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	const char *prog = "cove logs";
-	bool egress = false;
+	bool egress = false, journal = false;
+	const char *state_dir = getenv("COVED_STATE_DIR");
 	int o;
 	opterr = 0;
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if (o == 'E') {
 			egress = true;
+		} else if (o == 'J') {
+			journal = true;
+		} else if (o == 'S') {
+			state_dir = optarg;
 		} else if (o == 'h') {
 			fputs(logs_usage, stdout);
 			return 0;
@@ -178,18 +188,34 @@ int cli_logs(int argc, char **argv)
 	const char *name = argv[optind];
 	if (cli_check_name(name, prog) < 0)
 		return 2;
-	char err[512];
-	struct cove_sandbox *sb;
-	if (cove_open(name, &sb, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s: %s\n", prog, err);
-		return 1;
+	if (egress && journal) {
+		fprintf(stderr, "%s: --egress and --journal exclude each other\n%s", prog,
+		        logs_usage);
+		return 2;
 	}
+	char err[512];
 	char path[4200];
-	snprintf(path, sizeof(path), "%s/%s", cove_sandbox_dir(sb),
-	         egress ? "egress.log" : "console.log");
-	cove_free(sb);
+	if (journal) {
+		/* coved's journal outlives the sandbox (and its pauses): no cove_open. */
+		snprintf(path, sizeof(path), "%s/journal/%s.jsonl",
+		         state_dir && *state_dir ? state_dir : "/var/lib/coved", name);
+	} else {
+		struct cove_sandbox *sb;
+		if (cove_open(name, &sb, err, sizeof(err)) < 0) {
+			fprintf(stderr, "%s: %s\n", prog, err);
+			return 1;
+		}
+		snprintf(path, sizeof(path), "%s/%s", cove_sandbox_dir(sb),
+		         egress ? "egress.log" : "console.log");
+		cove_free(sb);
+	}
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
+		if (errno == ENOENT && journal) {
+			fprintf(stderr, "%s: sandbox %s has no coved journal in %s\n", prog, name,
+			        path);
+			return 1;
+		}
 		if (errno == ENOENT && egress) {
 			fprintf(stderr,
 			        "%s: sandbox %s has no egress log (started without networking)\n",

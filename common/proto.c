@@ -40,6 +40,14 @@ bool proto_type_known(uint16_t type)
 	case PROTO_CA:
 	case PROTO_OK:
 	case PROTO_ERROR:
+	case PROTO_PROC_START:
+	case PROTO_PROC_ATTACH:
+	case PROTO_PROC_INPUT:
+	case PROTO_PROC_CLOSE_STDIN:
+	case PROTO_PROC_SIGNAL:
+	case PROTO_PROC_LIST:
+	case PROTO_PROC_RESIZE:
+	case PROTO_MOVE:
 		return true;
 	default:
 		return false;
@@ -53,6 +61,7 @@ bool proto_type_is_json(uint16_t type)
 	case PROTO_STDOUT:
 	case PROTO_STDERR:
 	case PROTO_DATA:
+	case PROTO_PROC_INPUT:
 		return false;
 	default:
 		return proto_type_known(type);

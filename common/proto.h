@@ -45,6 +45,16 @@ enum proto_type {
 	                        "hwrng_bytes"}: the VM was restored from a snapshot */
 	PROTO_OK = 30,       /* agent -> host: success, JSON result */
 	PROTO_ERROR = 31,    /* either way: {"errno", "message"} */
+	/* Detached processes (docs/protocol.md "Detached processes"): owned by
+	 * the agent, they outlive the connection that started them. */
+	PROTO_PROC_START = 40,       /* EXEC's members + "tag" -> OK {"pid"} */
+	PROTO_PROC_ATTACH = 41,      /* {"pid", "offset"} -> OK, STDOUT/STDERR..., EXIT */
+	PROTO_PROC_INPUT = 42,       /* raw: u32 pid (LE), then stdin bytes -> OK {} */
+	PROTO_PROC_CLOSE_STDIN = 43, /* {"pid"} -> OK {} */
+	PROTO_PROC_SIGNAL = 44,      /* {"pid", "signal"} -> OK {} (to its process group) */
+	PROTO_PROC_LIST = 45,        /* {} -> OK {"procs": [...]} */
+	PROTO_PROC_RESIZE = 46,      /* {"pid", "rows", "cols"} -> OK {} */
+	PROTO_MOVE = 47,             /* {"from", "to"} -> OK {} (rename) */
 	/* 50-59: credential injection (issue 15) */
 	PROTO_CA = 50, /* {"ca": PEM, "env": {"NAME": "value"}} -> OK {"bundle": B}: trust the
 	                  sandbox CA (replacing an older one), export it and env to new execs */

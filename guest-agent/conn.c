@@ -147,6 +147,15 @@ static int dispatch(struct agent_conn *c, const struct agent_req *req)
 		return do_restored(c, req);
 	case PROTO_CA:
 		return do_ca(c, req);
+	case PROTO_PROC_START:
+	case PROTO_PROC_ATTACH:
+	case PROTO_PROC_INPUT:
+	case PROTO_PROC_CLOSE_STDIN:
+	case PROTO_PROC_SIGNAL:
+	case PROTO_PROC_LIST:
+	case PROTO_PROC_RESIZE:
+	case PROTO_MOVE:
+		return agent_proc_request(c, req); /* proc.c */
 	case PROTO_STDIN:
 	case PROTO_SIGNAL:
 	case PROTO_RESIZE:

@@ -52,4 +52,17 @@ int agent_mkdir(struct agent_conn *c, const struct agent_req *req)
 int agent_remove(struct agent_conn *c, const struct agent_req *req)
     __attribute__((warn_unused_result));
 
+/* Shared by EXEC and detached processes (exec.c): the agent's environment
+ * with the sandbox CA's variables (ca: agent_ca_env(), or NULL) and x's
+ * overrides on top (malloc'ed array, borrowed strings); a pty master and
+ * slave of x's size (O_CLOEXEC, the master non-blocking); a variable. */
+char **agent_exec_env(const struct agent_exec_req *x, char **ca);
+int agent_open_pty(const struct agent_exec_req *x, int *master, int *slave)
+    __attribute__((warn_unused_result));
+const char *agent_env_get(char *const *env, const char *key);
+
+/* Detached processes and MOVE (proc.c, docs/protocol.md): types 40-47. */
+int agent_proc_request(struct agent_conn *c, const struct agent_req *req)
+    __attribute__((warn_unused_result));
+
 #endif

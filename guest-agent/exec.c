@@ -69,7 +69,7 @@ static bool env_same_key(const char *a, const char *b)
 
 /* The agent's environment with the request's overrides on top (and TERM for
  * a pty unless set); the array is malloc'ed, its strings are borrowed. */
-static char **build_env(const struct agent_exec_req *x, char **ca)
+char **agent_exec_env(const struct agent_exec_req *x, char **ca)
 {
 	size_t n = 0, m = 0, nc = 0;
 	for (char **e = environ; e && *e; e++)
@@ -115,7 +115,7 @@ static char **build_env(const struct agent_exec_req *x, char **ca)
 	return out;
 }
 
-static const char *env_get(char *const *env, const char *key)
+const char *agent_env_get(char *const *env, const char *key)
 {
 	size_t len = strlen(key);
 	for (; *env; env++) {
@@ -127,7 +127,7 @@ static const char *env_get(char *const *env, const char *key)
 
 /* ---- start -------------------------------------------------------------- */
 
-static int open_pty(const struct agent_exec_req *x, int *master, int *slave)
+int agent_open_pty(const struct agent_exec_req *x, int *master, int *slave)
 {
 	*master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
 	if (*master < 0)
@@ -156,16 +156,16 @@ static int exec_start(struct exec *ex, const struct agent_exec_req *x)
 	int r = 0;
 	struct agent_spawn s = { .argv = x->argv, .cwd = x->cwd, .uid = x->uid, .gid = x->gid };
 	char **ca = agent_ca_env();
-	char **env = build_env(x, ca);
+	char **env = agent_exec_env(x, ca);
 	if (!env) {
 		r = errf(err, sizeof(err), -ENOMEM, "out of memory");
 		goto out;
 	}
 	s.envp = env;
-	s.path = env_get(env, "PATH");
+	s.path = agent_env_get(env, "PATH");
 	if (x->pty) {
 		int slave = -1;
-		if ((r = open_pty(x, &ex->master, &slave)) < 0) {
+		if ((r = agent_open_pty(x, &ex->master, &slave)) < 0) {
 			errf(err, sizeof(err), r, "pty: %s", strerror(-r));
 			goto out;
 		}

@@ -210,6 +210,69 @@ bad_seed:
 	return bad(err, errlen, "\"seed\" must be %zu hex digits", 2 * sizeof(x->seed));
 }
 
+/* Types 40-47: detached processes and MOVE. */
+static int parse_proc(struct agent_req *req, const json_t *o, char *err, size_t errlen)
+{
+	int64_t v;
+	if (req->type == PROTO_PROC_LIST)
+		return 0;
+	if (req->type == PROTO_MOVE) {
+		if (get_path(o, "from", &req->u.move.from, err, errlen) < 0 ||
+		    get_path(o, "to", &req->u.move.to, err, errlen) < 0)
+			return -EPROTO;
+		return 0;
+	}
+	if (req->type == PROTO_PROC_START) {
+		int r = parse_exec(&req->u.exec, o, err, errlen);
+		if (r < 0)
+			return r;
+		if (proto_json_str(o, "tag", &req->tag) < 0 ||
+		    (req->tag && strlen(req->tag) > AGENT_TAG_MAX))
+			return bad(err, errlen, "\"tag\" must be a string of at most %d bytes",
+			           AGENT_TAG_MAX);
+		return 0;
+	}
+	if (!json_object_get(o, "pid"))
+		return bad(err, errlen, "\"pid\" is required");
+	if (get_int(o, "pid", 1, INT32_MAX, 0, &v, err, errlen) < 0)
+		return -EPROTO;
+	req->u.proc.pid = (int32_t)v;
+	switch (req->type) {
+	case PROTO_PROC_ATTACH:
+		if (get_int(o, "offset", 0, INT64_MAX, 0, &v, err, errlen) < 0)
+			return -EPROTO;
+		req->u.proc.offset = (uint64_t)v;
+		return 0;
+	case PROTO_PROC_SIGNAL:
+		if (!json_object_get(o, "signal"))
+			return bad(err, errlen, "\"signal\" is required");
+		if (get_int(o, "signal", 1, SIGNAL_MAX, 0, &v, err, errlen) < 0)
+			return -EPROTO;
+		req->u.proc.sig = (int)v;
+		return 0;
+	case PROTO_PROC_RESIZE:
+		return parse_winsize(o, &req->u.proc.rows, &req->u.proc.cols, err, errlen);
+	default:
+		return 0;
+	}
+}
+
+/* PROC_INPUT: u32 pid (LE) then the bytes for its stdin. */
+static int parse_proc_input(struct agent_req *req, const struct proto_hdr *h,
+                            const uint8_t *payload, char *err, size_t errlen)
+{
+	if (h->len < 4 || !payload)
+		return bad(err, errlen, "PROC_INPUT needs a 4-byte pid");
+	uint32_t pid = (uint32_t)payload[0] | (uint32_t)payload[1] << 8 |
+	               (uint32_t)payload[2] << 16 | (uint32_t)payload[3] << 24;
+	if (pid < 1 || pid > INT32_MAX)
+		return bad(err, errlen, "PROC_INPUT pid %u out of range", pid);
+	req->u.proc.pid = (int32_t)pid;
+	req->u.proc.data = payload + 4;
+	req->u.proc.len = h->len - 4;
+	return 0;
+}
+
 static int parse_json_body(struct agent_req *req, char *err, size_t errlen)
 {
 	const json_t *o = req->json;
@@ -260,6 +323,14 @@ static int parse_json_body(struct agent_req *req, char *err, size_t errlen)
 		return parse_restored(&req->u.restored, o, err, errlen);
 	case PROTO_CA:
 		return 0; /* guest-agent/ca.c reads req->json */
+	case PROTO_PROC_START:
+	case PROTO_PROC_ATTACH:
+	case PROTO_PROC_CLOSE_STDIN:
+	case PROTO_PROC_SIGNAL:
+	case PROTO_PROC_LIST:
+	case PROTO_PROC_RESIZE:
+	case PROTO_MOVE:
+		return parse_proc(req, o, err, errlen);
 	default:
 		return bad(err, errlen, "frame type %u is not a request", req->type);
 	}
@@ -275,6 +346,8 @@ int agent_req_parse(const struct proto_hdr *h, const uint8_t *payload, struct ag
 	case PROTO_STDIN:
 	case PROTO_DATA:
 		return 0;
+	case PROTO_PROC_INPUT:
+		return parse_proc_input(req, h, payload, err, errlen);
 	case PROTO_HELLO:
 	case PROTO_PONG:
 	case PROTO_STARTED:
@@ -296,7 +369,7 @@ int agent_req_parse(const struct proto_hdr *h, const uint8_t *payload, struct ag
 
 void agent_req_free(struct agent_req *req)
 {
-	if (req->type == PROTO_EXEC) {
+	if (req->type == PROTO_EXEC || req->type == PROTO_PROC_START) {
 		free(req->u.exec.argv);
 		if (req->u.exec.env) {
 			for (char **e = req->u.exec.env; *e; e++)

@@ -58,8 +58,24 @@ struct agent_req {
 			uint16_t rows, cols;
 		} resize;
 		struct agent_restore_req restored;
+		/* Detached processes (types 40-46): the members each type uses. */
+		struct {
+			int32_t pid;         /* 1 .. INT32_MAX */
+			uint64_t offset;     /* PROC_ATTACH: first output byte wanted */
+			int sig;             /* PROC_SIGNAL */
+			uint16_t rows, cols; /* PROC_RESIZE */
+			const uint8_t *data; /* PROC_INPUT: borrowed from the payload */
+			size_t len;
+		} proc;
+		struct {
+			const char *from, *to; /* MOVE */
+		} move;
 	} u;
+	/* PROC_START: u.exec, plus the caller's label (NULL: none). */
+	const char *tag;
 };
+
+#define AGENT_TAG_MAX 256 /* bytes of a PROC_START "tag" */
 
 /* Parses one frame received from the host into *req (zeroed first).  Types
  * only the agent sends (HELLO, PONG, STARTED, STDOUT, STDERR, EXIT, OK) and

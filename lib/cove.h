@@ -332,4 +332,88 @@ int cove_confinement(char *out, size_t len);
 int cove_vmm_stats(struct cove_sandbox *sb, char **json, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
+/* ---- Detached processes and file requests (lib/proc.c) ------------------
+ * For coved's envd surface (docs/protocol.md "Detached processes").  A
+ * detached process belongs to the guest agent: it outlives the connection
+ * that started it (and the host process).  Every call has a deadline:
+ * AGENT_STEP_MS per step unless it says otherwise. */
+struct json_t;
+
+struct cove_proc_spec {
+	const char *const *argv; /* NULL-terminated, required */
+	const char *const *env;  /* "K=V", NULL-terminated, or NULL */
+	const char *cwd;         /* NULL: the agent's default */
+	const char *tag;         /* NULL: none; at most 256 bytes */
+	bool stdin_open;         /* false: stdin is /dev/null */
+	bool pty;
+	uint16_t rows, cols; /* pty size; 0: 24x80 */
+	uint64_t timeout_ms; /* 0: none; the agent kills the group then */
+};
+
+/* Starts a detached process: 0 with *pid, or -errno (the guest's errno for
+ * a program that cannot run, with its message). */
+int cove_proc_start(struct cove_sandbox *sb, const struct cove_proc_spec *spec, int *pid, char *err,
+                    size_t errlen) __attribute__((warn_unused_result));
+
+/* Attaches to process pid: returns a connection fd (the caller closes it;
+ * closing it leaves the process running) with *first the output offset the
+ * stream starts at (> offset when older output left the agent's ring).
+ * -ESRCH: no such process (ended ones are kept for 10 minutes). */
+int cove_proc_attach(struct cove_sandbox *sb, int pid, uint64_t offset, uint64_t *first, char *err,
+                     size_t errlen) __attribute__((warn_unused_result));
+
+enum cove_proc_ev { COVE_PROC_IDLE, COVE_PROC_STDOUT, COVE_PROC_STDERR, COVE_PROC_EXIT };
+struct cove_proc_event {
+	enum cove_proc_ev kind;
+	uint8_t *data; /* STDOUT/STDERR: malloc'ed bytes (the caller frees) */
+	size_t len;
+	int exit_code, signal; /* EXIT */
+	bool timed_out;
+};
+/* The next event of an attach: waits up to wait_ms for one to begin
+ * (COVE_PROC_IDLE when none did: call again), then AGENT_STEP_MS for the
+ * rest of its frame.  -errno when the attach broke (close the fd). */
+int cove_proc_next(int fd, int wait_ms, struct cove_proc_event *ev, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* Input to a process's stdin (any length: sent in frames); -EPIPE when its
+ * stdin is closed, -ESRCH when there is no such process. */
+int cove_proc_input(struct cove_sandbox *sb, int pid, const void *data, size_t len, char *err,
+                    size_t errlen) __attribute__((warn_unused_result));
+int cove_proc_close_stdin(struct cove_sandbox *sb, int pid, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+/* To its process group; -ESRCH when it has ended or is unknown. */
+int cove_proc_signal(struct cove_sandbox *sb, int pid, int sig, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+int cove_proc_resize(struct cove_sandbox *sb, int pid, uint16_t rows, uint16_t cols, char *err,
+                     size_t errlen) __attribute__((warn_unused_result));
+/* *procs: the agent's {"procs": [...]} array as it sent it (a new reference;
+ * every member type-checked by the caller). */
+int cove_proc_list(struct cove_sandbox *sb, struct json_t **procs, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* One control request (STAT, LIST, MKDIR, REMOVE, MOVE, ...; req consumed)
+ * answered by OK: *reply is its object (a new reference; NULL allowed). */
+int cove_agent_call(struct cove_sandbox *sb, uint16_t type, struct json_t *req,
+                    struct json_t **reply, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* Streaming upload: begin (FILE_PUT, returns the fd), data (any length,
+ * in frames, each within a step), end (the empty DATA and the OK, which
+ * can take FILE_SYNC long; closes fd).  Abandoning a put: close the fd
+ * (the agent removes its temporary file). */
+int cove_put_begin(struct cove_sandbox *sb, const char *guest, uint32_t mode, char *err,
+                   size_t errlen) __attribute__((warn_unused_result));
+int cove_put_data(int fd, const void *data, size_t len, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+int cove_put_end(int fd, uint64_t *size, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+/* Streaming download: begin (FILE_GET and its OK; *size from the guest's
+ * stat, returns the fd), then next: one DATA frame (malloc'ed, *len 0 at the
+ * end), within a step each.  The caller closes fd. */
+int cove_get_begin(struct cove_sandbox *sb, const char *guest, uint64_t *size, char *err,
+                   size_t errlen) __attribute__((warn_unused_result));
+int cove_get_next(int fd, uint8_t **data, uint32_t *len, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
 #endif

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "guest-agent/request.h"
 #include "proto.h"
@@ -44,13 +45,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			proto_reader_take(&r, &h, &payload);
 			struct agent_req req;
 			char err[256];
-			if (agent_req_parse(&h, payload, &req, err, sizeof(err)) == 0 &&
-			    req.type == PROTO_EXEC) {
+			int pr = agent_req_parse(&h, payload, &req, err, sizeof(err));
+			if (pr == 0 && (req.type == PROTO_EXEC || req.type == PROTO_PROC_START)) {
 				/* What the handler relies on. */
 				if (!req.u.exec.argv || !req.u.exec.argv[0] ||
 				    !req.u.exec.argv[0][0])
 					abort();
+				if (req.tag && strlen(req.tag) > AGENT_TAG_MAX)
+					abort();
 			}
+			/* Detached processes: a pid in range, input inside the frame. */
+			if (pr == 0 && req.type >= PROTO_PROC_ATTACH &&
+			    req.type <= PROTO_PROC_RESIZE && req.type != PROTO_PROC_LIST &&
+			    req.u.proc.pid < 1)
+				abort();
+			if (pr == 0 && req.type == PROTO_PROC_INPUT &&
+			    (req.u.proc.data != payload + 4 || req.u.proc.len + 4 != h.len))
+				abort();
 			agent_req_free(&req);
 			free(payload);
 		}

@@ -59,9 +59,13 @@ START_TEST(type_tables)
 	int known = 0;
 	for (unsigned t = 0; t < 0x10000; t++)
 		known += proto_type_known((uint16_t)t);
-	ck_assert_int_eq(known, 24);
+	ck_assert_int_eq(known, 23 + 8 + 1); /* + the detached processes' 40-47, PROTO_CA */
 	ck_assert_int_eq(PROTO_CA, 50); /* on the wire: never renumber */
 	ck_assert(proto_type_known(29));
+	ck_assert_int_eq(PROTO_PROC_START, 40); /* on the wire: never renumber */
+	ck_assert_int_eq(PROTO_MOVE, 47);
+	ck_assert(!proto_type_is_json(PROTO_PROC_INPUT)); /* u32 pid + raw bytes */
+	ck_assert(proto_type_is_json(PROTO_PROC_ATTACH));
 	ck_assert_int_eq(PROTO_RESTORED, 29); /* on the wire: never renumber */
 	ck_assert(proto_type_is_json(PROTO_RESTORED));
 	ck_assert(proto_type_is_json(PROTO_EXEC));

@@ -1,0 +1,163 @@
+/* coved: the sandbox daemon (docs/api.md).
+ *
+ *   coved [--config FILE] [--foreground]
+ *
+ * Serves the control plane (and the envd surface) on a Unix socket and
+ * optionally TCP.  Sandboxes are detached cove-vmm processes: stopping
+ * coved leaves them running, and the next coved adopts them again. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "coved_envd.h"
+#include "coved_priv.h"
+
+static const char usage[] = "usage: coved [--config FILE] [--foreground]\n"
+                            "  --config FILE  JSON config (docs/api.md); default "
+                            "/etc/coved/coved.json when it exists\n"
+                            "  --foreground   stay attached, log to stderr\n";
+
+static void *reaper(void *arg)
+{
+	struct coved *d = arg;
+	pthread_mutex_lock(&d->stop_mu);
+	while (!d->stopping) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&d->stop_cond, &d->stop_mu, &ts);
+		if (d->stopping)
+			break;
+		pthread_mutex_unlock(&d->stop_mu);
+		coved_sb_tick(d);
+		pthread_mutex_lock(&d->stop_mu);
+	}
+	pthread_mutex_unlock(&d->stop_mu);
+	return NULL;
+}
+
+static int make_dirs(const struct coved_config *c)
+{
+	const char *subs[] = { "", "/sandboxes", "/snapshots", "/journal" };
+	for (size_t i = 0; i < 4; i++) {
+		char p[4200];
+		snprintf(p, sizeof(p), "%s%s", c->state_dir, subs[i]);
+		if (mkdir(p, 0700) < 0 && errno != EEXIST) {
+			fprintf(stderr, "coved: cannot create %s: %s\n", p, strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *config = NULL;
+	bool foreground = false;
+	int o;
+	opterr = 0;
+	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (o == 'c') {
+			config = optarg;
+		} else if (o == 'f') {
+			foreground = true;
+		} else if (o == 'h') {
+			fputs(usage, stdout);
+			return 0;
+		} else {
+			fprintf(stderr, "coved: unknown or incomplete option '%s'\n%s",
+			        argv[optind - 1], usage);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "coved: unexpected argument '%s'\n%s", argv[optind], usage);
+		return 2;
+	}
+	if (!config && access("/etc/coved/coved.json", F_OK) == 0)
+		config = "/etc/coved/coved.json";
+	static struct coved d;
+	char err[600];
+	if (coved_config_load(config, &d.cfg, err, sizeof(err)) < 0 ||
+	    coved_keys_load(d.cfg.api_keys_file, &d.keys, &d.nkeys, err, sizeof(err)) < 0) {
+		fprintf(stderr, "coved: %s\n", err);
+		return 1;
+	}
+	if (make_dirs(&d.cfg) < 0)
+		return 1;
+	if (!foreground && daemon(0, 0) < 0) {
+		fprintf(stderr, "coved: daemon: %s\n", strerror(errno));
+		return 1;
+	}
+	/* Every thread inherits the mask; main alone takes the signals. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	pthread_mutex_init(&d.mu, NULL);
+	pthread_mutex_init(&d.m.mu, NULL);
+	pthread_mutex_init(&d.stop_mu, NULL);
+	pthread_cond_init(&d.stop_cond, NULL);
+	int n = coved_adopt_all(&d);
+	if (n < 0) {
+		fprintf(stderr, "coved: cannot read %s/sandboxes: %s\n", d.cfg.state_dir,
+		        strerror(-n));
+		return 1;
+	}
+	if (envd_init(&d) < 0) {
+		fprintf(stderr, "coved: the envd surface would not start\n");
+		return 1;
+	}
+	if (coved_serve(&d, err, sizeof(err)) < 0) {
+		fprintf(stderr, "coved: %s\n", err);
+		return 1;
+	}
+	if (pthread_create(&d.reaper, NULL, reaper, &d) != 0) {
+		fprintf(stderr, "coved: cannot start the reaper thread\n");
+		return 1;
+	}
+	fprintf(stderr, "coved: serving %s%s%s, %d sandboxes adopted\n", d.cfg.socket,
+	        d.cfg.tcp ? " and " : "", d.cfg.tcp ? d.cfg.tcp : "", n);
+	int sig;
+	sigwait(&set, &sig);
+	fprintf(stderr, "coved: stopping (sandboxes keep running)\n");
+	coved_unserve(&d);
+	pthread_mutex_lock(&d.stop_mu);
+	d.stopping = true;
+	pthread_cond_signal(&d.stop_cond);
+	pthread_mutex_unlock(&d.stop_mu);
+	pthread_join(d.reaper, NULL);
+	envd_fini(&d);
+	/* Detached sandboxes outlive their handles. */
+	pthread_mutex_lock(&d.mu);
+	struct coved_sb *sb = d.list;
+	d.list = NULL;
+	pthread_mutex_unlock(&d.mu);
+	while (sb) {
+		struct coved_sb *next = sb->next;
+		coved_sb_unref(sb);
+		sb = next;
+	}
+	unlink(d.cfg.socket);
+	for (size_t i = 0; i < d.nkeys; i++) {
+		explicit_bzero(d.keys[i], strlen(d.keys[i]));
+		free(d.keys[i]);
+	}
+	free(d.keys);
+	coved_config_free(&d.cfg);
+	return 0;
+}

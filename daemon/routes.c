@@ -1,0 +1,453 @@
+/* coved's control-plane routes: one table of (method, path pattern,
+ * handler); E2B's paths and field names where a Cove concept matches. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coved_priv.h"
+
+struct ctx {
+	struct coved *d;
+	struct MHD_Connection *c;
+	struct coved_sb *sb; /* for /sandboxes/{id}/... */
+	json_t *body;        /* POST and PUT: the parsed object */
+};
+
+typedef enum MHD_Result (*route_fn)(struct ctx *x);
+
+static enum MHD_Result err_reply(struct ctx *x, int status, const char *msg)
+{
+	return coved_json_error(x->c, (unsigned int)status, msg);
+}
+
+static enum MHD_Result no_content(struct ctx *x)
+{
+	return coved_json_reply(x->c, 204, NULL);
+}
+
+static enum MHD_Result create(struct ctx *x)
+{
+	struct coved_create req;
+	char msg[600];
+	if (coved_parse_create(x->body, &req, msg, sizeof(msg)) < 0)
+		return err_reply(x, 400, msg);
+	struct coved_sb *sb;
+	int st = coved_sb_create(x->d, &req, &sb, msg, sizeof(msg));
+	coved_create_free(&req);
+	if (st == 429)
+		return coved_json_error(x->c, 429, msg); /* Retry-After from the server */
+	if (st)
+		return err_reply(x, st, msg);
+	json_t *o = coved_sb_json(sb, true);
+	coved_sb_unref(sb);
+	return coved_json_reply(x->c, 201, o);
+}
+
+static bool state_wanted(const char *filter, enum coved_state s)
+{
+	if (!filter || !*filter)
+		return s == COVED_SB_RUNNING || s == COVED_SB_PAUSED || s == COVED_SB_DEAD;
+	const char *name = coved_state_name(s);
+	size_t n = strlen(name);
+	for (const char *p = filter; *p;) {
+		size_t l = strcspn(p, ",");
+		if (l == n && strncmp(p, name, n) == 0)
+			return true;
+		p += l;
+		if (*p == ',')
+			p++;
+	}
+	return false;
+}
+
+/* metadata=k1%3Dv1%26k2%3Dv2 (MHD has undone one level: "k1=v1&k2=v2"). */
+static bool metadata_match(json_t *meta, const char *filter)
+{
+	if (!filter || !*filter)
+		return true;
+	char *copy = strdup(filter), *save = NULL;
+	bool ok = copy != NULL;
+	for (char *pair = copy ? strtok_r(copy, "&", &save) : NULL; pair && ok;
+	     pair = strtok_r(NULL, "&", &save)) {
+		char *eq = strchr(pair, '=');
+		if (!eq) {
+			ok = false;
+			break;
+		}
+		*eq = 0;
+		const char *v = json_string_value(json_object_get(meta, pair));
+		ok = v && strcmp(v, eq + 1) == 0;
+	}
+	free(copy);
+	return ok;
+}
+
+struct states {
+	char buf[128];
+	size_t len;
+};
+
+/* state=a,b or state=a&state=b (openapi-fetch's form style for arrays). */
+static enum MHD_Result collect_state(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+	(void)kind;
+	struct states *st = cls;
+	if (strcmp(key, "state") == 0 && value) {
+		int n = snprintf(st->buf + st->len, sizeof(st->buf) - st->len, "%s%s",
+		                 st->len ? "," : "", value);
+		if (n > 0 && (size_t)n < sizeof(st->buf) - st->len)
+			st->len += (size_t)n;
+	}
+	return MHD_YES;
+}
+
+static enum MHD_Result list(struct ctx *x, bool paged)
+{
+	struct states sts = { .len = 0 };
+	sts.buf[0] = 0;
+	MHD_get_connection_values(x->c, MHD_GET_ARGUMENT_KIND, collect_state, &sts);
+	const char *state = sts.len ? sts.buf : NULL;
+	const char *meta = MHD_lookup_connection_value(x->c, MHD_GET_ARGUMENT_KIND, "metadata");
+	const char *lim = MHD_lookup_connection_value(x->c, MHD_GET_ARGUMENT_KIND, "limit");
+	const char *next = MHD_lookup_connection_value(x->c, MHD_GET_ARGUMENT_KIND, "nextToken");
+	unsigned long limit = 100;
+	if (paged && lim) {
+		char *end;
+		limit = strtoul(lim, &end, 10);
+		if (*end || limit == 0 || limit > 1000)
+			return err_reply(x, 400, "'limit' must be 1 to 1000");
+	}
+	if (!paged)
+		limit = (unsigned long)-1;
+	size_t n;
+	struct coved_sb **all = coved_sb_all(x->d, &n);
+	if (!all)
+		return err_reply(x, 500, "out of memory");
+	json_t *arr = json_array();
+	size_t i = 0;
+	bool found_next = !next || !*next;
+	if (!found_next) {
+		for (; i < n && !found_next; i++)
+			found_next = strcmp(all[i]->id, next) == 0;
+		if (!found_next) {
+			for (size_t k = 0; k < n; k++)
+				coved_sb_unref(all[k]);
+			free(all);
+			json_decref(arr);
+			return err_reply(x, 400, "'nextToken' names no sandbox");
+		}
+	}
+	const char *last = NULL;
+	bool more = false;
+	for (; i < n; i++) {
+		struct coved_sb *sb = all[i];
+		pthread_mutex_lock(&sb->mu);
+		bool want = state_wanted(paged ? state : "running,paused,dead", sb->state) &&
+		            metadata_match(sb->metadata, meta);
+		pthread_mutex_unlock(&sb->mu);
+		if (!want)
+			continue;
+		if (json_array_size(arr) == limit) {
+			more = true;
+			break;
+		}
+		json_array_append_new(arr, coved_sb_json(sb, false));
+		last = sb->id;
+	}
+	struct MHD_Response *r;
+	char *text = json_dumps(arr, JSON_COMPACT);
+	json_decref(arr);
+	enum MHD_Result ret = MHD_NO;
+	if (text &&
+	    (r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE))) {
+		MHD_add_response_header(r, "Content-Type", "application/json");
+		if (more && last)
+			MHD_add_response_header(r, "X-Next-Token", last);
+		ret = MHD_queue_response(x->c, 200, r);
+		MHD_destroy_response(r);
+	} else {
+		free(text);
+	}
+	for (size_t k = 0; k < n; k++)
+		coved_sb_unref(all[k]);
+	free(all);
+	return ret;
+}
+
+static enum MHD_Result list_v2(struct ctx *x)
+{
+	return list(x, true);
+}
+
+static enum MHD_Result list_v1(struct ctx *x)
+{
+	return list(x, false);
+}
+
+static enum MHD_Result info(struct ctx *x)
+{
+	return coved_json_reply(x->c, 200, coved_sb_json(x->sb, true));
+}
+
+static enum MHD_Result delete_sb(struct ctx *x)
+{
+	char msg[600];
+	int st = coved_sb_delete(x->sb, msg, sizeof(msg));
+	return st ? err_reply(x, st, msg) : no_content(x);
+}
+
+static enum MHD_Result set_timeout(struct ctx *x)
+{
+	char msg[600];
+	uint64_t t;
+	if (coved_parse_timeout(x->body, true, &t, msg, sizeof(msg)) < 0)
+		return err_reply(x, 400, msg);
+	int st = coved_sb_set_timeout(x->sb, t, msg, sizeof(msg));
+	return st ? err_reply(x, st, msg) : no_content(x);
+}
+
+static enum MHD_Result pause_sb(struct ctx *x)
+{
+	char msg[600];
+	json_t *mem = json_object_get(x->body, "memory");
+	if (mem && !json_is_null(mem) && !json_is_true(mem))
+		return err_reply(x, 400,
+		                 "'memory' false (a file-system-only pause) is not supported");
+	int st = coved_sb_pause(x->sb, msg, sizeof(msg));
+	return st ? err_reply(x, st, msg) : no_content(x);
+}
+
+static enum MHD_Result connect_sb(struct ctx *x)
+{
+	char msg[600];
+	uint64_t t;
+	if (coved_parse_timeout(x->body, false, &t, msg, sizeof(msg)) < 0)
+		return err_reply(x, 400, msg);
+	json_t *mem = json_object_get(x->body, "memory");
+	if (mem && !json_is_null(mem) && !json_is_true(mem))
+		return err_reply(x, 400,
+		                 "'memory' false (a reboot instead of a restore) is not "
+		                 "supported");
+	bool resumed;
+	int st = coved_sb_resume(x->sb, t, &resumed, msg, sizeof(msg));
+	if (st)
+		return err_reply(x, st, msg);
+	return coved_json_reply(x->c, resumed ? 201 : 200, coved_sb_json(x->sb, true));
+}
+
+static enum MHD_Result resume_v1(struct ctx *x)
+{
+	char msg[600];
+	uint64_t t;
+	if (coved_parse_timeout(x->body, false, &t, msg, sizeof(msg)) < 0)
+		return err_reply(x, 400, msg);
+	bool resumed;
+	int st = coved_sb_resume(x->sb, t, &resumed, msg, sizeof(msg));
+	if (st)
+		return err_reply(x, st, msg);
+	if (!resumed)
+		return err_reply(x, 409, "sandbox is already running");
+	return coved_json_reply(x->c, 201, coved_sb_json(x->sb, true));
+}
+
+static enum MHD_Result stop_sb(struct ctx *x)
+{
+	char msg[600];
+	int st = coved_sb_stop(x->sb, msg, sizeof(msg));
+	return st ? err_reply(x, st, msg) : no_content(x);
+}
+
+static enum MHD_Result snapshot_sb(struct ctx *x)
+{
+	char msg[600], id[64];
+	json_t *name = json_object_get(x->body, "name");
+	if (name && !json_is_null(name))
+		return err_reply(x, 400, "named snapshots are not supported: use the snapshotID");
+	int st = coved_sb_snapshot(x->sb, id, sizeof(id), msg, sizeof(msg));
+	if (st)
+		return err_reply(x, st, msg);
+	return coved_json_reply(x->c, 201,
+	                        json_pack("{s:s, s:[s]}", "snapshotID", id, "names", id));
+}
+
+static enum MHD_Result fork_sb(struct ctx *x)
+{
+	char msg[600];
+	unsigned int count;
+	uint64_t t;
+	if (coved_parse_fork(x->body, &count, &t, msg, sizeof(msg)) < 0)
+		return err_reply(x, 400, msg);
+	json_t *res;
+	int st = coved_sb_fork(x->sb, count, t, &res, msg, sizeof(msg));
+	if (st)
+		return err_reply(x, st, msg);
+	return coved_json_reply(x->c, 201, res);
+}
+
+static enum MHD_Result network_sb(struct ctx *x)
+{
+	char msg[600];
+	/* The SDK sends {allowOut, denyOut, allow_internet_access} flat. */
+	json_t *wrapped = json_object();
+	json_t *inner = json_object();
+	const char *k;
+	json_t *v;
+	json_object_foreach(x->body, k, v)
+	{
+		if (strcmp(k, "allow_internet_access") == 0)
+			json_object_set(wrapped, k, v);
+		else
+			json_object_set(inner, k, v);
+	}
+	json_object_set_new(wrapped, "network", inner);
+	struct coved_net net;
+	int r = coved_parse_net(wrapped, &net, msg, sizeof(msg));
+	json_decref(wrapped);
+	if (r < 0)
+		return err_reply(x, 400, msg);
+	int st = coved_sb_set_network(x->sb, &net, msg, sizeof(msg));
+	coved_net_free(&net);
+	return st ? err_reply(x, st, msg) : no_content(x);
+}
+
+/* GET /sandboxes/{id}/logs?offset=N&limit=M: the journal's lines from N. */
+static enum MHD_Result logs_sb(struct ctx *x)
+{
+	const char *off = MHD_lookup_connection_value(x->c, MHD_GET_ARGUMENT_KIND, "offset");
+	const char *lim = MHD_lookup_connection_value(x->c, MHD_GET_ARGUMENT_KIND, "limit");
+	unsigned long offset = 0, limit = 1000;
+	char *end;
+	if (off && (offset = strtoul(off, &end, 10), *end))
+		return err_reply(x, 400, "'offset' must be a line number");
+	if (lim && (limit = strtoul(lim, &end, 10), *end || limit == 0 || limit > 10000))
+		return err_reply(x, 400, "'limit' must be 1 to 10000");
+	char *path = coved_journal_path(x->d, x->sb->id);
+	FILE *f = path ? fopen(path, "re") : NULL;
+	free(path);
+	json_t *entries = json_array();
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t k;
+	unsigned long n = 0;
+	while (f && (k = getline(&line, &cap, f)) > 0 && json_array_size(entries) < limit) {
+		if (n++ < offset)
+			continue;
+		json_t *e = json_loadb(line, (size_t)k, 0, NULL);
+		json_array_append_new(entries, e ? e : json_string(line));
+	}
+	free(line);
+	if (f)
+		fclose(f);
+	return coved_json_reply(x->c, 200,
+	                        json_pack("{s:o, s:I}", "entries", entries, "next",
+	                                  (json_int_t)(offset + json_array_size(entries))));
+}
+
+static enum MHD_Result metrics(struct ctx *x)
+{
+	size_t len;
+	char *text = coved_metrics_text(x->d, &len);
+	if (!text)
+		return err_reply(x, 500, "out of memory");
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+	enum MHD_Result ret = MHD_queue_response(x->c, 200, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+struct route {
+	const char *method;
+	const char *pattern; /* "{id}" stands for one path segment */
+	route_fn fn;
+};
+
+static const struct route routes[] = {
+	{ "POST", "/v2/sandboxes", create },
+	{ "POST", "/sandboxes", create },
+	{ "GET", "/v2/sandboxes", list_v2 },
+	{ "GET", "/sandboxes", list_v1 },
+	{ "GET", "/sandboxes/{id}", info },
+	{ "DELETE", "/sandboxes/{id}", delete_sb },
+	{ "POST", "/sandboxes/{id}/timeout", set_timeout },
+	{ "POST", "/sandboxes/{id}/pause", pause_sb },
+	{ "POST", "/sandboxes/{id}/resume", resume_v1 },
+	{ "POST", "/v2/sandboxes/{id}/connect", connect_sb },
+	{ "POST", "/sandboxes/{id}/stop", stop_sb },
+	{ "POST", "/sandboxes/{id}/snapshots", snapshot_sb },
+	{ "POST", "/sandboxes/{id}/fork", fork_sb },
+	{ "PUT", "/sandboxes/{id}/network", network_sb },
+	{ "GET", "/sandboxes/{id}/logs", logs_sb },
+	{ "GET", "/metrics", metrics },
+};
+
+/* Matches url against pattern; the {id} segment goes to id. */
+static bool match(const char *pattern, const char *url, char *id, size_t idlen)
+{
+	const char *p = pattern, *u = url;
+	while (*p) {
+		if (strncmp(p, "{id}", 4) == 0) {
+			size_t l = strcspn(u, "/");
+			if (l == 0 || l >= idlen)
+				return false;
+			memcpy(id, u, l);
+			id[l] = 0;
+			u += l;
+			p += 4;
+			continue;
+		}
+		if (*p != *u)
+			return false;
+		p++;
+		u++;
+	}
+	return *u == 0 || (u[0] == '/' && u[1] == 0);
+}
+
+enum MHD_Result coved_route(struct coved *d, struct MHD_Connection *c, const char *method,
+                            const char *url, const char *body, size_t body_len)
+{
+	char id[128];
+	bool path_known = false;
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		const struct route *rt = &routes[i];
+		id[0] = 0;
+		if (!match(rt->pattern, url, id, sizeof(id)))
+			continue;
+		path_known = true;
+		if (strcmp(rt->method, method) != 0)
+			continue;
+		struct ctx x = { .d = d, .c = c };
+		if (strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
+			char msg[300];
+			x.body =
+			    coved_body_load(body, body_len, d->cfg.max_depth, msg, sizeof(msg));
+			if (!x.body)
+				return coved_json_error(c, 400, msg);
+		} else if (body_len) {
+			return coved_json_error(c, 400, "this request takes no body");
+		}
+		if (strstr(rt->pattern, "{id}")) {
+			x.sb = coved_sb_find(d, id);
+			if (!x.sb) {
+				char msg[200];
+				snprintf(msg, sizeof(msg), "sandbox %.64s not found", id);
+				json_decref(x.body);
+				return coved_json_error(c, 404, msg);
+			}
+		}
+		enum MHD_Result r = rt->fn(&x);
+		coved_sb_unref(x.sb);
+		json_decref(x.body);
+		return r;
+	}
+	if (path_known)
+		return coved_json_error(c, 405, "method not allowed on this path");
+	return coved_json_error(c, 404, "no such route");
+}

@@ -1,0 +1,85 @@
+/* libFuzzer target: a Connect streaming request as envd receives it
+ * (daemon/connect.c: the 5-byte envelope), then its JSON message through
+ * every envd request parser (daemon/envd_req.c), as the process.Process
+ * and filesystem.Filesystem handlers run them.  A parse either fails with
+ * a message or yields values inside their bounds. */
+#include <assert.h>
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/connect.h"
+#include "daemon/envd_req.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void parse_all(const json_t *o)
+{
+	char err[512];
+	struct envd_start st;
+	if (envd_parse_start(o, &st, err, sizeof(err)) == 0) {
+		assert(st.argv && st.argv[0] && st.argv[0][0]);
+		for (char **e = st.env; e && *e; e++)
+			assert(strchr(*e, '='));
+	}
+	envd_start_free(&st);
+	int pid;
+	const char *tag;
+	if (envd_parse_selector(o, &pid, &tag, err, sizeof(err)) == 0)
+		assert(pid > 0 || (tag && strlen(tag) <= ENVD_TAG_MAX));
+	uint8_t *in;
+	size_t n;
+	if (envd_parse_input(o, &in, &n, err, sizeof(err)) == 0)
+		free(in);
+	int sig;
+	if (envd_parse_signal(o, &sig, err, sizeof(err)) == 0)
+		assert(sig == 9 || sig == 15);
+	uint16_t rows, cols;
+	if (envd_parse_size(o, &rows, &cols, err, sizeof(err)) == 0)
+		assert(rows && cols);
+	char path[ENVD_PATH_MAX + 1];
+	static const char *keys[] = { "path", "source", "destination" };
+	for (size_t i = 0; i < 3; i++) {
+		if (envd_parse_path(o, keys[i], path, sizeof(path), err, sizeof(err)) == 0) {
+			assert(path[0] == '/');
+			assert(!strstr(path, "/../") && !strstr(path, "/./"));
+		}
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const uint8_t *msg;
+	size_t len;
+	char err[256];
+	/* As a stream request (enveloped), and as a unary body (plain). */
+	if (connect_unwrap(data, size, &msg, &len, err, sizeof(err)) == 0) {
+		assert(len == size - CONNECT_HDR && msg == data + CONNECT_HDR);
+	} else {
+		assert(err[0]);
+		msg = data;
+		len = size;
+	}
+	json_t *o;
+	if (envd_json(msg, len, &o, err, sizeof(err)) == 0) {
+		assert(json_is_object(o));
+		parse_all(o);
+		json_decref(o);
+	}
+	/* Base64 round trip of whatever came. */
+	uint8_t *dec;
+	size_t n;
+	if (envd_b64_decode((const char *)data, size, &dec, &n) == 0) {
+		char *enc = envd_b64_encode(dec, n);
+		uint8_t *again;
+		size_t m;
+		assert(enc && envd_b64_decode(enc, strlen(enc), &again, &m) == 0);
+		assert(m == n && (!n || !memcmp(again, dec, n)));
+		free(again);
+		free(enc);
+		free(dec);
+	}
+	return 0;
+}

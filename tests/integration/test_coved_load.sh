@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Load: N (default 64) creates at once through coved, then the first exec
+# in each, then N deletes at once.  Every create must answer 201 (or, over
+# a limit, a clean JSON error: counted and reported as a failure), every
+# exec must answer, every delete 204, and no cove-vmm may be left.  The
+# create and create->first-exec latencies' p50/p99 are printed (figures
+# for docs/benchmarks.md, not asserted).  The emulated host has 4 GiB:
+# sandboxes get 64 MiB and the minimal image; COVED_LOAD_N overrides N.
+source tests/integration/lib.sh
+source tests/integration/coved_lib.sh
+coved_env
+N=${COVED_LOAD_N:-64}
+coved_start '"memory_mib": 64, "max_creates": 64, "max_sandboxes": 128, "boot_timeout_s": 1200, "tcp": "127.0.0.1:39170"' ||
+	{ not_ok "coved starts"; finish; }
+mkdir -p "$WORK/load"
+now() { date +%s.%N; }
+one() {
+	local i=$1 t0 t1 t2 id
+	t0=$(now)
+	curl -s --max-time 1500 --unix-socket "$SOCK" -X POST -H "X-API-KEY: $KEY" -d '{"timeout":3600}' \
+		-o "$WORK/load/b$i" -w '%{http_code}' http://coved/v2/sandboxes >"$WORK/load/c$i"
+	t1=$(now)
+	if [ "$(cat "$WORK/load/c$i")" = 201 ]; then
+		id=$(jget "$(cat "$WORK/load/b$i")" 'o["sandboxID"]')
+		if [ "$($cove exec "$id" -- echo first 2>&1)" = first ]; then
+			t2=$(now)
+			echo "$t0 $t1 $t2" >"$WORK/load/t$i"
+		fi
+	fi
+}
+start=$(now)
+pids=()
+for i in $(seq "$N"); do one "$i" & pids+=($!); done
+wait "${pids[@]}"
+echo "creates and first execs: $(echo "$(now) - $start" | bc) s for $N"
+created=$(grep -l '^201$' "$WORK"/load/c* | wc -l)
+execd=$(ls "$WORK"/load/t* 2>/dev/null | wc -l)
+bad=$(grep -L '^201$' "$WORK"/load/c* 2>/dev/null)
+for f in $bad; do
+	b=${f/\/c/\/b}
+	echo "create $(basename "$f"): $(cat "$f") $(head -c 300 "$b")"
+done
+clean=1
+for f in $bad; do
+	b=${f/\/c/\/b}
+	python3 -c 'import json,sys; o=json.load(open(sys.argv[1])); assert isinstance(o["code"],int) and o["message"]' "$b" 2>/dev/null || clean=0
+done
+[ "$clean" = 1 ] && ok "every failed create (if any) answered a JSON error" || not_ok "a create failed without a JSON error"
+[ "$created" = "$N" ] && ok "$N of $N creates succeeded" || not_ok "$created of $N creates succeeded"
+[ "$execd" = "$created" ] && ok "first exec in all $execd" || not_ok "first exec in only $execd of $created"
+python3 - "$WORK/load" <<'PY'
+import glob, sys
+c, e = [], []
+for f in glob.glob(sys.argv[1] + "/t*"):
+    t0, t1, t2 = map(float, open(f).read().split())
+    c.append(t1 - t0); e.append(t2 - t0)
+def pct(v, p):
+    v = sorted(v); return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
+if c:
+    print("load: n=%d create p50 %.2f s p99 %.2f s; create->first exec p50 %.2f s p99 %.2f s"
+          % (len(c), pct(c, 50), pct(c, 99), pct(e, 50), pct(e, 99)))
+PY
+curl -s --unix-socket "$SOCK" -H "X-API-KEY: $KEY" http://coved/metrics | grep -E '^coved_(sandboxes|create_seconds_(sum|count)|limit)' 
+rss=$(awk '/VmRSS/ {print $2}' /proc/"$COVED_PID"/status)
+echo "coved RSS with $created sandboxes: $rss kB"
+c=$(curl -s -o /dev/null -w '%{http_code}' -H "X-API-KEY: $KEY" http://127.0.0.1:39170/v2/sandboxes)
+[ "$c" = 200 ] && ok "the TCP listener serves the same API" || not_ok "TCP listener: $c"
+if command -v wrk >/dev/null; then
+	wrk -t1 -c8 -d5s -H "X-API-KEY: $KEY" "http://127.0.0.1:39170/v2/sandboxes" 2>&1 |
+		sed -n "s/^Requests\/sec: */load: GET \/v2\/sandboxes with $created sandboxes: /p; s/^ *Latency */load: wrk latency /p"
+fi
+ids=$(for f in "$WORK"/load/b*; do jget "$(cat "$f")" 'o.get("sandboxID","")' 2>/dev/null; done)
+start=$(now)
+pids=()
+for s in $ids; do
+	curl -s --max-time 600 --unix-socket "$SOCK" -X DELETE -H "X-API-KEY: $KEY" -o /dev/null \
+		-w '%{http_code}\n' "http://coved/sandboxes/$s" >"$WORK/load/d$s" &
+	pids+=($!)
+done
+wait "${pids[@]}"
+echo "deletes: $(echo "$(now) - $start" | bc) s for $(echo "$ids" | wc -w)"
+nd=$(cat "$WORK"/load/d* 2>/dev/null | grep -c '^204$')
+[ "$nd" = "$(echo "$ids" | wc -w)" ] && ok "$nd deletes answered 204" || not_ok "only $nd deletes answered 204"
+left=$($cove ls 2>/dev/null | tail -n +2 | wc -l)
+[ "$left" = 0 ] && ok "no sandbox left" || not_ok "$left sandboxes left"
+finish

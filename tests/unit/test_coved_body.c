@@ -1,0 +1,207 @@
+/* Unit tests: coved's request bodies (daemon/body.c) and its config and
+ * API keys files (daemon/config.c): bounds, unknown fields and keys
+ * refused, defaults, the keys file's mode, the constant-time compare. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/body.h"
+#include "daemon/coved_priv.h"
+#include "unit.h"
+
+static char err[512];
+
+static json_t *load(const char *s)
+{
+	return coved_body_load(s, strlen(s), 16, err, sizeof(err));
+}
+
+static int create(const char *s, struct coved_create *c)
+{
+	json_t *o = load(s);
+	ck_assert_msg(o != NULL, "%s: %s", s, err);
+	int r = coved_parse_create(o, c, err, sizeof(err));
+	json_decref(o);
+	return r;
+}
+
+START_TEST(depth)
+{
+	ck_assert(coved_json_depth_ok("{\"a\":[1,{\"b\":2}]}", 17, 3));
+	ck_assert(!coved_json_depth_ok("[[[[1]]]]", 9, 3));
+	/* Brackets inside strings do not count, escaped quotes do not end them. */
+	const char *s = "{\"a\":\"[[[[\\\"[[[[\"}";
+	ck_assert(coved_json_depth_ok(s, strlen(s), 1));
+	ck_assert_ptr_null(load("[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]"));
+	ck_assert_ptr_null(load("[1]"));
+	ck_assert_ptr_null(load("{\"a\":1,\"a\":2}"));
+	json_t *o = coved_body_load("", 0, 16, err, sizeof(err));
+	ck_assert(json_is_object(o) && json_object_size(o) == 0);
+	json_decref(o);
+}
+END_TEST
+
+START_TEST(create_fields)
+{
+	struct coved_create c;
+	ck_assert_int_eq(create("{}", &c), 0);
+	ck_assert_str_eq(c.template_id, "base");
+	ck_assert(!c.net.given && c.timeout_s == 0);
+	coved_create_free(&c);
+	ck_assert_int_eq(create("{\"templateID\":\"minimal\",\"metadata\":{\"a\":\"b\"},"
+	                        "\"envVars\":{\"X_1\":\"v\"},\"timeout\":30,\"autoPause\":true,"
+	                        "\"allow_internet_access\":false,\"network\":{\"allowOut\":"
+	                        "[\"1.2.3.4\"]},\"cpuCount\":2,\"memoryMB\":64,\"mcp\":null}",
+	                        &c),
+	                 0);
+	ck_assert_str_eq(c.template_id, "minimal");
+	ck_assert(c.timeout_s == 30 && c.auto_pause && c.auto_pause_given && c.cpus == 2 &&
+	          c.memory_mib == 64);
+	ck_assert(c.net.given && !c.net.internet && json_array_size(c.net.allow_out) == 1);
+	coved_create_free(&c);
+}
+END_TEST
+
+START_TEST(create_refusals)
+{
+	struct coved_create c;
+	const char *bad[] = {
+		"{\"color\":1}",
+		"{\"templateID\":\"../x\"}",
+		"{\"templateID\":\"a.ext4\"}",
+		"{\"templateID\":\"\"}",
+		"{\"templateID\":5}",
+		"{\"timeout\":0}",
+		"{\"timeout\":-1}",
+		"{\"timeout\":\"5\"}",
+		"{\"envVars\":{\"1A\":\"x\"}}",
+		"{\"envVars\":{\"A\":1}}",
+		"{\"metadata\":[]}",
+		"{\"mcp\":{}}",
+		"{\"volumeMounts\":[]}",
+		"{\"autoResume\":{\"enabled\":true}}",
+		"{\"autoPauseMemory\":false}",
+		"{\"network\":{\"rules\":{}}}",
+		"{\"network\":{\"allowOut\":[1]}}",
+		"{\"network\":{\"foo\":1}}",
+		"{\"cpuCount\":65}",
+		NULL,
+	};
+	for (int i = 0; bad[i]; i++) {
+		int r = create(bad[i], &c);
+		ck_assert_msg(r == -EINVAL, "%s accepted", bad[i]);
+		ck_assert_msg(err[0], "%s: no message", bad[i]);
+	}
+	/* 65 metadata entries: one too many. */
+	char big[4096] = "{\"metadata\":{";
+	for (int i = 0; i < 65; i++)
+		snprintf(big + strlen(big), sizeof(big) - strlen(big), "%s\"k%d\":\"v\"",
+		         i ? "," : "", i);
+	strcat(big, "}}");
+	ck_assert_int_eq(create(big, &c), -EINVAL);
+}
+END_TEST
+
+START_TEST(fork_timeout)
+{
+	unsigned int n;
+	uint64_t t;
+	json_t *o = load("{\"count\":3,\"timeout\":9}");
+	ck_assert_int_eq(coved_parse_fork(o, &n, &t, err, sizeof(err)), 0);
+	ck_assert(n == 3 && t == 9);
+	json_decref(o);
+	o = load("{\"count\":65}");
+	ck_assert_int_eq(coved_parse_fork(o, &n, &t, err, sizeof(err)), -EINVAL);
+	json_decref(o);
+	o = load("{}");
+	ck_assert_int_eq(coved_parse_fork(o, &n, &t, err, sizeof(err)), 0);
+	ck_assert(n == 1 && t == 0);
+	ck_assert_int_eq(coved_parse_timeout(o, true, &t, err, sizeof(err)), -EINVAL);
+	json_decref(o);
+}
+END_TEST
+
+static char *write_tmp(const char *text, mode_t mode)
+{
+	static char path[64];
+	snprintf(path, sizeof(path), "/tmp/coved-unit.XXXXXX");
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	fchmod(fd, mode);
+	close(fd);
+	return path;
+}
+
+START_TEST(config_file)
+{
+	struct coved_config c;
+	ck_assert_int_eq(coved_config_load(NULL, &c, err, sizeof(err)), 0);
+	ck_assert(c.max_body == 1 << 20 && c.network && c.on_timeout == COVED_ON_TIMEOUT_KILL);
+	coved_config_free(&c);
+	char *p = write_tmp(
+	    "{\"tcp\":\"127.0.0.1:3000\",\"on_timeout\":\"pause\",\"max_creates\":4}", 0600);
+	ck_assert_int_eq(coved_config_load(p, &c, err, sizeof(err)), 0);
+	ck_assert_str_eq(c.tcp, "127.0.0.1:3000");
+	ck_assert(c.on_timeout == COVED_ON_TIMEOUT_PAUSE && c.max_creates == 4);
+	coved_config_free(&c);
+	unlink(p);
+	const char *bad[] = { "{\"sockett\":\"/x\"}",
+		              "{\"max_creates\":0}",
+		              "{\"network\":1}",
+		              "{\"on_timeout\":\"stop\"}",
+		              "[]",
+		              "{\"cpus\":9}",
+		              NULL };
+	for (int i = 0; bad[i]; i++) {
+		p = write_tmp(bad[i], 0600);
+		ck_assert_msg(coved_config_load(p, &c, err, sizeof(err)) == -EINVAL, "%s accepted",
+		              bad[i]);
+		coved_config_free(&c);
+		unlink(p);
+	}
+}
+END_TEST
+
+START_TEST(keys_file)
+{
+	char **keys;
+	size_t n;
+	char *p = write_tmp("# comment\nkey-one-0123456789\n\nkey-two-0123456789\n", 0644);
+	ck_assert_int_eq(coved_keys_load(p, &keys, &n, err, sizeof(err)), -EPERM);
+	chmod(p, 0600);
+	ck_assert_int_eq(coved_keys_load(p, &keys, &n, err, sizeof(err)), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_str_eq(keys[1], "key-two-0123456789");
+	for (size_t i = 0; i < n; i++)
+		free(keys[i]);
+	free(keys);
+	unlink(p);
+	p = write_tmp("short\n", 0600);
+	ck_assert_int_eq(coved_keys_load(p, &keys, &n, err, sizeof(err)), -EINVAL);
+	unlink(p);
+	ck_assert(coved_secret_eq("abc", "abc"));
+	ck_assert(!coved_secret_eq("abc", "abd"));
+	ck_assert(!coved_secret_eq("abc", "abcd"));
+	ck_assert(!coved_secret_eq("abcd", "abc"));
+	ck_assert(!coved_secret_eq("", "a"));
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+	Suite *s = suite_create("coved_body");
+	TCase *tc = tcase_create("body");
+	tcase_add_test(tc, depth);
+	tcase_add_test(tc, create_fields);
+	tcase_add_test(tc, create_refusals);
+	tcase_add_test(tc, fork_timeout);
+	tcase_add_test(tc, config_file);
+	tcase_add_test(tc, keys_file);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+UNIT_MAIN()
