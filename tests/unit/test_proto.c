@@ -60,7 +60,7 @@ START_TEST(type_tables)
 	for (unsigned t = 0; t < 0x10000; t++)
 		known += proto_type_known((uint16_t)t);
 	ck_assert_int_eq(known, 23 + 8 + 1); /* + the detached processes' 40-47, PROTO_CA */
-	ck_assert_int_eq(PROTO_CA, 50); /* on the wire: never renumber */
+	ck_assert_int_eq(PROTO_CA, 50);      /* on the wire: never renumber */
 	ck_assert(proto_type_known(29));
 	ck_assert_int_eq(PROTO_PROC_START, 40); /* on the wire: never renumber */
 	ck_assert_int_eq(PROTO_MOVE, 47);
