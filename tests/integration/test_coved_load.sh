@@ -5,12 +5,14 @@
 # exec must answer, every delete 204, and no cove-vmm may be left.  The
 # create and create->first-exec latencies' p50/p99 are printed (figures
 # for docs/benchmarks.md, not asserted).  The emulated host has 4 GiB:
-# sandboxes get 64 MiB and the minimal image; COVED_LOAD_N overrides N.
+# sandboxes get 64 MiB and the minimal image; COVED_LOAD_N overrides N,
+# COVED_LOAD_MIB the memory.
 source tests/integration/lib.sh
 source tests/integration/coved_lib.sh
 coved_env
 N=${COVED_LOAD_N:-64}
-coved_start '"memory_mib": 64, "max_creates": 64, "max_sandboxes": 128, "boot_timeout_s": 1200, "tcp": "127.0.0.1:39170"' ||
+MIB=${COVED_LOAD_MIB:-64}
+coved_start '"memory_mib": '"$MIB"', "max_creates": 64, "max_sandboxes": 128, "boot_timeout_s": 1200, "tcp": "127.0.0.1:39170"' ||
 	{ not_ok "coved starts"; finish; }
 mkdir -p "$WORK/load"
 now() { date +%s.%N; }
