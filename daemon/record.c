@@ -303,7 +303,7 @@ json_t *coved_sb_json(struct coved_sb *sb, bool with_token)
 			json_object_set(net, "denyOut", dn);
 	}
 	json_t *o =
-	    json_pack("{s:s, s:s?, s:s, s:s, s:o, s:o, s:s, s:i, s:I, s:s, s:O, s:n, s:b, s:o, "
+	    json_pack("{s:s, s:s?, s:s?, s:s, s:o, s:o, s:s, s:i, s:I, s:s, s:O, s:n, s:b, s:o, "
 	              "s:{s:s, s:b}}",
 	              "sandboxID", sb->id, "templateID", sb->template_id, "alias", sb->template_id,
 	              "clientID", "cove", "startedAt", iso_time(sb->started_ms), "endAt",

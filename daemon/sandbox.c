@@ -518,7 +518,8 @@ int coved_sb_pause(struct coved_sb *sb, char *msg, size_t len)
 		char why[600];
 		if (cove_sandbox_exited(sb->cove, 0, why, sizeof(why))) {
 			coved_mark_dead(sb, why);
-			st = errf(msg, len, 409, "sandbox %s died: %s", sb->id, why);
+			st = errf(msg, len, 409, "pause of %s failed (%s) and the sandbox died: %s",
+			          sb->id, err, why);
 		} else {
 			st = errf(msg, len, 500, "pause of %s failed: %s", sb->id, err);
 		}
