@@ -242,19 +242,89 @@ void cgroup_remove(const char *path)
 	}
 }
 
+/* The cgroup a sandbox of this name was given, found the way cgroup_create
+ * finds it: 0, or -1 when there is none to find. */
+static int cgroup_path_named(const char *name, char *path, size_t len)
+{
+	char mnt[4096], own[4096];
+	if (cgroup_mount(mnt, sizeof(mnt)) < 0)
+		return -1;
+	const char *env = getenv("COVE_CGROUP_PARENT");
+	int n;
+	if (env && *env)
+		n = snprintf(path, len, "%s/%s", env, name);
+	else if (geteuid() == 0)
+		n = snprintf(path, len, "%s/cove/%s", mnt, name);
+	else if (own_cgroup(own, sizeof(own)) == 0)
+		n = snprintf(path, len, "%s%s/%s", mnt, own, name);
+	else
+		return -1;
+	return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
 void cgroup_remove_named(const char *name)
 {
-	char mnt[4096], own[4096], path[8192];
-	if (cgroup_mount(mnt, sizeof(mnt)) < 0)
+	char path[8192];
+	if (cgroup_path_named(name, path, sizeof(path)) == 0)
+		cgroup_remove(path);
+}
+
+/* Reads one number from the cgroup file at dir/file: 0 and *v, or -1
+ * ("max", absent, unreadable). */
+static int cg_read_u64(const char *dir, const char *file, uint64_t *v)
+{
+	char path[8192 + 32], buf[32];
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(buf, &end, 10);
+	if (n <= 0 || errno || end == buf || *end)
+		return -1;
+	*v = x;
+	return 0;
+}
+
+static int cg_write_u64(const char *dir, const char *file, uint64_t v)
+{
+	char path[8192 + 32], buf[32];
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int len = snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)v);
+	int r = write(fd, buf, (size_t)len) == len ? 0 : -errno;
+	close(fd);
+	return r;
+}
+
+int cgroup_memory_raise(const char *name, struct cgroup_raise *cr)
+{
+	*cr = (struct cgroup_raise){ 0 };
+	char path[8192];
+	if (cgroup_path_named(name, path, sizeof(path)) < 0 ||
+	    cg_read_u64(path, "memory.max", &cr->max) < 0 || !cr->max || cr->max > UINT64_MAX / 2 ||
+	    cg_read_u64(path, "memory.current", &cr->current) < 0)
+		return 0; /* no limit to raise */
+	int r = cg_write_u64(path, "memory.max", cr->max * 2);
+	if (r == 0)
+		cr->raised = true;
+	return r;
+}
+
+void cgroup_memory_settle(const char *name, const struct cgroup_raise *cr)
+{
+	char path[8192];
+	uint64_t now;
+	if (!cr->raised || cgroup_path_named(name, path, sizeof(path)) < 0 ||
+	    cg_read_u64(path, "memory.current", &now) < 0)
 		return;
-	const char *env = getenv("COVE_CGROUP_PARENT");
-	if (env && *env)
-		snprintf(path, sizeof(path), "%s/%s", env, name);
-	else if (geteuid() == 0)
-		snprintf(path, sizeof(path), "%s/cove/%s", mnt, name);
-	else if (own_cgroup(own, sizeof(own)) == 0)
-		snprintf(path, sizeof(path), "%s%s/%s", mnt, own, name);
-	else
-		return;
-	cgroup_remove(path);
+	(void)cg_write_u64(path, "memory.max",
+	                   cr->max + (now > cr->current ? now - cr->current : 0));
 }

@@ -4,6 +4,7 @@
 #ifndef COVE_LIB_CGROUP_H
 #define COVE_LIB_CGROUP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,6 +43,24 @@ int cgroup_create(const char *name, const struct cgroup_limits *l, int *fd, char
 /* Removes the cgroup a sandbox of this name was given, found the way
  * cgroup_create finds it (for handles that did not create it). */
 void cgroup_remove_named(const char *name);
+
+/* A snapshot's memory file is written by cove-vmm, and its pages are
+ * charged to the VMM's cgroup (for good, on tmpfs): with a restored guest,
+ * whose memory is a private mapping of the last snapshot's file, that
+ * passed memory.max and the kernel killed the VMM mid-snapshot.  So while
+ * the guest is paused for a snapshot, memory.max of the sandbox `name` is
+ * doubled (the file is at most guest RAM), and afterwards, for a guest that
+ * goes on running, settled at the old limit plus what the snapshot added
+ * to memory.current (the file's pages; lowering the limit below them would
+ * make the kernel kill the VMM).  A sandbox stopped after its snapshot
+ * needs no settling: its cgroup goes.  0 or -errno (the raise refused). */
+struct cgroup_raise {
+	bool raised;
+	uint64_t max, current; /* memory.max and memory.current before */
+};
+int cgroup_memory_raise(const char *name, struct cgroup_raise *cr)
+    __attribute__((warn_unused_result));
+void cgroup_memory_settle(const char *name, const struct cgroup_raise *cr);
 
 /* Removes the cgroup at path once its processes are gone (waits up to
  * 2 s for the kernel to let them go). */

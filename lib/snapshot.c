@@ -205,10 +205,18 @@ int cove_snapshot(struct cove_sandbox *sb, const char *dir, bool stop_after, cha
 		         (unsigned)root.st_uid, strerror(errno));
 		goto fail;
 	}
+	struct cgroup_raise mem;
+	if ((r = cgroup_memory_raise(sb->name, &mem)) < 0) {
+		r = errf(err, errlen, r, "cannot make room in the sandbox's memory.max: %s",
+		         strerror(-r));
+		goto fail;
+	}
 	json_t *req = json_pack("{s:s, s:s, s:s, s:b}", "op", "snapshot", "dir", abs, "then",
 	                        stop_after ? "stop" : "resume", "dirfd", 1);
-	if ((r = vmm_api_call_fd(sb->api, req, dfd, NULL, API_SNAPSHOT_MS, err, errlen)) < 0 ||
-	    (r = take_back(dfd, abs, err, errlen)) < 0)
+	r = vmm_api_call_fd(sb->api, req, dfd, NULL, API_SNAPSHOT_MS, err, errlen);
+	if (!stop_after || r < 0)
+		cgroup_memory_settle(sb->name, &mem);
+	if (r < 0 || (r = take_back(dfd, abs, err, errlen)) < 0)
 		goto fail;
 	/* The credential rules (references and sources, never values): a
 	 * restore or fork reads the secrets again. */
