@@ -81,9 +81,12 @@ struct virtio_vsock_event {
 #define VSOCK_MAX_PENDING        64 /* host clients that have not sent CONNECT yet */
 #define VSOCK_EPHEMERAL_PORT_MIN (1U << 30)
 /* How long a host client may take to send its CONNECT line, and how long
- * the guest may take to answer a host-initiated request. */
+ * the guest may take to answer a host-initiated request.  The second is
+ * libcove's own step deadline (AGENT_STEP_MS): with 2 s, guests starved of
+ * CPU (16 and more sandboxes booting on one emulated CPU) had their first
+ * exec refused as if the agent did not listen. */
 #define VSOCK_CONNECT_LINE_TIMEOUT_MS 2000
-#define VSOCK_RESPONSE_TIMEOUT_MS     2000
+#define VSOCK_RESPONSE_TIMEOUT_MS     10000
 
 struct vsock;
 
