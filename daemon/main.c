@@ -15,8 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "coved_envd.h"
 #include "coved_priv.h"
+#include "envd.h"
 
 static const char usage[] = "usage: coved [--config FILE] [--foreground]\n"
                             "  --config FILE  JSON config (docs/api.md); default "

@@ -15,8 +15,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "coved_envd.h"
 #include "coved_priv.h"
+#include "envd.h"
 #include "errf.h"
 
 #define URL_MAX       2048
