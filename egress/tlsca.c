@@ -78,11 +78,9 @@ fail:
 	return NULL;
 }
 
-static int alpn_select(SSL *s, const unsigned char **out, unsigned char *outlen,
-                       const unsigned char *in, unsigned int inlen, void *arg)
+bool tlsca_alpn_pick(const unsigned char *in, unsigned int inlen, const unsigned char **out,
+                     unsigned char *outlen)
 {
-	(void)s;
-	(void)arg;
 	static const unsigned char want[] = { 8, 'h', 't', 't', 'p', '/', '1', '.', '1' };
 	for (unsigned i = 0; i < inlen;) {
 		unsigned l = in[i];
@@ -91,11 +89,19 @@ static int alpn_select(SSL *s, const unsigned char **out, unsigned char *outlen,
 		if (l == 8 && !memcmp(in + i, want, sizeof(want))) {
 			*out = in + i + 1;
 			*outlen = 8;
-			return SSL_TLSEXT_ERR_OK;
+			return true;
 		}
 		i += 1 + l;
 	}
-	return SSL_TLSEXT_ERR_NOACK;
+	return false;
+}
+
+static int alpn_select(SSL *s, const unsigned char **out, unsigned char *outlen,
+                       const unsigned char *in, unsigned int inlen, void *arg)
+{
+	(void)s;
+	(void)arg;
+	return tlsca_alpn_pick(in, inlen, out, outlen) ? SSL_TLSEXT_ERR_OK : SSL_TLSEXT_ERR_NOACK;
 }
 
 int tlsca_init(struct tlsca *t, char *err, size_t errlen)

@@ -11,6 +11,7 @@
 #ifndef COVE_EGRESS_TLSCA_H
 #define COVE_EGRESS_TLSCA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "netrule.h"
@@ -47,6 +48,11 @@ int tlsca_init(struct tlsca *t, char *err, size_t errlen) __attribute__((warn_un
 /* tlsca_leaf() - the cached or newly signed certificate for @name
  * (normalized), which the caller does not own; NULL on failure. */
 X509 *tlsca_leaf(struct tlsca *t, const char *name);
+
+/* tlsca_alpn_pick() - "http/1.1" in the guest's ALPN list @in (length-
+ * prefixed names, bounds-checked: guest input), pointed at by @out. */
+bool tlsca_alpn_pick(const unsigned char *in, unsigned int inlen, const unsigned char **out,
+                     unsigned char *outlen);
 
 /* tlsca_upstream() - the client context to use: trusting the CA
  * certificates in @pem (@len bytes) when @pem is given, else the host's
