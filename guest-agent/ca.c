@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "errf.h"
+#include "file.h"
 #include "io.h"
 
 #define SYSTEM_MAX (8 << 20)
@@ -29,29 +30,6 @@ size_t agent_ca_strip(char *text, size_t len)
 		len -= end - off;
 	}
 	return len;
-}
-
-/* Writes @parts into @path through a temporary file and a rename. */
-static int write_file(const char *path, const char *const *parts, const size_t *lens, int n)
-{
-	char tmp[512];
-	if (snprintf(tmp, sizeof(tmp), "%s.cove.XXXXXX", path) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	int fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int r = 0;
-	for (int i = 0; i < n && !r; i++)
-		r = write_all(fd, parts[i], lens[i]);
-	if (!r && fchmod(fd, 0644) < 0)
-		r = -errno;
-	if (close(fd) < 0 && !r)
-		r = -errno;
-	if (!r && rename(tmp, path) < 0)
-		r = -errno;
-	if (r)
-		unlink(tmp);
-	return r;
 }
 
 static char *read_small(const char *path, size_t max, size_t *len)
@@ -101,7 +79,7 @@ int agent_ca_install(const char *pem, const char *const *env, size_t nenv, const
 	size_t plen = strlen(pem);
 	const char *one[] = { pem };
 	size_t onel[] = { plen };
-	int r = write_file(ca, one, onel, 1);
+	int r = agent_write_file(ca, one, onel, 1);
 	if (r)
 		return errf(err, errlen, r, "%s: %s", ca, strerror(-r));
 	size_t slen = 0;
@@ -111,11 +89,11 @@ int agent_ca_install(const char *pem, const char *const *env, size_t nenv, const
 	bool nl = sys && slen && sys[slen - 1] != '\n';
 	const char *parts[] = { sys ? sys : "", "\n", AGENT_CA_BEGIN, pem, AGENT_CA_END };
 	size_t lens[] = { slen, nl ? 1 : 0, strlen(AGENT_CA_BEGIN), plen, strlen(AGENT_CA_END) };
-	r = write_file(bpath, parts, lens, 5);
+	r = agent_write_file(bpath, parts, lens, 5);
 	if (!r && sys) {
 		/* Best effort: a read-only root keeps its bundle; the variables
 		 * still name ours. */
-		*bundle = write_file(system, parts, lens, 5) == 0;
+		*bundle = agent_write_file(system, parts, lens, 5) == 0;
 	}
 	free(sys);
 	if (r)

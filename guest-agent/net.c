@@ -12,6 +12,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "file.h"
+
 static int parse_addr(const char *s, size_t len, struct in_addr *a)
 {
 	char buf[INET_ADDRSTRLEN];
@@ -55,24 +57,13 @@ int agent_net_parse(const char *value, struct agent_net *n)
 
 int agent_net_write_resolv(const char *path, const struct agent_net *n)
 {
-	char tmp[256], ip[INET_ADDRSTRLEN], text[96];
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.cove-tmp", path) >= sizeof(tmp) ||
-	    !inet_ntop(AF_INET, &n->resolver, ip, sizeof(ip)))
+	char ip[INET_ADDRSTRLEN], text[96];
+	if (!inet_ntop(AF_INET, &n->resolver, ip, sizeof(ip)))
 		return -EINVAL;
 	int len = snprintf(text, sizeof(text), "# written by cove-agent\nnameserver %s\n", ip);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	int r = 0;
-	if (write(fd, text, (size_t)len) != len)
-		r = -EIO;
-	if (close(fd) < 0 && !r)
-		r = -errno;
-	if (!r && rename(tmp, path) < 0)
-		r = -errno;
-	if (r)
-		unlink(tmp);
-	return r;
+	const char *parts[] = { text };
+	const size_t lens[] = { (size_t)len };
+	return agent_write_file(path, parts, lens, 1);
 }
 
 static void sin_set(struct sockaddr *sa, struct in_addr a)
