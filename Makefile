@@ -199,12 +199,12 @@ sanitize: $(SAN_BINS)
 integration: sanitize
 .PHONY: sanitize
 
-# ---- integration tests: one emulated KVM host for the whole suite ----------
-# One emulated CPU: with two, the emulated host has now and then frozen
+# ---- integration tests: emulated KVM hosts side by side (scripts/integration)
+# Each of one emulated CPU: with two, the emulated host has now and then frozen
 # whole (one vCPU thread spinning, the other waiting), which looks like an
 # IPI lost by QEMU TCG's nested SVM; see docs/benchmarks.md.  A freeze that
 # still comes is seen by kvm-host's heartbeat watchdog, and
-# scripts/integration resumes the suite in a fresh emulated host.
+# scripts/integration resumes that host's share of the suite in a fresh one.
 integration: bins kernel images
 	scripts/integration
 
