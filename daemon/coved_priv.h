@@ -41,6 +41,7 @@ struct coved_config {
 	uint64_t disk_mib;           /* root disk size; 0: the image's */
 	unsigned int boot_timeout_s; /* until a new sandbox's agent answers */
 	bool network;                /* sandboxes may have a network */
+	unsigned int net_pool_size;  /* networks set up ahead (cove_net_pool_new); 0: none */
 	bool metrics_auth;           /* /metrics needs an API key too */
 };
 
@@ -114,6 +115,7 @@ struct coved {
 	struct coved_sb *list;
 	atomic_uint in_flight, creating;
 	struct coved_metrics m;
+	struct cove_net_pool *net_pool; /* or NULL */
 	pthread_t reaper;
 	pthread_mutex_t stop_mu;
 	pthread_cond_t stop_cond;

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cove.h"
 #include "coved_priv.h"
 #include "envd.h"
 
@@ -118,6 +119,18 @@ int main(int argc, char **argv)
 		        strerror(-n));
 		return 1;
 	}
+	if (d.cfg.net_pool_size && d.cfg.network) {
+		/* Sandboxes' networks made ahead of time; without networking on
+		 * this host the filler says why on /metrics and creates set up
+		 * their own (failing as they would have). */
+		struct cove_config nc;
+		cove_config_defaults(&nc);
+		if (cove_net_pool_new(&nc, d.cfg.net_pool_size, &d.net_pool, err, sizeof(err)) <
+		    0) {
+			fprintf(stderr, "coved: %s\n", err);
+			return 1;
+		}
+	}
 	if (envd_init(&d) < 0) {
 		fprintf(stderr, "coved: the envd surface would not start\n");
 		return 1;
@@ -142,6 +155,8 @@ int main(int argc, char **argv)
 	pthread_mutex_unlock(&d.stop_mu);
 	pthread_join(d.reaper, NULL);
 	envd_fini(&d);
+	cove_net_pool_free(d.net_pool); /* slots not taken; taken ones are sandboxes' */
+	d.net_pool = NULL;
 	/* Detached sandboxes outlive their handles. */
 	pthread_mutex_lock(&d.mu);
 	struct coved_sb *sb = d.list;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cove.h"
 #include "coved_priv.h"
 
 static const double buckets[] = { 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60 };
@@ -97,6 +98,20 @@ char *coved_metrics_text(struct coved *d, size_t *len)
 	fputs("# HELP coved_limit_hits_total Requests refused with 429, by limit.\n"
 	      "# TYPE coved_limit_hits_total counter\n",
 	      f);
+	if (d->net_pool) {
+		struct cove_net_pool_stats ps;
+		cove_net_pool_stats(d->net_pool, &ps);
+		fprintf(f,
+		        "# HELP coved_net_pool_ready Networks set up ahead of time, ready\n"
+		        "# TYPE coved_net_pool_ready gauge\ncoved_net_pool_ready %u\n",
+		        ps.ready);
+		counter(f, "coved_net_pool_hits_total", "Sandbox networks taken from the pool",
+		        ps.hits);
+		counter(f, "coved_net_pool_misses_total",
+		        "Sandbox networks set up at create time: the pool was empty", ps.misses);
+		counter(f, "coved_net_pool_failures_total",
+		        "Pool networks that could not be set up", ps.failures);
+	}
 	fprintf(f, "coved_limit_hits_total{limit=\"requests\"} %llu\n",
 	        (unsigned long long)m.limit_requests);
 	fprintf(f, "coved_limit_hits_total{limit=\"sandboxes\"} %llu\n",

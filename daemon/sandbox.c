@@ -445,6 +445,7 @@ int coved_sb_create(struct coved *d, const struct coved_create *req, struct cove
 	cfg.name = sb->id;
 	cfg.hostname = "cove";
 	cfg.detached = true;
+	cfg.net_pool = d->net_pool;
 	cfg.image = image;
 	cfg.cpus = sb->cpus;
 	cfg.memory_mib = sb->memory_mib;
@@ -578,6 +579,7 @@ int coved_sb_resume(struct coved_sb *sb, uint64_t timeout_s, bool *resumed, char
 	cfg.name = sb->id;
 	cfg.hostname = "cove";
 	cfg.detached = true;
+	cfg.net_pool = d->net_pool;
 	cfg.boot_timeout_ms = d->cfg.boot_timeout_s * 1000;
 	char err[512];
 	double t0 = mono_s();

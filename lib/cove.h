@@ -95,7 +95,33 @@ struct cove_config {
 	 * read with every secret it names before anything starts; needs a
 	 * network.  A restore re-reads the snapshot's copy unless set here. */
 	const char *proxy_rules;
+	/* Networks set up ahead of time (cove_net_pool_new), or NULL: a
+	 * sandbox with a network takes one of its slots instead of making
+	 * its namespace and cove-egress now, where it can (not with
+	 * net_publish, nor with DNS upstreams other than the pool's). */
+	struct cove_net_pool *net_pool;
 };
+
+/* A pool of sandbox networks made ahead of time (lib/net_pool.c): each
+ * slot is a namespace with its TAP and veth and a cove-egress that
+ * denies everything, ready for a sandbox to take and give its own policy
+ * in one transaction.  A background thread keeps size slots ready (1 to
+ * COVE_NET_POOL_MAX) on the runtime directory of the caller, using cfg's
+ * egress and net_dns; slots left by a pool whose process died are removed
+ * first.  Set cfg->net_pool to use it.  cove_net_pool_free removes every
+ * slot not taken (taken ones belong to their sandboxes). */
+#define COVE_NET_POOL_MAX 64
+struct cove_net_pool;
+struct cove_net_pool_stats {
+	unsigned int size, ready;
+	unsigned int hits, misses; /* takes served from a slot, and not */
+	unsigned int failures;     /* slots the filler failed to make */
+	char last_error[256];      /* why the last one failed, or "" */
+};
+int cove_net_pool_new(const struct cove_config *cfg, unsigned int size, struct cove_net_pool **out,
+                      char *err, size_t errlen) __attribute__((warn_unused_result));
+void cove_net_pool_free(struct cove_net_pool *p);
+void cove_net_pool_stats(struct cove_net_pool *p, struct cove_net_pool_stats *st);
 
 /* Fills cfg with defaults: cove-vmm, build/vmlinux and
  * build/images/minimal.ext4 found relative to the running executable

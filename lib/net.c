@@ -362,6 +362,18 @@ static void pending_close(struct sandbox_net *n)
 
 int net_finish(struct sandbox_net *n, char *err, size_t errlen)
 {
+	if (n->on && n->policy_pending) {
+		/* A pool's slot: its new policy's answer. */
+		json_t *reply = NULL;
+		char sock[PATH_MAX];
+		snprintf(sock, sizeof(sock), "%.*s" EGRESS_SOCK,
+		         (int)(strlen(n->errlog) - strlen(EGRESS_ERR)), n->errlog);
+		n->policy_pending = false;
+		int r = net_ctl_reply(n->policy_fd, sock, &reply, err, errlen);
+		json_decref(reply);
+		if (r < 0)
+			return r;
+	}
 	if (!n->on || !n->pending)
 		return 0;
 	char record[PATH_MAX];
@@ -388,6 +400,9 @@ void net_teardown(struct sandbox_net *n, const char *name, bool release)
 	if (!n->on)
 		return;
 	pending_close(n);
+	if (n->policy_pending)
+		close(n->policy_fd);
+	n->policy_pending = false;
 	if (n->tap_fd >= 0)
 		close(n->tap_fd);
 	n->tap_fd = -1;

@@ -157,7 +157,20 @@ struct sandbox_net {
 	struct net_upstream up[NET_DNS_MAX];
 	size_t nup;
 	char errlog[PATH_MAX]; /* <entry>/egress.err */
+	/* Taken from a pool: its policy request sent, the answer for net_finish. */
+	bool policy_pending;
+	int policy_fd;
 };
+
+/* net_pool.c: takes a ready slot of pool p for the sandbox name (entry
+ * dir, cgroup cgroup_fd or -1) with the given policy and net limits, as
+ * net_setup and net_finish would leave it.  -EAGAIN when the pool cannot
+ * serve it (empty, or cfg asks what a slot cannot give; err may then say
+ * why): the caller calls net_setup. */
+int net_pool_take(struct cove_net_pool *p, const struct cove_config *cfg, const char *dir,
+                  const char *name, int cgroup_fd, struct json_t *policy, const char *limits,
+                  struct sandbox_net *out, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 
 /* Sets the network of the sandbox name (entry dir, cgroup cgroup_fd or
  * -1) up: K, the egress uid, cove-egress in its namespaces and the
@@ -196,6 +209,14 @@ void net_clean_dead(const char *base, const struct registry_meta *m);
  * without "ok":true is -EIO with its error.  0 or -errno with @err. */
 int net_ctl_call(const char *sock, struct json_t *req, struct json_t **reply, char *err,
                  size_t errlen) __attribute__((warn_unused_result));
+/* net_ctl_call in two halves: the request sent (a connected socket in
+ * *fd), then its answer read (within the same limit from then; the fd is
+ * closed).  net_pool_take sends a new policy and net_finish reads the
+ * answer, so cove-egress applies it while cove-vmm starts. */
+int net_ctl_send(const char *sock, struct json_t *req, int *fd, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+int net_ctl_reply(int fd, const char *sock, struct json_t **reply, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 
 #define EGRESS_SOCK "egress.sock" /* in the entry: the control socket */
 #define EGRESS_LOG  "egress.log"  /* the decisions, one JSON line each */

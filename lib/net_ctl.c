@@ -19,8 +19,9 @@
 
 #define CTL_MS 5000
 
-int net_ctl_call(const char *sock, json_t *req, json_t **reply, char *err, size_t errlen)
+int net_ctl_send(const char *sock, json_t *req, int *out, char *err, size_t errlen)
 {
+	*out = -1;
 	char *text = json_dumps(req, JSON_COMPACT);
 	if (!text)
 		return errf(err, errlen, -ENOMEM, "out of memory");
@@ -48,6 +49,26 @@ int net_ctl_call(const char *sock, json_t *req, json_t **reply, char *err, size_
 	}
 	explicit_bzero(text, len); /* a proxy request carries secrets */
 	free(text);
+	if (r < 0) {
+		if (fd >= 0)
+			close(fd);
+		return errf(err, errlen, r, "cove-egress's control socket %s: %s", sock,
+		            strerror(-r));
+	}
+	*out = fd;
+	return 0;
+}
+
+int net_ctl_call(const char *sock, json_t *req, json_t **reply, char *err, size_t errlen)
+{
+	int fd, r = net_ctl_send(sock, req, &fd, err, errlen);
+	return r < 0 ? r : net_ctl_reply(fd, sock, reply, err, errlen);
+}
+
+int net_ctl_reply(int fd, const char *sock, json_t **reply, char *err, size_t errlen)
+{
+	int r = 0;
+	int64_t deadline = mono_ms() + CTL_MS;
 	char line[4096];
 	size_t got = 0;
 	while (!r) {
@@ -69,8 +90,7 @@ int net_ctl_call(const char *sock, json_t *req, json_t **reply, char *err, size_
 		if (strchr(line, '\n') || got == sizeof(line) - 1)
 			break;
 	}
-	if (fd >= 0)
-		close(fd);
+	close(fd);
 	if (r < 0)
 		return errf(err, errlen, r, "cove-egress's control socket %s: %s", sock,
 		            strerror(-r));

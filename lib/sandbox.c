@@ -317,8 +317,13 @@ int sandbox_net_begin(struct cove_sandbox *sb, const struct cove_config *cfg,
 	json_t *pj = policy_json ? json_loads(policy_json, 0, &je) : net_policy_json(policy);
 	if (!pj)
 		return errf(err, errlen, -ENOMEM, "cannot make the network policy");
-	int r = net_setup(&sb->net, sb->dir, sb->name, sb->jail.cgroup_fd, cfg, pj, limits, err,
-	                  errlen);
+	int r = -EAGAIN;
+	if (cfg->net_pool)
+		r = net_pool_take(cfg->net_pool, cfg, sb->dir, sb->name, sb->jail.cgroup_fd, pj,
+		                  limits, &sb->net, err, errlen);
+	if (r == -EAGAIN)
+		r = net_setup(&sb->net, sb->dir, sb->name, sb->jail.cgroup_fd, cfg, pj, limits, err,
+		              errlen);
 	char *text = r == 0 ? json_dumps(pj, JSON_COMPACT) : NULL;
 	json_decref(pj);
 	if (r < 0)

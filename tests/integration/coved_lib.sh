@@ -83,8 +83,8 @@ jget() {
 	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2"
 }
 
-# wait_for SECONDS 'shell condition': polls once a second until it holds.
-wait_for() {
+# until_true SECONDS 'shell condition': polls once a second until it holds.
+until_true() {
 	local n=$1 cond=$2 i
 	for i in $(seq "$n"); do
 		eval "$cond" && return 0

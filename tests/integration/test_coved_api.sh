@@ -140,7 +140,7 @@ api DELETE "/sandboxes/$f2" >/dev/null; expect 404 "delete twice"
 # ---- a dead cove-vmm is reported ----
 pid=$(jget "$(cat "$COVE_RUNTIME_DIR/$id/meta.json")" 'o["pid"]')
 kill -9 "$pid"
-if wait_for 30 '[ "$(jget "$(api GET "/sandboxes/$id")" "o[\"state\"]")" = dead ]'; then
+if until_true 30 '[ "$(jget "$(api GET "/sandboxes/$id")" "o[\"state\"]")" = dead ]'; then
 	ok "a killed cove-vmm shows as dead: $(jget "$(api GET "/sandboxes/$id")" 'o.get("deadReason")')"
 else not_ok "killed sandbox: $(api GET "/sandboxes/$id")"; fi
 api GET /v2/sandboxes | grep -q "$id" && ok "the dead sandbox is listed" || not_ok "dead one hidden"
@@ -149,8 +149,8 @@ api DELETE "/sandboxes/$id" >/dev/null; expect 204 "delete a dead sandbox"
 # ---- expiry ----
 k=$(jget "$(api POST /v2/sandboxes '{"timeout":2}')" 'o["sandboxID"]')
 p=$(jget "$(api POST /v2/sandboxes '{"timeout":2,"autoPause":true}')" 'o["sandboxID"]')
-if wait_for 60 '[ "$(api GET "/sandboxes/$k" >/dev/null; code)" = 404 ]'; then ok "timeout expiry kills"; else not_ok "expired sandbox $k: $(api GET "/sandboxes/$k")"; fi
-if wait_for 60 '[ "$(jget "$(api GET "/sandboxes/$p")" "o[\"state\"]")" = paused ]'; then ok "timeout expiry with autoPause pauses"; else not_ok "autoPause: $(api GET "/sandboxes/$p")"; fi
+if until_true 60 '[ "$(api GET "/sandboxes/$k" >/dev/null; code)" = 404 ]'; then ok "timeout expiry kills"; else not_ok "expired sandbox $k: $(api GET "/sandboxes/$k")"; fi
+if until_true 60 '[ "$(jget "$(api GET "/sandboxes/$p")" "o[\"state\"]")" = paused ]'; then ok "timeout expiry with autoPause pauses"; else not_ok "autoPause: $(api GET "/sandboxes/$p")"; fi
 api DELETE "/sandboxes/$p" >/dev/null
 
 # ---- metrics ----
