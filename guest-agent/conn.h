@@ -61,6 +61,16 @@ int agent_open_pty(const struct agent_exec_req *x, int *master, int *slave)
     __attribute__((warn_unused_result));
 const char *agent_env_get(char *const *env, const char *key);
 
+/* Starts x's process (agent_spawn) with its stdio: a pty (*master, and
+ * *in and out[0] are the master too) or pipes (out[0], out[1] the stdout
+ * and stderr read ends, non-blocking when out_nonblock; *in stdin's write
+ * end, non-blocking, when x->stdin_open, else the child reads /dev/null).
+ * The environment is agent_exec_env's.  0 with *pid and *pidfd, or -errno
+ * with a message in err; the fds made so far stay the caller's to close. */
+int agent_exec_spawn(const struct agent_exec_req *x, bool out_nonblock, int *master, int *in,
+                     int out[2], pid_t *pid, int *pidfd, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
 /* Detached processes and MOVE (proc.c, docs/protocol.md): types 40-47. */
 int agent_proc_request(struct agent_conn *c, const struct agent_req *req)
     __attribute__((warn_unused_result));

@@ -145,47 +145,46 @@ fail:;
 	return e;
 }
 
-/* Sets up stdio, spawns, answers STARTED or ERROR.  Returns 1 when the
- * process runs, 0 when the request failed (ERROR sent), -errno on a dead
- * connection. */
-static int exec_start(struct exec *ex, const struct agent_exec_req *x)
+int agent_exec_spawn(const struct agent_exec_req *x, bool out_nonblock, int *master, int *in,
+                     int out[2], pid_t *pid, int *pidfd, char *err, size_t errlen)
 {
 	int child[3] = { -1, -1, -1 };
 	int p[2];
-	char err[PATH_MAX + 128];
 	int r = 0;
 	struct agent_spawn s = { .argv = x->argv, .cwd = x->cwd, .uid = x->uid, .gid = x->gid };
 	char **ca = agent_ca_env();
 	char **env = agent_exec_env(x, ca);
 	if (!env) {
-		r = errf(err, sizeof(err), -ENOMEM, "out of memory");
+		r = errf(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
 	s.envp = env;
 	s.path = agent_env_get(env, "PATH");
 	if (x->pty) {
 		int slave = -1;
-		if ((r = agent_open_pty(x, &ex->master, &slave)) < 0) {
-			errf(err, sizeof(err), r, "pty: %s", strerror(-r));
+		if ((r = agent_open_pty(x, master, &slave)) < 0) {
+			errf(err, errlen, r, "pty: %s", strerror(-r));
 			goto out;
 		}
 		child[0] = child[1] = child[2] = slave;
 		s.ctty = true;
-		ex->out[0] = ex->master;
-		ex->in = ex->master;
+		out[0] = *master;
+		*in = *master;
 	} else {
 		for (int i = 0; i < 2; i++) {
 			if (pipe2(p, O_CLOEXEC) < 0)
 				goto fail_errno;
-			ex->out[i] = p[0];
+			out[i] = p[0];
 			child[i + 1] = p[1];
+			if (out_nonblock && fcntl(p[0], F_SETFL, O_NONBLOCK) < 0)
+				goto fail_errno;
 		}
 		if (x->stdin_open) {
 			if (pipe2(p, O_CLOEXEC) < 0)
 				goto fail_errno;
 			child[0] = p[0];
-			ex->in = p[1];
-			if (fcntl(ex->in, F_SETFL, O_NONBLOCK) < 0)
+			*in = p[1];
+			if (fcntl(*in, F_SETFL, O_NONBLOCK) < 0)
 				goto fail_errno;
 		} else {
 			child[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -194,10 +193,10 @@ static int exec_start(struct exec *ex, const struct agent_exec_req *x)
 		}
 	}
 	memcpy(s.fds, child, sizeof(s.fds));
-	r = agent_spawn(&s, &ex->pid, &ex->pidfd, err, sizeof(err));
+	r = agent_spawn(&s, pid, pidfd, err, errlen);
 	goto out;
 fail_errno:
-	r = errf(err, sizeof(err), -errno, "stdio for the process: %s", strerror(errno));
+	r = errf(err, errlen, -errno, "stdio for the process: %s", strerror(errno));
 out:
 	if (child[0] >= 0 && child[0] == child[1])
 		close(child[0]);
@@ -206,6 +205,17 @@ out:
 			close_fd(&child[i]);
 	free(env);
 	agent_ca_env_free(ca);
+	return r;
+}
+
+/* Sets up stdio, spawns, answers STARTED or ERROR.  Returns 1 when the
+ * process runs, 0 when the request failed (ERROR sent), -errno on a dead
+ * connection. */
+static int exec_start(struct exec *ex, const struct agent_exec_req *x)
+{
+	char err[PATH_MAX + 128];
+	int r = agent_exec_spawn(x, false, &ex->master, &ex->in, ex->out, &ex->pid, &ex->pidfd, err,
+	                         sizeof(err));
 	if (r < 0)
 		return agent_conn_fail(ex->c, ex->id, r, "%s", err);
 	char buf[48];

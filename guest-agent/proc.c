@@ -306,64 +306,8 @@ static json_t *proc_info(const struct agent_req *req)
 /* Spawns the process with its stdio; 0 or -errno with a message in err. */
 static int proc_spawn(struct aproc *p, const struct agent_exec_req *x, char *err, size_t errlen)
 {
-	int child[3] = { -1, -1, -1 };
-	int fds[2];
-	int r = 0;
-	struct agent_spawn s = { .argv = x->argv, .cwd = x->cwd, .uid = x->uid, .gid = x->gid };
-	char **ca = agent_ca_env();
-	char **env = agent_exec_env(x, ca);
-	if (!env) {
-		agent_ca_env_free(ca);
-		return errf(err, errlen, -ENOMEM, "out of memory");
-	}
-	s.envp = env;
-	s.path = agent_env_get(env, "PATH");
-	if (x->pty) {
-		int slave = -1;
-		if ((r = agent_open_pty(x, &p->master, &slave)) < 0) {
-			errf(err, errlen, r, "pty: %s", strerror(-r));
-			goto out;
-		}
-		child[0] = child[1] = child[2] = slave;
-		s.ctty = true;
-		p->out[0] = p->master;
-		p->in = p->master;
-	} else {
-		for (int i = 0; i < 2; i++) {
-			if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) < 0)
-				goto fail_errno;
-			p->out[i] = fds[0];
-			child[i + 1] = fds[1];
-			if (fcntl(fds[1], F_SETFL, 0) < 0)
-				goto fail_errno;
-		}
-		if (x->stdin_open) {
-			if (pipe2(fds, O_CLOEXEC) < 0)
-				goto fail_errno;
-			child[0] = fds[0];
-			p->in = fds[1];
-			if (fcntl(p->in, F_SETFL, O_NONBLOCK) < 0)
-				goto fail_errno;
-		} else {
-			child[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
-			if (child[0] < 0)
-				goto fail_errno;
-		}
-	}
-	memcpy(s.fds, child, sizeof(s.fds));
-	r = agent_spawn(&s, &p->pid, &p->pidfd, err, errlen);
-	goto out;
-fail_errno:
-	r = errf(err, errlen, -errno, "stdio for the process: %s", strerror(errno));
-out:
-	if (child[0] >= 0 && child[0] == child[1])
-		close(child[0]);
-	else
-		for (int i = 0; i < 3; i++)
-			close_fd(&child[i]);
-	free(env);
-	agent_ca_env_free(ca);
-	return r;
+	return agent_exec_spawn(x, true, &p->master, &p->in, p->out, &p->pid, &p->pidfd, err,
+	                        errlen);
 }
 
 static int proc_start(struct agent_conn *c, const struct agent_req *req)
