@@ -257,6 +257,24 @@ static int handshake(SSL *s, bool *done, bool *ww)
 
 /* One round of moving what can move; true if anything did, -1 to end the
  * connection with a reset. */
+/* Writes what d holds through io (u_io or g_io); -1 on a fatal error. */
+static int drain(struct conn *c, struct conn_dir *d,
+                 long (*io)(struct conn *, bool, void *, size_t), bool *prog)
+{
+	if (d->len <= d->off)
+		return 0;
+	long k = io(c, true, d->buf + d->off, d->len - d->off);
+	if (k == -2)
+		return -1;
+	if (k > 0) {
+		d->off += (size_t)k;
+		*prog = true;
+	}
+	if (d->off == d->len)
+		d->off = d->len = 0;
+	return 0;
+}
+
 static int round_(struct conn *c)
 {
 	struct mitm *m = c->m;
@@ -345,17 +363,8 @@ static int round_(struct conn *c)
 			}
 		}
 	}
-	if (uready && c->up.len > c->up.off) {
-		long k = u_io(c, true, c->up.buf + c->up.off, c->up.len - c->up.off);
-		if (k > 0) {
-			c->up.off += (size_t)k;
-			prog = true;
-		} else if (k == -2) {
-			return -1;
-		}
-		if (c->up.off == c->up.len)
-			c->up.off = c->up.len = 0;
-	}
+	if (uready && drain(c, &c->up, u_io, &prog) < 0)
+		return -1;
 	/* server -> guest */
 	if (uready && !m->u_eof && c->down.len < CONN_BUF) {
 		long k = u_io(c, false, c->down.buf + c->down.len, CONN_BUF - c->down.len);
@@ -371,17 +380,8 @@ static int round_(struct conn *c)
 			return -1;
 		}
 	}
-	if (gready && c->down.len > c->down.off) {
-		long k = g_io(c, true, c->down.buf + c->down.off, c->down.len - c->down.off);
-		if (k > 0) {
-			c->down.off += (size_t)k;
-			prog = true;
-		} else if (k == -2) {
-			return -1;
-		}
-		if (c->down.off == c->down.len)
-			c->down.off = c->down.len = 0;
-	}
+	if (gready && drain(c, &c->down, g_io, &prog) < 0)
+		return -1;
 	return prog;
 }
 

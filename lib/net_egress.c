@@ -28,6 +28,7 @@
 #include "clock.h"
 #include "errf.h"
 #include "io.h"
+#include "libcove.h"
 #include "net.h"
 #include "text.h"
 
@@ -208,23 +209,10 @@ void egress_stop(struct sandbox_net *n)
 
 static int listen_unix(const char *path)
 {
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		close(fd);
-		return -ENAMETOOLONG;
-	}
-	strcpy(sa.sun_path, path);
 	unlink(path);
 	mode_t old = umask(0177);
-	int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 16) < 0 ? -errno : 0;
+	int fd = vmm_listen(path);
 	umask(old);
-	if (r < 0) {
-		close(fd);
-		return r;
-	}
 	return fd;
 }
 

@@ -36,7 +36,7 @@ int vmm_listen(const char *path)
 		return -ENAMETOOLONG;
 	}
 	strcpy(sa.sun_path, path);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4) < 0) {
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 16) < 0) {
 		int e = -errno;
 		close(fd);
 		return e;
