@@ -15,7 +15,8 @@
  * transaction (the control socket's "policy" request, as cove net).  What
  * cannot change after cove-egress started falls back to net_setup: publish
  * listeners and DNS upstreams other than the pool's.  A filler thread makes
- * a new slot for each one taken.  Nothing in a slot belongs to a sandbox
+ * a new slot for each one taken, once no slot was taken for
+ * REFILL_QUIET_MS (at once when none is left).  Nothing in a slot belongs to a sandbox
  * before it is taken, and a slot serves one sandbox only. */
 #include <dirent.h>
 #include <errno.h>
@@ -32,6 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "errf.h"
 #include "io.h"
 #include "libcove.h"
@@ -41,6 +43,10 @@
 #define SLOT_PREFIX   ".np-"
 #define SLOT_RECORD   "slot"
 #define SLOT_NAME_MAX 16
+/* A refill waits until no slot was taken for this long (unless none is
+ * left): making a slot costs a process start and two nftables
+ * transactions, CPU that the sandbox which just took one needs to boot. */
+#define REFILL_QUIET_MS 2000
 
 struct net_slot {
 	struct sandbox_net n;
@@ -60,7 +66,8 @@ struct cove_net_pool {
 	char *egress, **dns; /* copies of the config's */
 	struct cove_config cfg;
 	atomic_uint hits, misses, failures;
-	char last_err[256]; /* the filler's last failure, under mu */
+	int64_t last_take_ms; /* under mu */
+	char last_err[256];   /* the filler's last failure, under mu */
 };
 
 static const char *const slot_files[] = { EGRESS_SOCK, EGRESS_LOG, EGRESS_ERR };
@@ -191,6 +198,23 @@ static void slots_clean_stale(const char *base)
 	closedir(d);
 }
 
+/* Waits on the pool's condition until ms (CLOCK_MONOTONIC ms) at most. */
+static void wait_until(struct cove_net_pool *p, int64_t ms)
+{
+	int64_t left = ms - mono_ms();
+	if (left <= 0)
+		return;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += left / 1000;
+	ts.tv_nsec += (long)(left % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&p->cond, &p->mu, &ts);
+}
+
 static void *filler(void *arg)
 {
 	struct cove_net_pool *p = arg;
@@ -199,6 +223,11 @@ static void *filler(void *arg)
 	while (!p->stopping) {
 		if (p->nready >= p->size) {
 			pthread_cond_wait(&p->cond, &p->mu);
+			continue;
+		}
+		int64_t quiet = p->last_take_ms + REFILL_QUIET_MS;
+		if (p->nready > 0 && mono_ms() < quiet) {
+			wait_until(p, quiet);
 			continue;
 		}
 		pthread_mutex_unlock(&p->mu);
@@ -213,16 +242,8 @@ static void *filler(void *arg)
 			snprintf(p->last_err, sizeof(p->last_err), "%s", err);
 			backoff_ms =
 			    backoff_ms ? (backoff_ms * 2 > 10000 ? 10000 : backoff_ms * 2) : 250;
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += backoff_ms / 1000;
-			ts.tv_nsec += (long)(backoff_ms % 1000) * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
 			if (!p->stopping)
-				pthread_cond_timedwait(&p->cond, &p->mu, &ts);
+				wait_until(p, mono_ms() + backoff_ms);
 			continue;
 		}
 		backoff_ms = 0;
@@ -404,6 +425,7 @@ int net_pool_take(struct cove_net_pool *p, const struct cove_config *cfg, const 
 	for (;;) {
 		pthread_mutex_lock(&p->mu);
 		struct net_slot *s = p->ready;
+		p->last_take_ms = mono_ms();
 		if (s) {
 			p->ready = s->next;
 			p->nready--;
