@@ -41,8 +41,8 @@ static int start_from_template(const struct cove_config *cfg, const char *name,
 			 * that one's hash is an input. */
 			char *vmm = realpath(cfg->vmm, NULL);
 			if (!vmm)
-				r = -1, snprintf(err, sizeof(err), "cove-vmm '%s': cannot resolve it",
-				                 cfg->vmm);
+				r = -1, snprintf(err, sizeof(err),
+				                 "cove-vmm '%s': cannot resolve it", cfg->vmm);
 			free(spec->vmm);
 			spec->vmm = vmm;
 		}
@@ -147,8 +147,8 @@ int cli_run(int argc, char **argv)
 			break;
 		case O_TEMPLATE:
 			if (!cove_template_name_valid(optarg)) {
-				fprintf(stderr, "%s: --template: invalid template name '%s'\n", prog,
-				        optarg);
+				fprintf(stderr, "%s: --template: invalid template name '%s'\n",
+				        prog, optarg);
 				goto out;
 			}
 			tmpl = optarg;
@@ -189,8 +189,9 @@ int cli_run(int argc, char **argv)
 	if (cli_exec_check(&x, prog) < 0)
 		goto out;
 	if (tmpl && (cold || sized)) {
-		fprintf(stderr, "%s: --template takes its image and sizes from the template: no %s\n",
-		        prog, cold ? "--cold" : sized);
+		fprintf(stderr,
+		        "%s: --template takes its image and sizes from the template: no %s\n", prog,
+		        cold ? "--cold" : sized);
 		goto out;
 	}
 

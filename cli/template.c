@@ -131,7 +131,8 @@ static int template_build(int argc, char **argv)
 			}
 			/* The build's sandbox gets a NIC (policy none); "open"
 			 * lets the steps reach the world. */
-			net = strcmp(optarg, "open") ? COVE_TEMPLATE_NET_NONE : COVE_TEMPLATE_NET_OPEN;
+			net = strcmp(optarg, "open") ? COVE_TEMPLATE_NET_NONE
+			                             : COVE_TEMPLATE_NET_OPEN;
 			break;
 		case O_RUN:
 		case O_PUT:
@@ -193,8 +194,8 @@ static int template_build(int argc, char **argv)
 	cli_template_io(&io, prog, true);
 	char dir[4200];
 	int lockfd;
-	int r = cove_template_ensure(&spec, force, &io, dir, sizeof(dir), &lockfd, err,
-	                             sizeof(err));
+	int r =
+	    cove_template_ensure(&spec, force, &io, dir, sizeof(dir), &lockfd, err, sizeof(err));
 	if (r != 0) {
 		fprintf(stderr, "%s: %s\n", prog, err);
 		status = r > 0 ? r : 1;

@@ -192,7 +192,8 @@ int coved_config_load(const char *path, struct coved_config *cfg, char *err, siz
 		}
 	}
 	/* Templates live beside the sandboxes' state unless told otherwise. */
-	if (!cfg->templates_dir_set && asprintf(&cfg->templates_dir, "%s/templates", cfg->state_dir) < 0)
+	if (!cfg->templates_dir_set &&
+	    asprintf(&cfg->templates_dir, "%s/templates", cfg->state_dir) < 0)
 		cfg->templates_dir = NULL;
 	if (cfg->cpus > cfg->max_cpus || cfg->memory_mib > cfg->max_memory_mib ||
 	    cfg->default_timeout_s > cfg->max_timeout_s)

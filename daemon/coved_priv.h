@@ -42,7 +42,7 @@ struct coved_config {
 	unsigned int boot_timeout_s; /* until a new sandbox's agent answers */
 	bool network;                /* sandboxes may have a network */
 	bool metrics_auth;           /* /metrics needs an API key too */
-	char *templates_dir; /* the template store (lib/template.h); NULL: none,
+	char *templates_dir;         /* the template store (lib/template.h); NULL: none,
 	                        creates boot cold (config "templates_dir": null) */
 	bool templates_dir_set;
 };

@@ -55,10 +55,10 @@ int coved_template_for(struct coved *d, const char *tid, struct cove_config *cfg
 			m.spec.vmm = vmm;
 		}
 	} else {
-		r = cove_template_base_spec(
-		    &m.spec, cfg,
-		    cfg->net.mode != COVE_NET_OFF ? COVE_TEMPLATE_NET_NONE : COVE_TEMPLATE_NET_OFF,
-		    err, sizeof(err));
+		r = cove_template_base_spec(&m.spec, cfg,
+		                            cfg->net.mode != COVE_NET_OFF ? COVE_TEMPLATE_NET_NONE
+		                                                          : COVE_TEMPLATE_NET_OFF,
+		                            err, sizeof(err));
 	}
 	const struct cove_template_io io = { .note = note };
 	if (r == 0)

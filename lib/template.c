@@ -308,8 +308,7 @@ static int read_manifest(const char *dir, struct cove_template_manifest *m, char
 	return r;
 }
 
-int cove_template_load(const char *name, struct cove_template_manifest *m, char *err,
-                       size_t errlen)
+int cove_template_load(const char *name, struct cove_template_manifest *m, char *err, size_t errlen)
 {
 	memset(m, 0, sizeof(*m));
 	if (!cove_template_name_valid(name))
@@ -326,8 +325,8 @@ int cove_template_load(const char *name, struct cove_template_manifest *m, char 
 		return r;
 	if (strcmp(m->spec.name, name)) {
 		cove_template_spec_free(&m->spec);
-		return errf(err, errlen, -EINVAL, "template '%s': its template.json names '%s'", name,
-		            m->spec.name);
+		return errf(err, errlen, -EINVAL, "template '%s': its template.json names '%s'",
+		            name, m->spec.name);
 	}
 	return 0;
 }
@@ -443,8 +442,7 @@ static int write_manifest(const char *dir, const struct cove_template_manifest *
 /* Puts the built directory tmp in final's place: a plain rename when there
  * is none, else an exchange (readers see the old or the new one, never
  * neither), then the old one removed. */
-static int swap_in(const char *store, const char *tmp, const char *final, char *err,
-                   size_t errlen)
+static int swap_in(const char *store, const char *tmp, const char *final, char *err, size_t errlen)
 {
 	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) < 0) {
 		if (errno != EEXIST ||

@@ -43,7 +43,7 @@ struct cove_template_spec {
 	unsigned int cpus;
 	uint64_t memory_mib;
 	uint64_t disk_size; /* 0: the image's */
-	int net; /* COVE_TEMPLATE_NET_*: a NIC (restores may get a network), and the
+	int net;            /* COVE_TEMPLATE_NET_*: a NIC (restores may get a network), and the
 	            policy its build's steps run under */
 	struct cove_template_step *steps;
 	size_t nsteps;
@@ -118,8 +118,8 @@ int cove_template_ensure(const struct cove_template_spec *s, bool force,
                          char *err, size_t errlen) __attribute__((warn_unused_result));
 
 /* Reads the manifest of the store's template name (-ENOENT: none). */
-int cove_template_load(const char *name, struct cove_template_manifest *m, char *err,
-                       size_t errlen) __attribute__((warn_unused_result));
+int cove_template_load(const char *name, struct cove_template_manifest *m, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 
 struct cove_template_info {
 	char name[COVE_TEMPLATE_NAME_MAX + 1];

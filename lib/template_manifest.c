@@ -120,8 +120,9 @@ static int get_str(json_t *o, const char *key, size_t max, bool abs, char **out,
 	const char *s = json_string_value(v);
 	if (!s || json_string_length(v) == 0 || json_string_length(v) >= max ||
 	    strlen(s) != json_string_length(v) || (abs && s[0] != '/'))
-		return errf(err, errlen, -EINVAL, "template.json: '%s' must be %s of under %zu bytes",
-		            key, abs ? "an absolute path" : "a string", max);
+		return errf(err, errlen, -EINVAL,
+		            "template.json: '%s' must be %s of under %zu bytes", key,
+		            abs ? "an absolute path" : "a string", max);
 	if (!(*out = strdup(s)))
 		return errf(err, errlen, -ENOMEM, "out of memory");
 	return 0;
@@ -152,14 +153,16 @@ static int parse_step(json_t *j, struct cove_template_spec *s, char *err, size_t
 		t->kind = COVE_STEP_RUN;
 		s->nsteps++;
 		if (json_object_size(j) != 1)
-			return errf(err, errlen, -EINVAL, "template.json: a run step has only 'run'");
+			return errf(err, errlen, -EINVAL,
+			            "template.json: a run step has only 'run'");
 		return get_str(j, "run", COVE_TEMPLATE_RUN_MAX + 1, false, &t->run, err, errlen);
 	}
 	t->kind = COVE_STEP_PUT;
 	s->nsteps++;
 	if (json_object_size(j) != 2)
-		return errf(err, errlen, -EINVAL,
-		            "template.json: a step is {\"run\": CMD} or {\"put\": LOCAL, \"to\": GUEST}");
+		return errf(
+		    err, errlen, -EINVAL,
+		    "template.json: a step is {\"run\": CMD} or {\"put\": LOCAL, \"to\": GUEST}");
 	if ((r = get_str(j, "put", PATH_MAX, true, &t->local, err, errlen)) < 0)
 		return r;
 	return get_str(j, "to", GUEST_PATH_MAX, true, &t->guest, err, errlen);
@@ -179,8 +182,8 @@ int template_manifest_parse(const char *text, size_t len, struct cove_template_m
 		return errf(err, errlen, -EINVAL, "template.json: not a JSON object (%s)",
 		            o ? "another type" : je.text);
 	}
-	static const char *const known[] = { "version", "name",       "inputs_hash", "created",
-		                             "vmm",     "kernel",     "image",       "cpus",
+	static const char *const known[] = { "version",    "name",      "inputs_hash", "created",
+		                             "vmm",        "kernel",    "image",       "cpus",
 		                             "memory_mib", "disk_size", "net",         "steps" };
 	int r = 0;
 	uint64_t v;
@@ -203,7 +206,8 @@ int template_manifest_parse(const char *text, size_t len, struct cove_template_m
 		goto out;
 	if (!cove_template_name_valid(name)) {
 		free(name);
-		r = errf(err, errlen, -EINVAL, "template.json: 'name' is not a valid template name");
+		r = errf(err, errlen, -EINVAL,
+		         "template.json: 'name' is not a valid template name");
 		goto out;
 	}
 	snprintf(s->name, sizeof(s->name), "%s", name);
@@ -217,7 +221,8 @@ int template_manifest_parse(const char *text, size_t len, struct cove_template_m
 		memcpy(m->inputs_hash, hash, SHA256_HEX);
 	free(hash);
 	if (!hex) {
-		r = errf(err, errlen, -EINVAL, "template.json: 'inputs_hash' must be 64 hex digits");
+		r = errf(err, errlen, -EINVAL,
+		         "template.json: 'inputs_hash' must be 64 hex digits");
 		goto out;
 	}
 	if ((r = get_uint(o, "created", 0, (uint64_t)1 << 40, &v, err, errlen)) < 0)
@@ -245,7 +250,8 @@ int template_manifest_parse(const char *text, size_t len, struct cove_template_m
 	}
 	json_t *steps = json_object_get(o, "steps");
 	if (!json_is_array(steps) || json_array_size(steps) > COVE_TEMPLATE_STEPS_MAX) {
-		r = errf(err, errlen, -EINVAL, "template.json: 'steps' must be an array of at most %d",
+		r = errf(err, errlen, -EINVAL,
+		         "template.json: 'steps' must be an array of at most %d",
 		         COVE_TEMPLATE_STEPS_MAX);
 		goto out;
 	}
@@ -278,12 +284,12 @@ char *template_manifest_dump(const struct cove_template_manifest *m)
 	}
 	static const char *const nets[] = { "off", "none", "open" };
 	const char *net = s->net >= 0 && s->net <= COVE_TEMPLATE_NET_OPEN ? nets[s->net] : "off";
-	json_t *o = json_pack("{s:i, s:s, s:s, s:I, s:s, s:s, s:s, s:i, s:I, s:I, s:s, s:o}",
-	                      "version", 1, "name", s->name, "inputs_hash", m->inputs_hash,
-	                      "created", (json_int_t)m->created, "vmm", s->vmm, "kernel",
-	                      s->kernel, "image", s->image, "cpus", (int)s->cpus, "memory_mib",
-	                      (json_int_t)s->memory_mib, "disk_size", (json_int_t)s->disk_size,
-	                      "net", net, "steps", steps);
+	json_t *o =
+	    json_pack("{s:i, s:s, s:s, s:I, s:s, s:s, s:s, s:i, s:I, s:I, s:s, s:o}", "version", 1,
+	              "name", s->name, "inputs_hash", m->inputs_hash, "created",
+	              (json_int_t)m->created, "vmm", s->vmm, "kernel", s->kernel, "image", s->image,
+	              "cpus", (int)s->cpus, "memory_mib", (json_int_t)s->memory_mib, "disk_size",
+	              (json_int_t)s->disk_size, "net", net, "steps", steps);
 	char *text = o ? json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
 	json_decref(o);
 	return text;
@@ -358,7 +364,7 @@ int template_file_hash(int fd, char hex[SHA256_HEX])
 		if (data < 0) {
 			if (errno == ENXIO)
 				break; /* only a hole is left */
-			data = off; /* no SEEK_DATA here: read everything */
+			data = off;    /* no SEEK_DATA here: read everything */
 		}
 		off = data - data % HASH_BLOCK;
 		ssize_t got = pread(fd, buf, HASH_BLOCK * HASH_FILE_CHUNKS, off);
@@ -371,7 +377,8 @@ int template_file_hash(int fd, char hex[SHA256_HEX])
 		if (got == 0)
 			break;
 		for (ssize_t b = 0; b < got; b += HASH_BLOCK) {
-			size_t blen = (size_t)(got - b) < HASH_BLOCK ? (size_t)(got - b) : HASH_BLOCK;
+			size_t blen =
+			    (size_t)(got - b) < HASH_BLOCK ? (size_t)(got - b) : HASH_BLOCK;
 			if (!memcmp(buf + b, zero, blen))
 				continue;
 			uint8_t idx[8];

@@ -129,10 +129,12 @@ START_TEST(manifest_malformed)
 		"{}",
 		"{\"version\":2}",
 		/* each of these differs from a good one in one field */
-		"{\"version\":1,\"name\":\".x\",\"inputs_hash\":\"%H\",\"created\":1,\"vmm\":\"/v\","
+		"{\"version\":1,\"name\":\".x\",\"inputs_hash\":\"%H\",\"created\":1,\"vmm\":\"/"
+		"v\","
 		"\"kernel\":\"/k\",\"image\":\"/i\",\"cpus\":1,\"memory_mib\":256,\"disk_size\":0,"
 		"\"net\":\"off\",\"steps\":[]}",
-		"{\"version\":1,\"name\":\"x\",\"inputs_hash\":\"ABC\",\"created\":1,\"vmm\":\"/v\","
+		"{\"version\":1,\"name\":\"x\",\"inputs_hash\":\"ABC\",\"created\":1,\"vmm\":\"/"
+		"v\","
 		"\"kernel\":\"/k\",\"image\":\"/i\",\"cpus\":1,\"memory_mib\":256,\"disk_size\":0,"
 		"\"net\":\"off\",\"steps\":[]}",
 		"{\"version\":1,\"name\":\"x\",\"inputs_hash\":\"%H\",\"created\":1,\"vmm\":\"v\","
@@ -183,11 +185,12 @@ START_TEST(manifest_malformed)
 	}
 	/* The good one the cases differ from is accepted. */
 	char good[1024];
-	snprintf(good, sizeof(good),
-	         "{\"version\":1,\"name\":\"x\",\"inputs_hash\":\"%s\",\"created\":1,\"vmm\":\"/v\","
-	         "\"kernel\":\"/k\",\"image\":\"/i\",\"cpus\":1,\"memory_mib\":256,\"disk_size\":0,"
-	         "\"net\":\"off\",\"steps\":[{\"run\":\"a\"},{\"put\":\"/l\",\"to\":\"/g\"}]}",
-	         hash);
+	snprintf(
+	    good, sizeof(good),
+	    "{\"version\":1,\"name\":\"x\",\"inputs_hash\":\"%s\",\"created\":1,\"vmm\":\"/v\","
+	    "\"kernel\":\"/k\",\"image\":\"/i\",\"cpus\":1,\"memory_mib\":256,\"disk_size\":0,"
+	    "\"net\":\"off\",\"steps\":[{\"run\":\"a\"},{\"put\":\"/l\",\"to\":\"/g\"}]}",
+	    hash);
 	struct cove_template_manifest m;
 	char err[256];
 	ck_assert_int_eq(template_manifest_parse(good, strlen(good), &m, err, sizeof(err)), 0);
