@@ -116,7 +116,8 @@ static int template_build(int argc, char **argv)
 	char *image = NULL, err[600];
 	struct cove_template_spec spec = { 0 };
 	opterr = 0;
-	while ((o = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	/* NAME may come before the options (permuted). */
+	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		int k = o == CLI_O_NET ? 0 : cli_config_option(&cfg, &image, o, optarg, prog);
 		if (k < 0)
 			goto out;
