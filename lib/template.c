@@ -19,6 +19,7 @@
 #include "cove_limits.h"
 #include "errf.h"
 #include "io.h"
+#include "registry.h"
 #include "template.h"
 
 #define LOCK_BUILD_WAIT_MS (30 * 60 * 1000) /* another process builds it: setup may be long */
@@ -496,9 +497,11 @@ int cove_template_ensure(const struct cove_template_spec *s, bool force,
                          char *err, size_t errlen)
 {
 	*lockfd = -1;
-	char store[PATH_MAX], hash[SHA256_HEX];
-	int r = cove_template_store(store, sizeof(store), err, errlen);
-	if (r < 0 || (r = cove_template_hash(s, hash, err, errlen)) < 0)
+	char store[PATH_MAX], hash[SHA256_HEX], rt[PATH_MAX];
+	/* The runtime base refuses us before anything is built (one line). */
+	int r = registry_base(rt, sizeof(rt), err, errlen);
+	if (r < 0 || (r = cove_template_store(store, sizeof(store), err, errlen)) < 0 ||
+	    (r = cove_template_hash(s, hash, err, errlen)) < 0)
 		return r;
 	if ((size_t)snprintf(dir, dirlen, "%s/%s", store, s->name) >= dirlen)
 		return errf(err, errlen, -ENAMETOOLONG, "template path is too long");
