@@ -480,6 +480,31 @@ static int build(const struct cove_template_spec *s, const char *store, const ch
 	return r;
 }
 
+/* Builds of name that a killed builder left: with the exclusive lock held
+ * no other builder of name runs, so every .build-<name>.* is stale. */
+static void remove_stale_builds(const char *store, const char *name)
+{
+	char prefix[COVE_TEMPLATE_NAME_MAX + 16], p[PATH_MAX + 400];
+	int n = snprintf(prefix, sizeof(prefix), ".build-%s.", name);
+	DIR *d = opendir(store);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, prefix, (size_t)n))
+			continue;
+		/* Exactly <pid>.<8 hex> after it: ".build-web.1.5.x" is web.1's. */
+		const char *r = e->d_name + n;
+		size_t digits = strspn(r, "0123456789");
+		if (!digits || r[digits] != '.' || strlen(r + digits + 1) != 8 ||
+		    strspn(r + digits + 1, "0123456789abcdef") != 8)
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", store, e->d_name);
+		remove_dir(p);
+	}
+	closedir(d);
+}
+
 /* Whether the template at dir was built from inputs hashing to hash. */
 static bool up_to_date(const char *dir, const char *hash)
 {
@@ -521,6 +546,7 @@ int cove_template_ensure(const struct cove_template_spec *s, bool force,
 		return errf(err, errlen, r, "template '%s': waited %d s for another build: %s",
 		            s->name, LOCK_BUILD_WAIT_MS / 1000, strerror(-r));
 	}
+	remove_stale_builds(store, s->name);
 	bool exists = lstat(dir, &st) == 0;
 	/* Someone else may have built it while we waited: use theirs. */
 	if (force || !exists || !up_to_date(dir, hash)) {
