@@ -43,7 +43,23 @@ struct coved_config {
 	bool network;                /* sandboxes may have a network */
 	unsigned int net_pool_size;  /* networks set up ahead (cove_net_pool_new); 0: none */
 	bool metrics_auth;           /* /metrics needs an API key too */
+	char *templates_dir;         /* the template store (lib/template.h); NULL: none,
+	                        creates boot cold (config "templates_dir": null) */
+	bool templates_dir_set;
 };
+
+/* daemon/template.c: the template a create restores, when there is one:
+ * 0 with *dir (malloc'ed) and *lockfd (close it once the restore has
+ * started), 1 when the create boots cold (no store, an image of the
+ * config's templates), or an HTTP status with msg.  cfg (cpus, memory,
+ * disk size, image, net) says what the base template is of, and is made
+ * a restore's (disk size 0, the template's network). */
+struct cove_config;
+struct coved;
+int coved_template_for(struct coved *d, const char *tid, struct cove_config *cfg, bool net_given,
+                       char **dir, int *lockfd, char *msg, size_t len);
+/* Whether tid names a template in the store (not "base", not an image). */
+bool coved_template_named(struct coved *d, const char *tid);
 
 int coved_config_load(const char *path, struct coved_config *cfg, char *err, size_t errlen)
     __attribute__((warn_unused_result));
