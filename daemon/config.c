@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cove.h"
 #include "coved_priv.h"
 #include "errf.h"
 
@@ -122,6 +123,8 @@ static int apply(struct coved_config *c, const char *k, json_t *v, char *err, si
 	UINT("max_memory_mib", 32, (uint64_t)1 << 20, max_memory_mib)
 	UINT("disk_mib", 0, (uint64_t)1 << 24, disk_mib)
 	UINT("boot_timeout_s", 1, 3600, boot_timeout_s)
+	UINT("pool_size", 0, COVE_POOL_SIZE_MAX, pool_size)
+	UINT("pool_cpus", 0, 64, pool_cpus)
 #undef UINT
 	if (strcmp(k, "network") == 0)
 		return set_bool(v, k, &c->network, err, errlen);

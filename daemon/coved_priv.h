@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "body.h"
 #include "coved.h"
@@ -42,6 +43,8 @@ struct coved_config {
 	unsigned int boot_timeout_s; /* until a new sandbox's agent answers */
 	bool network;                /* sandboxes may have a network */
 	bool metrics_auth;           /* /metrics needs an API key too */
+	unsigned int pool_size;      /* pre-spawned VMMs kept ready (pool.c); 0: none */
+	unsigned int pool_cpus;      /* their vCPU count; 0: cpus */
 };
 
 int coved_config_load(const char *path, struct coved_config *cfg, char *err, size_t errlen)
@@ -118,7 +121,17 @@ struct coved {
 	pthread_mutex_t stop_mu;
 	pthread_cond_t stop_cond;
 	bool stopping;
+	struct cove_vmm_pool *pool; /* pre-spawned VMMs (pool.c), or NULL */
 };
+
+/* ---- the VMM pool (pool.c) ---- */
+/* Starts the pool when pool_size > 0 (members come up in the background):
+ * 0, or -errno with err. */
+int coved_pool_start(struct coved *d, char *err, size_t errlen) __attribute__((warn_unused_result));
+/* Ends every member not taken (before coved exits). */
+void coved_pool_stop(struct coved *d);
+/* The pool's lines of /metrics. */
+void coved_pool_metrics(struct coved *d, FILE *f);
 
 /* ---- sandboxes (sandbox.c) ---- */
 int coved_adopt_all(struct coved *d);

@@ -118,6 +118,10 @@ int main(int argc, char **argv)
 		        strerror(-n));
 		return 1;
 	}
+	if (coved_pool_start(&d, err, sizeof(err)) < 0) {
+		fprintf(stderr, "coved: %s\n", err);
+		return 1;
+	}
 	if (envd_init(&d) < 0) {
 		fprintf(stderr, "coved: the envd surface would not start\n");
 		return 1;
@@ -141,6 +145,8 @@ int main(int argc, char **argv)
 	pthread_cond_signal(&d.stop_cond);
 	pthread_mutex_unlock(&d.stop_mu);
 	pthread_join(d.reaper, NULL);
+	/* Pre-spawned VMMs that serve no sandbox end with us. */
+	coved_pool_stop(&d);
 	envd_fini(&d);
 	/* Detached sandboxes outlive their handles. */
 	pthread_mutex_lock(&d.mu);

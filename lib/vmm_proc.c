@@ -260,7 +260,7 @@ static void plan_init(struct spawn_plan *p, char *const argv[], struct cove_sand
 }
 
 /* The start log's first line: what confines this sandbox. */
-static void log_confinement(const struct cove_sandbox *sb, const char *log)
+void vmm_log_confinement(const struct cove_sandbox *sb, const char *log)
 {
 	char line[1024];
 	jail_describe(&sb->jail, line, sizeof(line));
@@ -297,7 +297,7 @@ static int spawn_child(struct spawn_plan *p, const char *log, struct cove_sandbo
 	sb->pidfd = pidfd;
 	sb->pid = pid;
 	sb->child = true;
-	log_confinement(sb, log);
+	vmm_log_confinement(sb, log);
 	(void)!write(go[1], "g", 1);
 	close(go[1]);
 	return 0;
@@ -350,7 +350,7 @@ static int spawn_detached(struct spawn_plan *p, const char *log, struct cove_san
 	}
 	/* A grandchild that died already shows through the pidfd. */
 	if (r == 0) {
-		log_confinement(sb, log);
+		vmm_log_confinement(sb, log);
 		(void)!send(go[0], "g", 1, MSG_NOSIGNAL);
 	}
 	close(go[0]);
