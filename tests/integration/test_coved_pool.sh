@@ -11,11 +11,14 @@ coved_env
 coved_start '"pool_size": 2, "pool_cpus": 1' || { not_ok "coved starts"; finish; }
 x() { $cove exec "$1" -- sh -c "$2" 2>&1; }
 metric() { api GET /metrics | awk -v m="$1" '$1 == m { print $2 }'; }
-# The pids of cove-vmm --pool processes still waiting (their argv says so).
+# The pids of cove-vmm --pool processes still waiting: started with
+# --pool and still in a member's cgroup (.pool-XXXXXX; a taken one is in
+# its sandbox's).
 members() {
 	local p
 	for p in /proc/[0-9]*; do
-		{ tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -q '^[^ ]*cove-vmm --pool ' && echo "${p#/proc/}"
+		{ tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -q '^[^ ]*cove-vmm --pool ' &&
+			grep -q '/\.pool-[^/]*$' "$p/cgroup" 2>/dev/null && echo "${p#/proc/}"
 	done | sort -n
 }
 vmm_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$COVE_RUNTIME_DIR/$1/meta.json"; }
