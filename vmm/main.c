@@ -143,6 +143,10 @@ static int pool_main(struct vmm_config *sp)
 	int r = vm_prepare(&vm, cpus, err, sizeof(err));
 	if (r == 0)
 		r = vmm_api_create(vm, sp->api_path, &api, err, sizeof(err));
+	/* The filters of the mode it was spawned with, compiled while it
+	 * waits (a request with another mode compiles its own at start). */
+	if (r == 0)
+		r = vmm_seccomp_precompile(sp->seccomp, err, sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "cove-vmm: pool: %s\n", err);
 		vm_destroy(vm);

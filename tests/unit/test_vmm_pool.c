@@ -80,7 +80,9 @@ START_TEST(pool_flag)
 {
 	struct vmm_config c;
 	char err[256];
-	char *ok[] = { "cove-vmm", "--pool", "2", "--api", "/tmp/x.sock", "--seccomp", "log", NULL };
+	char *ok[] = {
+		"cove-vmm", "--pool", "2", "--api", "/tmp/x.sock", "--seccomp", "log", NULL
+	};
 	ck_assert_int_eq(vmm_parse(&c, ok, err), 0);
 	ck_assert_uint_eq(c.pool_cpus, 2);
 	char *noapi[] = { "cove-vmm", "--pool", "1", NULL };
