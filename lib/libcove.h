@@ -47,6 +47,11 @@ struct cove_sandbox {
 	pthread_t ttl_thread;
 	bool ttl_killed;        /* written by the watchdog before it ends (atomic) */
 	struct sandbox_net net; /* net.on: it has a network (net.h) */
+	/* vmm_spawn of a pool member (pool.c): started at the lowest CPU
+	 * priority (nice 19) when we are root, so that refilling the pool
+	 * yields to running sandboxes; the VMM takes priority 0 back itself
+	 * when its start request comes. */
+	bool pool_member;
 };
 
 /* ---- config.c ----------------------------------------------------------- */

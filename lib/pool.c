@@ -202,6 +202,7 @@ static struct pool_member *member_spawn(const struct cove_vmm_pool *p, unsigned 
 	 * KVM VM's kernel memory; the sandbox's limits come with the claim. */
 	struct cgroup_limits lim = { .memory_bytes = 128ULL << 20,
 		                     .pids_max = cpus + CGROUP_PIDS_SPARE };
+	msb->pool_member = true;
 	snprintf(msb->dir, sizeof(msb->dir), "%s", pm->dir);
 	snprintf(msb->name, sizeof(msb->name), "%s", name);
 	snprintf(msb->root, sizeof(msb->root), "%s", pm->root);

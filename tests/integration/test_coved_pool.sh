@@ -8,7 +8,7 @@
 source tests/integration/lib.sh
 source tests/integration/coved_lib.sh
 coved_env
-coved_start '"pool_size": 2, "pool_cpus": 1' || { not_ok "coved starts"; finish; }
+coved_start '"pool_size": 2, "pool_cpus": 1, "memory_mib": 64' || { not_ok "coved starts"; finish; }
 x() { $cove exec "$1" -- sh -c "$2" 2>&1; }
 metric() { api GET /metrics | awk -v m="$1" '$1 == m { print $2 }'; }
 # The pids of cove-vmm --pool processes still waiting: started with
@@ -21,6 +21,7 @@ members() {
 			grep -q '/\.pool-[^/]*$' "$p/cgroup" 2>/dev/null && echo "${p#/proc/}"
 	done | sort -n
 }
+nice_of() { awk '{ print $19 }' "/proc/$1/stat"; }
 vmm_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$COVE_RUNTIME_DIR/$1/meta.json"; }
 t0=$(date +%s)
 seen=$WORK/seen-members
@@ -32,6 +33,7 @@ wait_for 60 '[ "$(metric coved_pool_ready)" = 2 ]' && ok "two members ready befo
 echo "# $(( $(date +%s) - t0 )) s: pool full"
 note_members
 [ "$(members | wc -l)" = 2 ] && ok "two cove-vmm --pool processes wait" || not_ok "members: $(members)"
+for p in $(members); do [ "$(nice_of "$p")" = 19 ] || not_ok "member $p has nice $(nice_of "$p")"; done
 [ -z "$(ls "$COVE_RUNTIME_DIR")" ] && ok "members are not sandboxes (cove ls sees none)" || not_ok "runtime dir: $(ls "$COVE_RUNTIME_DIR")"
 
 out=$(api POST /v2/sandboxes '{"templateID":"base","timeout":600}')
@@ -46,6 +48,7 @@ grep -q 'confinement: namespaces' "$COVE_RUNTIME_DIR/$a/vmm.log" && grep -q 'cov
 	ok "it is jailed as a spawned one is" || not_ok "vmm.log: $(cat "$COVE_RUNTIME_DIR/$a/vmm.log")"
 [ "$(stat -c %u "/proc/$pa")" != 0 ] && ok "it runs under a jail uid ($(stat -c %u "/proc/$pa"))" || not_ok "uid 0"
 grep -q "/$a\$" "/proc/$pa/cgroup" && ok "in the sandbox's own cgroup" || not_ok "cgroup: $(cat "/proc/$pa/cgroup")"
+[ "$(nice_of "$pa")" = 0 ] && ok "at priority 0 again (members wait at nice 19)" || not_ok "nice $(nice_of "$pa")"
 
 echo "# $(( $(date +%s) - t0 )) s: created"
 wait_for 60 '[ "$(metric coved_pool_ready)" = 2 ]' && ok "refilled to two" || not_ok "no refill: ready=$(metric coved_pool_ready)"
