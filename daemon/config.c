@@ -129,6 +129,8 @@ static int apply(struct coved_config *c, const char *k, json_t *v, char *err, si
 	UINT("disk_mib", 0, (uint64_t)1 << 24, disk_mib)
 	UINT("boot_timeout_s", 1, 3600, boot_timeout_s)
 	UINT("net_pool_size", 0, COVE_NET_POOL_MAX, net_pool_size)
+	UINT("pool_size", 0, COVE_POOL_SIZE_MAX, pool_size)
+	UINT("pool_cpus", 0, 64, pool_cpus)
 #undef UINT
 	if (strcmp(k, "network") == 0)
 		return set_bool(v, k, &c->network, err, errlen);

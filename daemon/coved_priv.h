@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "body.h"
 #include "coved.h"
@@ -46,6 +47,8 @@ struct coved_config {
 	char *templates_dir;         /* the template store (lib/template.h); NULL: none,
 	                        creates boot cold (config "templates_dir": null) */
 	bool templates_dir_set;
+	unsigned int pool_size;      /* pre-spawned VMMs kept ready (pool.c); 0: none */
+	unsigned int pool_cpus;      /* their vCPU count; 0: cpus */
 };
 
 /* daemon/template.c: the template a create restores, when there is one:
@@ -136,7 +139,17 @@ struct coved {
 	pthread_mutex_t stop_mu;
 	pthread_cond_t stop_cond;
 	bool stopping;
+	struct cove_vmm_pool *pool; /* pre-spawned VMMs (pool.c), or NULL */
 };
+
+/* ---- the VMM pool (pool.c) ---- */
+/* Starts the pool when pool_size > 0 (members come up in the background):
+ * 0, or -errno with err. */
+int coved_pool_start(struct coved *d, char *err, size_t errlen) __attribute__((warn_unused_result));
+/* Ends every member not taken (before coved exits). */
+void coved_pool_stop(struct coved *d);
+/* The pool's lines of /metrics. */
+void coved_pool_metrics(struct coved *d, FILE *f);
 
 /* ---- sandboxes (sandbox.c) ---- */
 int coved_adopt_all(struct coved *d);

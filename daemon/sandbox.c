@@ -454,6 +454,7 @@ int coved_sb_create(struct coved *d, const struct coved_create *req, struct cove
 	cfg.disk_size = d->cfg.disk_mib << 20;
 	cfg.boot_timeout_ms = d->cfg.boot_timeout_s * 1000;
 	cfg.net = pol;
+	cfg.vmm_pool = d->pool; /* a pre-spawned VMM when one fits (pool.c) */
 	char err[512];
 	double t0 = mono_s();
 	int r, tlock = -1;
@@ -594,6 +595,7 @@ int coved_sb_resume(struct coved_sb *sb, uint64_t timeout_s, bool *resumed, char
 	cfg.detached = true;
 	cfg.net_pool = d->net_pool;
 	cfg.boot_timeout_ms = d->cfg.boot_timeout_s * 1000;
+	cfg.vmm_pool = d->pool;
 	char err[512];
 	double t0 = mono_s();
 	struct cove_sandbox *c;

@@ -47,6 +47,11 @@ struct cove_sandbox {
 	pthread_t ttl_thread;
 	bool ttl_killed;        /* written by the watchdog before it ends (atomic) */
 	struct sandbox_net net; /* net.on: it has a network (net.h) */
+	/* vmm_spawn of a pool member (pool.c): started at the lowest CPU
+	 * priority (nice 19) when we are root, so that refilling the pool
+	 * yields to running sandboxes; the VMM takes priority 0 back itself
+	 * when its start request comes. */
+	bool pool_member;
 };
 
 /* ---- config.c ----------------------------------------------------------- */
@@ -156,6 +161,9 @@ void sandbox_finish(struct cove_sandbox *sb, int grace_ms);
 /* The last non-empty line of a file (cove-vmm's log, the console),
  * however long, cut to fit out; "" when there is none. */
 void vmm_log_tail(const char *path, char *out, size_t len);
+
+/* The start log's first line: what confines sb (jail_describe). */
+void vmm_log_confinement(const struct cove_sandbox *sb, const char *log);
 
 /* A listening Unix socket at path: where the agent's HELLO arrives. */
 int vmm_listen(const char *path);
@@ -271,5 +279,32 @@ int cove_expect_until(int fd, uint16_t want, uint8_t **payload, uint32_t *len, i
  * left open), or on a new one (fd < 0). */
 int cove_agent_restored_on(struct cove_sandbox *sb, int fd, const char *hostname,
                            const char *sandbox_id, char *err, size_t errlen);
+
+/* ---- pool.c (the VMM pool; cove.h) -------------------------------------- */
+
+struct pool_member;
+
+/* A ready member of cpus vCPUs, or NULL (no pool, none of that shape
+ * ready): counted as a hit or a miss. */
+struct pool_member *pool_take(struct cove_vmm_pool *p, unsigned int cpus);
+/* Step 1 of a hand-over: the member's root/ replaces sb's freshly made,
+ * empty root (renameat2 RENAME_NOREPLACE), its vmm.log becomes log. */
+int pool_adopt_root(struct pool_member *pm, struct cove_sandbox *sb, const char *log, char *err,
+                    size_t errlen) __attribute__((warn_unused_result));
+/* Step 2, where a spawn would call jail_prepare: sb gets the member's
+ * process (pidfd) and jail; the uid claim names sb; the process moves to
+ * sb's new cgroup with lim.  From here sandbox_finish ends the VMM. */
+int pool_adopt_jail(struct pool_member *pm, struct cove_sandbox *sb,
+                    const struct cgroup_limits *lim, const char *log, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+/* Step 3, where a spawn would call vmm_spawn: the start request with
+ * argv[1..] (vmm_spawn's argv) and the jail's flags; waits up to
+ * timeout_ms for its answer (the guest runs, or why not). */
+int pool_start(struct pool_member *pm, struct cove_sandbox *sb, char *const argv[],
+               unsigned int timeout_ms, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+/* Ends the member if it still has its process, removes what is left of its
+ * directory; safe on NULL.  Called after pool_start too. */
+void pool_member_free(struct pool_member *pm);
 
 #endif

@@ -252,6 +252,7 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
 	struct proxy_load pl = { 0 };
 	char *ca = NULL;
 	struct stat st;
+	struct pool_member *pm = NULL;
 	if (!sb || !m) {
 		r = errf(err, errlen, -ENOMEM, "out of memory");
 		goto fail;
@@ -321,7 +322,16 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
 	sandbox_logs(sb, cfg, console, log);
 	struct cgroup_limits lim;
 	sandbox_limits(&eff, m->cpus ? m->cpus : COVE_CPUS_MAX, m->memory_mib, &lim);
-	r = jail_prepare(&sb->jail, sb->dir, sb->name, sb->root, &lim, err, errlen);
+	/* A pre-spawned VMM of the snapshot's vCPU count (coved's pool), for a
+	 * detached sandbox (a TAP goes with its start request); else one is
+	 * spawned. */
+	if (cfg->vmm_pool && cfg->detached && m->cpus)
+		pm = pool_take(cfg->vmm_pool, m->cpus);
+	if (pm)
+		r = pool_adopt_root(pm, sb, log, err, errlen);
+	if (r == 0)
+		r = pm ? pool_adopt_jail(pm, sb, &lim, log, err, errlen)
+		       : jail_prepare(&sb->jail, sb->dir, sb->name, sb->root, &lim, err, errlen);
 	if (r == 0 && note_net->on)
 		r = sandbox_net_begin(sb, &eff, &cfg->net,
 		                      cfg->net.mode == COVE_NET_OFF ? note_net->policy : NULL,
@@ -360,7 +370,10 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
 	argv[argc] = NULL;
 	unsigned int timeout_ms = config_boot_timeout_ms(cfg);
 	int afd = -1;
-	r = vmm_spawn((char *const *)argv, cfg->detached, log, sb, err, errlen);
+	r = pm ? pool_start(pm, sb, (char *const *)argv, timeout_ms, err, errlen)
+	       : vmm_spawn((char *const *)argv, cfg->detached, log, sb, err, errlen);
+	pool_member_free(pm);
+	pm = NULL;
 	sandbox_net_handed(sb);
 	/* The guest boots while cove-egress applies its rules. */
 	if (r < 0 || (r = net_finish(&sb->net, err, errlen)) < 0 ||
@@ -410,5 +423,6 @@ fail:
 	proxy_load_free(&pl);
 	free(ca);
 	sandbox_abort(sb);
+	pool_member_free(pm);
 	return r;
 }

@@ -142,8 +142,9 @@ static json_t *stats(struct vm *vm, int smaps_fd)
 	uint64_t rd = 0, wr = 0;
 	vm_disk_io(vm, &rd, &wr);
 	json_t *times = json_pack(
-	    "{s:I, s:I, s:I, s:I}", "process_start_mono_us", (json_int_t)boot_timer_start_mono_us(),
-	    "vm_created_us", (json_int_t)vm->t_created_us, "first_kvm_run_us",
+	    "{s:I, s:I, s:I, s:I, s:I}", "pool_request_us", (json_int_t)vm->t_request_us,
+	    "process_start_mono_us", (json_int_t)boot_timer_start_mono_us(), "vm_created_us",
+	    (json_int_t)vm->t_created_us, "first_kvm_run_us",
 	    (json_int_t)__atomic_load_n(&vm->t_first_run_us, __ATOMIC_RELAXED), "guest_init_us",
 	    (json_int_t)__atomic_load_n(&vm->boot_timer.fired, __ATOMIC_RELAXED));
 	uint64_t thr = 0, thr_ns = 0;
@@ -467,6 +468,20 @@ int vmm_api_create(struct vm *vm, const char *path, struct vmm_api **out, char *
 	 * now, while files can still be opened. */
 	json_object_seed(0);
 	*out = a;
+	return 0;
+}
+
+int vmm_api_listen_fd(const struct vmm_api *a)
+{
+	return a->lfd;
+}
+
+int vmm_api_moved(struct vmm_api *a, struct vm *vm, const char *path)
+{
+	if (strlen(path) >= sizeof(a->path))
+		return -ENAMETOOLONG;
+	snprintf(a->path, sizeof(a->path), "%s", path);
+	a->vm = vm;
 	return 0;
 }
 

@@ -249,38 +249,77 @@ static struct vm *vm_alloc(const struct vm_config *cfg)
 	return vm;
 }
 
+int vm_prepare(struct vm **out, unsigned int cpus, char *err, size_t errlen)
+{
+	*out = NULL;
+	if (cpus < 1 || cpus > VM_MAX_VCPUS)
+		return errf(err, errlen, -EINVAL, "cpus must be between 1 and %d, got %u",
+		            VM_MAX_VCPUS, cpus);
+	const struct vm_config cfg = { .cpus = cpus };
+	struct vm *vm = vm_alloc(&cfg);
+	if (!vm)
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	int r = kvm_open(vm, err, errlen);
+	if (r == 0 && (r = x86_vm_setup(vm->vm_fd)) < 0)
+		errf(err, errlen, r, "setting up the VM (irqchip, PIT): %s", strerror(-r));
+	if (r == 0)
+		r = create_vcpus(vm, err, errlen);
+	if (r == 0 && (r = evloop_init(&vm->loop)) < 0)
+		errf(err, errlen, r, "cannot create the I/O loop: %s", strerror(-r));
+	if (r == 0)
+		r = watch_signals(vm, err, errlen);
+	if (r < 0) {
+		vm_destroy(vm);
+		return r;
+	}
+	vm->prepared = true;
+	*out = vm;
+	return 0;
+}
+
 int vm_build(struct vm **out, const struct vm_config *cfg, const struct vm_source *src, char *err,
              size_t errlen)
 {
 	*out = NULL;
-	struct vm *vm = vm_alloc(cfg);
+	struct vm *vm = cfg->prepared;
+	bool prepared = vm != NULL;
+	if (prepared && (!vm->prepared || vm->ncpus != cfg->cpus)) {
+		int r = errf(err, errlen, -EINVAL,
+		             "this pooled cove-vmm has %u vCPUs, the sandbox needs %u", vm->ncpus,
+		             cfg->cpus);
+		vm_destroy(vm);
+		return r;
+	}
+	if (!prepared)
+		vm = vm_alloc(cfg);
 	if (!vm)
 		return errf(err, errlen, -ENOMEM, "out of memory");
+	vm->prepared = false;
 	/* 1. What the user gave us is checked before KVM is touched. */
 	int r = vm_devices_open_disks(vm, cfg, err, errlen);
 	if (r < 0 || (src->before_kvm && (r = src->before_kvm(vm, src->ctx, err, errlen)) < 0))
 		goto fail;
-	/* 2. The KVM VM, its memory and vCPUs. */
-	if ((r = kvm_open(vm, err, errlen)) < 0 ||
+	/* 2. The KVM VM, its memory and vCPUs (a prepared VM has the KVM VM
+	 * and bare vCPUs already: memory slots may follow vCPUs). */
+	if ((!prepared && (r = kvm_open(vm, err, errlen)) < 0) ||
 	    (src->after_kvm && (r = src->after_kvm(vm, src->ctx, err, errlen)) < 0))
 		goto fail;
-	r = x86_vm_setup(vm->vm_fd);
-	if (r < 0) {
+	if (!prepared && (r = x86_vm_setup(vm->vm_fd)) < 0) {
 		errf(err, errlen, r, "setting up the VM (irqchip, PIT): %s", strerror(-r));
 		goto fail;
 	}
-	if ((r = map_memory(vm, err, errlen)) < 0 || (r = create_vcpus(vm, err, errlen)) < 0 ||
+	if ((r = map_memory(vm, err, errlen)) < 0 ||
+	    (!prepared && (r = create_vcpus(vm, err, errlen)) < 0) ||
 	    (r = src->vcpus(vm, src->ctx, err, errlen)) < 0)
 		goto fail;
 	/* 3. The I/O loop and devices. */
-	r = evloop_init(&vm->loop);
-	if (r < 0) {
+	if (!prepared && (r = evloop_init(&vm->loop)) < 0) {
 		errf(err, errlen, r, "cannot create the I/O loop: %s", strerror(-r));
 		goto fail;
 	}
 	if ((r = vm_devices_create(vm, cfg, err, errlen)) < 0 ||
 	    (src->devices && (r = src->devices(vm, src->ctx, err, errlen)) < 0) ||
-	    (r = watch_signals(vm, err, errlen)) < 0 ||
+	    (!prepared && (r = watch_signals(vm, err, errlen)) < 0) ||
 	    (r = watch_deadline(vm, cfg, err, errlen)) < 0)
 		goto fail;
 	vm->t_created_us = boot_timer_now_us();
@@ -352,8 +391,10 @@ int vm_create(struct vm **out, const struct vm_config *cfg, char *err, size_t er
 {
 	*out = NULL;
 	int r = check_config(cfg, err, errlen);
-	if (r < 0)
+	if (r < 0) {
+		vm_destroy(cfg->prepared); /* taken over, as vm_build would */
 		return r;
+	}
 	struct boot_source b = { .cfg = cfg };
 	const struct vm_source src = {
 		.ctx = &b,
