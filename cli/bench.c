@@ -76,6 +76,24 @@ static json_t *vmm_sample(struct cove_sandbox *sb, double t0, double *ph)
 	static const char *const more[] = { "disk_read_bytes", "vmm_rss_kb", "guest_rss_kb" };
 	for (size_t i = 0; i < 3; i++)
 		json_object_set(work, more[i], json_object_get(s, more[i]));
+	/* Every exit reason KVM counts that happened ("*_exits"), the other
+	 * non-zero counters beside them, and the PIO/MMIO exits by address. */
+	json_t *reasons = json_object(), *other = json_object();
+	const char *key;
+	json_t *v;
+	json_object_foreach(kvm, key, v)
+	{
+		if (!json_integer_value(v))
+			continue;
+		size_t kl = strlen(key);
+		bool exit_reason = kl > 6 && !strcmp(key + kl - 6, "_exits");
+		json_object_set(exit_reason ? reasons : other, key, v);
+	}
+	json_object_set_new(work, "exits_by_reason", reasons);
+	json_object_set_new(work, "kvm_other", other);
+	json_t *addrs = json_object_get(s, "exit_addrs");
+	if (addrs)
+		json_object_set(work, "exit_addrs", addrs);
 	json_decref(s);
 	return work;
 }

@@ -128,6 +128,26 @@ static long vmm_rss_kb(const struct vm *vm, int smaps_fd, long *guest_kb)
 	return total;
 }
 
+/* PIO and MMIO exits by port or address, summed over vCPUs
+ * (core/exit_hist.h); "other" counts those the tables had no room for. */
+static json_t *exit_addrs(struct vm *vm)
+{
+	struct exit_hist_slot e[2 * EXIT_HIST_SLOTS];
+	size_t n = 0;
+	uint64_t lost = 0;
+	for (unsigned int i = 0; i < vm->ncpus; i++)
+		lost += exit_hist_sum(&vm->vcpus[i].hist, e, sizeof(e) / sizeof(e[0]), &n);
+	json_t *o = json_object();
+	for (size_t i = 0; o && i < n; i++) {
+		char name[40];
+		exit_hist_name(&e[i], name, sizeof(name));
+		json_object_set_new(o, name, json_integer((json_int_t)e[i].count));
+	}
+	if (o && lost)
+		json_object_set_new(o, "other", json_integer((json_int_t)lost));
+	return o;
+}
+
 static json_t *stats(struct vm *vm, int smaps_fd)
 {
 	struct kvm_counter c[KVM_STATS_MAX];
@@ -153,6 +173,8 @@ static json_t *stats(struct vm *vm, int smaps_fd)
 	                      (json_int_t)guest_kb, "disk_read_bytes", (json_int_t)rd,
 	                      "disk_written_bytes", (json_int_t)wr, "disk_throttled",
 	                      (json_int_t)thr, "disk_throttled_ms", (json_int_t)(thr_ns / 1000000));
+	if (o)
+		json_object_set_new(o, "exit_addrs", exit_addrs(vm));
 	if (o && vm_net(vm)) {
 		struct vnet_stats ns;
 		vnet_get_stats(vm_net(vm), &ns);
@@ -314,7 +336,7 @@ static bool conn_read(struct vmm_api *a, struct api_conn *c)
 	if (n <= 0)
 		return false;
 	c->len += (size_t)n;
-	char out[2048];
+	char out[16384];
 	for (;;) {
 		char *nl = memchr(c->buf, '\n', c->len);
 		if (!nl)
