@@ -49,6 +49,27 @@ static int exec_true(struct cove_sandbox *sb, char *err, size_t errlen)
 	return r;
 }
 
+/* Fields 10 and 12 of /proc/PID/stat, after the command name's ')'. */
+static int proc_faults(pid_t pid, long *minflt, long *majflt)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	long v[12];
+	if (!p || sscanf(p + 2, "%*c %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld", &v[0], &v[1], &v[2],
+	                 &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]) != 10)
+		return -1;
+	*minflt = v[6]; /* field 10: ppid(4) pgrp sid tty tpgid flags minflt */
+	*majflt = v[8];
+	return 0;
+}
+
 /* Fills the VMM's phases (relative to t0) and the work counts. */
 static json_t *vmm_sample(struct cove_sandbox *sb, double t0, double *ph)
 {
@@ -94,6 +115,15 @@ static json_t *vmm_sample(struct cove_sandbox *sb, double t0, double *ph)
 	json_t *addrs = json_object_get(s, "exit_addrs");
 	if (addrs)
 		json_object_set(work, "exit_addrs", addrs);
+	json_t *pf = json_object_get(s, "prefetch");
+	if (pf)
+		json_object_set(work, "prefetch", pf);
+	/* cove-vmm's own page faults (guest RAM is its memory): minor, major. */
+	long minflt, majflt;
+	if (proc_faults(cove_vmm_pid(sb), &minflt, &majflt) == 0) {
+		json_object_set_new(work, "host_minflt", json_integer(minflt));
+		json_object_set_new(work, "host_majflt", json_integer(majflt));
+	}
 	json_decref(s);
 	return work;
 }
@@ -135,6 +165,7 @@ struct bench {
 	const char *mode;
 	int n, count;
 	bool vs_qemu;
+	enum { PF_ON, PF_OFF, PF_AB } prefetch; /* restore: the working-set record */
 	const char *plot_path;
 	struct cove_config cfg;
 	const char *json_path;
@@ -155,6 +186,68 @@ static void add_sample(struct bench *b, const double *ph, json_t *work)
 	json_array_append_new(b->samples, json_pack("{s:s, s:o, s:o}", "system", "cove", "phases",
 	                                            bench_phases_json(ph), "work",
 	                                            work ? work : json_object()));
+}
+
+/* Whether restore sample i uses the working-set record. */
+static bool sample_prefetch(const struct bench *b, int i)
+{
+	return b->prefetch == PF_ON || (b->prefetch == PF_AB && i % 2 == 0);
+}
+
+/* A restore without the record: it is moved aside (and libcove told not
+ * to record a new one) until the restore is done (on = false), then put
+ * back (on = true). */
+static void record_aside(const char *snap, bool aside)
+{
+	char a[PATH_MAX + 16], o[PATH_MAX + 16];
+	snprintf(a, sizeof(a), "%s/memory.ws", snap);
+	snprintf(o, sizeof(o), "%s/memory.ws.off", snap);
+	if (aside) {
+		setenv("COVE_PREFETCH", "0", 1);
+		(void)rename(a, o);
+	} else {
+		(void)rename(o, a);
+		unsetenv("COVE_PREFETCH");
+	}
+}
+
+/* One restore and exec, unmeasured, so that the snapshot has its
+ * working-set record before the samples. */
+static int record_working_set(struct bench *b, const char *snap)
+{
+	char err[512];
+	struct cove_sandbox *sb;
+	if (cove_restore(&b->cfg, snap, &sb, err, sizeof(err)) < 0 ||
+	    exec_true(sb, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cove bench: recording the working set: %s\n", err);
+		return -1;
+	}
+	cove_free(sb);
+	return 0;
+}
+
+/* p50 of first_exec and of the exits over the samples with prefetch pf. */
+static void prefetch_report(const struct bench *b, double (*ph)[PH_COUNT], bool pf)
+{
+	double fe[b->n], ex[b->n], pfl[b->n];
+	int m = 0;
+	for (int i = 0; i < b->n; i++) {
+		if (sample_prefetch(b, i) != pf)
+			continue;
+		json_t *w = json_object_get(json_array_get(b->samples, (size_t)i), "work");
+		fe[m] = ph[i][PH_FIRST_EXEC];
+		ex[m] = (double)json_integer_value(json_object_get(w, "exits"));
+		pfl[m] = (double)json_integer_value(json_object_get(w, "host_minflt"));
+		m++;
+	}
+	if (!m)
+		return;
+	qsort(fe, (size_t)m, sizeof(double), bench_cmp);
+	qsort(ex, (size_t)m, sizeof(double), bench_cmp);
+	qsort(pfl, (size_t)m, sizeof(double), bench_cmp);
+	printf("prefetch %-3s (n=%d): p50 first_exec %.1f ms, KVM exits %.0f, cove-vmm page faults "
+	       "%.0f\n",
+	       pf ? "on" : "off", m, pct(fe, m, 50), pct(ex, m, 50), pct(pfl, m, 50));
 }
 
 /* A cold sandbox, snapshotted into a fresh directory and stopped. */
@@ -195,9 +288,14 @@ static int bench_start(struct bench *b, const char *snap)
 		for (int p = 0; p < PH_COUNT; p++)
 			ph[i][p] = NAN;
 		struct cove_sandbox *sb;
+		bool aside = snap && !sample_prefetch(b, i);
+		if (aside)
+			record_aside(snap, true);
 		double t0 = mono_ns() / 1e6;
 		int r = snap ? cove_restore(&b->cfg, snap, &sb, err, sizeof(err))
 		             : cove_start(&b->cfg, &sb, err, sizeof(err));
+		if (aside)
+			record_aside(snap, false);
 		if (r < 0) {
 			fprintf(stderr, "cove bench: sample %d: %s\n", i, err);
 			free(ph);
@@ -217,6 +315,8 @@ static int bench_start(struct bench *b, const char *snap)
 		(void)cove_stop(sb);
 		ph[i][PH_TEARDOWN] = mono_ns() / 1e6 - t0;
 		cove_free(sb);
+		if (snap)
+			json_object_set_new(work, "prefetch_used", json_boolean(!aside));
 		add_sample(b, ph[i], work);
 		if (b->vs_qemu) {
 			if (bench_qemu_sample(&b->cfg, qph[i], err, sizeof(err)) < 0) {
@@ -241,6 +341,10 @@ static int bench_start(struct bench *b, const char *snap)
 			col[i] = ph[i][p];
 		bench_row(bench_phase_names[p], col, b->n);
 		free(col);
+	}
+	if (snap && b->prefetch == PF_AB) {
+		prefetch_report(b, ph, true);
+		prefetch_report(b, ph, false);
 	}
 	free(ph);
 	return 0;
@@ -345,11 +449,11 @@ static int bench_exec(struct bench *b)
 static const char bench_usage[] =
     "usage: cove bench boot|restore|fork|exec [-n N] [--count C] [--cpus N] [--memory MiB]\n"
     "                  [--image NAME|PATH] [--kernel PATH] [--json FILE] [--vs qemu]\n"
-    "                  [--plot FILE.svg]\n";
+    "                  [--plot FILE.svg] [--prefetch on|off|ab]\n";
 
 int cli_bench(int argc, char **argv)
 {
-	enum { O_JSON = CLI_O_FIRST_FREE, O_COUNT, O_VS, O_PLOT };
+	enum { O_JSON = CLI_O_FIRST_FREE, O_COUNT, O_VS, O_PLOT, O_PREFETCH };
 	static const struct option opts[] = {
 		{ "cpus", required_argument, NULL, CLI_O_CPUS },
 		{ "memory", required_argument, NULL, CLI_O_MEMORY },
@@ -359,6 +463,7 @@ int cli_bench(int argc, char **argv)
 		{ "count", required_argument, NULL, O_COUNT },
 		{ "vs", required_argument, NULL, O_VS },
 		{ "plot", required_argument, NULL, O_PLOT },
+		{ "prefetch", required_argument, NULL, O_PREFETCH },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -411,6 +516,20 @@ int cli_bench(int argc, char **argv)
 		case O_PLOT:
 			b.plot_path = optarg;
 			break;
+		case O_PREFETCH:
+			if (!strcmp(optarg, "on"))
+				b.prefetch = PF_ON;
+			else if (!strcmp(optarg, "off"))
+				b.prefetch = PF_OFF;
+			else if (!strcmp(optarg, "ab"))
+				b.prefetch = PF_AB;
+			else {
+				fprintf(stderr,
+				        "cove bench: --prefetch is on, off or ab, got '%s'\n",
+				        optarg);
+				return 2;
+			}
+			break;
 		case O_VS:
 			if (strcmp(optarg, "qemu")) {
 				fprintf(stderr, "cove bench: --vs knows only 'qemu', got '%s'\n",
@@ -455,7 +574,12 @@ int cli_bench(int argc, char **argv)
 		rc = bench_exec(&b);
 	} else if (make_snapshot(&b, snap, sizeof(snap)) < 0) {
 		rc = 1;
+	} else if (b.prefetch != PF_OFF && record_working_set(&b, snap) < 0) {
+		rc = 1;
+		remove_snapshot(snap);
 	} else {
+		if (b.prefetch == PF_OFF)
+			setenv("COVE_PREFETCH", "0", 1);
 		rc = restore ? bench_start(&b, snap) : bench_fork(&b, snap);
 		remove_snapshot(snap);
 	}

@@ -47,6 +47,20 @@ struct cove_sandbox {
 	pthread_t ttl_thread;
 	bool ttl_killed;        /* written by the watchdog before it ends (atomic) */
 	struct sandbox_net net; /* net.on: it has a network (net.h) */
+	/* The restore notice in flight (notice.c): sent on notice_fd, its
+	 * answer not read yet.  The first exec goes out behind it on the same
+	 * connection; anything else that talks to the agent waits for the
+	 * answer first.  notice_r: its outcome once known (< 0: every later
+	 * agent request fails with notice_msg). */
+	bool notice_pending;
+	int notice_fd;
+	int notice_r;
+	char notice_msg[256];
+	char notice_host[REGISTRY_NAME_MAX + 1];
+	/* The working-set record to take after the first exec (prefetch.c). */
+	bool ws_record;
+	uint64_t ws_ram;
+	char ws_dir[PATH_MAX];
 };
 
 /* ---- config.c ----------------------------------------------------------- */
@@ -271,5 +285,44 @@ int cove_expect_until(int fd, uint16_t want, uint8_t **payload, uint32_t *len, i
  * left open), or on a new one (fd < 0). */
 int cove_agent_restored_on(struct cove_sandbox *sb, int fd, const char *hostname,
                            const char *sandbox_id, char *err, size_t errlen);
+
+/* ---- prefetch.c ---------------------------------------------------------- */
+
+/* After a restore from snapshot_dir (ram_bytes of guest RAM, 0: unknown):
+ * whether the first exec should record the working set (none recorded
+ * yet, the directory writable, COVE_PREFETCH is not 0). */
+void prefetch_plan(struct cove_sandbox *sb, const char *snapshot_dir, uint64_t ram_bytes);
+
+/* Takes the record planned (once): 0 also when none was planned. */
+int prefetch_take(struct cove_sandbox *sb, char *err, size_t errlen);
+
+struct proto_hdr;
+
+/* An ERROR frame's {"errno","message"}: the message in err, -errno. */
+int cove_error_frame(const uint8_t *payload, char *err, size_t errlen);
+
+/* Sends the restore notice on fd (an open agent connection) and returns
+ * without its answer: sb holds fd until notice_settle() or the first exec
+ * (notice_take()).  On failure fd is closed. */
+int notice_begin(struct cove_sandbox *sb, int fd, const char *hostname, char *err, size_t errlen);
+
+/* Waits for the answer of a notice in flight (nothing to do when none is),
+ * retrying on a fresh connection when the restore's transport reset caught
+ * it.  0, or the notice's failure (which every later call repeats). */
+int notice_settle(struct cove_sandbox *sb, char *err, size_t errlen);
+
+/* The connection of a notice in flight, for the caller to send its request
+ * behind it and then read the notice's answer first (notice_answer()); -1
+ * when no notice is in flight. */
+int notice_take(struct cove_sandbox *sb);
+
+/* Checks the first frame on a taken connection: the notice's answer.  On
+ * failure it is also remembered in sb. */
+int notice_answer(struct cove_sandbox *sb, const struct proto_hdr *h, const uint8_t *payload,
+                  char *err, size_t errlen);
+
+/* A taken connection failed before the notice's answer came (k < 0): the
+ * notice is sent again, synchronously, on a fresh connection. */
+void notice_lost(struct cove_sandbox *sb);
 
 #endif

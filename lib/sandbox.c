@@ -158,6 +158,8 @@ void sandbox_abort(struct cove_sandbox *sb)
 	if (!sb)
 		return;
 	cove_stop(sb);
+	if (sb->notice_pending)
+		close(sb->notice_fd);
 	free(sb);
 }
 
@@ -411,5 +413,7 @@ void cove_free(struct cove_sandbox *sb)
 		cove_stop(sb);
 	else if (sb->pidfd >= 0)
 		close(sb->pidfd);
+	if (sb->notice_pending)
+		close(sb->notice_fd);
 	free(sb);
 }

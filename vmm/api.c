@@ -19,6 +19,7 @@
 #include "core/vm.h"
 #include "core/vm_devices.h"
 #include "errf.h"
+#include "snapshot/prefetch.h"
 #include "snapshot/snapshot.h"
 #include "virtio/net.h"
 
@@ -175,6 +176,14 @@ static json_t *stats(struct vm *vm, int smaps_fd)
 	                      (json_int_t)thr, "disk_throttled_ms", (json_int_t)(thr_ns / 1000000));
 	if (o)
 		json_object_set_new(o, "exit_addrs", exit_addrs(vm));
+	struct prefetch_stats ps;
+	prefetch_get_stats(&ps);
+	if (o)
+		json_object_set_new(o, "prefetch",
+		                    json_pack("{s:I, s:I, s:I, s:I, s:i}", "ranges",
+		                              (json_int_t)ps.ranges, "pages", (json_int_t)ps.pages,
+		                              "written", (json_int_t)ps.written, "us",
+		                              (json_int_t)ps.us, "error", ps.error));
 	if (o && vm_net(vm)) {
 		struct vnet_stats ns;
 		vnet_get_stats(vm_net(vm), &ns);
@@ -265,6 +274,19 @@ static void handle(struct vm *vm, int smaps_fd, const char *line, int passed, ch
 					                "stopped after a snapshot");
 			}
 		}
+	} else if (!strcmp(op, "working_set")) {
+		/* The pages touched since the restore, as a record written into
+		 * the file passed with the request (snapshot/prefetch.h). */
+		uint32_t nr = 0;
+		uint64_t np = 0;
+		if (passed < 0)
+			reply_err(out, outlen, "working_set needs a file passed with it");
+		else if (prefetch_record(&vm->mem, passed, &nr, &np, msg, sizeof(msg)) < 0)
+			reply_err(out, outlen, msg);
+		else
+			reply(out, outlen,
+			      json_pack("{s:b, s:I, s:I}", "ok", 1, "ranges", (json_int_t)nr,
+			                "pages", (json_int_t)np));
 	} else if (!strcmp(op, "stats")) {
 		reply(out, outlen, stats(vm, smaps_fd));
 	} else if (!strcmp(op, "stop")) {
