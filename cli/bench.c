@@ -320,13 +320,15 @@ static int bench_start(struct bench *b, const char *snap)
 			json_object_set_new(work, "prefetch_used", json_boolean(!aside));
 		add_sample(b, ph[i], work);
 		if (b->vs_qemu) {
-			if (bench_qemu_sample(&b->cfg, qph[i], err, sizeof(err)) < 0) {
+			json_t *qwork = NULL;
+			if (bench_qemu_sample(&b->cfg, qph[i], &qwork, err, sizeof(err)) < 0) {
+				json_decref(qwork);
 				fprintf(stderr, "cove bench: qemu sample %d: %s\n", i, err);
 				free(ph);
 				free(qph);
 				return 1;
 			}
-			bench_qemu_add_sample(b->samples, ph[i], qph[i]);
+			bench_qemu_add_sample(b->samples, ph[i], qph[i], qwork);
 		}
 	}
 	if (b->vs_qemu)
