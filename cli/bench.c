@@ -18,7 +18,6 @@
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -370,72 +369,36 @@ static long rollup(pid_t pid, const char *key)
 	return v;
 }
 
-struct fork_job {
-	struct bench *b;
-	const char *snap;
-	struct cove_sandbox *sb;
-	pthread_barrier_t *done, *measured;
-	int rc;
-	char err[512];
-};
-
-/* One fork: its restore and its first exec, on its own thread, which
- * lives until the forks are measured (cove-vmm's parent-death signal
- * follows the thread that spawned it). */
-static void *fork_one(void *arg)
-{
-	struct fork_job *j = arg;
-	j->rc = cove_restore(&j->b->cfg, j->snap, &j->sb, j->err, sizeof(j->err));
-	if (j->rc == 0)
-		j->rc = exec_true(j->sb, j->err, sizeof(j->err));
-	pthread_barrier_wait(j->done);
-	pthread_barrier_wait(j->measured);
-	cove_free(j->sb);
-	j->sb = NULL;
-	return NULL;
-}
-
-/* count restores of one snapshot started at once (a thread each), timed
- * until every first exec has answered; then each fork's PSS, RSS and
- * private memory (Private_Clean + Private_Dirty of cove-vmm, guest RAM
- * included). */
+/* count restores of one snapshot, one after another (each returns once
+ * its notice is sent), then every fork's first exec, timed until the last
+ * has answered; then each fork's PSS, RSS and private memory
+ * (Private_Clean + Private_Dirty of its cove-vmm, guest RAM included).
+ * Starting them in parallel, one thread each, took longer inside the
+ * one-CPU emulated host (docs/benchmarks.md). */
 static int bench_fork(struct bench *b, const char *snap)
 {
 	double *t = calloc((size_t)b->n, sizeof(double));
-	struct fork_job *jobs = calloc((size_t)b->count, sizeof(*jobs));
-	pthread_t *th = calloc((size_t)b->count, sizeof(*th));
+	struct cove_sandbox **sb = calloc((size_t)b->count, sizeof(*sb));
+	char err[512];
 	int rc = 0;
 	for (int i = 0; i < b->n && !rc; i++) {
-		memset(jobs, 0, sizeof(*jobs) * (size_t)b->count);
-		pthread_barrier_t done, measured;
-		pthread_barrier_init(&done, NULL, (unsigned)b->count + 1);
-		pthread_barrier_init(&measured, NULL, (unsigned)b->count + 1);
 		double t0 = mono_ns() / 1e6;
 		int started = 0;
-		for (; started < b->count; started++) {
-			jobs[started] = (struct fork_job){
-				.b = b, .snap = snap, .done = &done, .measured = &measured
-			};
-			if (pthread_create(&th[started], NULL, fork_one, &jobs[started]) != 0)
+		for (; started < b->count; started++)
+			if (cove_restore(&b->cfg, snap, &sb[started], err, sizeof(err)) < 0)
 				break;
-		}
+		for (int k = 0; k < started && started == b->count; k++)
+			if (exec_true(sb[k], err, sizeof(err)) < 0)
+				started = -1;
 		if (started != b->count) {
-			fprintf(stderr, "cove bench: fork round %d: cannot start a thread\n", i);
-			exit(1); /* the barriers wait for every thread */
+			fprintf(stderr, "cove bench: fork round %d: %s\n", i, err);
+			rc = 1;
 		}
-		pthread_barrier_wait(&done);
 		t[i] = mono_ns() / 1e6 - t0;
-		for (int k = 0; k < started && !rc; k++)
-			if (jobs[k].rc < 0) {
-				fprintf(stderr, "cove bench: fork round %d, fork %d: %s\n", i, k,
-				        jobs[k].err);
-				rc = 1;
-			}
-		long pss = 0, rss = 0;
+		long pss = 0, rss = 0, pmin = LONG_MAX, pmax = 0, psum = 0;
 		json_t *priv = json_array();
-		long pmin = LONG_MAX, pmax = 0, psum = 0;
 		for (int k = 0; k < b->count && !rc; k++) {
-			pid_t pid = cove_vmm_pid(jobs[k].sb);
+			pid_t pid = cove_vmm_pid(sb[k]);
 			pss += rollup(pid, "Pss");
 			rss += rollup(pid, "Rss");
 			long p = rollup(pid, "Private_Clean") + rollup(pid, "Private_Dirty");
@@ -444,11 +407,10 @@ static int bench_fork(struct bench *b, const char *snap)
 			pmin = p < pmin ? p : pmin;
 			pmax = p > pmax ? p : pmax;
 		}
-		pthread_barrier_wait(&measured);
-		for (int k = 0; k < started; k++)
-			pthread_join(th[k], NULL);
-		pthread_barrier_destroy(&done);
-		pthread_barrier_destroy(&measured);
+		for (int k = 0; k < b->count; k++)
+			if (sb[k])
+				cove_free(sb[k]);
+		memset(sb, 0, sizeof(*sb) * (size_t)b->count);
 		if (rc) {
 			json_decref(priv);
 			break;
@@ -466,8 +428,7 @@ static int bench_fork(struct bench *b, const char *snap)
 		bench_header("fork", b->n);
 		bench_row("all_first_exec", t, b->n);
 	}
-	free(th);
-	free(jobs);
+	free(sb);
 	free(t);
 	return rc;
 }

@@ -242,6 +242,10 @@ int cove_exec(struct cove_sandbox *sb, const struct cove_exec_opts *o, struct co
 			r = outq_flush(&q, fd);
 		if (r < 0) {
 			errf(err, errlen, r, "sending to the agent: %s", strerror(-r));
+			if (notice && (r == -EPIPE || r == -ECONNRESET)) {
+				notice_lost(sb); /* as below: nothing of it ran */
+				lost = true;
+			}
 			break;
 		}
 		int64_t deadline = signalled || !started ? step : end;
