@@ -31,14 +31,10 @@ int agent_timeout(int64_t started, char *err, size_t errlen)
 	            (long long)(s > 0 ? s : 1));
 }
 
-int agent_connect_cancel(struct cove_sandbox *sb, int64_t deadline, volatile int *cancel, char *err,
-                         size_t errlen)
+static int connect_raw(struct cove_sandbox *sb, int64_t deadline, volatile int *cancel, char *err,
+                       size_t errlen)
 {
-	/* A restore notice still in flight is answered before anything else
-	 * talks to the agent (notice.c). */
-	int r = notice_settle(sb, err, errlen);
-	if (r < 0)
-		return r;
+	int r;
 	int64_t t0 = mono_ms();
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -140,6 +136,20 @@ int agent_connect_cancel(struct cove_sandbox *sb, int64_t deadline, volatile int
 fail:
 	close(fd);
 	return r;
+}
+
+int agent_connect_cancel(struct cove_sandbox *sb, int64_t deadline, volatile int *cancel, char *err,
+                         size_t errlen)
+{
+	/* A restore notice still in flight is answered before anything else
+	 * talks to the agent (notice.c). */
+	int r = notice_settle(sb, err, errlen);
+	return r < 0 ? r : connect_raw(sb, deadline, cancel, err, errlen);
+}
+
+int agent_connect_unsettled(struct cove_sandbox *sb, char *err, size_t errlen)
+{
+	return connect_raw(sb, mono_ms() + AGENT_STEP_MS, NULL, err, errlen);
 }
 
 int agent_connect_until(struct cove_sandbox *sb, int64_t deadline, char *err, size_t errlen)

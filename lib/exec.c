@@ -242,10 +242,7 @@ int cove_exec(struct cove_sandbox *sb, const struct cove_exec_opts *o, struct co
 			r = outq_flush(&q, fd);
 		if (r < 0) {
 			errf(err, errlen, r, "sending to the agent: %s", strerror(-r));
-			if (notice && (r == -EPIPE || r == -ECONNRESET)) {
-				notice_lost(sb); /* as below: nothing of it ran */
-				lost = true;
-			}
+			lost = notice && (r == -EPIPE || r == -ECONNRESET); /* as below */
 			break;
 		}
 		int64_t deadline = signalled || !started ? step : end;
@@ -289,14 +286,11 @@ int cove_exec(struct cove_sandbox *sb, const struct cove_exec_opts *o, struct co
 			if (k < 0) {
 				r = errf(err, errlen, k, "the agent connection failed: %s",
 				         k == -ECONNRESET ? "closed" : strerror(-k));
-				if (notice) {
-					/* Reset before the notice's answer: the agent
-					 * ran nothing of this connection (it answers
-					 * the notice first, in order).  The notice again
-					 * on its own, then the command afresh. */
-					notice_lost(sb);
-					lost = k == -ECONNRESET || k == -EPIPE;
-				}
+				/* Reset before the notice's answer: the agent ran
+				 * nothing of this connection (it answers the notice
+				 * first, in order).  The notice again on its own,
+				 * then the command afresh. */
+				lost = notice && (k == -ECONNRESET || k == -EPIPE);
 				break;
 			}
 			struct proto_hdr h;
@@ -332,6 +326,10 @@ out:
 	free(q.buf);
 	free(buf);
 	close(fd);
+	/* No answer to the notice on this connection (it failed or timed out
+	 * first): the notice again, synchronously, on its own. */
+	if (notice)
+		notice_lost(sb);
 	if (lost && !stdin_read && !signalled && sb->notice_r == 0)
 		return cove_exec(sb, o, res, err, errlen);
 	/* The first exec of the first restore of a snapshot has its answer:

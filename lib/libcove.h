@@ -53,6 +53,9 @@ struct cove_sandbox {
 	 * answer first.  notice_r: its outcome once known (< 0: every later
 	 * agent request fails with notice_msg). */
 	bool notice_pending;
+	bool notice_taken;           /* a first exec has its connection (notice_take()) */
+	pthread_mutex_t notice_lock; /* the notice_* fields; zeroed = initialized (glibc) */
+	pthread_cond_t notice_cond;  /* notice_taken went false */
 	int notice_fd;
 	int notice_r;
 	char notice_msg[256];
@@ -297,6 +300,10 @@ void prefetch_plan(struct cove_sandbox *sb, const char *snapshot_dir, uint64_t r
 int prefetch_take(struct cove_sandbox *sb, char *err, size_t errlen);
 
 struct proto_hdr;
+
+/* A new agent connection that does not wait for a restore notice in
+ * flight (notice.c's own retries). */
+int agent_connect_unsettled(struct cove_sandbox *sb, char *err, size_t errlen);
 
 /* An ERROR frame's {"errno","message"}: the message in err, -errno. */
 int cove_error_frame(const uint8_t *payload, char *err, size_t errlen);

@@ -3,6 +3,7 @@
  * docs/protocol.md), so forks of one snapshot stop being copies. */
 #include <errno.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +14,9 @@
 #include "libcove.h"
 #include "proto.h"
 
-#define SEED_BYTES   32 /* the protocol's "seed": 64 hex digits */
-#define NAME_MAX_LEN 64
+#define SEED_BYTES    32 /* the protocol's "seed": 64 hex digits */
+#define NAME_MAX_LEN  64
+#define NOTICE_WAIT_S 30 /* another thread's wait for the notice's answer */
 
 /* The agent's rules (docs/protocol.md), checked here too so a bad name is
  * reported as the caller's mistake before anything reaches the guest. */
@@ -139,18 +141,28 @@ int notice_begin(struct cove_sandbox *sb, int fd, const char *hostname, char *er
 		close(fd);
 		return r;
 	}
+	pthread_mutex_lock(&sb->notice_lock);
 	snprintf(sb->notice_host, sizeof(sb->notice_host), "%s", hostname);
 	sb->notice_fd = fd;
 	sb->notice_pending = true;
+	sb->notice_taken = false;
 	sb->notice_r = 0;
+	pthread_mutex_unlock(&sb->notice_lock);
 	return 0;
 }
 
-static int notice_failed(struct cove_sandbox *sb, int r, const char *msg, char *err, size_t errlen)
+/* The taken connection is done with (answered, or given up): records the
+ * outcome and wakes whoever waits for it. */
+static void notice_release(struct cove_sandbox *sb, int r, const char *msg)
 {
-	sb->notice_r = r;
-	snprintf(sb->notice_msg, sizeof(sb->notice_msg), "%s", msg);
-	return errf(err, errlen, r, "%s", msg);
+	pthread_mutex_lock(&sb->notice_lock);
+	if (r < 0) {
+		sb->notice_r = r;
+		snprintf(sb->notice_msg, sizeof(sb->notice_msg), "%s", msg);
+	}
+	sb->notice_taken = false;
+	pthread_cond_broadcast(&sb->notice_cond);
+	pthread_mutex_unlock(&sb->notice_lock);
 }
 
 /* The notice again, on fresh connections, until it is answered (the
@@ -160,7 +172,7 @@ static int notice_again(struct cove_sandbox *sb, char *err, size_t errlen)
 {
 	int r = -ECONNRESET;
 	for (int tries = 0; tries < 5 && (r == -ECONNRESET || r == -EPIPE); tries++) {
-		int fd = cove_agent_connect(sb, err, errlen);
+		int fd = agent_connect_unsettled(sb, err, errlen);
 		if (fd < 0)
 			return fd;
 		r = cove_agent_restored_on(sb, fd, sb->notice_host, sb->name, err, errlen);
@@ -171,11 +183,31 @@ static int notice_again(struct cove_sandbox *sb, char *err, size_t errlen)
 
 int notice_settle(struct cove_sandbox *sb, char *err, size_t errlen)
 {
-	if (!sb->notice_pending)
-		return sb->notice_r < 0 ? errf(err, errlen, sb->notice_r, "%s", sb->notice_msg) : 0;
+	pthread_mutex_lock(&sb->notice_lock);
+	/* Another thread's first exec holds the notice's connection: wait for
+	 * the answer it reads (bounded: it has the agent's step deadlines). */
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += NOTICE_WAIT_S;
+	while (sb->notice_taken)
+		if (pthread_cond_timedwait(&sb->notice_cond, &sb->notice_lock, &until) ==
+		    ETIMEDOUT) {
+			pthread_mutex_unlock(&sb->notice_lock);
+			return errf(err, errlen, -ETIMEDOUT,
+			            "the restore notice had no answer within %d s", NOTICE_WAIT_S);
+		}
+	if (!sb->notice_pending) {
+		int r =
+		    sb->notice_r < 0 ? errf(err, errlen, sb->notice_r, "%s", sb->notice_msg) : 0;
+		pthread_mutex_unlock(&sb->notice_lock);
+		return r;
+	}
+	/* Ours to read: others wait as for a taken one. */
 	sb->notice_pending = false;
+	sb->notice_taken = true;
 	int fd = sb->notice_fd;
 	sb->notice_fd = -1;
+	pthread_mutex_unlock(&sb->notice_lock);
 	char msg[256] = "";
 	uint8_t *payload = NULL;
 	int r = cove_expect(fd, PROTO_OK, &payload, NULL, msg, sizeof(msg));
@@ -185,16 +217,21 @@ int notice_settle(struct cove_sandbox *sb, char *err, size_t errlen)
 	close(fd);
 	if (r == -ECONNRESET || r == -EPIPE)
 		r = notice_again(sb, msg, sizeof(msg));
-	return r < 0 ? notice_failed(sb, r, msg, err, errlen) : 0;
+	notice_release(sb, r, msg);
+	return r < 0 ? errf(err, errlen, r, "%s", msg) : 0;
 }
 
 int notice_take(struct cove_sandbox *sb)
 {
-	if (!sb->notice_pending)
-		return -1;
-	sb->notice_pending = false;
-	int fd = sb->notice_fd;
-	sb->notice_fd = -1;
+	pthread_mutex_lock(&sb->notice_lock);
+	int fd = -1;
+	if (sb->notice_pending && !sb->notice_taken) {
+		sb->notice_pending = false;
+		sb->notice_taken = true;
+		fd = sb->notice_fd;
+		sb->notice_fd = -1;
+	}
+	pthread_mutex_unlock(&sb->notice_lock);
 	return fd;
 }
 
@@ -210,17 +247,15 @@ int notice_answer(struct cove_sandbox *sb, const struct proto_hdr *h, const uint
 	else
 		r = errf(msg, sizeof(msg), -EPROTO,
 		         "the agent answered the restore notice with frame type %u", h->type);
-	if (r == 0)
-		return 0;
 	char full[256];
 	snprintf(full, sizeof(full), "the restore notice failed: %s", msg);
-	return notice_failed(sb, r, full, err, errlen);
+	notice_release(sb, r, full);
+	return r < 0 ? errf(err, errlen, r, "%s", full) : 0;
 }
 
 void notice_lost(struct cove_sandbox *sb)
 {
 	char msg[256] = "";
 	int r = notice_again(sb, msg, sizeof(msg));
-	if (r < 0)
-		(void)notice_failed(sb, r, msg, NULL, 0);
+	notice_release(sb, r, msg);
 }
