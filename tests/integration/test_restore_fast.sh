@@ -4,7 +4,7 @@
 # already sees the new host name; the first restore of a snapshot records
 # its working set (memory.ws, 0400) and the next one prefetches it; a
 # broken record costs only the prefetch; a good restore writes nothing to
-# the UART; after a 25 s in-VMM pause (past the guest's 21 s RCU stall
+# the UART; after a 22 s in-VMM pause (past the guest's 21 s RCU stall
 # timeout) the guest reports no RCU stall or soft lockup (KVM_KVMCLOCK_CTRL).
 source tests/integration/lib.sh
 cove_env
@@ -70,11 +70,11 @@ if $cove start --name paused >/dev/null && $cove exec paused -- true; then
 	console=$COVE_RUNTIME_DIR/paused/console.log
 	before=$(wc -l <"$console")
 	r1=$(vmm_api "$api" '{"op":"pause"}')
-	sleep 25
+	sleep 22
 	r2=$(vmm_api "$api" '{"op":"resume"}')
 	if [[ $r1 == *'"ok": true'* || $r1 == *'"ok":true'* ]] && [[ $r2 == *'"ok": true'* || $r2 == *'"ok":true'* ]] &&
-		$cove exec paused -- true && sleep 3 && $cove exec paused -- true; then
-		ok "paused 25 s and resumed"
+		$cove exec paused -- true && sleep 1 && $cove exec paused -- true; then
+		ok "paused 22 s and resumed"
 	else
 		not_ok "pause/resume: $r1 $r2"
 	fi
