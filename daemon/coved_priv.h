@@ -47,8 +47,8 @@ struct coved_config {
 	char *templates_dir;         /* the template store (lib/template.h); NULL: none,
 	                        creates boot cold (config "templates_dir": null) */
 	bool templates_dir_set;
-	unsigned int pool_size;      /* pre-spawned VMMs kept ready (pool.c); 0: none */
-	unsigned int pool_cpus;      /* their vCPU count; 0: cpus */
+	unsigned int pool_size; /* pre-spawned VMMs kept ready (pool.c); 0: none */
+	unsigned int pool_cpus; /* their vCPU count; 0: cpus */
 };
 
 /* daemon/template.c: the template a create restores, when there is one:

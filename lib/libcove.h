@@ -52,6 +52,23 @@ struct cove_sandbox {
 	 * yields to running sandboxes; the VMM takes priority 0 back itself
 	 * when its start request comes. */
 	bool pool_member;
+	/* The restore notice in flight (notice.c): sent on notice_fd, its
+	 * answer not read yet.  The first exec goes out behind it on the same
+	 * connection; anything else that talks to the agent waits for the
+	 * answer first.  notice_r: its outcome once known (< 0: every later
+	 * agent request fails with notice_msg). */
+	bool notice_pending;
+	bool notice_taken;           /* a first exec has its connection (notice_take()) */
+	pthread_mutex_t notice_lock; /* the notice_* fields; zeroed = initialized (glibc) */
+	pthread_cond_t notice_cond;  /* notice_taken went false */
+	int notice_fd;
+	int notice_r;
+	char notice_msg[256];
+	char notice_host[REGISTRY_NAME_MAX + 1];
+	/* The working-set record to take after the first exec (prefetch.c). */
+	bool ws_record;
+	uint64_t ws_ram;
+	char ws_dir[PATH_MAX];
 };
 
 /* ---- config.c ----------------------------------------------------------- */
@@ -306,5 +323,47 @@ int pool_start(struct pool_member *pm, struct cove_sandbox *sb, char *const argv
 /* Ends the member if it still has its process, removes what is left of its
  * directory; safe on NULL.  Called after pool_start too. */
 void pool_member_free(struct pool_member *pm);
+/* ---- prefetch.c ---------------------------------------------------------- */
+
+/* After a restore from snapshot_dir (ram_bytes of guest RAM, 0: unknown):
+ * whether the first exec should record the working set (none recorded
+ * yet, the directory writable, COVE_PREFETCH is not 0). */
+void prefetch_plan(struct cove_sandbox *sb, const char *snapshot_dir, uint64_t ram_bytes);
+
+/* Takes the record planned (once): 0 also when none was planned. */
+int prefetch_take(struct cove_sandbox *sb, char *err, size_t errlen);
+
+struct proto_hdr;
+
+/* A new agent connection that does not wait for a restore notice in
+ * flight (notice.c's own retries). */
+int agent_connect_unsettled(struct cove_sandbox *sb, char *err, size_t errlen);
+
+/* An ERROR frame's {"errno","message"}: the message in err, -errno. */
+int cove_error_frame(const uint8_t *payload, char *err, size_t errlen);
+
+/* Sends the restore notice on fd (an open agent connection) and returns
+ * without its answer: sb holds fd until notice_settle() or the first exec
+ * (notice_take()).  On failure fd is closed. */
+int notice_begin(struct cove_sandbox *sb, int fd, const char *hostname, char *err, size_t errlen);
+
+/* Waits for the answer of a notice in flight (nothing to do when none is),
+ * retrying on a fresh connection when the restore's transport reset caught
+ * it.  0, or the notice's failure (which every later call repeats). */
+int notice_settle(struct cove_sandbox *sb, char *err, size_t errlen);
+
+/* The connection of a notice in flight, for the caller to send its request
+ * behind it and then read the notice's answer first (notice_answer()); -1
+ * when no notice is in flight. */
+int notice_take(struct cove_sandbox *sb);
+
+/* Checks the first frame on a taken connection: the notice's answer.  On
+ * failure it is also remembered in sb. */
+int notice_answer(struct cove_sandbox *sb, const struct proto_hdr *h, const uint8_t *payload,
+                  char *err, size_t errlen);
+
+/* A taken connection failed before the notice's answer came (k < 0): the
+ * notice is sent again, synchronously, on a fresh connection. */
+void notice_lost(struct cove_sandbox *sb);
 
 #endif

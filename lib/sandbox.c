@@ -158,6 +158,8 @@ void sandbox_abort(struct cove_sandbox *sb)
 	if (!sb)
 		return;
 	cove_stop(sb);
+	if (sb->notice_pending)
+		close(sb->notice_fd);
 	free(sb);
 }
 
@@ -208,8 +210,7 @@ int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *e
 	/* A pre-spawned VMM (coved's pool) for a detached sandbox: its root
 	 * becomes ours before anything is put in it (a TAP goes with its start
 	 * request). */
-	if (cfg->vmm_pool && cfg->detached &&
-	    (pm = pool_take(cfg->vmm_pool, m->cpus)) &&
+	if (cfg->vmm_pool && cfg->detached && (pm = pool_take(cfg->vmm_pool, m->cpus)) &&
 	    (r = pool_adopt_root(pm, sb, log, err, errlen)) < 0)
 		goto fail;
 	if ((r = qcow2_create_overlay(disk, m->image, disk_size, err, errlen)) < 0)
@@ -430,5 +431,7 @@ void cove_free(struct cove_sandbox *sb)
 		cove_stop(sb);
 	else if (sb->pidfd >= 0)
 		close(sb->pidfd);
+	if (sb->notice_pending)
+		close(sb->notice_fd);
 	free(sb);
 }

@@ -180,8 +180,12 @@ int cove_snapshot(struct cove_sandbox *sb, const char *dir, bool stop_after, cha
 		return errf(err, errlen, -ESRCH, "the sandbox is stopped");
 	if (!dir || !*dir)
 		return errf(err, errlen, -EINVAL, "no snapshot directory given");
+	/* A snapshot of a restored sandbox holds the notice's effects. */
+	int r = notice_settle(sb, err, errlen);
+	if (r < 0)
+		return r;
 	char abs[PATH_MAX];
-	int r = new_dir_path(dir, abs, sizeof(abs), err, errlen);
+	r = new_dir_path(dir, abs, sizeof(abs), err, errlen);
 	if (r < 0)
 		return r;
 	/* We make the directory and hand it over open: a jailed VMM has no
@@ -389,24 +393,17 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
 	for (char *c = hostname; *c; c++)
 		if (*c == '_')
 			*c = '-';
-	/* The guest resets the connections it had at the snapshot when it
-	 * handles the vsock transport-reset event; a connection made just
-	 * before that can be caught in it.  The notice is idempotent: retry
-	 * it on a fresh connection. */
-	for (int tries = 0;; tries++) {
-		r = cove_agent_restored_on(sb, afd, cfg->hostname ? cfg->hostname : hostname,
-		                           sb->name, err, errlen);
-		close(afd);
-		if (r != -ECONNRESET && r != -EPIPE)
-			break;
-		if (tries == 5)
-			break;
-		afd = vmm_wait_agent(sb, timeout_ms, console, log, err, errlen);
-		if (afd < 0) {
-			r = afd;
-			break;
-		}
-	}
+	/* The notice goes out now; its answer is read by the first exec, which
+	 * follows it on this connection (one round trip for both), or by
+	 * whatever talks to the agent first (notice.c).  A detached restore
+	 * (the CLI's) ends this process: it waits here.  The guest resets
+	 * the connections it had at the snapshot when it handles the vsock
+	 * transport-reset event; cove-vmm holds new ones until it has, and
+	 * notice_settle() retries one caught in it. */
+	prefetch_plan(sb, m->restored_from, (uint64_t)m->memory_mib << 20);
+	r = notice_begin(sb, afd, cfg->hostname ? cfg->hostname : hostname, err, errlen);
+	if (r == 0 && (cfg->detached || ca))
+		r = notice_settle(sb, err, errlen);
 	/* This sandbox's own CA (a fork's differs from its snapshot's). */
 	if (r == 0 && ca)
 		r = proxy_agent_ca(sb, ca, pl.env, err, errlen);

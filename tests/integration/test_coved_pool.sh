@@ -28,7 +28,7 @@ seen=$WORK/seen-members
 : >"$seen"
 note_members() { members >>"$seen"; }
 
-wait_for 60 '[ "$(metric coved_pool_ready)" = 2 ]' && ok "two members ready before any create" ||
+until_true 60 '[ "$(metric coved_pool_ready)" = 2 ]' && ok "two members ready before any create" ||
 	{ not_ok "pool never filled: ready=$(metric coved_pool_ready) failed=$(metric coved_pool_failed_total)"; tail -n 5 "$WORK/coved.log"; finish; }
 echo "# $(( $(date +%s) - t0 )) s: pool full"
 note_members
@@ -51,7 +51,7 @@ grep -q "/$a\$" "/proc/$pa/cgroup" && ok "in the sandbox's own cgroup" || not_ok
 [ "$(nice_of "$pa")" = 0 ] && ok "at priority 0 again (members wait at nice 19)" || not_ok "nice $(nice_of "$pa")"
 
 echo "# $(( $(date +%s) - t0 )) s: created"
-wait_for 60 '[ "$(metric coved_pool_ready)" = 2 ]' && ok "refilled to two" || not_ok "no refill: ready=$(metric coved_pool_ready)"
+until_true 60 '[ "$(metric coved_pool_ready)" = 2 ]' && ok "refilled to two" || not_ok "no refill: ready=$(metric coved_pool_ready)"
 note_members
 members | grep -qx "$pa" && not_ok "the taken VMM is still a member" || ok "the taken VMM is no member any more"
 

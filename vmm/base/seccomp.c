@@ -197,7 +197,8 @@ static const struct sc_rule rules[] = {
 	ANY(fchmodat, K_APIU),
 	ANY(fchown, K_API),
 	ANY(ftruncate, K_ALL), /* the console past its cap; snapshot files */
-	ANY(lseek, K_API),     /* SEEK_DATA/SEEK_HOLE over the memfd */
+	ANY(lseek, K_API),     /* SEEK_DATA/SEEK_HOLE over a RAM file */
+	ANY(mincore, K_API),   /* the resident pages of anonymous RAM (snapshot/save.c) */
 	ANY(copy_file_range, K_API),
 	EQ(fcntl, 1, F_DUPFD_CLOEXEC, "F_DUPFD_CLOEXEC: the snapshot directory", K_API),
 	ANY(flock, K_API),
@@ -217,6 +218,7 @@ static const struct sc_rule rules[] = {
 	IOCTL(KVM_GET_PIT2, K_API),
 	IOCTL(KVM_GET_IRQCHIP, K_API),
 	IOCTL(KVM_GET_CLOCK, K_API),
+	IOCTL(KVM_KVMCLOCK_CTRL, K_API), /* resume: the guest learns it was paused */
 	IOCTL(KVM_GET_MSR_INDEX_LIST, K_API),
 	IOCTL(KVM_GET_MP_STATE, K_API),
 	IOCTL(KVM_GET_SREGS, K_API),

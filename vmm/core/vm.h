@@ -18,6 +18,7 @@
 #include "base/bus.h"
 #include "base/evloop.h"
 #include "base/guest_mem.h"
+#include "core/exit_hist.h"
 #include "cove_limits.h"
 #include "devices/boot_timer.h"
 #include "devices/i8042.h"
@@ -106,7 +107,8 @@ struct vcpu {
 	struct kvm_run *run;
 	pthread_t thread;
 	bool thread_started;
-	bool parked; /* guarded by vm->lock */
+	bool parked;           /* guarded by vm->lock */
+	struct exit_hist hist; /* PIO and MMIO exits by address */
 };
 
 struct vblk;
@@ -256,6 +258,7 @@ const char *vm_exit_reason_name(enum vm_exit_reason reason);
  * request.  Called by the vCPU threads; tests feed it fabricated kvm_run
  * structs.  run_size bounds the I/O data area. */
 enum vcpu_action { VCPU_CONTINUE, VCPU_STOP };
-enum vcpu_action vcpu_handle_exit(struct vm *vm, struct kvm_run *run, size_t run_size);
+enum vcpu_action vcpu_handle_exit(struct vm *vm, struct kvm_run *run, size_t run_size,
+                                  struct exit_hist *hist);
 
 #endif
