@@ -393,16 +393,16 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
 	for (char *c = hostname; *c; c++)
 		if (*c == '_')
 			*c = '-';
-	/* The notice goes out now; its answer is read by the first exec, which
-	 * follows it on this connection (one round trip for both), or by
-	 * whatever talks to the agent first (notice.c).  A detached restore
-	 * (the CLI's) ends this process: it waits here.  The guest resets
-	 * the connections it had at the snapshot when it handles the vsock
-	 * transport-reset event; cove-vmm holds new ones until it has, and
-	 * notice_settle() retries one caught in it. */
+	/* The notice goes out now and its answer is awaited here
+	 * (notice_settle() retries one caught in the guest's vsock transport
+	 * reset).  notice.c can also leave the answer to the first exec, on
+	 * the same connection (one round trip for both), but a connection of
+	 * `cove run` was seen reset after the notice's answer and before the
+	 * command's STARTED, where a retry could run the command twice: until
+	 * that reset is understood every restore settles its notice first. */
 	prefetch_plan(sb, m->restored_from, (uint64_t)m->memory_mib << 20);
 	r = notice_begin(sb, afd, cfg->hostname ? cfg->hostname : hostname, err, errlen);
-	if (r == 0 && (cfg->detached || ca))
+	if (r == 0)
 		r = notice_settle(sb, err, errlen);
 	/* This sandbox's own CA (a fork's differs from its snapshot's). */
 	if (r == 0 && ca)
