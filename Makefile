@@ -34,7 +34,7 @@ SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 LIBS_VMM := $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson) -lz -lpthread -lcap \
             $(shell pkg-config --libs libseccomp 2>/dev/null || echo -lseccomp)
 # libcove's networking: rtnetlink (libmnl) and the host's nftables table.
-LIBS_NET := $(shell pkg-config --libs libmnl libnftables 2>/dev/null || echo -lmnl -lnftables)
+LIBS_NET := $(shell pkg-config --libs libmnl libnftables libcrypto 2>/dev/null || echo -lmnl -lnftables -lcrypto)
 # cove-egress: nftables, netlink, DNS messages, NFLOG; OpenSSL 3 and
 # libhttp-parser for credential injection.
 LIBS_EGRESS := $(shell pkg-config --libs libnftables libmnl ldns libnetfilter_log libssl libcrypto 2>/dev/null || \

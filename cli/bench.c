@@ -49,6 +49,27 @@ static int exec_true(struct cove_sandbox *sb, char *err, size_t errlen)
 	return r;
 }
 
+/* Fields 10 and 12 of /proc/PID/stat, after the command name's ')'. */
+static int proc_faults(pid_t pid, long *minflt, long *majflt)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	long v[12];
+	if (!p || sscanf(p + 2, "%*c %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld", &v[0], &v[1], &v[2],
+	                 &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]) != 10)
+		return -1;
+	*minflt = v[6]; /* field 10: ppid(4) pgrp sid tty tpgid flags minflt */
+	*majflt = v[8];
+	return 0;
+}
+
 /* Fills the VMM's phases (relative to t0) and the work counts. */
 static json_t *vmm_sample(struct cove_sandbox *sb, double t0, double *ph)
 {
@@ -76,6 +97,33 @@ static json_t *vmm_sample(struct cove_sandbox *sb, double t0, double *ph)
 	static const char *const more[] = { "disk_read_bytes", "vmm_rss_kb", "guest_rss_kb" };
 	for (size_t i = 0; i < 3; i++)
 		json_object_set(work, more[i], json_object_get(s, more[i]));
+	/* Every exit reason KVM counts that happened ("*_exits"), the other
+	 * non-zero counters beside them, and the PIO/MMIO exits by address. */
+	json_t *reasons = json_object(), *other = json_object();
+	const char *key;
+	json_t *v;
+	json_object_foreach(kvm, key, v)
+	{
+		if (!json_integer_value(v))
+			continue;
+		size_t kl = strlen(key);
+		bool exit_reason = kl > 6 && !strcmp(key + kl - 6, "_exits");
+		json_object_set(exit_reason ? reasons : other, key, v);
+	}
+	json_object_set_new(work, "exits_by_reason", reasons);
+	json_object_set_new(work, "kvm_other", other);
+	json_t *addrs = json_object_get(s, "exit_addrs");
+	if (addrs)
+		json_object_set(work, "exit_addrs", addrs);
+	json_t *pf = json_object_get(s, "prefetch");
+	if (pf)
+		json_object_set(work, "prefetch", pf);
+	/* cove-vmm's own page faults (guest RAM is its memory): minor, major. */
+	long minflt, majflt;
+	if (proc_faults(cove_vmm_pid(sb), &minflt, &majflt) == 0) {
+		json_object_set_new(work, "host_minflt", json_integer(minflt));
+		json_object_set_new(work, "host_majflt", json_integer(majflt));
+	}
 	json_decref(s);
 	return work;
 }
@@ -117,6 +165,7 @@ struct bench {
 	const char *mode;
 	int n, count;
 	bool vs_qemu;
+	enum { PF_ON, PF_OFF, PF_AB } prefetch; /* restore: the working-set record */
 	const char *plot_path;
 	struct cove_config cfg;
 	const char *json_path;
@@ -137,6 +186,68 @@ static void add_sample(struct bench *b, const double *ph, json_t *work)
 	json_array_append_new(b->samples, json_pack("{s:s, s:o, s:o}", "system", "cove", "phases",
 	                                            bench_phases_json(ph), "work",
 	                                            work ? work : json_object()));
+}
+
+/* Whether restore sample i uses the working-set record. */
+static bool sample_prefetch(const struct bench *b, int i)
+{
+	return b->prefetch == PF_ON || (b->prefetch == PF_AB && i % 2 == 0);
+}
+
+/* A restore without the record: it is moved aside (and libcove told not
+ * to record a new one) until the restore is done (on = false), then put
+ * back (on = true). */
+static void record_aside(const char *snap, bool aside)
+{
+	char a[PATH_MAX + 16], o[PATH_MAX + 16];
+	snprintf(a, sizeof(a), "%s/memory.ws", snap);
+	snprintf(o, sizeof(o), "%s/memory.ws.off", snap);
+	if (aside) {
+		setenv("COVE_PREFETCH", "0", 1);
+		(void)rename(a, o);
+	} else {
+		(void)rename(o, a);
+		unsetenv("COVE_PREFETCH");
+	}
+}
+
+/* One restore and exec, unmeasured, so that the snapshot has its
+ * working-set record before the samples. */
+static int record_working_set(struct bench *b, const char *snap)
+{
+	char err[512];
+	struct cove_sandbox *sb;
+	if (cove_restore(&b->cfg, snap, &sb, err, sizeof(err)) < 0 ||
+	    exec_true(sb, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cove bench: recording the working set: %s\n", err);
+		return -1;
+	}
+	cove_free(sb);
+	return 0;
+}
+
+/* p50 of first_exec and of the exits over the samples with prefetch pf. */
+static void prefetch_report(const struct bench *b, double (*ph)[PH_COUNT], bool pf)
+{
+	double fe[b->n], ex[b->n], pfl[b->n];
+	int m = 0;
+	for (int i = 0; i < b->n; i++) {
+		if (sample_prefetch(b, i) != pf)
+			continue;
+		json_t *w = json_object_get(json_array_get(b->samples, (size_t)i), "work");
+		fe[m] = ph[i][PH_FIRST_EXEC];
+		ex[m] = (double)json_integer_value(json_object_get(w, "exits"));
+		pfl[m] = (double)json_integer_value(json_object_get(w, "host_minflt"));
+		m++;
+	}
+	if (!m)
+		return;
+	qsort(fe, (size_t)m, sizeof(double), bench_cmp);
+	qsort(ex, (size_t)m, sizeof(double), bench_cmp);
+	qsort(pfl, (size_t)m, sizeof(double), bench_cmp);
+	printf("prefetch %-3s (n=%d): p50 first_exec %.1f ms, KVM exits %.0f, cove-vmm page faults "
+	       "%.0f\n",
+	       pf ? "on" : "off", m, pct(fe, m, 50), pct(ex, m, 50), pct(pfl, m, 50));
 }
 
 /* A cold sandbox, snapshotted into a fresh directory and stopped. */
@@ -177,9 +288,14 @@ static int bench_start(struct bench *b, const char *snap)
 		for (int p = 0; p < PH_COUNT; p++)
 			ph[i][p] = NAN;
 		struct cove_sandbox *sb;
+		bool aside = snap && !sample_prefetch(b, i);
+		if (aside)
+			record_aside(snap, true);
 		double t0 = mono_ns() / 1e6;
 		int r = snap ? cove_restore(&b->cfg, snap, &sb, err, sizeof(err))
 		             : cove_start(&b->cfg, &sb, err, sizeof(err));
+		if (aside)
+			record_aside(snap, false);
 		if (r < 0) {
 			fprintf(stderr, "cove bench: sample %d: %s\n", i, err);
 			free(ph);
@@ -199,15 +315,19 @@ static int bench_start(struct bench *b, const char *snap)
 		(void)cove_stop(sb);
 		ph[i][PH_TEARDOWN] = mono_ns() / 1e6 - t0;
 		cove_free(sb);
+		if (snap)
+			json_object_set_new(work, "prefetch_used", json_boolean(!aside));
 		add_sample(b, ph[i], work);
 		if (b->vs_qemu) {
-			if (bench_qemu_sample(&b->cfg, qph[i], err, sizeof(err)) < 0) {
+			json_t *qwork = NULL;
+			if (bench_qemu_sample(&b->cfg, qph[i], &qwork, err, sizeof(err)) < 0) {
+				json_decref(qwork);
 				fprintf(stderr, "cove bench: qemu sample %d: %s\n", i, err);
 				free(ph);
 				free(qph);
 				return 1;
 			}
-			bench_qemu_add_sample(b->samples, ph[i], qph[i]);
+			bench_qemu_add_sample(b->samples, ph[i], qph[i], qwork);
 		}
 	}
 	if (b->vs_qemu)
@@ -223,6 +343,10 @@ static int bench_start(struct bench *b, const char *snap)
 			col[i] = ph[i][p];
 		bench_row(bench_phase_names[p], col, b->n);
 		free(col);
+	}
+	if (snap && b->prefetch == PF_AB) {
+		prefetch_report(b, ph, true);
+		prefetch_report(b, ph, false);
 	}
 	free(ph);
 	return 0;
@@ -245,6 +369,12 @@ static long rollup(pid_t pid, const char *key)
 	return v;
 }
 
+/* count restores of one snapshot, one after another (each returns once
+ * its notice is sent), then every fork's first exec, timed until the last
+ * has answered; then each fork's PSS, RSS and private memory
+ * (Private_Clean + Private_Dirty of its cove-vmm, guest RAM included).
+ * Starting them in parallel, one thread each, took longer inside the
+ * one-CPU emulated host (docs/benchmarks.md). */
 static int bench_fork(struct bench *b, const char *snap)
 {
 	double *t = calloc((size_t)b->n, sizeof(double));
@@ -265,25 +395,34 @@ static int bench_fork(struct bench *b, const char *snap)
 			rc = 1;
 		}
 		t[i] = mono_ns() / 1e6 - t0;
-		long pss = 0, rss = 0;
+		long pss = 0, rss = 0, pmin = LONG_MAX, pmax = 0, psum = 0;
+		json_t *priv = json_array();
 		for (int k = 0; k < b->count && !rc; k++) {
-			pss += rollup(cove_vmm_pid(sb[k]), "Pss");
-			rss += rollup(cove_vmm_pid(sb[k]), "Rss");
+			pid_t pid = cove_vmm_pid(sb[k]);
+			pss += rollup(pid, "Pss");
+			rss += rollup(pid, "Rss");
+			long p = rollup(pid, "Private_Clean") + rollup(pid, "Private_Dirty");
+			json_array_append_new(priv, json_integer(p));
+			psum += p;
+			pmin = p < pmin ? p : pmin;
+			pmax = p > pmax ? p : pmax;
 		}
 		for (int k = 0; k < b->count; k++)
 			if (sb[k])
 				cove_free(sb[k]);
 		memset(sb, 0, sizeof(*sb) * (size_t)b->count);
-		if (rc)
+		if (rc) {
+			json_decref(priv);
 			break;
+		}
 		printf("round %d: %d forks to first exec result in %.1f ms; summed PSS %ld kB, RSS "
-		       "%ld "
-		       "kB\n",
-		       i, b->count, t[i], pss, rss);
-		json_array_append_new(
-		    b->samples, json_pack("{s:s, s:i, s:f, s:I, s:I}", "system", "cove", "forks",
-		                          b->count, "all_first_exec_ms", t[i], "pss_kb",
-		                          (json_int_t)pss, "rss_kb", (json_int_t)rss));
+		       "%ld kB; private per fork min %ld, mean %ld, max %ld kB\n",
+		       i, b->count, t[i], pss, rss, pmin, psum / b->count, pmax);
+		json_array_append_new(b->samples,
+		                      json_pack("{s:s, s:i, s:f, s:I, s:I, s:o}", "system", "cove",
+		                                "forks", b->count, "all_first_exec_ms", t[i],
+		                                "pss_kb", (json_int_t)pss, "rss_kb",
+		                                (json_int_t)rss, "private_kb", priv));
 	}
 	if (!rc) {
 		bench_header("fork", b->n);
@@ -327,11 +466,11 @@ static int bench_exec(struct bench *b)
 static const char bench_usage[] =
     "usage: cove bench boot|restore|fork|exec [-n N] [--count C] [--cpus N] [--memory MiB]\n"
     "                  [--image NAME|PATH] [--kernel PATH] [--json FILE] [--vs qemu]\n"
-    "                  [--plot FILE.svg]\n";
+    "                  [--plot FILE.svg] [--prefetch on|off|ab]\n";
 
 int cli_bench(int argc, char **argv)
 {
-	enum { O_JSON = CLI_O_FIRST_FREE, O_COUNT, O_VS, O_PLOT };
+	enum { O_JSON = CLI_O_FIRST_FREE, O_COUNT, O_VS, O_PLOT, O_PREFETCH };
 	static const struct option opts[] = {
 		{ "cpus", required_argument, NULL, CLI_O_CPUS },
 		{ "memory", required_argument, NULL, CLI_O_MEMORY },
@@ -341,6 +480,7 @@ int cli_bench(int argc, char **argv)
 		{ "count", required_argument, NULL, O_COUNT },
 		{ "vs", required_argument, NULL, O_VS },
 		{ "plot", required_argument, NULL, O_PLOT },
+		{ "prefetch", required_argument, NULL, O_PREFETCH },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -393,6 +533,20 @@ int cli_bench(int argc, char **argv)
 		case O_PLOT:
 			b.plot_path = optarg;
 			break;
+		case O_PREFETCH:
+			if (!strcmp(optarg, "on"))
+				b.prefetch = PF_ON;
+			else if (!strcmp(optarg, "off"))
+				b.prefetch = PF_OFF;
+			else if (!strcmp(optarg, "ab"))
+				b.prefetch = PF_AB;
+			else {
+				fprintf(stderr,
+				        "cove bench: --prefetch is on, off or ab, got '%s'\n",
+				        optarg);
+				return 2;
+			}
+			break;
 		case O_VS:
 			if (strcmp(optarg, "qemu")) {
 				fprintf(stderr, "cove bench: --vs knows only 'qemu', got '%s'\n",
@@ -437,7 +591,12 @@ int cli_bench(int argc, char **argv)
 		rc = bench_exec(&b);
 	} else if (make_snapshot(&b, snap, sizeof(snap)) < 0) {
 		rc = 1;
+	} else if (b.prefetch != PF_OFF && record_working_set(&b, snap) < 0) {
+		rc = 1;
+		remove_snapshot(snap);
 	} else {
+		if (b.prefetch == PF_OFF)
+			setenv("COVE_PREFETCH", "0", 1);
 		rc = restore ? bench_start(&b, snap) : bench_fork(&b, snap);
 		remove_snapshot(snap);
 	}

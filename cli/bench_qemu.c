@@ -3,6 +3,7 @@
  * running `true` (cove.cmd).  The phases QEMU lets us see from outside are
  * the console's COVE-INIT-OK (guest_init), COVE-CMD-EXIT (first_exec) and
  * its exit (teardown); each pair (A B A B) also gets its Cove/QEMU ratio. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -20,8 +21,47 @@
 #include "errf.h"
 #include "qcow2_create.h"
 
-int bench_qemu_sample(const struct cove_config *cfg, double *ph, char *err, size_t errlen)
+/* QEMU's KVM counters, read from the host's debugfs while its VM still
+ * exists (/sys/kernel/debug/kvm/<pid>-<fd>/, summed over its vCPUs): the
+ * same names as Cove's work counts.  Needs debugfs mounted and root. */
+static json_t *qemu_kvm_work(pid_t pid)
 {
+	static const char *const keys[] = { "exits",        "io_exits",        "mmio_exits",
+		                            "halt_exits",   "irq_exits",       "irq_window_exits",
+		                            "pf_taken",     "pf_fixed",        "insn_emulation",
+		                            "signal_exits", "nmi_window_exits" };
+	char prefix[32];
+	snprintf(prefix, sizeof(prefix), "%d-", (int)pid);
+	DIR *d = opendir("/sys/kernel/debug/kvm");
+	struct dirent *e = NULL;
+	while (d && (e = readdir(d)) && strncmp(e->d_name, prefix, strlen(prefix)))
+		;
+	json_t *w = json_object();
+	if (!e) {
+		json_object_set_new(w, "unavailable",
+		                    json_string("no /sys/kernel/debug/kvm/<pid>-* (debugfs not "
+		                                "mounted, or not root)"));
+	} else {
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+			char path[320], buf[32];
+			snprintf(path, sizeof(path), "/sys/kernel/debug/kvm/%s/%s", e->d_name,
+			         keys[i]);
+			FILE *f = fopen(path, "re");
+			if (f && fgets(buf, sizeof(buf), f))
+				json_object_set_new(w, keys[i], json_integer(atoll(buf)));
+			if (f)
+				fclose(f);
+		}
+	}
+	if (d)
+		closedir(d);
+	return w;
+}
+
+int bench_qemu_sample(const struct cove_config *cfg, double *ph, json_t **work, char *err,
+                      size_t errlen)
+{
+	*work = NULL;
 	for (int p = 0; p < PH_COUNT; p++)
 		ph[p] = NAN;
 	char dir[] = "/tmp/cove-bench-qemu-XXXXXX", overlay[64], drive[128], mem[32], smp[16];
@@ -95,8 +135,11 @@ int bench_qemu_sample(const struct cove_config *cfg, double *ph, char *err, size
 		double t = mono_ns() / 1e6 - t0;
 		if (isnan(ph[PH_GUEST_INIT]) && strstr(line, "COVE-INIT-OK"))
 			ph[PH_GUEST_INIT] = t;
-		if (isnan(ph[PH_FIRST_EXEC]) && strstr(line, "COVE-CMD-EXIT"))
+		if (isnan(ph[PH_FIRST_EXEC]) && strstr(line, "COVE-CMD-EXIT")) {
 			ph[PH_FIRST_EXEC] = t;
+			if (!*work)
+				*work = qemu_kvm_work(pid); /* its VM ends with the guest */
+		}
 		/* Keep the tail so a marker split across reads is still seen. */
 		char *nl = strrchr(line, '\n');
 		if (nl) {
@@ -123,14 +166,15 @@ int bench_qemu_sample(const struct cove_config *cfg, double *ph, char *err, size
 	return 0;
 }
 
-void bench_qemu_add_sample(json_t *samples, const double *ph, const double *qph)
+void bench_qemu_add_sample(json_t *samples, const double *ph, const double *qph, json_t *work)
 {
 	json_t *ratio = json_object();
 	for (int p = 0; p < PH_COUNT; p++)
 		if (!isnan(qph[p]) && !isnan(ph[p]) && qph[p] > 0)
 			json_object_set_new(ratio, bench_phase_names[p], json_real(ph[p] / qph[p]));
-	json_array_append_new(samples, json_pack("{s:s, s:o, s:o}", "system", "qemu", "phases",
-	                                         bench_phases_json(qph), "ratio_cove_qemu", ratio));
+	json_array_append_new(samples, json_pack("{s:s, s:o, s:o, s:o}", "system", "qemu", "phases",
+	                                         bench_phases_json(qph), "ratio_cove_qemu", ratio,
+	                                         "work", work ? work : json_object()));
 }
 
 void bench_qemu_report(double (*ph)[PH_COUNT], double (*qph)[PH_COUNT], int n)

@@ -22,6 +22,12 @@ int cli_bench(int argc, char **argv);
 int cli_doctor(int argc, char **argv);
 int cli_net(int argc, char **argv);
 int cli_logs(int argc, char **argv);
+int cli_template(int argc, char **argv);
+
+struct cove_template_io;
+/* Template progress lines to stderr (prefixed with prog) and, with
+ * steps_output, the steps' output to our stdout and stderr. */
+void cli_template_io(struct cove_template_io *io, const char *prog, bool steps_output);
 
 #define CLI_MAX_LIST 64
 

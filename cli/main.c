@@ -9,7 +9,8 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  doctor [--json]                    can sandboxes run here, and how? (start here)\n"
-    "  run [options] -- CMD [ARGS...]     boot a sandbox, run CMD in it, tear it down\n"
+    "  run [options] -- CMD [ARGS...]     start a sandbox (from a template; --cold: boot\n"
+    "                                     it), run CMD in it, tear it down\n"
     "  start --name NAME [options]        boot a named sandbox that keeps running\n"
     "  exec NAME [options] -- CMD...      run CMD in a named sandbox\n"
     "  cp NAME:PATH LOCAL | LOCAL NAME:PATH   copy a file out of or into one\n"
@@ -21,6 +22,7 @@ static const char usage[] =
     "  snapshot NAME DIR [--stop]         save a running sandbox to DIR\n"
     "  restore DIR --name NAME            start a sandbox from a snapshot\n"
     "  fork DIR --count N --prefix P      start P-1 ... P-N from a snapshot at once\n"
+    "  template build|ls|rm               sandboxes set up once, snapshotted, restored\n"
     "  bench boot|restore|fork|exec [-n N] [--json FILE]   latency benchmarks\n"
     "  help [COMMAND]                     this text, or a command's options\n"
     "\n"
@@ -37,7 +39,7 @@ static const struct {
 	{ "snapshot", cli_snapshot }, { "restore", cli_restore },
 	{ "fork", cli_fork },         { "bench", cli_bench },
 	{ "doctor", cli_doctor },     { "net", cli_net },
-	{ "logs", cli_logs },
+	{ "logs", cli_logs },         { "template", cli_template },
 };
 
 static int dispatch(int argc, char **argv)

@@ -1,19 +1,82 @@
-/* cove run: boot a sandbox, copy files in, run one command with its
+/* cove run: start a sandbox, copy files in, run one command with its
  * output streamed, copy files out, tear the sandbox down.  Exits with the
- * command's status (128+N when a signal N killed it, 124 on --timeout). */
+ * command's status (128+N when a signal N killed it, 124 on --timeout).
+ *
+ * The sandbox is restored from a template: the base template of its image,
+ * CPUs, memory and disk size (built on first use, lib/template.h), or the
+ * one --template names.  --cold boots it instead, and so do the network
+ * options (a base template has no NIC: a restore cannot add one). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "cove.h"
+#include "template.h"
 
 static const char run_usage[] =
     "usage: cove run [--cpus N] [--memory MiB] [--image minimal|debian|PATH]\n"
     "                [--kernel PATH] [--hostname NAME] [-e K=V]... [-w DIR]\n"
     "                [--timeout S] [--put LOCAL:GUEST]... [--get GUEST:LOCAL]...\n"
-    "                [LIMITS] [-it] -- CMD [ARGS...]\n" CLI_LIMIT_USAGE CLI_NET_USAGE;
+    "                [--cold | --template NAME] [LIMITS] [-it] -- CMD [ARGS...]\n"
+    "  restored from the base template of the image, CPUs, memory and disk size\n"
+    "  (built once, cached by the hash of its inputs); --cold boots it, as do the\n"
+    "  network options; --template NAME restores a `cove template build` one\n" CLI_LIMIT_USAGE
+        CLI_NET_USAGE;
+
+/* Restores *sb from the template name (NULL: cfg's base template), built
+ * or rebuilt first when its inputs changed.  0, or -1 with a message. */
+static int start_from_template(const struct cove_config *cfg, const char *name,
+                               struct cove_sandbox **sb, const char *prog)
+{
+	char err[600], dir[4200];
+	struct cove_template_manifest m = { 0 };
+	struct cove_template_spec *spec = &m.spec;
+	int r;
+	if (name) {
+		if ((r = cove_template_load(name, &m, err, sizeof(err))) == 0) {
+			/* Its snapshot restores in the cove-vmm that runs it now:
+			 * that one's hash is an input. */
+			char *vmm = realpath(cfg->vmm, NULL);
+			if (!vmm)
+				r = -1, snprintf(err, sizeof(err),
+				                 "cove-vmm '%s': cannot resolve it", cfg->vmm);
+			free(spec->vmm);
+			spec->vmm = vmm;
+		}
+	} else {
+		r = cove_template_base_spec(spec, cfg, COVE_TEMPLATE_NET_OFF, err, sizeof(err));
+	}
+	if (r < 0) {
+		fprintf(stderr, "%s: %s\n", prog, err);
+		cove_template_spec_free(spec);
+		return -1;
+	}
+	struct cove_template_io io;
+	cli_template_io(&io, prog, false);
+	int lockfd;
+	r = cove_template_ensure(spec, false, &io, dir, sizeof(dir), &lockfd, err, sizeof(err));
+	if (r != 0) {
+		fprintf(stderr, "%s: template %s: %s\n", prog, spec->name, err);
+		cove_template_spec_free(spec);
+		return -1;
+	}
+	struct cove_config rc = *cfg;
+	rc.disk_size = 0; /* the template's */
+	rc.hostname = cfg->hostname ? cfg->hostname : "cove";
+	if (spec->net != COVE_TEMPLATE_NET_OFF && rc.net.mode == COVE_NET_OFF)
+		rc.net.mode = COVE_NET_NONE; /* not the build's policy */
+	r = cove_restore(&rc, dir, sb, err, sizeof(err));
+	close(lockfd);
+	cove_template_spec_free(spec);
+	if (r < 0) {
+		fprintf(stderr, "%s: %s\n", prog, err);
+		return -1;
+	}
+	return 0;
+}
 
 /* "A:B" -> A and B (split at the first ':'). */
 static int split_pair(char *s, char **a, char **b)
@@ -29,7 +92,7 @@ static int split_pair(char *s, char **a, char **b)
 
 int cli_run(int argc, char **argv)
 {
-	enum { O_PUT = CLI_O_FIRST_FREE, O_GET };
+	enum { O_PUT = CLI_O_FIRST_FREE, O_GET, O_COLD, O_TEMPLATE };
 	static const struct option opts[] = {
 		{ "cpus", required_argument, NULL, CLI_O_CPUS },
 		{ "memory", required_argument, NULL, CLI_O_MEMORY },
@@ -43,6 +106,8 @@ int cli_run(int argc, char **argv)
 		{ "tty", no_argument, NULL, 't' },
 		{ "put", required_argument, NULL, O_PUT },
 		{ "get", required_argument, NULL, O_GET },
+		{ "cold", no_argument, NULL, O_COLD },
+		{ "template", required_argument, NULL, O_TEMPLATE },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_LIMIT_OPTIONS,
 		CLI_NET_OPTIONS,
@@ -58,6 +123,8 @@ int cli_run(int argc, char **argv)
 	} puts_[CLI_MAX_LIST], gets_[CLI_MAX_LIST];
 	int nput = 0, nget = 0, status = 2;
 	char *image = NULL;
+	const char *tmpl = NULL, *sized = NULL;
+	bool cold = false;
 	int o;
 	opterr = 0;
 	while ((o = getopt_long(argc, argv, "+" CLI_EXEC_SHORT "h", opts, NULL)) != -1) {
@@ -68,9 +135,24 @@ int cli_run(int argc, char **argv)
 			k = cli_exec_option(&x, o, optarg, prog);
 		if (k < 0)
 			goto out;
-		if (k > 0)
+		if (k > 0) {
+			if (o == CLI_O_CPUS || o == CLI_O_MEMORY || o == CLI_O_IMAGE ||
+			    o == CLI_O_KERNEL || o == CLI_O_DISK_SIZE)
+				sized = argv[optind - 1];
 			continue;
+		}
 		switch (o) {
+		case O_COLD:
+			cold = true;
+			break;
+		case O_TEMPLATE:
+			if (!cove_template_name_valid(optarg)) {
+				fprintf(stderr, "%s: --template: invalid template name '%s'\n",
+				        prog, optarg);
+				goto out;
+			}
+			tmpl = optarg;
+			break;
 		case O_PUT:
 		case O_GET: {
 			int *n = o == O_PUT ? &nput : &nget;
@@ -106,11 +188,22 @@ int cli_run(int argc, char **argv)
 	}
 	if (cli_exec_check(&x, prog) < 0)
 		goto out;
+	if (tmpl && (cold || sized)) {
+		fprintf(stderr,
+		        "%s: --template takes its image and sizes from the template: no %s\n", prog,
+		        cold ? "--cold" : sized);
+		goto out;
+	}
 
 	char err[512];
 	struct cove_sandbox *sb = NULL;
 	cli_net_apply(&net, &cfg);
-	if (cove_start(&cfg, &sb, err, sizeof(err)) < 0) {
+	if (tmpl || (!cold && !net.any)) {
+		if (start_from_template(&cfg, tmpl, &sb, prog) < 0) {
+			status = 125;
+			goto out;
+		}
+	} else if (cove_start(&cfg, &sb, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s: %s\n", prog, err);
 		status = 125;
 		goto out;

@@ -47,6 +47,7 @@ void coved_config_free(struct coved_config *c)
 	free(c->state_dir);
 	free(c->api_keys_file);
 	free(c->default_image);
+	free(c->templates_dir);
 	json_decref(c->templates);
 	memset(c, 0, sizeof(*c));
 }
@@ -107,6 +108,10 @@ static int apply(struct coved_config *c, const char *k, json_t *v, char *err, si
 		return set_str(v, k, false, &c->state_dir, err, errlen);
 	if (strcmp(k, "api_keys_file") == 0)
 		return set_str(v, k, false, &c->api_keys_file, err, errlen);
+	if (strcmp(k, "templates_dir") == 0) {
+		c->templates_dir_set = true;
+		return set_str(v, k, true, &c->templates_dir, err, errlen);
+	}
 	if (strcmp(k, "default_image") == 0)
 		return set_str(v, k, false, &c->default_image, err, errlen);
 	UINT("max_requests", 1, 100000, max_requests)
@@ -124,6 +129,8 @@ static int apply(struct coved_config *c, const char *k, json_t *v, char *err, si
 	UINT("disk_mib", 0, (uint64_t)1 << 24, disk_mib)
 	UINT("boot_timeout_s", 1, 3600, boot_timeout_s)
 	UINT("net_pool_size", 0, COVE_NET_POOL_MAX, net_pool_size)
+	UINT("pool_size", 0, COVE_POOL_SIZE_MAX, pool_size)
+	UINT("pool_cpus", 0, 64, pool_cpus)
 #undef UINT
 	if (strcmp(k, "network") == 0)
 		return set_bool(v, k, &c->network, err, errlen);
@@ -163,8 +170,11 @@ static int apply(struct coved_config *c, const char *k, json_t *v, char *err, si
 int coved_config_load(const char *path, struct coved_config *cfg, char *err, size_t errlen)
 {
 	defaults(cfg);
-	if (!path)
+	if (!path) {
+		if (asprintf(&cfg->templates_dir, "%s/templates", cfg->state_dir) < 0)
+			cfg->templates_dir = NULL;
 		return 0;
+	}
 	json_error_t je;
 	json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
 	if (!o)
@@ -185,6 +195,10 @@ int coved_config_load(const char *path, struct coved_config *cfg, char *err, siz
 			goto out;
 		}
 	}
+	/* Templates live beside the sandboxes' state unless told otherwise. */
+	if (!cfg->templates_dir_set &&
+	    asprintf(&cfg->templates_dir, "%s/templates", cfg->state_dir) < 0)
+		cfg->templates_dir = NULL;
 	if (cfg->cpus > cfg->max_cpus || cfg->memory_mib > cfg->max_memory_mib ||
 	    cfg->default_timeout_s > cfg->max_timeout_s)
 		r = errf(

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "body.h"
 #include "coved.h"
@@ -43,7 +44,25 @@ struct coved_config {
 	bool network;                /* sandboxes may have a network */
 	unsigned int net_pool_size;  /* networks set up ahead (cove_net_pool_new); 0: none */
 	bool metrics_auth;           /* /metrics needs an API key too */
+	char *templates_dir;         /* the template store (lib/template.h); NULL: none,
+	                        creates boot cold (config "templates_dir": null) */
+	bool templates_dir_set;
+	unsigned int pool_size; /* pre-spawned VMMs kept ready (pool.c); 0: none */
+	unsigned int pool_cpus; /* their vCPU count; 0: cpus */
 };
+
+/* daemon/template.c: the template a create restores, when there is one:
+ * 0 with *dir (malloc'ed) and *lockfd (close it once the restore has
+ * started), 1 when the create boots cold (no store, an image of the
+ * config's templates), or an HTTP status with msg.  cfg (cpus, memory,
+ * disk size, image, net) says what the base template is of, and is made
+ * a restore's (disk size 0, the template's network). */
+struct cove_config;
+struct coved;
+int coved_template_for(struct coved *d, const char *tid, struct cove_config *cfg, bool net_given,
+                       char **dir, int *lockfd, char *msg, size_t len);
+/* Whether tid names a template in the store (not "base", not an image). */
+bool coved_template_named(struct coved *d, const char *tid);
 
 int coved_config_load(const char *path, struct coved_config *cfg, char *err, size_t errlen)
     __attribute__((warn_unused_result));
@@ -120,7 +139,17 @@ struct coved {
 	pthread_mutex_t stop_mu;
 	pthread_cond_t stop_cond;
 	bool stopping;
+	struct cove_vmm_pool *pool; /* pre-spawned VMMs (pool.c), or NULL */
 };
+
+/* ---- the VMM pool (pool.c) ---- */
+/* Starts the pool when pool_size > 0 (members come up in the background):
+ * 0, or -errno with err. */
+int coved_pool_start(struct coved *d, char *err, size_t errlen) __attribute__((warn_unused_result));
+/* Ends every member not taken (before coved exits). */
+void coved_pool_stop(struct coved *d);
+/* The pool's lines of /metrics. */
+void coved_pool_metrics(struct coved *d, FILE *f);
 
 /* ---- sandboxes (sandbox.c) ---- */
 int coved_adopt_all(struct coved *d);

@@ -131,6 +131,10 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	if (coved_pool_start(&d, err, sizeof(err)) < 0) {
+		fprintf(stderr, "coved: %s\n", err);
+		return 1;
+	}
 	if (envd_init(&d) < 0) {
 		fprintf(stderr, "coved: the envd surface would not start\n");
 		return 1;
@@ -154,6 +158,8 @@ int main(int argc, char **argv)
 	pthread_cond_signal(&d.stop_cond);
 	pthread_mutex_unlock(&d.stop_mu);
 	pthread_join(d.reaper, NULL);
+	/* Pre-spawned VMMs that serve no sandbox end with us. */
+	coved_pool_stop(&d);
 	envd_fini(&d);
 	cove_net_pool_free(d.net_pool); /* slots not taken; taken ones are sandboxes' */
 	d.net_pool = NULL;

@@ -119,6 +119,7 @@ char *coved_metrics_text(struct coved *d, size_t *len)
 	fprintf(f, "coved_limit_hits_total{limit=\"creates\"} %llu\n",
 	        (unsigned long long)m.limit_creates);
 	counter(f, "coved_requests_total", "HTTP requests answered.", m.requests);
+	coved_pool_metrics(d, f);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;

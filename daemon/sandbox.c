@@ -268,6 +268,8 @@ static int resolve_template(struct coved *d, const char *tid, char **image, char
 		}
 		return errf(msg, len, 404, "snapshot '%s' not found", tid);
 	}
+	if (!json_is_string(t) && coved_template_named(d, tid))
+		return 0; /* neither: a template of the store */
 	char *p = cove_image_path(name);
 	struct stat st;
 	if (!p || stat(p, &st) < 0 || !S_ISREG(st.st_mode)) {
@@ -452,10 +454,22 @@ int coved_sb_create(struct coved *d, const struct coved_create *req, struct cove
 	cfg.disk_size = d->cfg.disk_mib << 20;
 	cfg.boot_timeout_ms = d->cfg.boot_timeout_s * 1000;
 	cfg.net = pol;
+	cfg.vmm_pool = d->pool; /* a pre-spawned VMM when one fits (pool.c) */
 	char err[512];
 	double t0 = mono_s();
-	int r;
-	if (snap) {
+	int r, tlock = -1;
+	char *tdir = NULL;
+	if (!snap && (st = coved_template_for(d, req->template_id, &cfg, netj != NULL, &tdir,
+	                                      &tlock, msg, len)) > 1) {
+		atomic_fetch_sub(&d->creating, 1);
+		goto out;
+	}
+	st = 0;
+	if (tdir) {
+		r = cove_restore(&cfg, tdir, &sb->cove, err, sizeof(err));
+		close(tlock);
+		free(tdir);
+	} else if (snap) {
 		snap_chain_read(sb, snap);
 		coved_sb_add_snap(sb, snap);
 		if (!netj)
@@ -581,6 +595,7 @@ int coved_sb_resume(struct coved_sb *sb, uint64_t timeout_s, bool *resumed, char
 	cfg.detached = true;
 	cfg.net_pool = d->net_pool;
 	cfg.boot_timeout_ms = d->cfg.boot_timeout_s * 1000;
+	cfg.vmm_pool = d->pool;
 	char err[512];
 	double t0 = mono_s();
 	struct cove_sandbox *c;

@@ -96,13 +96,22 @@ static int do_restored(struct agent_conn *c, const struct agent_req *req)
 	struct agent_restore_result res = { 0 };
 	char err[384] = "";
 	int r = c->cfg->restored(c->cfg->opaque, &req->u.restored, &res, err, sizeof(err));
-	if (r < 0)
-		return agent_conn_fail(c, req->id, -r, "%s", err[0] ? err : "restore failed");
+	/* The host may send its next request right behind the notice, on
+	 * this connection: when the notice failed (or the CRNG is still the
+	 * snapshot's), answer and end the connection, so nothing behind it
+	 * runs in a guest that is still a copy. */
+	if (r < 0) {
+		(void)!agent_conn_fail(c, req->id, -r, "%s", err[0] ? err : "restore failed");
+		return -EIO;
+	}
 	json_t *o = json_pack("{s:b, s:I}", "reseeded", (int)res.reseeded, "hwrng_bytes",
 	                      (json_int_t)res.hwrng_bytes);
-	if (!o)
-		return agent_conn_fail(c, req->id, ENOMEM, "out of memory");
-	return agent_conn_ok(c, req->id, o);
+	if (!o) {
+		(void)!agent_conn_fail(c, req->id, ENOMEM, "out of memory");
+		return -EIO;
+	}
+	r = agent_conn_ok(c, req->id, o);
+	return r < 0 ? r : res.reseeded ? 0 : -EIO;
 }
 
 /* PROTO_CA (guest-agent/ca.c): OK {"bundle": B} or ERROR. */

@@ -31,9 +31,10 @@ int agent_timeout(int64_t started, char *err, size_t errlen)
 	            (long long)(s > 0 ? s : 1));
 }
 
-int agent_connect_cancel(struct cove_sandbox *sb, int64_t deadline, volatile int *cancel, char *err,
-                         size_t errlen)
+static int connect_raw(struct cove_sandbox *sb, int64_t deadline, volatile int *cancel, char *err,
+                       size_t errlen)
 {
+	int r;
 	int64_t t0 = mono_ms();
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -47,7 +48,6 @@ int agent_connect_cancel(struct cove_sandbox *sb, int64_t deadline, volatile int
 	memcpy(sa.sun_path, sb->vsock, plen + 1);
 	char line[32];
 	int n = snprintf(line, sizeof(line), "CONNECT %u\n", PROTO_AGENT_PORT);
-	int r;
 	/* A Unix connect waits for room in the listener's backlog for at most
 	 * SO_SNDTIMEO: a VMM that stopped accepting costs us the deadline. */
 	for (;;) {
@@ -138,6 +138,20 @@ fail:
 	return r;
 }
 
+int agent_connect_cancel(struct cove_sandbox *sb, int64_t deadline, volatile int *cancel, char *err,
+                         size_t errlen)
+{
+	/* A restore notice still in flight is answered before anything else
+	 * talks to the agent (notice.c). */
+	int r = notice_settle(sb, err, errlen);
+	return r < 0 ? r : connect_raw(sb, deadline, cancel, err, errlen);
+}
+
+int agent_connect_unsettled(struct cove_sandbox *sb, char *err, size_t errlen)
+{
+	return connect_raw(sb, mono_ms() + AGENT_STEP_MS, NULL, err, errlen);
+}
+
 int agent_connect_until(struct cove_sandbox *sb, int64_t deadline, char *err, size_t errlen)
 {
 	return agent_connect_cancel(sb, deadline, NULL, err, errlen);
@@ -165,7 +179,7 @@ int cove_send_json(int fd, uint16_t type, json_t *obj, char *err, size_t errlen)
 }
 
 /* ERROR {"errno","message"} -> message in err, the guest's errno. */
-static int error_frame(const uint8_t *payload, char *err, size_t errlen)
+int cove_error_frame(const uint8_t *payload, char *err, size_t errlen)
 {
 	json_t *o = payload ? json_loads((const char *)payload, 0, NULL) : NULL;
 	int e = EIO;
@@ -198,7 +212,7 @@ int cove_expect_until(int fd, uint16_t want, uint8_t **payload, uint32_t *len, i
 		return errf(err, errlen, r, "the agent connection failed: %s",
 		            r == -ECONNRESET ? "closed" : strerror(-r));
 	if (h.type == PROTO_ERROR) {
-		r = error_frame(p, err, errlen);
+		r = cove_error_frame(p, err, errlen);
 		free(p);
 		return r;
 	}

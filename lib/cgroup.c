@@ -229,6 +229,13 @@ int cgroup_create(const char *name, const struct cgroup_limits *l, int *fd, char
 	return 0;
 }
 
+int cgroup_move(const char *path, pid_t pid)
+{
+	char v[24];
+	snprintf(v, sizeof(v), "%d", (int)pid);
+	return write_file(path, "cgroup.procs", v);
+}
+
 void cgroup_remove(const char *path)
 {
 	if (!path || !path[0])

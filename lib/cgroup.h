@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* What cove-vmm costs beyond guest RAM, as memory.max counts it: the
  * process (about 2 MiB outside guest RAM), KVM's page tables and vCPU
@@ -39,6 +40,10 @@ int cgroup_mount(char *mnt, size_t len);
 int cgroup_create(const char *name, const struct cgroup_limits *l, int *fd, char *path,
                   size_t pathlen, char *note, size_t notelen, char *err, size_t errlen)
     __attribute__((warn_unused_result));
+
+/* Moves the process pid into the cgroup at path (cgroup.procs): a pooled
+ * VMM taken by a sandbox.  0 or -errno. */
+int cgroup_move(const char *path, pid_t pid) __attribute__((warn_unused_result));
 
 /* Removes the cgroup a sandbox of this name was given, found the way
  * cgroup_create finds it (for handles that did not create it). */

@@ -100,6 +100,11 @@ struct cove_config {
 	 * its namespace and cove-egress now, where it can (not with
 	 * net_publish, nor with DNS upstreams other than the pool's). */
 	struct cove_net_pool *net_pool;
+	/* A pool of pre-spawned cove-vmm processes (cove_vmm_pool_new, coved's
+	 * pool_size): a detached cove_start or cove_restore takes a member of
+	 * its vCPU count from it instead of spawning one (a sandbox's TAP goes
+	 * with the start request).  NULL: spawn, as always. */
+	struct cove_vmm_pool *vmm_pool;
 };
 
 /* A pool of sandbox networks made ahead of time (lib/net_pool.c): each
@@ -441,5 +446,45 @@ int cove_get_begin(struct cove_sandbox *sb, const char *guest, uint64_t *size, c
                    size_t errlen) __attribute__((warn_unused_result));
 int cove_get_next(int fd, uint8_t **data, uint32_t *len, char *err, size_t errlen)
     __attribute__((warn_unused_result));
+
+/* ---- the VMM pool (lib/pool.c; docs/ARCHITECTURE.md, "The VMM pool") ----
+ * Members are cove-vmm processes started with --pool CPUS: exec'd inside
+ * their namespaces and cgroup, with a per-sandbox jail uid, KVM VM, vCPUs
+ * and I/O loop made and no guest memory.  Each serves one sandbox, never
+ * a second.  A background thread keeps `size` ready members per shape;
+ * cove_vmm_pool_free ends every member that was not taken. */
+#define COVE_POOL_SHAPES_MAX 8
+#define COVE_POOL_SIZE_MAX   64
+
+struct cove_vmm_pool;
+
+struct cove_vmm_pool_opts {
+	const char *vmm;   /* cove-vmm binary (cove_config_defaults' vmm) */
+	unsigned int size; /* ready members per shape, 1..COVE_POOL_SIZE_MAX */
+	unsigned int cpus[COVE_POOL_SHAPES_MAX]; /* the shapes: vCPU counts */
+	unsigned int nshapes;
+};
+
+struct cove_vmm_pool_stats {
+	unsigned int size;    /* the target per shape */
+	unsigned int ready;   /* members waiting now, all shapes */
+	uint64_t hits;        /* starts served by a member */
+	uint64_t misses;      /* starts that found no member of their shape */
+	uint64_t spawned;     /* members started */
+	uint64_t failed;      /* member starts that failed */
+	char last_error[256]; /* the last failure, or "" */
+};
+
+/* Starts the pool and its refill thread (members come up in the
+ * background).  0, or -errno with one line in err (bad options). */
+int cove_vmm_pool_new(const struct cove_vmm_pool_opts *o, struct cove_vmm_pool **out, char *err,
+                      size_t errlen) __attribute__((warn_unused_result));
+void cove_vmm_pool_stats(struct cove_vmm_pool *p, struct cove_vmm_pool_stats *s);
+/* Waits up to timeout_ms until every shape has size ready members: true
+ * when it has (for tests and benchmarks). */
+bool cove_vmm_pool_wait_full(struct cove_vmm_pool *p, unsigned int timeout_ms);
+/* Stops refilling and ends every member not taken (their directories,
+ * uid claims and cgroups go too).  Safe on NULL. */
+void cove_vmm_pool_free(struct cove_vmm_pool *p);
 
 #endif

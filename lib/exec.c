@@ -201,14 +201,20 @@ int cove_exec(struct cove_sandbox *sb, const struct cove_exec_opts *o, struct co
 	int64_t end =
 	    o->timeout_ms ? t0 + (int64_t)o->timeout_ms + EXEC_GRACE_MS : PROTO_NO_DEADLINE;
 	int64_t step = earlier(t0 + AGENT_STEP_MS, end);
-	int fd = agent_connect_cancel(sb, step, o->pending_signal, err, errlen);
+	/* Right behind a restore notice still in flight, on its connection:
+	 * the agent answers the notice first and runs nothing after a failed
+	 * one (docs/protocol.md). */
+	int fd = notice_take(sb);
+	bool notice = fd >= 0;
+	if (!notice)
+		fd = agent_connect_cancel(sb, step, o->pending_signal, err, errlen);
 	if (fd < 0)
 		return fd;
 	struct outq q = { 0 };
 	struct proto_reader rd;
 	proto_reader_init(&rd);
 	char *buf = malloc(STDIN_CHUNK);
-	bool stdin_open = o->stdin_fd >= 0, started = false;
+	bool stdin_open = o->stdin_fd >= 0, started = false, lost = false, stdin_read = false;
 	int signalled = 0;
 	int r = buf ? outq_json(&q, PROTO_EXEC, exec_request(o)) : -ENOMEM;
 	if (r == 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0)
@@ -236,6 +242,7 @@ int cove_exec(struct cove_sandbox *sb, const struct cove_exec_opts *o, struct co
 			r = outq_flush(&q, fd);
 		if (r < 0) {
 			errf(err, errlen, r, "sending to the agent: %s", strerror(-r));
+			lost = notice && (r == -EPIPE || r == -ECONNRESET); /* as below */
 			break;
 		}
 		int64_t deadline = signalled || !started ? step : end;
@@ -263,6 +270,7 @@ int cove_exec(struct cove_sandbox *sb, const struct cove_exec_opts *o, struct co
 			ssize_t n = read(o->stdin_fd, buf, STDIN_CHUNK);
 			if (n < 0 && (errno == EINTR || errno == EAGAIN))
 				continue;
+			stdin_read = true;
 			if (n <= 0)
 				stdin_open = false; /* EOF (or an error): close the guest's stdin */
 			r = outq_frame(&q, PROTO_STDIN, buf, n > 0 ? (uint32_t)n : 0);
@@ -278,11 +286,24 @@ int cove_exec(struct cove_sandbox *sb, const struct cove_exec_opts *o, struct co
 			if (k < 0) {
 				r = errf(err, errlen, k, "the agent connection failed: %s",
 				         k == -ECONNRESET ? "closed" : strerror(-k));
+				/* Reset before the notice's answer: the agent ran
+				 * nothing of this connection (it answers the notice
+				 * first, in order).  The notice again on its own,
+				 * then the command afresh. */
+				lost = notice && (k == -ECONNRESET || k == -EPIPE);
 				break;
 			}
 			struct proto_hdr h;
 			uint8_t *payload = NULL;
 			proto_reader_take(&rd, &h, &payload);
+			if (notice) {
+				notice = false;
+				r = notice_answer(sb, &h, payload, err, errlen);
+				free(payload);
+				if (r < 0)
+					goto out;
+				continue;
+			}
 			if (h.type == PROTO_STARTED && !started) {
 				started = true;
 				/* A signal that came before the process existed. */
@@ -305,5 +326,18 @@ out:
 	free(q.buf);
 	free(buf);
 	close(fd);
+	/* No answer to the notice on this connection (it failed or timed out
+	 * first): the notice again, synchronously, on its own. */
+	if (notice)
+		notice_lost(sb);
+	if (lost && !stdin_read && !signalled && sb->notice_r == 0)
+		return cove_exec(sb, o, res, err, errlen);
+	/* The first exec of the first restore of a snapshot has its answer:
+	 * the guest's working set so far is what later restores prefetch.  A
+	 * failure costs only the prefetch. */
+	if (r == 0 && sb->ws_record) {
+		char werr[256];
+		(void)prefetch_take(sb, werr, sizeof(werr));
+	}
 	return r;
 }

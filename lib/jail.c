@@ -99,7 +99,11 @@ int jail_claim_uid(const char *sbdir, const char *name, uid_t *out, char *claim,
 			}
 			(void)!snprintf(dir, sizeof(dir), "%s/%s", base, owner);
 			struct stat st;
-			if (owner[0] && registry_name_valid(owner) && stat(dir, &st) == 0)
+			/* A pool member's (lib/pool.c) is ".pool-XXXXXX" until it is
+			 * taken, then its sandbox's. */
+			bool named = registry_name_valid(owner) || (!strncmp(owner, ".pool-", 6) &&
+			                                            registry_name_valid(owner + 1));
+			if (owner[0] && named && stat(dir, &st) == 0)
 				break; /* in use: the next uid */
 			unlink(p);     /* stale: its sandbox is gone */
 		}

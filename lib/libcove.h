@@ -47,6 +47,28 @@ struct cove_sandbox {
 	pthread_t ttl_thread;
 	bool ttl_killed;        /* written by the watchdog before it ends (atomic) */
 	struct sandbox_net net; /* net.on: it has a network (net.h) */
+	/* vmm_spawn of a pool member (pool.c): started at the lowest CPU
+	 * priority (nice 19) when we are root, so that refilling the pool
+	 * yields to running sandboxes; the VMM takes priority 0 back itself
+	 * when its start request comes. */
+	bool pool_member;
+	/* The restore notice in flight (notice.c): sent on notice_fd, its
+	 * answer not read yet.  The first exec goes out behind it on the same
+	 * connection; anything else that talks to the agent waits for the
+	 * answer first.  notice_r: its outcome once known (< 0: every later
+	 * agent request fails with notice_msg). */
+	bool notice_pending;
+	bool notice_taken;           /* a first exec has its connection (notice_take()) */
+	pthread_mutex_t notice_lock; /* the notice_* fields; zeroed = initialized (glibc) */
+	pthread_cond_t notice_cond;  /* notice_taken went false */
+	int notice_fd;
+	int notice_r;
+	char notice_msg[256];
+	char notice_host[REGISTRY_NAME_MAX + 1];
+	/* The working-set record to take after the first exec (prefetch.c). */
+	bool ws_record;
+	uint64_t ws_ram;
+	char ws_dir[PATH_MAX];
 };
 
 /* ---- config.c ----------------------------------------------------------- */
@@ -156,6 +178,9 @@ void sandbox_finish(struct cove_sandbox *sb, int grace_ms);
 /* The last non-empty line of a file (cove-vmm's log, the console),
  * however long, cut to fit out; "" when there is none. */
 void vmm_log_tail(const char *path, char *out, size_t len);
+
+/* The start log's first line: what confines sb (jail_describe). */
+void vmm_log_confinement(const struct cove_sandbox *sb, const char *log);
 
 /* A listening Unix socket at path: where the agent's HELLO arrives. */
 int vmm_listen(const char *path);
@@ -271,5 +296,74 @@ int cove_expect_until(int fd, uint16_t want, uint8_t **payload, uint32_t *len, i
  * left open), or on a new one (fd < 0). */
 int cove_agent_restored_on(struct cove_sandbox *sb, int fd, const char *hostname,
                            const char *sandbox_id, char *err, size_t errlen);
+
+/* ---- pool.c (the VMM pool; cove.h) -------------------------------------- */
+
+struct pool_member;
+
+/* A ready member of cpus vCPUs, or NULL (no pool, none of that shape
+ * ready): counted as a hit or a miss. */
+struct pool_member *pool_take(struct cove_vmm_pool *p, unsigned int cpus);
+/* Step 1 of a hand-over: the member's root/ replaces sb's freshly made,
+ * empty root (renameat2 RENAME_NOREPLACE), its vmm.log becomes log. */
+int pool_adopt_root(struct pool_member *pm, struct cove_sandbox *sb, const char *log, char *err,
+                    size_t errlen) __attribute__((warn_unused_result));
+/* Step 2, where a spawn would call jail_prepare: sb gets the member's
+ * process (pidfd) and jail; the uid claim names sb; the process moves to
+ * sb's new cgroup with lim.  From here sandbox_finish ends the VMM. */
+int pool_adopt_jail(struct pool_member *pm, struct cove_sandbox *sb,
+                    const struct cgroup_limits *lim, const char *log, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+/* Step 3, where a spawn would call vmm_spawn: the start request with
+ * argv[1..] (vmm_spawn's argv) and the jail's flags; waits up to
+ * timeout_ms for its answer (the guest runs, or why not). */
+int pool_start(struct pool_member *pm, struct cove_sandbox *sb, char *const argv[],
+               unsigned int timeout_ms, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+/* Ends the member if it still has its process, removes what is left of its
+ * directory; safe on NULL.  Called after pool_start too. */
+void pool_member_free(struct pool_member *pm);
+/* ---- prefetch.c ---------------------------------------------------------- */
+
+/* After a restore from snapshot_dir (ram_bytes of guest RAM, 0: unknown):
+ * whether the first exec should record the working set (none recorded
+ * yet, the directory writable, COVE_PREFETCH is not 0). */
+void prefetch_plan(struct cove_sandbox *sb, const char *snapshot_dir, uint64_t ram_bytes);
+
+/* Takes the record planned (once): 0 also when none was planned. */
+int prefetch_take(struct cove_sandbox *sb, char *err, size_t errlen);
+
+struct proto_hdr;
+
+/* A new agent connection that does not wait for a restore notice in
+ * flight (notice.c's own retries). */
+int agent_connect_unsettled(struct cove_sandbox *sb, char *err, size_t errlen);
+
+/* An ERROR frame's {"errno","message"}: the message in err, -errno. */
+int cove_error_frame(const uint8_t *payload, char *err, size_t errlen);
+
+/* Sends the restore notice on fd (an open agent connection) and returns
+ * without its answer: sb holds fd until notice_settle() or the first exec
+ * (notice_take()).  On failure fd is closed. */
+int notice_begin(struct cove_sandbox *sb, int fd, const char *hostname, char *err, size_t errlen);
+
+/* Waits for the answer of a notice in flight (nothing to do when none is),
+ * retrying on a fresh connection when the restore's transport reset caught
+ * it.  0, or the notice's failure (which every later call repeats). */
+int notice_settle(struct cove_sandbox *sb, char *err, size_t errlen);
+
+/* The connection of a notice in flight, for the caller to send its request
+ * behind it and then read the notice's answer first (notice_answer()); -1
+ * when no notice is in flight. */
+int notice_take(struct cove_sandbox *sb);
+
+/* Checks the first frame on a taken connection: the notice's answer.  On
+ * failure it is also remembered in sb. */
+int notice_answer(struct cove_sandbox *sb, const struct proto_hdr *h, const uint8_t *payload,
+                  char *err, size_t errlen);
+
+/* A taken connection failed before the notice's answer came (k < 0): the
+ * notice is sent again, synchronously, on a fresh connection. */
+void notice_lost(struct cove_sandbox *sb);
 
 #endif

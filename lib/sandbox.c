@@ -158,6 +158,8 @@ void sandbox_abort(struct cove_sandbox *sb)
 	if (!sb)
 		return;
 	cove_stop(sb);
+	if (sb->notice_pending)
+		close(sb->notice_fd);
 	free(sb);
 }
 
@@ -175,6 +177,7 @@ int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *e
 	struct cove_sandbox *sb = sandbox_new(cfg->detached);
 	struct registry_meta *m = calloc(1, sizeof(*m));
 	int lfd = -1;
+	struct pool_member *pm = NULL;
 	char disk[PATH_MAX], ready[PATH_MAX], console[PATH_MAX], log[PATH_MAX];
 	char disk_arg[PATH_MAX + 128], cpus[16], mem[32], cmdline[1024], ttl[24], limits[96];
 	uint64_t disk_size = 0;
@@ -204,6 +207,12 @@ int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *e
 	snprintf(disk, sizeof(disk), "%s/disk0.qcow2", sb->root);
 	snprintf(ready, sizeof(ready), "%s_%u", sb->vsock, PROTO_READY_PORT);
 	sandbox_logs(sb, cfg, console, log);
+	/* A pre-spawned VMM (coved's pool) for a detached sandbox: its root
+	 * becomes ours before anything is put in it (a TAP goes with its start
+	 * request). */
+	if (cfg->vmm_pool && cfg->detached && (pm = pool_take(cfg->vmm_pool, m->cpus)) &&
+	    (r = pool_adopt_root(pm, sb, log, err, errlen)) < 0)
+		goto fail;
 	if ((r = qcow2_create_overlay(disk, m->image, disk_size, err, errlen)) < 0)
 		goto fail;
 	struct cgroup_limits lim;
@@ -214,7 +223,9 @@ int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *e
 	if (lim.memory_bytes && disk_size && statfs(sb->root, &sfs) == 0 &&
 	    sfs.f_type == TMPFS_MAGIC)
 		lim.memory_bytes += qcow2_overlay_max_file(disk_size);
-	if ((r = jail_prepare(&sb->jail, sb->dir, sb->name, sb->root, &lim, err, errlen)) < 0 ||
+	if ((r = pm ? pool_adopt_jail(pm, sb, &lim, log, err, errlen)
+	            : jail_prepare(&sb->jail, sb->dir, sb->name, sb->root, &lim, err, errlen)) <
+	        0 ||
 	    (r = sandbox_net_begin(sb, cfg, &cfg->net, NULL, cfg->net_limits, m, err, errlen)) < 0)
 		goto fail;
 	lfd = vmm_listen(ready);
@@ -249,7 +260,10 @@ int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *e
 	char net_arg[REGISTRY_NET_LIMITS_MAX + 16];
 	argc = sandbox_net_args(sb, argv, argc, net_arg, sizeof(net_arg));
 	argv[argc] = NULL;
-	r = vmm_spawn((char *const *)argv, cfg->detached, log, sb, err, errlen);
+	r = pm ? pool_start(pm, sb, (char *const *)argv, config_boot_timeout_ms(cfg), err, errlen)
+	       : vmm_spawn((char *const *)argv, cfg->detached, log, sb, err, errlen);
+	pool_member_free(pm);
+	pm = NULL;
 	sandbox_net_handed(sb);
 	/* The guest boots while cove-egress applies its rules. */
 	if (r < 0 || (r = net_finish(&sb->net, err, errlen)) < 0 ||
@@ -276,6 +290,7 @@ fail:
 	proxy_load_free(&pl);
 	free(ca);
 	sandbox_abort(sb);
+	pool_member_free(pm);
 	return r;
 }
 
@@ -416,5 +431,7 @@ void cove_free(struct cove_sandbox *sb)
 		cove_stop(sb);
 	else if (sb->pidfd >= 0)
 		close(sb->pidfd);
+	if (sb->notice_pending)
+		close(sb->notice_fd);
 	free(sb);
 }

@@ -180,8 +180,12 @@ int cove_snapshot(struct cove_sandbox *sb, const char *dir, bool stop_after, cha
 		return errf(err, errlen, -ESRCH, "the sandbox is stopped");
 	if (!dir || !*dir)
 		return errf(err, errlen, -EINVAL, "no snapshot directory given");
+	/* A snapshot of a restored sandbox holds the notice's effects. */
+	int r = notice_settle(sb, err, errlen);
+	if (r < 0)
+		return r;
 	char abs[PATH_MAX];
-	int r = new_dir_path(dir, abs, sizeof(abs), err, errlen);
+	r = new_dir_path(dir, abs, sizeof(abs), err, errlen);
 	if (r < 0)
 		return r;
 	/* We make the directory and hand it over open: a jailed VMM has no
@@ -252,6 +256,7 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
 	struct proxy_load pl = { 0 };
 	char *ca = NULL;
 	struct stat st;
+	struct pool_member *pm = NULL;
 	if (!sb || !m) {
 		r = errf(err, errlen, -ENOMEM, "out of memory");
 		goto fail;
@@ -321,7 +326,16 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
 	sandbox_logs(sb, cfg, console, log);
 	struct cgroup_limits lim;
 	sandbox_limits(&eff, m->cpus ? m->cpus : COVE_CPUS_MAX, m->memory_mib, &lim);
-	r = jail_prepare(&sb->jail, sb->dir, sb->name, sb->root, &lim, err, errlen);
+	/* A pre-spawned VMM of the snapshot's vCPU count (coved's pool), for a
+	 * detached sandbox (a TAP goes with its start request); else one is
+	 * spawned. */
+	if (cfg->vmm_pool && cfg->detached && m->cpus)
+		pm = pool_take(cfg->vmm_pool, m->cpus);
+	if (pm)
+		r = pool_adopt_root(pm, sb, log, err, errlen);
+	if (r == 0)
+		r = pm ? pool_adopt_jail(pm, sb, &lim, log, err, errlen)
+		       : jail_prepare(&sb->jail, sb->dir, sb->name, sb->root, &lim, err, errlen);
 	if (r == 0 && note_net->on)
 		r = sandbox_net_begin(sb, &eff, &cfg->net,
 		                      cfg->net.mode == COVE_NET_OFF ? note_net->policy : NULL,
@@ -360,7 +374,10 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
 	argv[argc] = NULL;
 	unsigned int timeout_ms = config_boot_timeout_ms(cfg);
 	int afd = -1;
-	r = vmm_spawn((char *const *)argv, cfg->detached, log, sb, err, errlen);
+	r = pm ? pool_start(pm, sb, (char *const *)argv, timeout_ms, err, errlen)
+	       : vmm_spawn((char *const *)argv, cfg->detached, log, sb, err, errlen);
+	pool_member_free(pm);
+	pm = NULL;
 	sandbox_net_handed(sb);
 	/* The guest boots while cove-egress applies its rules. */
 	if (r < 0 || (r = net_finish(&sb->net, err, errlen)) < 0 ||
@@ -376,24 +393,17 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
 	for (char *c = hostname; *c; c++)
 		if (*c == '_')
 			*c = '-';
-	/* The guest resets the connections it had at the snapshot when it
-	 * handles the vsock transport-reset event; a connection made just
-	 * before that can be caught in it.  The notice is idempotent: retry
-	 * it on a fresh connection. */
-	for (int tries = 0;; tries++) {
-		r = cove_agent_restored_on(sb, afd, cfg->hostname ? cfg->hostname : hostname,
-		                           sb->name, err, errlen);
-		close(afd);
-		if (r != -ECONNRESET && r != -EPIPE)
-			break;
-		if (tries == 5)
-			break;
-		afd = vmm_wait_agent(sb, timeout_ms, console, log, err, errlen);
-		if (afd < 0) {
-			r = afd;
-			break;
-		}
-	}
+	/* The notice goes out now and its answer is awaited here
+	 * (notice_settle() retries one caught in the guest's vsock transport
+	 * reset).  notice.c can also leave the answer to the first exec, on
+	 * the same connection (one round trip for both), but a connection of
+	 * `cove run` was seen reset after the notice's answer and before the
+	 * command's STARTED, where a retry could run the command twice: until
+	 * that reset is understood every restore settles its notice first. */
+	prefetch_plan(sb, m->restored_from, (uint64_t)m->memory_mib << 20);
+	r = notice_begin(sb, afd, cfg->hostname ? cfg->hostname : hostname, err, errlen);
+	if (r == 0)
+		r = notice_settle(sb, err, errlen);
 	/* This sandbox's own CA (a fork's differs from its snapshot's). */
 	if (r == 0 && ca)
 		r = proxy_agent_ca(sb, ca, pl.env, err, errlen);
@@ -410,5 +420,6 @@ fail:
 	proxy_load_free(&pl);
 	free(ca);
 	sandbox_abort(sb);
+	pool_member_free(pm);
 	return r;
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -98,6 +99,7 @@ struct spawn_plan {
 	char uid[16];
 	bool jailed; /* append jargv */
 	bool die_with_parent;
+	bool low_priority; /* a pool member: nice 19 until its start request */
 	uint64_t flags;
 	int cgroup_fd;
 	int go;     /* the child waits for a byte (or EOF) here before exec */
@@ -117,6 +119,8 @@ static void exec_vmm(const struct spawn_plan *p, const char *log)
 		_exit(127);
 	if (p->die_with_parent)
 		prctl(PR_SET_PDEATHSIG, SIGKILL); /* cove-vmm sets it again once jailed */
+	if (p->low_priority)
+		(void)setpriority(PRIO_PROCESS, 0, 19);
 	if (read(p->go, &c, 1) != 1)
 		_exit(127); /* the parent gave up, or died before the prctl */
 	int null = open("/dev/null", O_RDWR);
@@ -245,6 +249,8 @@ static void plan_init(struct spawn_plan *p, char *const argv[], struct cove_sand
 	p->cgroup_fd = sb->jail.cgroup_fd;
 	p->tap_fd = sb->net.tap_fd;
 	p->jailed = sb->jail.namespaces;
+	/* Only root may take the priority back (cove-vmm, at its claim). */
+	p->low_priority = sb->pool_member && geteuid() == 0;
 	size_t n = 0;
 	p->jargv[n++] = "--jail";
 	p->jargv[n++] = sb->root;
@@ -260,7 +266,7 @@ static void plan_init(struct spawn_plan *p, char *const argv[], struct cove_sand
 }
 
 /* The start log's first line: what confines this sandbox. */
-static void log_confinement(const struct cove_sandbox *sb, const char *log)
+void vmm_log_confinement(const struct cove_sandbox *sb, const char *log)
 {
 	char line[1024];
 	jail_describe(&sb->jail, line, sizeof(line));
@@ -297,7 +303,7 @@ static int spawn_child(struct spawn_plan *p, const char *log, struct cove_sandbo
 	sb->pidfd = pidfd;
 	sb->pid = pid;
 	sb->child = true;
-	log_confinement(sb, log);
+	vmm_log_confinement(sb, log);
 	(void)!write(go[1], "g", 1);
 	close(go[1]);
 	return 0;
@@ -350,7 +356,7 @@ static int spawn_detached(struct spawn_plan *p, const char *log, struct cove_san
 	}
 	/* A grandchild that died already shows through the pidfd. */
 	if (r == 0) {
-		log_confinement(sb, log);
+		vmm_log_confinement(sb, log);
 		(void)!send(go[0], "g", 1, MSG_NOSIGNAL);
 	}
 	close(go[0]);

@@ -19,6 +19,7 @@
 #include "core/vm.h"
 #include "core/vm_devices.h"
 #include "errf.h"
+#include "snapshot/prefetch.h"
 #include "snapshot/snapshot.h"
 #include "virtio/net.h"
 
@@ -128,6 +129,26 @@ static long vmm_rss_kb(const struct vm *vm, int smaps_fd, long *guest_kb)
 	return total;
 }
 
+/* PIO and MMIO exits by port or address, summed over vCPUs
+ * (core/exit_hist.h); "other" counts those the tables had no room for. */
+static json_t *exit_addrs(struct vm *vm)
+{
+	struct exit_hist_slot e[2 * EXIT_HIST_SLOTS];
+	size_t n = 0;
+	uint64_t lost = 0;
+	for (unsigned int i = 0; i < vm->ncpus; i++)
+		lost += exit_hist_sum(&vm->vcpus[i].hist, e, sizeof(e) / sizeof(e[0]), &n);
+	json_t *o = json_object();
+	for (size_t i = 0; o && i < n; i++) {
+		char name[40];
+		exit_hist_name(&e[i], name, sizeof(name));
+		json_object_set_new(o, name, json_integer((json_int_t)e[i].count));
+	}
+	if (o && lost)
+		json_object_set_new(o, "other", json_integer((json_int_t)lost));
+	return o;
+}
+
 static json_t *stats(struct vm *vm, int smaps_fd)
 {
 	struct kvm_counter c[KVM_STATS_MAX];
@@ -142,8 +163,9 @@ static json_t *stats(struct vm *vm, int smaps_fd)
 	uint64_t rd = 0, wr = 0;
 	vm_disk_io(vm, &rd, &wr);
 	json_t *times = json_pack(
-	    "{s:I, s:I, s:I, s:I}", "process_start_mono_us", (json_int_t)boot_timer_start_mono_us(),
-	    "vm_created_us", (json_int_t)vm->t_created_us, "first_kvm_run_us",
+	    "{s:I, s:I, s:I, s:I, s:I}", "pool_request_us", (json_int_t)vm->t_request_us,
+	    "process_start_mono_us", (json_int_t)boot_timer_start_mono_us(), "vm_created_us",
+	    (json_int_t)vm->t_created_us, "first_kvm_run_us",
 	    (json_int_t)__atomic_load_n(&vm->t_first_run_us, __ATOMIC_RELAXED), "guest_init_us",
 	    (json_int_t)__atomic_load_n(&vm->boot_timer.fired, __ATOMIC_RELAXED));
 	uint64_t thr = 0, thr_ns = 0;
@@ -153,6 +175,16 @@ static json_t *stats(struct vm *vm, int smaps_fd)
 	                      (json_int_t)guest_kb, "disk_read_bytes", (json_int_t)rd,
 	                      "disk_written_bytes", (json_int_t)wr, "disk_throttled",
 	                      (json_int_t)thr, "disk_throttled_ms", (json_int_t)(thr_ns / 1000000));
+	if (o)
+		json_object_set_new(o, "exit_addrs", exit_addrs(vm));
+	struct prefetch_stats ps;
+	prefetch_get_stats(&ps);
+	if (o)
+		json_object_set_new(o, "prefetch",
+		                    json_pack("{s:I, s:I, s:I, s:I, s:i}", "ranges",
+		                              (json_int_t)ps.ranges, "pages", (json_int_t)ps.pages,
+		                              "written", (json_int_t)ps.written, "us",
+		                              (json_int_t)ps.us, "error", ps.error));
 	if (o && vm_net(vm)) {
 		struct vnet_stats ns;
 		vnet_get_stats(vm_net(vm), &ns);
@@ -243,6 +275,19 @@ static void handle(struct vm *vm, int smaps_fd, const char *line, int passed, ch
 					                "stopped after a snapshot");
 			}
 		}
+	} else if (!strcmp(op, "working_set")) {
+		/* The pages touched since the restore, as a record written into
+		 * the file passed with the request (snapshot/prefetch.h). */
+		uint32_t nr = 0;
+		uint64_t np = 0;
+		if (passed < 0)
+			reply_err(out, outlen, "working_set needs a file passed with it");
+		else if (prefetch_record(&vm->mem, passed, &nr, &np, msg, sizeof(msg)) < 0)
+			reply_err(out, outlen, msg);
+		else
+			reply(out, outlen,
+			      json_pack("{s:b, s:I, s:I}", "ok", 1, "ranges", (json_int_t)nr,
+			                "pages", (json_int_t)np));
 	} else if (!strcmp(op, "stats")) {
 		reply(out, outlen, stats(vm, smaps_fd));
 	} else if (!strcmp(op, "stop")) {
@@ -314,7 +359,7 @@ static bool conn_read(struct vmm_api *a, struct api_conn *c)
 	if (n <= 0)
 		return false;
 	c->len += (size_t)n;
-	char out[2048];
+	char out[16384];
 	for (;;) {
 		char *nl = memchr(c->buf, '\n', c->len);
 		if (!nl)
@@ -467,6 +512,20 @@ int vmm_api_create(struct vm *vm, const char *path, struct vmm_api **out, char *
 	 * now, while files can still be opened. */
 	json_object_seed(0);
 	*out = a;
+	return 0;
+}
+
+int vmm_api_listen_fd(const struct vmm_api *a)
+{
+	return a->lfd;
+}
+
+int vmm_api_moved(struct vmm_api *a, struct vm *vm, const char *path)
+{
+	if (strlen(path) >= sizeof(a->path))
+		return -ENAMETOOLONG;
+	snprintf(a->path, sizeof(a->path), "%s", path);
+	a->vm = vm;
 	return 0;
 }
 

@@ -30,6 +30,14 @@ struct vmm_api;
  * before any jail or filter: it needs the file system. */
 int vmm_api_create(struct vm *vm, const char *path, struct vmm_api **out, char *err, size_t errlen)
     __attribute__((warn_unused_result));
+/* A pooled VMM (vmm/pool.h): the listening socket, where the start
+ * request comes before the API thread exists; and, once its directory was
+ * moved to the sandbox's and the VM built, the socket's new path (removed
+ * at exit) and the VM the ops act on.  -ENAMETOOLONG for a path too long. */
+int vmm_api_listen_fd(const struct vmm_api *a);
+int vmm_api_moved(struct vmm_api *a, struct vm *vm, const char *path)
+    __attribute__((warn_unused_result));
+
 /* Starts the API thread under the API filter (mode).  Call after
  * vm_start(): its ops pause, snapshot and stop a running VM.  A snapshot
  * parks the I/O loop (evloop_park) while it runs, as it swaps the disks

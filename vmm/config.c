@@ -30,6 +30,9 @@ const char vmm_usage[] =
     "  guest's); give format=qcow2 for a qcow2 image; a read-only one is probed\n"
 
     "  both:         [--seccomp kill|log|off]\n"
+    "       cove-vmm --pool CPUS --api PATH [--seccomp kill|log|off]\n"
+    "                (a pre-spawned VMM: KVM VM and CPUS vCPUs made, no guest memory;\n"
+    "                 it waits on PATH for one start request with the flags above)\n"
     "       cove-vmm --seccomp-list\n"
     "\n"
     "  --seccomp kill  (default) each thread (main, vCPU, I/O, API) runs under its own\n"
@@ -556,7 +559,8 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 		O_TTL,
 		O_CONSOLE_MAX,
 		O_DISK_LIMIT,
-		O_NET
+		O_NET,
+		O_POOL
 	};
 	static const struct option opts[] = {
 		{ "kernel", required_argument, NULL, O_KERNEL },
@@ -581,6 +585,7 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 		{ "console-max", required_argument, NULL, O_CONSOLE_MAX },
 		{ "disk-limit", required_argument, NULL, O_DISK_LIMIT },
 		{ "net", required_argument, NULL, O_NET },
+		{ "pool", required_argument, NULL, O_POOL },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -726,6 +731,14 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 				return -ENOMEM;
 			r = parse_net(&c->vm.net, c->net_spec, err, errlen);
 			break;
+		case O_POOL:
+			if (parse_uint(optarg, UINT_MAX, &n) < 0 || n < 1 || n > VM_MAX_VCPUS)
+				return bad(
+				    err, errlen,
+				    "--pool must be a number of vCPUs from 1 to %d, got '%s'",
+				    VM_MAX_VCPUS, optarg);
+			c->pool_cpus = (unsigned int)n;
+			break;
 		case 'h':
 			c->show_help = 1;
 			return 0;
@@ -744,6 +757,18 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 	if (jail_uid_set && !jail_gid_set)
 		c->jail.gid = (gid_t)c->jail.uid;
 	c->jail.set_ids = jail_uid_set;
+	if (c->pool_cpus) {
+		/* The machine comes later, in the start request (vmm/pool.c). */
+		if (!c->api_path)
+			return bad(err, errlen,
+			           "--pool needs --api PATH (its start request comes there)");
+		if (machine_flag || c->restore_dir || c->overlay_dir || c->restore_limits_set ||
+		    c->vm.vsock_path || c->vm.net.enabled || c->vm.ttl_s)
+			return bad(err, errlen,
+			           "--pool takes only --api, --seccomp and the jail options: the "
+			           "rest comes with its start request");
+		return 0;
+	}
 	if (c->restore_dir) {
 		if (machine_flag)
 			return bad(

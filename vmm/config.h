@@ -29,6 +29,7 @@ struct vmm_config {
 	 * applied by vmm_config_apply_disk_limits() */
 	struct vmm_disk_limits restore_limits[VM_MAX_DISKS];
 	unsigned int restore_limits_set; /* bit i: disk i has some */
+	unsigned int pool_cpus;          /* --pool CPUS: a pre-spawned VMM (vmm/pool.c); 0: not */
 	int show_help;
 	int show_seccomp_list; /* --seccomp-list: print the filters' tables */
 };

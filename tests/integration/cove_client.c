@@ -5,6 +5,9 @@
  *   cove_client malformed        a malformed frame closes that connection,
  *                                the agent keeps serving
  *   cove_client rtt N            median and p90 round trip of N `true` execs
+ *   cove_client restore DIR CMD  restores DIR, runs `sh -c CMD` as the first
+ *                                exec (printing its output), then prints
+ *                                cove-vmm's {"op":"stats"} line
  */
 #include <errno.h>
 #include <pthread.h>
@@ -141,14 +144,46 @@ static int rtt(struct cove_sandbox *sb, int n)
 	return 0;
 }
 
+/* A restore and its first exec in one process (the notice then shares the
+ * exec's connection, and the first restore records the working set). */
+static int restore_exec(struct cove_config *cfg, const char *dir, const char *cmd)
+{
+	char err[512];
+	struct cove_sandbox *sb;
+	if (cove_restore(cfg, dir, &sb, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cove_client: restore: %s\n", err);
+		return 1;
+	}
+	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	struct buf out = { .len = 0 };
+	struct cove_exec_opts o = {
+		.argv = argv, .stdin_fd = -1, .on_stdout = collect, .opaque = &out
+	};
+	struct cove_exec_result res;
+	int r = cove_exec(sb, &o, &res, err, sizeof(err));
+	char *stats = NULL;
+	if (r == 0 && res.exit_code == 0 && cove_vmm_stats(sb, &stats, err, sizeof(err)) == 0)
+		printf("%sstats %s\n", out.data, stats);
+	else
+		fprintf(stderr, "cove_client: exec: r=%d (%s) code=%d\n", r, r ? err : "",
+		        res.exit_code);
+	int rc = stats ? 0 : 1;
+	free(stats);
+	cove_free(sb);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: cove_client concurrent N | malformed | rtt N\n");
+		fprintf(stderr, "usage: cove_client concurrent N | malformed | rtt N | restore DIR "
+		                "CMD\n");
 		return 2;
 	}
 	struct cove_config cfg;
 	cove_config_defaults(&cfg);
+	if (!strcmp(argv[1], "restore"))
+		return argc == 4 ? restore_exec(&cfg, argv[2], argv[3]) : 2;
 	char err[512];
 	struct cove_sandbox *sb;
 	if (cove_start(&cfg, &sb, err, sizeof(err)) < 0) {

@@ -33,7 +33,7 @@ coved_start() {
 	python3 - "$WORK/coved.json" "{${1:-}}" <<PY || return 1
 import json, sys
 c = {"socket": "$SOCK", "state_dir": "$STATE", "api_keys_file": "$WORK/keys",
-     "network": False, "memory_mib": 128}
+     "network": False, "memory_mib": 128, "templates_dir": "$COVE_TEMPLATE_DIR"}
 c.update(json.loads(sys.argv[2]))
 json.dump(c, open(sys.argv[1], "w"))
 PY

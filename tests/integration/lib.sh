@@ -11,6 +11,12 @@ VMM=${VMM:-$BIN/cove-vmm}
 WORK=$(mktemp -d /tmp/cove-itest.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 
+# Templates (lib/template.h): `cove run` restores from base templates built
+# on first use.  tests/integration/run gives the suite one store and one
+# staging directory (COVE_ITEST_STAGE), so a base template is built once for
+# the whole suite; a test run alone gets its own, removed with $WORK.
+export COVE_TEMPLATE_DIR=${COVE_TEMPLATE_DIR:-$WORK/templates}
+
 ok() { echo "ok - $*"; }
 not_ok() { echo "not ok - $*"; FAILED=1; }
 FAILED=0
@@ -29,8 +35,8 @@ need() {
 # RUNTIME_DIR when one was given).
 cove_env() {
 	need "$BIN/cove" "$BIN/cove-vmm" build/vmlinux build/images/minimal.ext4
-	COVE_KERNEL=$(stage vmlinux build/vmlinux)
-	COVE_IMAGE=$(stage minimal.ext4 build/images/minimal.ext4)
+	COVE_KERNEL=$(stage_shared vmlinux build/vmlinux)
+	COVE_IMAGE=$(stage_shared minimal.ext4 build/images/minimal.ext4)
 	export COVE_KERNEL COVE_IMAGE COVE_VMM=$PWD/$BIN/cove-vmm
 	export COVE_RUNTIME_DIR=${1:-$WORK/rt}
 	cove_own_rt=${1:-}
@@ -50,6 +56,20 @@ cove_cleanup() {
 stage() {
 	cp --sparse=always "$2" "$WORK/$1"
 	echo "$WORK/$1"
+}
+
+# stage_shared NAME SRC: stage SRC once for the whole suite (into
+# $COVE_ITEST_STAGE, which tests/integration/run makes; the same paths in
+# every test, so base templates and their hash cache are shared); a test
+# run alone stages into $WORK.  Tests must not write the copy.
+stage_shared() {
+	[ -n "${COVE_ITEST_STAGE:-}" ] && [ -d "$COVE_ITEST_STAGE" ] || { stage "$@"; return; }
+	if [ ! -e "$COVE_ITEST_STAGE/$1" ]; then
+		cp --sparse=always "$2" "$COVE_ITEST_STAGE/.$1.$$" &&
+			mv -n "$COVE_ITEST_STAGE/.$1.$$" "$COVE_ITEST_STAGE/$1"
+		rm -f "$COVE_ITEST_STAGE/.$1.$$"
+	fi
+	echo "$COVE_ITEST_STAGE/$1"
 }
 
 # guest_cmd 'shell command': the kernel arguments that make the images'

@@ -7,7 +7,7 @@
 source tests/integration/lib.sh
 cove_env
 x() { $cove exec dsz -- sh -c "$1" 2>&1; }
-out=$($cove run --disk-size 16M -- true 2>&1)
+out=$($cove run --cold --disk-size 16M -- true 2>&1)
 rc=$?
 if [ "$rc" != 0 ] && [[ $out == *"smaller than the image"* ]] && [ "$(echo "$out" | wc -l)" = 1 ]; then
 	ok "a size below the image's is refused: $out"; else not_ok "status $rc: $out"; fi

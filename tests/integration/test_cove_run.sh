@@ -5,8 +5,8 @@
 source tests/integration/lib.sh
 need "$BIN/cove" "$BIN/cove-vmm" build/bin/cove-agent build/vmlinux build/images/minimal.ext4
 # The kernel and image are read from tmpfs, not the slow 9p share.
-export COVE_KERNEL=$(stage vmlinux build/vmlinux)
-export COVE_IMAGE=$(stage minimal.ext4 build/images/minimal.ext4)
+export COVE_KERNEL=$(stage_shared vmlinux build/vmlinux)
+export COVE_IMAGE=$(stage_shared minimal.ext4 build/images/minimal.ext4)
 export COVE_VMM=$PWD/$BIN/cove-vmm
 cove=$BIN/cove
 
@@ -48,7 +48,7 @@ check "--timeout gives 124" 124 "" $cove run --timeout 2 -- sleep 60
 # --put and --get of a 100 MiB file.
 head -c $((100 << 20)) /dev/urandom >"$WORK/big"
 sum=$(sha256sum <"$WORK/big" | cut -c1-64)
-out=$($cove run --memory 512 --put "$WORK/big:/tmp/big" --get "/tmp/big:$WORK/back" -- sh -c 'sha256sum /tmp/big | cut -c1-64')
+out=$($cove run --cold --memory 512 --put "$WORK/big:/tmp/big" --get "/tmp/big:$WORK/back" -- sh -c 'sha256sum /tmp/big | cut -c1-64')
 back=$(sha256sum <"$WORK/back" | cut -c1-64)
 if [ "$out" = "$sum" ] && [ "$back" = "$sum" ]; then ok "--put/--get of 100 MiB, sha256 matches both ways"; else
 	not_ok "--put/--get: guest '$out', back '$back', want '$sum'"
@@ -77,7 +77,7 @@ rc=$?
 # its own root and has python3.
 if [ -f build/images/debian.ext4 ]; then
 	deb=$(stage debian.ext4 build/images/debian.ext4)
-	check "debian image: python3 runs" 0 "42" env COVE_IMAGE="$deb" $cove run --memory 512 -- python3 -c 'print(6*7)'
+	check "debian image: python3 runs" 0 "42" env COVE_IMAGE="$deb" $cove run --cold --memory 512 -- python3 -c 'print(6*7)'
 	rm -f "$deb"
 else
 	echo "skip: debian image not built"

@@ -5,7 +5,7 @@
 source tests/integration/lib.sh
 cove_env
 start=$(date +%s.%N)
-out=$(timeout -k 5 60 $cove run --ttl 5 -- sh -c 'echo started; while :; do :; done' 2>&1)
+out=$(timeout -k 5 60 $cove run --cold --ttl 5 -- sh -c 'echo started; while :; do :; done' 2>&1)
 rc=$?
 secs=$(echo "$(date +%s.%N) - $start" | bc)
 echo "$out" | sed 's/^/  cove run: /'

@@ -7,7 +7,7 @@
 source tests/integration/lib.sh
 cove_env
 start=$(date +%s.%N)
-timeout -k 5 60 $cove run --ttl 15 -- sh -c 'echo started; sleep 600' >"$WORK/out" 2>&1 &
+timeout -k 5 60 $cove run --cold --ttl 15 -- sh -c 'echo started; sleep 600' >"$WORK/out" 2>&1 &
 runner=$!
 wait_for "$WORK/out" started 30 || not_ok "the command did not start"
 pid=$(cat "$COVE_RUNTIME_DIR"/*/meta.json 2>/dev/null | grep -o '"pid": *[0-9]*' | grep -o '[0-9]*$')

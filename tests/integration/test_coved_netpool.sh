@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# coved's network pool (net_pool_size): networks made ahead of time (a
+# coved's network pool (net_pool_size), with the VMM pool (pool_size) on: networks made ahead of time (a
 # namespace, tap0, the veth and a cove-egress denying everything) serve
 # creates with a network; the taken one enforces the create's own policy,
 # carries the sandbox's name in its claims and files, and is refilled; a
@@ -27,7 +27,7 @@ slots() { find "$RT" -maxdepth 1 -name '.np-*' | wc -l; }
 egresses() { pgrep -x cove-egress | wc -l; }
 
 egress0=$(egresses)
-coved_start '"network": true, "net_pool_size": 2' || { not_ok "coved starts"; finish; }
+coved_start '"network": true, "net_pool_size": 2, "pool_size": 1' || { not_ok "coved starts"; finish; }
 if until_metric coved_net_pool_ready 2 120; then ok "2 networks ready ahead of any create"; else
 	not_ok "pool not ready: $(api GET /metrics | grep net_pool) $(tail -n 3 "$WORK/coved.log")"; finish; fi
 [ "$(slots)" = 2 ] && [ "$(($(egresses) - egress0))" = 2 ] && ok "2 slots, 2 cove-egress processes" ||
@@ -54,6 +54,9 @@ id2=$(jget "$out" 'o["sandboxID"]')
 	not_ok "hits $(metric coved_net_pool_hits_total)"
 fast_fail "$id2" "its policy denies everything" 'nc -w 10 198.51.100.90 9000 </dev/null | grep banner'
 
+h=$(metric coved_pool_hits_total)
+[ "${h:-0}" -ge 1 ] && ok "the VMM pool served $h of them too (their TAP sent with the start request)" ||
+	not_ok "VMM pool hits: '$h'"
 api DELETE "/sandboxes/$id" >/dev/null
 api DELETE "/sandboxes/$id2" >/dev/null
 [ "$(code)" = 204 ] || not_ok "delete: $(code)"

@@ -1250,10 +1250,14 @@ START_TEST(restored_hook)
 	memset(&seen, 0, sizeof(seen));
 	seen.reseeded = true;
 	conn_open_cfg(&c, &restore_cfg);
+	/* The host sends its next request right behind the notice: the
+	 * answers come in order, the notice's first. */
 	send_json(c.fd, PROTO_RESTORED, 4,
 	          "{\"time_ns\":1700000000000000001,\"hostname\":\"fork-2\","
 	          "\"sandbox_id\":\"sb-2\",\"seed\":\"" SEED_HEX "\"}");
+	send_json(c.fd, PROTO_PING, 3, "{}");
 	json_t *o = recv_json(c.fd, PROTO_OK, 4);
+	json_decref(recv_json(c.fd, PROTO_PONG, 3));
 	ck_assert(json_is_true(json_object_get(o, "reseeded")));
 	ck_assert_int_eq(jint(o, "hwrng_bytes"), AGENT_HWRNG_BYTES);
 	json_decref(o);
@@ -1262,12 +1266,33 @@ START_TEST(restored_hook)
 	ck_assert_str_eq(seen.hostname, "fork-2");
 	ck_assert_str_eq(seen.sandbox_id, "sb-2");
 	ck_assert_uint_eq(seen.req.seed[31], 0x1f);
-	/* a failed step is an ERROR with its errno; the connection goes on */
+	/* a failed step is an ERROR with its errno, and the connection ends:
+	 * nothing sent behind a failed notice runs */
 	seen.fail = -EPERM;
 	send_json(c.fd, PROTO_RESTORED, 5,
 	          "{\"time_ns\":1,\"hostname\":\"h\",\"sandbox_id\":\"i\",\"seed\":\"" SEED_HEX
 	          "\"}");
+	/* The agent may already have closed (EPIPE): what counts is that the
+	 * PING is never answered. */
+	int sent = proto_send(c.fd, PROTO_PING, 51, "{}", 2);
+	ck_assert(sent == 0 || sent == -EPIPE || sent == -ECONNRESET);
 	ck_assert_int_eq(recv_error(c.fd, 5), EPERM);
+	expect_closed(c.fd);
+	ck_assert_int_lt(conn_close(&c), 0);
+	/* so does a notice that could not reseed the CRNG (OK, reseeded false) */
+	seen.fail = 0;
+	seen.reseeded = false;
+	conn_open_cfg(&c, &restore_cfg);
+	send_json(c.fd, PROTO_RESTORED, 52,
+	          "{\"time_ns\":1,\"hostname\":\"h\",\"sandbox_id\":\"i\",\"seed\":\"" SEED_HEX
+	          "\"}");
+	o = recv_json(c.fd, PROTO_OK, 52);
+	ck_assert(json_is_false(json_object_get(o, "reseeded")));
+	json_decref(o);
+	expect_closed(c.fd);
+	ck_assert_int_lt(conn_close(&c), 0);
+	seen.reseeded = true;
+	conn_open_cfg(&c, &restore_cfg);
 	ping(c.fd, 6);
 	/* a bad field breaks the schema: ERROR EPROTO, the hook is not run, and
 	 * the connection closes like for any malformed request */
@@ -1276,7 +1301,7 @@ START_TEST(restored_hook)
 	          "\"}");
 	ck_assert_int_eq(recv_error(c.fd, 7), EPROTO);
 	expect_closed(c.fd);
-	ck_assert_int_eq(seen.calls, 2);
+	ck_assert_int_eq(seen.calls, 3);
 	ck_assert_int_lt(conn_close(&c), 0);
 	/* without a hook the notice is refused */
 	conn_open(&c);

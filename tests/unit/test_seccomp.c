@@ -36,6 +36,13 @@ enum probe {
 
 /* Set before a probe: install the filters as a jailed cove-vmm does. */
 static bool jailed;
+/* The "precompiled" cases: as a pooled cove-vmm, the filters compiled
+ * ahead (vmm_seccomp_precompile) and only loaded at install. */
+static bool precompiled;
+static void use_precompiled(void)
+{
+	precompiled = true;
+}
 
 /* In the child: the raw syscall for p, then exit_group(0).  Reaching the
  * exit means the filter let the syscall through. */
@@ -46,6 +53,8 @@ probe_child(enum vmm_thread_kind kind, enum probe p, int pipe_w)
 	/* What a jailed VMM opens before its filters: a directory's fd. */
 	int dir = p == P_OPEN_DIRFD ? open("/etc", O_RDONLY | O_DIRECTORY) : -1;
 	vmm_seccomp_set_jailed(jailed);
+	if (precompiled && vmm_seccomp_precompile(VMM_SECCOMP_KILL, err, sizeof(err)) < 0)
+		syscall(SYS_exit_group, 99);
 	if (vmm_seccomp_install(kind, VMM_SECCOMP_KILL, err, sizeof(err)) < 0)
 		syscall(SYS_exit_group, 100);
 	static char *const argv[] = { "/bin/true", NULL };
@@ -243,6 +252,17 @@ static Suite *make_suite(void)
 	tcase_add_loop_test(tc, harmless_syscalls_pass, 0, n);
 	tcase_add_loop_test(tc, socket_unix_only_on_io, 0, n);
 	tcase_add_loop_test(tc, tun_offload_only_on_io, 0, n);
+	suite_add_tcase(s, tc);
+	/* The same probes with the programs compiled ahead (cove-vmm --pool). */
+	tc = tcase_create("precompiled");
+	tcase_set_timeout(tc, 30);
+	tcase_add_checked_fixture(tc, use_precompiled, NULL);
+	tcase_add_loop_test(tc, execve_kills, 0, n);
+	tcase_add_loop_test(tc, open_host_path_kills_except_api, 0, n);
+	tcase_add_loop_test(tc, socket_inet_kills, 0, n);
+	tcase_add_loop_test(tc, harmless_syscalls_pass, 0, n);
+	tcase_add_loop_test(tc, socket_unix_only_on_io, 0, n);
+	tcase_add_test(tc, jailed_api_opens_only_through_descriptors);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("modes");
 	tcase_add_test(tc, jailed_api_opens_only_through_descriptors);

@@ -61,22 +61,22 @@ START_TEST(exit_io_string_and_bounds)
 	fr.run.io.count = 3; /* rep outsb */
 	fr.run.io.data_offset = sizeof(struct kvm_run);
 	memcpy(fr.data, "abc", 3);
-	ck_assert_int_eq(vcpu_handle_exit(vm, &fr.run, sizeof(fr)), VCPU_CONTINUE);
+	ck_assert_int_eq(vcpu_handle_exit(vm, &fr.run, sizeof(fr), NULL), VCPU_CONTINUE);
 	ck_assert_uint_eq(log.n, 3);
 	ck_assert(memcmp(log.bytes, "abc", 3) == 0);
 	/* A data area claimed past the end of kvm_run is not touched. */
 	fr.run.io.count = 1000;
-	ck_assert_int_eq(vcpu_handle_exit(vm, &fr.run, sizeof(fr)), VCPU_CONTINUE);
+	ck_assert_int_eq(vcpu_handle_exit(vm, &fr.run, sizeof(fr), NULL), VCPU_CONTINUE);
 	ck_assert_uint_eq(log.n, 3);
 	/* Reads of unclaimed ports return zeros; claimed ones the device's. */
 	fr.run.io.count = 1;
 	fr.run.io.direction = KVM_EXIT_IO_IN;
 	fr.run.io.port = 0x80;
 	fr.data[0] = 0xff;
-	ck_assert_int_eq(vcpu_handle_exit(vm, &fr.run, sizeof(fr)), VCPU_CONTINUE);
+	ck_assert_int_eq(vcpu_handle_exit(vm, &fr.run, sizeof(fr), NULL), VCPU_CONTINUE);
 	ck_assert_uint_eq(fr.data[0], 0);
 	fr.run.io.port = 0x3f9;
-	ck_assert_int_eq(vcpu_handle_exit(vm, &fr.run, sizeof(fr)), VCPU_CONTINUE);
+	ck_assert_int_eq(vcpu_handle_exit(vm, &fr.run, sizeof(fr), NULL), VCPU_CONTINUE);
 	ck_assert_uint_eq(fr.data[0], 0x5a);
 }
 END_TEST
@@ -102,7 +102,7 @@ START_TEST(exit_reasons_stop_with_the_right_status)
 		memset(&fr, 0, sizeof(fr));
 		fr.run.exit_reason = cases[i].exit;
 		fr.run.system_event.type = cases[i].event;
-		ck_assert_int_eq(vcpu_handle_exit(vm, &fr.run, sizeof(fr)), VCPU_STOP);
+		ck_assert_int_eq(vcpu_handle_exit(vm, &fr.run, sizeof(fr), NULL), VCPU_STOP);
 		ck_assert_int_eq(vm->exit_reason, cases[i].reason);
 		ck_assert_int_eq(vm_exit_status(vm->exit_reason), cases[i].status);
 	}
@@ -134,10 +134,10 @@ START_TEST(exit_mmio_dispatch)
 	fr.run.mmio.len = 4;
 	fr.run.mmio.is_write = 1;
 	memcpy(fr.run.mmio.data, "wxyz", 4);
-	ck_assert_int_eq(vcpu_handle_exit(vm, &fr.run, sizeof(fr)), VCPU_CONTINUE);
+	ck_assert_int_eq(vcpu_handle_exit(vm, &fr.run, sizeof(fr), NULL), VCPU_CONTINUE);
 	ck_assert_uint_eq(log.n, 4);
 	fr.run.mmio.len = 9; /* more than the data field holds: ignored */
-	ck_assert_int_eq(vcpu_handle_exit(vm, &fr.run, sizeof(fr)), VCPU_CONTINUE);
+	ck_assert_int_eq(vcpu_handle_exit(vm, &fr.run, sizeof(fr), NULL), VCPU_CONTINUE);
 	ck_assert_uint_eq(log.n, 4);
 }
 END_TEST

@@ -1230,6 +1230,18 @@ START_TEST(transport_reset_event)
 	vsock_transport_reset(d.vs);
 	ck_assert(take_used(&d, VSOCK_QUEUE_EVENT, &e));
 	ck_assert_uint_eq(e.id, 1);
+	/* A host client now waits until the driver hands the event buffer back
+	 * (it has reset its old connections then): no REQUEST before that. */
+	int early = uds_connect(d.path);
+	send_line(early, "CONNECT 32\n");
+	pump(&d);
+	rx_expect_none(&d);
+	offer(&d, VSOCK_QUEUE_EVENT, 1);
+	wr(&d, VIRTIO_MMIO_QUEUE_NOTIFY, VSOCK_QUEUE_EVENT);
+	pump(&d);
+	struct virtio_vsock_hdr h = rx_expect(&d, VIRTIO_VSOCK_OP_REQUEST);
+	ck_assert_uint_eq(h.dst_port, 32);
+	close(early);
 	/* New connections work afterwards. */
 	fd = host_connect(&d, 31, &hp);
 	close(fd);

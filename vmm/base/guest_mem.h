@@ -30,15 +30,18 @@ struct guest_mem {
 	unsigned int nregions;
 	uint64_t ram_size; /* total bytes of RAM */
 	uint8_t *base;     /* one mapping of the whole backing file */
-	int fd;            /* memfd (or snapshot file) backing all RAM; -1 if anonymous */
+	int fd;            /* a file backing all RAM; -1 if anonymous (a boot) */
 };
 
 /* Lays out ram_size bytes of RAM around hole without mapping anything:
  * fills regions[] with host == NULL.  Pure, for tests. */
 void gmem_layout(struct guest_mem *m, uint64_t ram_size, struct gmem_hole hole);
 
-/* Creates guest RAM of ram_size bytes (a multiple of 4 KiB) backed by a
- * memfd mapped MAP_SHARED.  Returns 0 or -errno. */
+#define GMEM_HUGE_PAGE (2ULL << 20)
+
+/* Creates guest RAM of ram_size bytes (a multiple of 4 KiB): anonymous
+ * memory aligned to GMEM_HUGE_PAGE, with transparent huge pages asked for
+ * (MADV_HUGEPAGE).  fd stays -1.  Returns 0 or -errno. */
 int gmem_create(struct guest_mem *m, uint64_t ram_size, struct gmem_hole hole)
     __attribute__((warn_unused_result));
 

@@ -21,17 +21,22 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
 #include <linux/fs.h>
 #include <linux/if_tun.h>
 #include <linux/kvm.h>
+#include <linux/seccomp.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define K_MAIN (1u << VMM_THREAD_MAIN)
@@ -192,7 +197,8 @@ static const struct sc_rule rules[] = {
 	ANY(fchmodat, K_APIU),
 	ANY(fchown, K_API),
 	ANY(ftruncate, K_ALL), /* the console past its cap; snapshot files */
-	ANY(lseek, K_API),     /* SEEK_DATA/SEEK_HOLE over the memfd */
+	ANY(lseek, K_API),     /* SEEK_DATA/SEEK_HOLE over a RAM file */
+	ANY(mincore, K_API),   /* the resident pages of anonymous RAM (snapshot/save.c) */
 	ANY(copy_file_range, K_API),
 	EQ(fcntl, 1, F_DUPFD_CLOEXEC, "F_DUPFD_CLOEXEC: the snapshot directory", K_API),
 	ANY(flock, K_API),
@@ -212,6 +218,7 @@ static const struct sc_rule rules[] = {
 	IOCTL(KVM_GET_PIT2, K_API),
 	IOCTL(KVM_GET_IRQCHIP, K_API),
 	IOCTL(KVM_GET_CLOCK, K_API),
+	IOCTL(KVM_KVMCLOCK_CTRL, K_API), /* resume: the guest learns it was paused */
 	IOCTL(KVM_GET_MSR_INDEX_LIST, K_API),
 	IOCTL(KVM_GET_MP_STATE, K_API),
 	IOCTL(KVM_GET_SREGS, K_API),
@@ -294,24 +301,19 @@ void vmm_seccomp_set_jailed(bool on)
 	jailed = on;
 }
 
-int vmm_seccomp_install(enum vmm_thread_kind kind, enum vmm_seccomp_mode mode, char *err,
-                        size_t errlen)
+/* The filter of one set of rows (bit), as a libseccomp context; NULL with
+ * err on failure. */
+static scmp_filter_ctx build(unsigned int bit, enum vmm_thread_kind kind,
+                             enum vmm_seccomp_mode mode, char *err, size_t errlen)
 {
-	if (mode == VMM_SECCOMP_OFF)
-		return 0;
-	if ((unsigned int)kind >= VMM_THREAD_KINDS) {
-		snprintf(err, errlen, "seccomp: unknown thread kind %d", (int)kind);
-		return -EINVAL;
-	}
 	uint32_t deflt = mode == VMM_SECCOMP_LOG ? SCMP_ACT_LOG : SCMP_ACT_KILL_PROCESS;
 	scmp_filter_ctx ctx = seccomp_init(deflt);
 	if (!ctx) {
 		snprintf(err, errlen, "seccomp: cannot create the %s thread's filter",
 		         kind_names[kind]);
-		return -ENOMEM;
+		return NULL;
 	}
 	int r = 0;
-	unsigned int bit = kind == VMM_THREAD_API && jailed ? K_APIJ : 1u << kind;
 	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]) && r == 0; i++) {
 		const struct sc_rule *x = &rules[i];
 		if (!(x->kinds & bit))
@@ -326,12 +328,102 @@ int vmm_seccomp_install(enum vmm_thread_kind kind, enum vmm_seccomp_mode mode, c
 			         x->name, x->what ? " " : "", x->what ? x->what : "",
 			         kind_names[kind], strerror(-r));
 	}
-	if (r == 0) {
-		r = seccomp_load(ctx);
+	if (r < 0) {
+		seccomp_release(ctx);
+		return NULL;
+	}
+	return ctx;
+}
+
+/* Filters compiled ahead (vmm_seccomp_precompile): the BPF libseccomp
+ * would load, per set of rows, for one mode. */
+#define PRE_SETS (VMM_THREAD_KINDS + 1) /* the kinds, then the jailed API */
+static struct {
+	bool ready;
+	enum vmm_seccomp_mode mode;
+	struct sock_filter *prog[PRE_SETS];
+	unsigned short len[PRE_SETS];
+} pre;
+
+static unsigned int set_bit(unsigned int set)
+{
+	return set == VMM_THREAD_KINDS ? K_APIJ : 1u << set;
+}
+
+int vmm_seccomp_precompile(enum vmm_seccomp_mode mode, char *err, size_t errlen)
+{
+	if (mode == VMM_SECCOMP_OFF || pre.ready)
+		return 0;
+	int r = 0;
+	for (unsigned int set = 0; set < PRE_SETS && r == 0; set++) {
+		enum vmm_thread_kind kind =
+		    set == VMM_THREAD_KINDS ? VMM_THREAD_API : (enum vmm_thread_kind)set;
+		scmp_filter_ctx ctx = build(set_bit(set), kind, mode, err, errlen);
+		if (!ctx)
+			return -EINVAL;
+		/* libseccomp 2.5 exports to an fd only: a memfd, read back. */
+		int fd = memfd_create("seccomp", MFD_CLOEXEC);
+		r = fd < 0 ? -errno : seccomp_export_bpf(ctx, fd);
+		seccomp_release(ctx);
+		off_t size = r == 0 ? lseek(fd, 0, SEEK_END) : -1;
+		if (r == 0 && (size <= 0 || size % sizeof(struct sock_filter) ||
+		               size / sizeof(struct sock_filter) > BPF_MAXINSNS))
+			r = -EINVAL;
+		if (r == 0 && !(pre.prog[set] = malloc((size_t)size)))
+			r = -ENOMEM;
+		if (r == 0 && pread(fd, pre.prog[set], (size_t)size, 0) != size)
+			r = -EIO;
+		if (r == 0)
+			pre.len[set] = (unsigned short)(size / sizeof(struct sock_filter));
+		if (fd >= 0)
+			close(fd);
 		if (r < 0)
-			snprintf(err, errlen, "seccomp: cannot load the %s thread's filter: %s",
+			snprintf(err, errlen, "seccomp: cannot compile the %s thread's filter: %s",
 			         kind_names[kind], strerror(-r));
 	}
+	if (r < 0) {
+		for (unsigned int set = 0; set < PRE_SETS; set++) {
+			free(pre.prog[set]);
+			pre.prog[set] = NULL;
+		}
+		return r;
+	}
+	pre.mode = mode;
+	pre.ready = true;
+	return 0;
+}
+
+int vmm_seccomp_install(enum vmm_thread_kind kind, enum vmm_seccomp_mode mode, char *err,
+                        size_t errlen)
+{
+	if (mode == VMM_SECCOMP_OFF)
+		return 0;
+	if ((unsigned int)kind >= VMM_THREAD_KINDS) {
+		snprintf(err, errlen, "seccomp: unknown thread kind %d", (int)kind);
+		return -EINVAL;
+	}
+	unsigned int bit = kind == VMM_THREAD_API && jailed ? K_APIJ : 1u << kind;
+	if (pre.ready && pre.mode == mode) {
+		/* What seccomp_load does with the same program: no_new_privs,
+		 * then the filter. */
+		unsigned int set = bit == K_APIJ ? VMM_THREAD_KINDS : (unsigned int)kind;
+		struct sock_fprog prog = { .len = pre.len[set], .filter = pre.prog[set] };
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+		    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0) {
+			int e = errno;
+			snprintf(err, errlen, "seccomp: cannot load the %s thread's filter: %s",
+			         kind_names[kind], strerror(e));
+			return -e;
+		}
+		return 0;
+	}
+	scmp_filter_ctx ctx = build(bit, kind, mode, err, errlen);
+	if (!ctx)
+		return -EINVAL;
+	int r = seccomp_load(ctx);
+	if (r < 0)
+		snprintf(err, errlen, "seccomp: cannot load the %s thread's filter: %s",
+		         kind_names[kind], strerror(-r));
 	seccomp_release(ctx);
 	return r < 0 ? r : 0;
 }

@@ -45,6 +45,13 @@ void vmm_seccomp_set_jailed(bool on);
  * Only this thread and threads it creates afterwards are filtered.
  * Return: 0, or -errno.
  */
+/* Compiles every thread kind's filter for mode now (a pooled cove-vmm,
+ * while it waits), so that vmm_seccomp_install later only loads the
+ * program libseccomp would have built then (the same BPF, the same
+ * no_new_privs).  Call before any filter is installed.  0, or -errno. */
+int vmm_seccomp_precompile(enum vmm_seccomp_mode mode, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
 int vmm_seccomp_install(enum vmm_thread_kind kind, enum vmm_seccomp_mode mode, char *err,
                         size_t errlen) __attribute__((warn_unused_result));
 

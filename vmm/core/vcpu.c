@@ -22,10 +22,14 @@ _Static_assert(VCPU_KICK_SIGNAL == SIGUSR1, "base/seccomp.c allows tgkill with S
 static enum kvm_backend host_backend = KVM_BACKEND_UNKNOWN;
 static bool host_backend_known;
 
-enum vcpu_action vcpu_handle_exit(struct vm *vm, struct kvm_run *run, size_t run_size)
+enum vcpu_action vcpu_handle_exit(struct vm *vm, struct kvm_run *run, size_t run_size,
+                                  struct exit_hist *hist)
 {
 	struct vcpu_exit x;
 	vcpu_decide(run, run_size, &x);
+	if (hist && (x.kind == VCPU_EXIT_PIO || x.kind == VCPU_EXIT_MMIO))
+		exit_hist_note(hist, x.kind == VCPU_EXIT_PIO ? EXIT_HIST_PIO : EXIT_HIST_MMIO,
+		               x.addr, x.is_write);
 	switch (x.kind) {
 	case VCPU_EXIT_RESUME:
 		return VCPU_CONTINUE;
@@ -154,7 +158,8 @@ static void *vcpu_thread(void *arg)
 			__atomic_store_n(&v->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
 			if (ioctl(v->fd, KVM_RUN, 0) == 0) {
 				/* Completing a string I/O can exit again. */
-				if (vcpu_handle_exit(vm, v->run, vm->run_size) == VCPU_STOP)
+				if (vcpu_handle_exit(vm, v->run, vm->run_size, &v->hist) ==
+				    VCPU_STOP)
 					break;
 				continue;
 			}
@@ -186,7 +191,7 @@ static void *vcpu_thread(void *arg)
 			report_internal_error(v); /* needs the vCPU: registers, page tables */
 			break;
 		}
-		if (vcpu_handle_exit(vm, v->run, vm->run_size) == VCPU_STOP)
+		if (vcpu_handle_exit(vm, v->run, vm->run_size, &v->hist) == VCPU_STOP)
 			break;
 	}
 	return NULL;

@@ -21,6 +21,7 @@
 #include "arch/x86_64/cpu.h"
 #include "arch/x86_64/layout.h"
 #include "arch/x86_64/loader.h"
+#include "arch/x86_64/state.h"
 #include "base/kvm_stats.h"
 #include "cove_limits.h"
 #include "kvm_caps.h"
@@ -85,9 +86,14 @@ static int check_config(const struct vm_config *cfg, char *err, size_t errlen)
 static int build_cmdline(struct vm *vm, const struct vm_config *cfg, char *buf, size_t len,
                          char *err, size_t errlen)
 {
+	/* no_timer_check: the IO-APIC timer check waits for PIT ticks, and
+	 * KVM's timer is known good; lpj is not needed (the delay loop is
+	 * calibrated from kvm-clock's TSC frequency, no loop).  The console
+	 * stays on ttyS0: with the caller's `quiet` the kernel writes only
+	 * warnings there, and a panic must be seen. */
 	int n = snprintf(buf, len,
 	                 "console=ttyS0 reboot=k panic=1 8250.nr_uarts=1 i8042.noaux i8042.nomux "
-	                 "i8042.nopnp i8042.dumbkbd");
+	                 "i8042.nopnp i8042.dumbkbd no_timer_check");
 	if (cfg->ndisks > 0)
 		n += snprintf(buf + n, len - (size_t)n, " root=/dev/vda %s",
 		              cfg->disks[0].read_only ? "ro" : "rw");
@@ -249,38 +255,77 @@ static struct vm *vm_alloc(const struct vm_config *cfg)
 	return vm;
 }
 
+int vm_prepare(struct vm **out, unsigned int cpus, char *err, size_t errlen)
+{
+	*out = NULL;
+	if (cpus < 1 || cpus > VM_MAX_VCPUS)
+		return errf(err, errlen, -EINVAL, "cpus must be between 1 and %d, got %u",
+		            VM_MAX_VCPUS, cpus);
+	const struct vm_config cfg = { .cpus = cpus };
+	struct vm *vm = vm_alloc(&cfg);
+	if (!vm)
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	int r = kvm_open(vm, err, errlen);
+	if (r == 0 && (r = x86_vm_setup(vm->vm_fd)) < 0)
+		errf(err, errlen, r, "setting up the VM (irqchip, PIT): %s", strerror(-r));
+	if (r == 0)
+		r = create_vcpus(vm, err, errlen);
+	if (r == 0 && (r = evloop_init(&vm->loop)) < 0)
+		errf(err, errlen, r, "cannot create the I/O loop: %s", strerror(-r));
+	if (r == 0)
+		r = watch_signals(vm, err, errlen);
+	if (r < 0) {
+		vm_destroy(vm);
+		return r;
+	}
+	vm->prepared = true;
+	*out = vm;
+	return 0;
+}
+
 int vm_build(struct vm **out, const struct vm_config *cfg, const struct vm_source *src, char *err,
              size_t errlen)
 {
 	*out = NULL;
-	struct vm *vm = vm_alloc(cfg);
+	struct vm *vm = cfg->prepared;
+	bool prepared = vm != NULL;
+	if (prepared && (!vm->prepared || vm->ncpus != cfg->cpus)) {
+		int r = errf(err, errlen, -EINVAL,
+		             "this pooled cove-vmm has %u vCPUs, the sandbox needs %u", vm->ncpus,
+		             cfg->cpus);
+		vm_destroy(vm);
+		return r;
+	}
+	if (!prepared)
+		vm = vm_alloc(cfg);
 	if (!vm)
 		return errf(err, errlen, -ENOMEM, "out of memory");
+	vm->prepared = false;
 	/* 1. What the user gave us is checked before KVM is touched. */
 	int r = vm_devices_open_disks(vm, cfg, err, errlen);
 	if (r < 0 || (src->before_kvm && (r = src->before_kvm(vm, src->ctx, err, errlen)) < 0))
 		goto fail;
-	/* 2. The KVM VM, its memory and vCPUs. */
-	if ((r = kvm_open(vm, err, errlen)) < 0 ||
+	/* 2. The KVM VM, its memory and vCPUs (a prepared VM has the KVM VM
+	 * and bare vCPUs already: memory slots may follow vCPUs). */
+	if ((!prepared && (r = kvm_open(vm, err, errlen)) < 0) ||
 	    (src->after_kvm && (r = src->after_kvm(vm, src->ctx, err, errlen)) < 0))
 		goto fail;
-	r = x86_vm_setup(vm->vm_fd);
-	if (r < 0) {
+	if (!prepared && (r = x86_vm_setup(vm->vm_fd)) < 0) {
 		errf(err, errlen, r, "setting up the VM (irqchip, PIT): %s", strerror(-r));
 		goto fail;
 	}
-	if ((r = map_memory(vm, err, errlen)) < 0 || (r = create_vcpus(vm, err, errlen)) < 0 ||
+	if ((r = map_memory(vm, err, errlen)) < 0 ||
+	    (!prepared && (r = create_vcpus(vm, err, errlen)) < 0) ||
 	    (r = src->vcpus(vm, src->ctx, err, errlen)) < 0)
 		goto fail;
 	/* 3. The I/O loop and devices. */
-	r = evloop_init(&vm->loop);
-	if (r < 0) {
+	if (!prepared && (r = evloop_init(&vm->loop)) < 0) {
 		errf(err, errlen, r, "cannot create the I/O loop: %s", strerror(-r));
 		goto fail;
 	}
 	if ((r = vm_devices_create(vm, cfg, err, errlen)) < 0 ||
 	    (src->devices && (r = src->devices(vm, src->ctx, err, errlen)) < 0) ||
-	    (r = watch_signals(vm, err, errlen)) < 0 ||
+	    (!prepared && (r = watch_signals(vm, err, errlen)) < 0) ||
 	    (r = watch_deadline(vm, cfg, err, errlen)) < 0)
 		goto fail;
 	vm->t_created_us = boot_timer_now_us();
@@ -352,8 +397,10 @@ int vm_create(struct vm **out, const struct vm_config *cfg, char *err, size_t er
 {
 	*out = NULL;
 	int r = check_config(cfg, err, errlen);
-	if (r < 0)
+	if (r < 0) {
+		vm_destroy(cfg->prepared); /* taken over, as vm_build would */
 		return r;
+	}
 	struct boot_source b = { .cfg = cfg };
 	const struct vm_source src = {
 		.ctx = &b,
@@ -433,6 +480,13 @@ int vm_resume(struct vm *vm)
 	if (vm->state == VM_STOPPED || vm->stop_requested) {
 		r = -EINVAL;
 	} else {
+		/* kvm-clock ran on while paused: tell each vCPU's guest so its
+		 * soft-lockup and RCU stall detectors take the jump for a pause,
+		 * not a hang (and print nothing; with NO_HZ the expired timers
+		 * fire once, no storm). */
+		if (vm->state == VM_PAUSED)
+			for (unsigned int i = 0; i < vm->ncpus; i++)
+				x86_vcpu_clock_paused(vm->vcpus[i].fd);
 		vm->pause_requested = false;
 		vm->state = VM_RUNNING;
 		pthread_cond_broadcast(&vm->cond);

@@ -18,6 +18,7 @@
 #include "base/bus.h"
 #include "base/evloop.h"
 #include "base/guest_mem.h"
+#include "core/exit_hist.h"
 #include "cove_limits.h"
 #include "devices/boot_timer.h"
 #include "devices/i8042.h"
@@ -89,6 +90,11 @@ struct vm_config {
 	uint64_t ttl_s;       /* stop with VM_EXIT_DEADLINE this long after vm_start(); 0: never */
 	uint64_t console_max; /* cap on a console file's size; 0: VM_CONSOLE_MAX_DEFAULT */
 	struct vm_net_config net;
+	/* A VM from vm_prepare() (cove-vmm --pool) that vm_build fills in
+	 * instead of creating one: its KVM VM, irqchip, vCPUs and I/O loop
+	 * exist, no guest memory.  NULL: a new VM.  vm_create, vm_restore and
+	 * vm_build take it over (free it on failure); cpus must match. */
+	struct vm *prepared;
 };
 
 struct vm;
@@ -101,7 +107,8 @@ struct vcpu {
 	struct kvm_run *run;
 	pthread_t thread;
 	bool thread_started;
-	bool parked; /* guarded by vm->lock */
+	bool parked;           /* guarded by vm->lock */
+	struct exit_hist hist; /* PIO and MMIO exits by address */
 };
 
 struct vblk;
@@ -168,6 +175,10 @@ struct vm {
 	int root_fd;
 	uint64_t ttl_s;
 	int console_flush_fd; /* timerfd that flushes a partial console line; -1: none */
+	/* A pooled VM (vm_prepare): the moment its start request arrived, in
+	 * the same clock as the phase times above; 0: not pooled. */
+	uint64_t t_request_us;
+	bool prepared; /* vm_prepare made it; vm_build has not filled it yet */
 };
 
 /* Checks the configuration, opens the kernel, initrd and disks, creates
@@ -176,6 +187,15 @@ struct vm {
  * cannot be opened, too little memory) is reported in err before any KVM
  * VM exists.  On failure everything is released and *out is NULL. */
 int vm_create(struct vm **out, const struct vm_config *cfg, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* The part of a VM that needs nothing of its guest (cove-vmm --pool):
+ * /dev/kvm opened and checked, KVM_CREATE_VM, the irqchip and PIT, cpus
+ * bare vCPUs with their kvm_run mappings, the I/O loop's epoll set and the
+ * signal watch.  No guest memory, no device, no thread.  Later a cold boot
+ * or a restore builds into it (vm_config.prepared).  On failure *out is
+ * NULL and err says why. */
+int vm_prepare(struct vm **out, unsigned int cpus, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
 /* Where a new VM's memory, vCPU and device state come from: a cold boot
@@ -238,6 +258,7 @@ const char *vm_exit_reason_name(enum vm_exit_reason reason);
  * request.  Called by the vCPU threads; tests feed it fabricated kvm_run
  * structs.  run_size bounds the I/O data area. */
 enum vcpu_action { VCPU_CONTINUE, VCPU_STOP };
-enum vcpu_action vcpu_handle_exit(struct vm *vm, struct kvm_run *run, size_t run_size);
+enum vcpu_action vcpu_handle_exit(struct vm *vm, struct kvm_run *run, size_t run_size,
+                                  struct exit_hist *hist);
 
 #endif

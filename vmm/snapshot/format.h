@@ -52,6 +52,7 @@ struct snapshot {
 	const struct x86_vm_state *vmst;
 	const struct vnet_state *net; /* NULL: no NIC */
 	int mem_fd;
+	int ws_fd; /* the working-set record (common/wsrec.h), -1: none */
 	char disk_paths[VM_MAX_DISKS][PATH_MAX];
 };
 

@@ -18,7 +18,9 @@
 #include "errf.h"
 #include "qcow2_create.h"
 #include "snapshot/format.h"
+#include "snapshot/prefetch.h"
 #include "virtio/vsock.h"
+#include "wsrec.h"
 
 static bool str_ok(const char *s, size_t cap)
 {
@@ -87,6 +89,7 @@ int snapshot_open(const char *dir, struct snapshot **out, char *err, size_t errl
 	if (!s)
 		return errf(err, errlen, -ENOMEM, "out of memory");
 	s->mem_fd = -1;
+	s->ws_fd = -1;
 	int r;
 	char *abs = realpath(dir, NULL);
 	if (!abs) {
@@ -109,6 +112,8 @@ int snapshot_open(const char *dir, struct snapshot **out, char *err, size_t errl
 	}
 	s->mem_fd = openat(dirfd, SNAPSHOT_MEMORY_FILE, O_RDONLY | O_CLOEXEC);
 	int e = errno;
+	/* Optional; checked when it is applied (snapshot/prefetch.c). */
+	s->ws_fd = openat(dirfd, WSREC_FILE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	close(dirfd);
 	if (s->mem_fd < 0) {
 		r = errf(err, errlen, -e, "snapshot '%s' refused: no memory file: %s", dir,
@@ -352,8 +357,12 @@ static int restore_memory(struct vm *vm, void *ctx, char *err, size_t errlen)
 		return r;
 	r = gmem_map_private(&vm->mem, snapshot_memory_fd(s), s->conf->memory_bytes >> 20 << 20,
 	                     X86_MMIO_HOLE);
-	return r < 0 ? errf(err, errlen, r, "cannot map the snapshot's memory: %s", strerror(-r))
-	             : 0;
+	if (r < 0)
+		return errf(err, errlen, r, "cannot map the snapshot's memory: %s", strerror(-r));
+	/* The working set the first restore recorded, before any vCPU runs. */
+	prefetch_restore(&vm->mem, s->ws_fd);
+	s->ws_fd = -1;
+	return 0;
 }
 
 static int restore_vcpus(struct vm *vm, void *ctx, char *err, size_t errlen)
@@ -385,5 +394,7 @@ void snapshot_close(struct snapshot *s)
 	sf_reader_free(&s->sf);
 	if (s->mem_fd >= 0)
 		close(s->mem_fd);
+	if (s->ws_fd >= 0)
+		close(s->ws_fd);
 	free(s);
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -56,6 +57,36 @@ static int write_range(int out, const uint8_t *base, uint64_t start, uint64_t en
 	return 0;
 }
 
+/* Anonymous RAM (a cold boot's): only what is resident can hold data, so
+ * mincore() picks the runs to scan; reading the rest would only map zero
+ * pages.  A restored VM's private file mapping reports the file's page
+ * cache there instead, so it is scanned whole. */
+#define RESIDENT_CHUNK 4096 /* pages per mincore() */
+static int write_resident(int out, const struct guest_mem *m, uint64_t *written)
+{
+	unsigned char vec[RESIDENT_CHUNK];
+	uint64_t pages = m->ram_size / PAGE;
+	for (uint64_t i = 0; i < pages; i += RESIDENT_CHUNK) {
+		uint64_t k = pages - i < RESIDENT_CHUNK ? pages - i : RESIDENT_CHUNK;
+		if (mincore(m->base + i * PAGE, k * PAGE, vec) < 0)
+			return write_range(out, m->base, i * PAGE, m->ram_size, written);
+		for (uint64_t j = 0; j < k;) {
+			if (!(vec[j] & 1)) {
+				j++;
+				continue;
+			}
+			uint64_t e = j;
+			while (e < k && (vec[e] & 1))
+				e++;
+			int r = write_range(out, m->base, (i + j) * PAGE, (i + e) * PAGE, written);
+			if (r < 0)
+				return r;
+			j = e;
+		}
+	}
+	return 0;
+}
+
 /* Guest RAM into dir/memory, sparse.  With a memfd only its data ranges
  * are read (reading a hole would allocate it); a restored VM's private
  * mapping is scanned whole. */
@@ -84,6 +115,8 @@ static int write_memory(struct vm *vm, int dirfd, uint64_t *written)
 			r = write_range(out, m->base, s, e, written);
 			pos = (off_t)e;
 		}
+	} else if (!r && m->fd < 0 && m->base) {
+		r = write_resident(out, m, written);
 	} else if (!r) {
 		r = write_range(out, m->base, 0, m->ram_size, written);
 	}

@@ -201,6 +201,20 @@ int virtq_push(struct virtq *q, const struct guest_mem *mem, uint16_t head, uint
 	return 0;
 }
 
+void virtq_want_notify(struct virtq *q, const struct guest_mem *mem)
+{
+	if (!q->event_idx || q->broken)
+		return;
+	const uint8_t *avail = gmem_ptr(mem, q->avail_gpa, virtq_avail_bytes(q->size));
+	uint8_t *used = gmem_ptr(mem, q->used_gpa, virtq_used_bytes(q->size));
+	if (!avail || !used || q->size == 0 || q->size > VIRTQ_MAX_SIZE)
+		return;
+	uint16_t avail_idx = ring_load16(avail + AVAIL_IDX, __ATOMIC_ACQUIRE);
+	ring_store16(used + USED_RING + sizeof(struct virtq_used_elem) * q->size, avail_idx,
+	             __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
 bool virtq_needs_interrupt(struct virtq *q, const struct guest_mem *mem)
 {
 	/* The used index store must be visible before we read the driver's

@@ -131,4 +131,8 @@ int virtq_push(struct virtq *q, const struct guest_mem *mem, uint16_t head, uint
  * Call once after a batch of virtq_push(); it records the decision point. */
 bool virtq_needs_interrupt(struct virtq *q, const struct guest_mem *mem);
 
+/* Asks the driver to notify at its next available entry (avail_event with
+ * event-idx; without it the driver notifies anyway). */
+void virtq_want_notify(struct virtq *q, const struct guest_mem *mem);
+
 #endif

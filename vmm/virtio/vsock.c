@@ -12,6 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "virtio/iov.h"
 #include "virtio/vsock_priv.h"
 
@@ -478,6 +479,8 @@ static void post_event(struct vsock *v)
 		if (rc > 0 && r->in_len >= sizeof(ev)) {
 			used = (uint32_t)iov_from_buf(virtq_req_in(r), r->n_in, &ev, sizeof(ev));
 			v->event_pending = false;
+			v->reset_unseen = true;
+			virtq_want_notify(q, mem);
 		}
 		if (virtq_push(q, mem, r->head, used) < 0) {
 			virtio_mmio_needs_reset(&v->t);
@@ -505,6 +508,10 @@ static void vsock_queue_notify(void *dev, uint16_t queue)
 	struct vsock *v = dev;
 	if (queue == VSOCK_QUEUE_TX)
 		process_tx(v);
+	if (queue == VSOCK_QUEUE_EVENT && v->reset_unseen) {
+		v->reset_unseen = false; /* the driver refilled: the reset is done */
+		vsock_host_release_clients(v);
+	}
 	vsock_run(v);
 	vsock_reap(v);
 }
@@ -530,6 +537,7 @@ static void vsock_reset(void *dev)
 	struct vsock *v = dev;
 	drop_all_conns(v);
 	v->event_pending = false;
+	v->reset_unseen = false;
 	vsock_reap(v);
 }
 
@@ -663,6 +671,7 @@ void vsock_transport_reset(struct vsock *v)
 	pthread_mutex_lock(&v->t.lock);
 	drop_all_conns(v);
 	v->event_pending = true;
+	v->reset_deadline_ms = (uint64_t)mono_ms() + VSOCK_RESET_WAIT_MS;
 	vsock_run(v);
 	vsock_reap(v);
 	pthread_mutex_unlock(&v->t.lock);

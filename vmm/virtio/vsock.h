@@ -86,7 +86,10 @@ struct virtio_vsock_event {
  * CPU (16 and more sandboxes booting on one emulated CPU) had their first
  * exec refused as if the agent did not listen. */
 #define VSOCK_CONNECT_LINE_TIMEOUT_MS 2000
-#define VSOCK_RESPONSE_TIMEOUT_MS     10000
+/* After a restore, how long host clients wait for the guest to finish the
+ * transport reset (it hands the event buffer back) before they go ahead. */
+#define VSOCK_RESET_WAIT_MS       1000
+#define VSOCK_RESPONSE_TIMEOUT_MS 10000
 
 struct vsock;
 

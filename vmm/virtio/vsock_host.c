@@ -102,6 +102,8 @@ static void client_close(struct vsock *v, struct vsock_client *cl)
 	vsock_link_add_tail(&v->dead_clients, &cl->link);
 }
 
+static void host_connect(struct vsock *v, struct vsock_client *cl, uint32_t port);
+
 static void timer_expired(struct vsock *v)
 {
 	uint64_t ticks;
@@ -112,6 +114,12 @@ static void timer_expired(struct vsock *v)
 		    vsock_link_entry(v->clients.next, struct vsock_client, link);
 		if (cl->deadline_ms > now)
 			break;
+		if (cl->held) { /* the guest never said: go ahead */
+			v->reset_unseen = false;
+			cl->held = false;
+			host_connect(v, cl, cl->port);
+			continue;
+		}
 		client_close(v, cl);
 	}
 	while (vsock_link_linked(&v->connecting)) {
@@ -211,10 +219,34 @@ static void client_ready(struct vsock *v, struct vsock_client *cl)
 {
 	uint32_t port;
 	int r = vsock_unix_read_line(cl->fd, &cl->line, &port);
-	if (r < 0)
+	if (r < 0) {
 		client_close(v, cl); /* malformed, overlong, or gone */
-	else if (r > 0)
+	} else if (r > 0 && (v->event_pending || v->reset_unseen) &&
+	           (uint64_t)mono_ms() < v->reset_deadline_ms) {
+		/* Held until the guest has reset the connections it had. */
+		(void)epoll_op(v, EPOLL_CTL_DEL, cl->fd, 0, &cl->w);
+		cl->port = port;
+		cl->held = true; /* at the latest until its line deadline */
+	} else if (r > 0) {
 		host_connect(v, cl, port);
+	}
+}
+
+void vsock_host_release_clients(struct vsock *v)
+{
+	bool again = true;
+	while (again) {
+		again = false;
+		for (struct vsock_link *l = v->clients.next; l != &v->clients; l = l->next) {
+			struct vsock_client *cl = vsock_link_entry(l, struct vsock_client, link);
+			if (cl->held) {
+				cl->held = false;
+				host_connect(v, cl, cl->port); /* takes cl off the list */
+				again = true;
+				break;
+			}
+		}
+	}
 }
 
 void vsock_host_connected(struct vsock *v, struct vsock_conn *c)

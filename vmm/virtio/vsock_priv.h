@@ -21,6 +21,8 @@ struct vsock_client {
 	bool dead;
 	struct vsock_unix_line line;
 	uint64_t deadline_ms;
+	uint32_t port; /* the port asked for, while held (reset_unseen) */
+	bool held;
 	struct vsock_link link; /* on v->clients, then v->dead_clients */
 };
 
@@ -62,6 +64,12 @@ struct vsock {
 	unsigned int rst_head, rst_len;
 	bool tx_stalled;    /* tx stopped because the RST ring was full */
 	bool event_pending; /* TRANSPORT_RESET not yet delivered */
+	/* Delivered, but the driver has not handed the event buffer back (it
+	 * does once it has reset its connections): host clients wait while
+	 * the reset is pending or unseen, else it could catch a connection
+	 * made just after the restore; until reset_deadline_ms at most. */
+	bool reset_unseen;
+	uint64_t reset_deadline_ms;
 
 	struct virtq_req req;             /* scratch for the chain in hand */
 	struct iovec iov[VIRTQ_MAX_SIZE]; /* scratch: a payload view of req */
@@ -123,5 +131,7 @@ void vsock_host_connected(struct vsock *v, struct vsock_conn *c);
 
 /* Closes every pending client (destroy). */
 void vsock_host_drop_clients(struct vsock *v);
+/* Connects the clients held while the guest finished a transport reset. */
+void vsock_host_release_clients(struct vsock *v);
 
 #endif

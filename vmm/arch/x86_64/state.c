@@ -26,6 +26,11 @@ int x86_vm_state_save(int vm_fd, struct x86_vm_state *st)
 	return 0;
 }
 
+void x86_vcpu_clock_paused(int vcpu_fd)
+{
+	(void)ioctl(vcpu_fd, KVM_KVMCLOCK_CTRL, 0); /* EINVAL: no kvm-clock in use */
+}
+
 int x86_vm_state_restore(int vm_fd, const struct x86_vm_state *st)
 {
 	if (st->pic_master.chip_id != KVM_IRQCHIP_PIC_MASTER ||

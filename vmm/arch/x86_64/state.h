@@ -40,6 +40,10 @@ struct x86_vcpu_state {
 };
 
 int x86_vm_state_save(int vm_fd, struct x86_vm_state *st) __attribute__((warn_unused_result));
+
+/* Marks the vCPU's kvm-clock as stopped by the host (KVM_KVMCLOCK_CTRL),
+ * after a pause; nothing when the guest has no kvm-clock. */
+void x86_vcpu_clock_paused(int vcpu_fd);
 int x86_vm_state_restore(int vm_fd, const struct x86_vm_state *st)
     __attribute__((warn_unused_result));
 

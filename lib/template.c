@@ -1,0 +1,677 @@
+/* The template store (lib/template.h, docs/ARCHITECTURE.md "Templates"):
+ * where templates live, their file hashes cached by stat, the lock that
+ * makes one builder of a name, building one and swapping it into place. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cove_limits.h"
+#include "errf.h"
+#include "io.h"
+#include "registry.h"
+#include "template.h"
+
+#define LOCK_BUILD_WAIT_MS (30 * 60 * 1000) /* another process builds it: setup may be long */
+#define LOCK_RM_WAIT_MS    60000
+#define STEP_TIMEOUT_MS    0 /* steps run as long as they take (a build is attended) */
+
+static char *abs_path(const char *p, const char *what, char *err, size_t errlen)
+{
+	char *a = p ? realpath(p, NULL) : NULL;
+	if (!a)
+		errf(err, errlen, p ? -errno : -EINVAL, "%s '%s': %s", what, p ? p : "(none)",
+		     p ? strerror(errno) : "not configured");
+	return a;
+}
+
+int cove_template_spec_init(struct cove_template_spec *s, const char *name,
+                            const struct cove_config *cfg, char *err, size_t errlen)
+{
+	memset(s, 0, sizeof(*s));
+	if (!cove_template_name_valid(name))
+		return errf(err, errlen, -EINVAL,
+		            "invalid template name '%s': use 1 to %d of A-Z a-z 0-9 _ . -, not "
+		            "starting with '.'",
+		            name ? name : "", COVE_TEMPLATE_NAME_MAX);
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	s->cpus = cfg->cpus ? cfg->cpus : COVE_CPUS_DEFAULT;
+	s->memory_mib = cfg->memory_mib ? cfg->memory_mib : COVE_MEMORY_DEFAULT_MIB;
+	s->disk_size = cfg->disk_size;
+	if (!(s->vmm = abs_path(cfg->vmm, "cove-vmm", err, errlen)) ||
+	    !(s->kernel = abs_path(cfg->kernel, "kernel", err, errlen)) ||
+	    !(s->image = abs_path(cfg->image, "image", err, errlen))) {
+		cove_template_spec_free(s);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+int cove_template_base_spec(struct cove_template_spec *s, const struct cove_config *cfg, int net,
+                            char *err, size_t errlen)
+{
+	int r = cove_template_spec_init(s, "base", cfg, err, errlen);
+	if (r < 0)
+		return r;
+	s->net = net;
+	/* The paths pick the name, the contents the hash inside it: a
+	 * changed image rebuilds its base template in place. */
+	struct sha256 h;
+	uint8_t d[SHA256_LEN];
+	char hex[SHA256_HEX], stem[24], disk[32] = "";
+	sha256_init(&h);
+	sha256_update(&h, s->vmm, strlen(s->vmm) + 1);
+	sha256_update(&h, s->kernel, strlen(s->kernel) + 1);
+	sha256_update(&h, s->image, strlen(s->image) + 1);
+	sha256_final(&h, d);
+	sha256_hex(d, hex);
+	const char *b = strrchr(s->image, '/') + 1;
+	size_t n = 0;
+	for (; b[n] && b[n] != '.' && n < sizeof(stem) - 1; n++)
+		stem[n] = cove_template_name_valid((char[]){ b[n], 0 }) ? b[n] : '_';
+	stem[n] = 0;
+	if (s->disk_size)
+		snprintf(disk, sizeof(disk), "-d%lluM", (unsigned long long)(s->disk_size >> 20));
+	snprintf(s->name, sizeof(s->name), "base-%s-%ux%llu%s%s-%.8s", n ? stem : "image", s->cpus,
+	         (unsigned long long)s->memory_mib, disk, net ? "-net" : "", hex);
+	return 0;
+}
+
+/* ---- the store ---- */
+
+static int mkdir_own(const char *path, char *err, size_t errlen)
+{
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return errf(err, errlen, -errno, "cannot create '%s': %s", path, strerror(errno));
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return errf(err, errlen, -errno, "'%s': %s", path, strerror(errno));
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+		return errf(err, errlen, -EPERM,
+		            "template store '%s' must be a directory of uid %u that others cannot "
+		            "write (it is uid %u, mode %04o): remove it, or set COVE_TEMPLATE_DIR",
+		            path, (unsigned)geteuid(), (unsigned)st.st_uid,
+		            (unsigned)(st.st_mode & 07777));
+	return 0;
+}
+
+static _Atomic(const char *) store_override;
+
+void cove_template_set_store(const char *dir)
+{
+	atomic_store(&store_override, dir);
+}
+
+int cove_template_store(char *out, size_t len, char *err, size_t errlen)
+{
+	const char *env = atomic_load(&store_override);
+	if (!env)
+		env = getenv("COVE_TEMPLATE_DIR");
+	const char *xdg = getenv("XDG_CACHE_HOME");
+	const char *home = getenv("HOME");
+	int n;
+	if (env && *env)
+		n = snprintf(out, len, "%s", env);
+	else if (xdg && xdg[0] == '/')
+		n = snprintf(out, len, "%s/cove/templates", xdg);
+	else if (home && home[0] == '/')
+		n = snprintf(out, len, "%s/.cache/cove/templates", home);
+	else
+		return errf(err, errlen, -ENOENT,
+		            "no template store: set COVE_TEMPLATE_DIR (or HOME)");
+	if (n < 0 || (size_t)n >= len || n > PATH_MAX - 128)
+		return errf(err, errlen, -ENAMETOOLONG, "template store path is too long");
+	if (!env || !*env) {
+		/* The cache's parents, as mkdir -p would (only ours to make). */
+		char p[PATH_MAX];
+		snprintf(p, sizeof(p), "%s", out);
+		for (char *c = p + 1; (c = strchr(c, '/')); c++) {
+			*c = 0;
+			if (mkdir(p, 0700) < 0 && errno != EEXIST)
+				return errf(err, errlen, -errno, "cannot create '%s': %s", p,
+				            strerror(errno));
+			*c = '/';
+		}
+	}
+	int r = mkdir_own(out, err, errlen);
+	char sub[PATH_MAX];
+	if (r == 0) {
+		snprintf(sub, sizeof(sub), "%s/.lock", out);
+		r = mkdir_own(sub, err, errlen);
+	}
+	if (r == 0) {
+		snprintf(sub, sizeof(sub), "%s/.hash", out);
+		r = mkdir_own(sub, err, errlen);
+	}
+	return r;
+}
+
+/* ---- file hashes, cached by what stat says ---- */
+
+/* The content hash of path; the cache entry (.hash/<sha of the path>)
+ * holds the stat fields it was computed for, and is used only while they
+ * all match. */
+static int file_hash(const char *store, const char *path, const char *what, char hex[SHA256_HEX],
+                     char *err, size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return errf(err, errlen, -e, "%s '%s': %s", what, path, strerror(e));
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return errf(err, errlen, -EINVAL, "%s '%s' is not a regular file", what, path);
+	}
+	struct sha256 h;
+	uint8_t d[SHA256_LEN];
+	char key[SHA256_HEX], cpath[PATH_MAX], want[256], line[256];
+	sha256_init(&h);
+	sha256_update(&h, path, strlen(path));
+	sha256_final(&h, d);
+	sha256_hex(d, key);
+	snprintf(cpath, sizeof(cpath), "%s/.hash/%.40s", store, key);
+	int wn = snprintf(want, sizeof(want), "1 %llu %llu %lld %lld.%09ld %lld.%09ld ",
+	                  (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+	                  (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
+	                  (long long)st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
+	int cfd = open(cpath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (cfd >= 0) {
+		ssize_t n = read_full(cfd, line, sizeof(line) - 1);
+		close(cfd);
+		if (n == wn + SHA256_HEX && !memcmp(line, want, (size_t)wn) &&
+		    line[n - 1] == '\n') {
+			memcpy(hex, line + wn, SHA256_HEX - 1);
+			hex[SHA256_HEX - 1] = 0;
+			close(fd);
+			return 0;
+		}
+	}
+	int r = template_file_hash(fd, hex);
+	close(fd);
+	if (r < 0)
+		return errf(err, errlen, r, "%s '%s': %s", what, path, strerror(-r));
+	/* Best effort: a cache that cannot be written costs a read next time. */
+	char tmp[PATH_MAX + 32];
+	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", cpath, (int)getpid());
+	cfd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (cfd >= 0) {
+		bool ok = write_all(cfd, want, (size_t)wn) == 0 &&
+		          write_all(cfd, hex, SHA256_HEX - 1) == 0 && write_all(cfd, "\n", 1) == 0;
+		close(cfd);
+		if (!ok || rename(tmp, cpath) < 0)
+			unlink(tmp);
+	}
+	return 0;
+}
+
+int cove_template_hash(const struct cove_template_spec *s, char hex[SHA256_HEX], char *err,
+                       size_t errlen)
+{
+	char store[PATH_MAX], vmm[SHA256_HEX], kernel[SHA256_HEX], image[SHA256_HEX];
+	int r = cove_template_store(store, sizeof(store), err, errlen);
+	if (r < 0 || (r = file_hash(store, s->vmm, "cove-vmm", vmm, err, errlen)) < 0 ||
+	    (r = file_hash(store, s->kernel, "kernel", kernel, err, errlen)) < 0 ||
+	    (r = file_hash(store, s->image, "image", image, err, errlen)) < 0)
+		return r;
+	char(*puts)[SHA256_HEX] = calloc(s->nsteps + 1, SHA256_HEX);
+	const char **pp = calloc(s->nsteps + 1, sizeof(*pp));
+	size_t k = 0;
+	if (!puts || !pp)
+		r = errf(err, errlen, -ENOMEM, "out of memory");
+	for (size_t i = 0; r == 0 && i < s->nsteps; i++) {
+		if (s->steps[i].kind != COVE_STEP_PUT)
+			continue;
+		r = file_hash(store, s->steps[i].local, "--put", puts[k], err, errlen);
+		pp[k] = puts[k];
+		k++;
+	}
+	if (r == 0)
+		template_hash_inputs(s, vmm, kernel, image, pp, hex);
+	free(puts);
+	free(pp);
+	return r;
+}
+
+/* ---- locks ---- */
+
+/* flock with a deadline (LOCK_NB polled every 10 ms). */
+static int lock_wait(int fd, int op, int ms)
+{
+	for (int waited = 0;; waited += 10) {
+		if (flock(fd, op | LOCK_NB) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		if (waited >= ms)
+			return -ETIMEDOUT;
+		usleep(10000);
+	}
+}
+
+static int lock_open(const char *store, const char *name, char *err, size_t errlen)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/.lock/%s", store, name);
+	int fd = open(p, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return errf(err, errlen, -errno, "cannot open lock '%s': %s", p, strerror(errno));
+	return fd;
+}
+
+/* ---- directories ---- */
+
+/* Removes a template or build directory (files only, never following a
+ * link) and the directory itself. */
+static void remove_dir(const char *path)
+{
+	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (d) {
+		struct dirent *e;
+		while ((e = readdir(d)))
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+				(void)unlinkat(dfd, e->d_name, 0);
+		closedir(d);
+	} else if (dfd >= 0) {
+		close(dfd);
+	}
+	rmdir(path);
+}
+
+static int read_manifest(const char *dir, struct cove_template_manifest *m, char *err,
+                         size_t errlen)
+{
+	char p[PATH_MAX + 256];
+	snprintf(p, sizeof(p), "%s/%s", dir, COVE_TEMPLATE_FILE);
+	int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errf(err, errlen, -errno, "%s: %s", p, strerror(errno));
+	char *buf = malloc((1 << 20) + 1);
+	ssize_t n = buf ? read_full(fd, buf, 1 << 20) : -ENOMEM;
+	close(fd);
+	int r = n < 0 ? errf(err, errlen, (int)n, "%s: %s", p, strerror((int)-n))
+	              : template_manifest_parse(buf, (size_t)n, m, err, errlen);
+	free(buf);
+	return r;
+}
+
+int cove_template_load(const char *name, struct cove_template_manifest *m, char *err, size_t errlen)
+{
+	memset(m, 0, sizeof(*m));
+	if (!cove_template_name_valid(name))
+		return errf(err, errlen, -EINVAL, "invalid template name '%s'", name ? name : "");
+	char store[PATH_MAX], dir[PATH_MAX + COVE_TEMPLATE_NAME_MAX + 2];
+	int r = cove_template_store(store, sizeof(store), err, errlen);
+	if (r < 0)
+		return r;
+	snprintf(dir, sizeof(dir), "%s/%s", store, name);
+	struct stat st;
+	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return errf(err, errlen, -ENOENT, "no template '%s' in %s", name, store);
+	if ((r = read_manifest(dir, m, err, errlen)) < 0)
+		return r;
+	if (strcmp(m->spec.name, name)) {
+		cove_template_spec_free(&m->spec);
+		return errf(err, errlen, -EINVAL, "template '%s': its template.json names '%s'",
+		            name, m->spec.name);
+	}
+	return 0;
+}
+
+/* ---- building ---- */
+
+static void note(const struct cove_template_io *io, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void note(const struct cove_template_io *io, const char *fmt, ...)
+{
+	if (!io || !io->note)
+		return;
+	char line[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	io->note(io->opaque, line);
+}
+
+/* Runs the steps in sb: 0, a failing step's status (> 0), or -errno. */
+static int run_steps(struct cove_sandbox *sb, const struct cove_template_spec *s,
+                     const struct cove_template_io *io, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < s->nsteps; i++) {
+		const struct cove_template_step *t = &s->steps[i];
+		char e[512];
+		if (t->kind == COVE_STEP_PUT) {
+			note(io, "step %zu/%zu: put %s:%s", i + 1, s->nsteps, t->local, t->guest);
+			int r = cove_put_file(sb, t->local, t->guest, 0, e, sizeof(e));
+			if (r < 0)
+				return errf(err, errlen, r, "step %zu (--put %s:%s): %s", i + 1,
+				            t->local, t->guest, e);
+			continue;
+		}
+		note(io, "step %zu/%zu: run %s", i + 1, s->nsteps, t->run);
+		const char *argv[] = { "/bin/sh", "-c", t->run, NULL };
+		struct cove_exec_opts o = {
+			.argv = argv,
+			.stdin_fd = -1,
+			.timeout_ms = STEP_TIMEOUT_MS,
+			.on_stdout = io ? io->on_stdout : NULL,
+			.on_stderr = io ? io->on_stderr : NULL,
+			.opaque = io ? io->opaque : NULL,
+		};
+		struct cove_exec_result res;
+		int r = cove_exec(sb, &o, &res, e, sizeof(e));
+		if (r < 0)
+			return errf(err, errlen, r, "step %zu (--run %s): %s", i + 1, t->run, e);
+		int status = res.signal ? 128 + res.signal : res.exit_code;
+		if (status) {
+			errf(err, errlen, 0, "step %zu (--run %s) failed with status %d", i + 1,
+			     t->run, status);
+			return status > 255 ? 255 : status;
+		}
+	}
+	return 0;
+}
+
+/* Boots, runs the steps and snapshots into tmp (which must not exist). */
+static int build_into(const struct cove_template_spec *s, const char *tmp,
+                      const struct cove_template_io *io, char *err, size_t errlen)
+{
+	struct cove_config cfg;
+	cove_config_defaults(&cfg);
+	cfg.vmm = s->vmm;
+	cfg.kernel = s->kernel;
+	cfg.image = s->image;
+	cfg.cpus = s->cpus;
+	cfg.memory_mib = s->memory_mib;
+	cfg.disk_size = s->disk_size;
+	/* A NIC; restores bring their own policy. */
+	if (s->net != COVE_TEMPLATE_NET_OFF)
+		cfg.net.mode = s->net == COVE_TEMPLATE_NET_OPEN ? COVE_NET_OPEN : COVE_NET_NONE;
+	struct cove_sandbox *sb = NULL;
+	char e[512];
+	int r = cove_start(&cfg, &sb, e, sizeof(e));
+	if (r < 0)
+		return errf(err, errlen, r, "%s", e);
+	r = run_steps(sb, s, io, err, errlen);
+	if (r == 0) {
+		/* The guest's dirty pages are in the snapshot either way; sync
+		 * makes the disk alone consistent too. */
+		const char *argv[] = { "/bin/sync", NULL };
+		struct cove_exec_opts o = { .argv = argv, .stdin_fd = -1 };
+		struct cove_exec_result res;
+		(void)!cove_exec(sb, &o, &res, e, sizeof(e));
+		if ((r = cove_snapshot(sb, tmp, true, e, sizeof(e))) < 0)
+			errf(err, errlen, r, "snapshot: %s", e);
+	}
+	cove_free(sb);
+	return r;
+}
+
+static int write_manifest(const char *dir, const struct cove_template_manifest *m, char *err,
+                          size_t errlen)
+{
+	char *text = template_manifest_dump(m);
+	if (!text)
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	char p[PATH_MAX + 256];
+	snprintf(p, sizeof(p), "%s/%s", dir, COVE_TEMPLATE_FILE);
+	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int r = fd < 0 ? -errno : 0;
+	if (r == 0 && (r = write_all(fd, text, strlen(text))) == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (fd >= 0)
+		close(fd);
+	free(text);
+	return r < 0 ? errf(err, errlen, r, "%s: %s", p, strerror(-r)) : 0;
+}
+
+/* Puts the built directory tmp in final's place: a plain rename when there
+ * is none, else an exchange (readers see the old or the new one, never
+ * neither), then the old one removed. */
+static int swap_in(const char *store, const char *tmp, const char *final, char *err, size_t errlen)
+{
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) < 0) {
+		if (errno != EEXIST ||
+		    renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_EXCHANGE) < 0)
+			return errf(err, errlen, -errno, "cannot move the template to '%s': %s",
+			            final, strerror(errno));
+		remove_dir(tmp); /* the old one, now at tmp's name */
+	}
+	int dfd = open(store, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		(void)fsync(dfd);
+		close(dfd);
+	}
+	return 0;
+}
+
+static int build(const struct cove_template_spec *s, const char *store, const char *final,
+                 const char *hash, const struct cove_template_io *io, char *err, size_t errlen)
+{
+	char tmp[PATH_MAX + 128];
+	uint32_t rnd = 0;
+	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+		rnd = (uint32_t)time(NULL);
+	snprintf(tmp, sizeof(tmp), "%s/.build-%s.%d.%08x", store, s->name, (int)getpid(), rnd);
+	int r = build_into(s, tmp, io, err, errlen);
+	struct cove_template_manifest m = { .spec = *s, .created = (int64_t)time(NULL) };
+	memcpy(m.inputs_hash, hash, SHA256_HEX);
+	if (r == 0)
+		r = write_manifest(tmp, &m, err, errlen);
+	if (r == 0)
+		r = swap_in(store, tmp, final, err, errlen);
+	if (r != 0)
+		remove_dir(tmp); /* nothing half-written stays */
+	return r;
+}
+
+/* Builds of name that a killed builder left: with the exclusive lock held
+ * no other builder of name runs, so every .build-<name>.* is stale. */
+static void remove_stale_builds(const char *store, const char *name)
+{
+	char prefix[COVE_TEMPLATE_NAME_MAX + 16], p[PATH_MAX + 400];
+	int n = snprintf(prefix, sizeof(prefix), ".build-%s.", name);
+	DIR *d = opendir(store);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, prefix, (size_t)n))
+			continue;
+		/* Exactly <pid>.<8 hex> after it: ".build-web.1.5.x" is web.1's. */
+		const char *r = e->d_name + n;
+		size_t digits = strspn(r, "0123456789");
+		if (!digits || r[digits] != '.' || strlen(r + digits + 1) != 8 ||
+		    strspn(r + digits + 1, "0123456789abcdef") != 8)
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", store, e->d_name);
+		remove_dir(p);
+	}
+	closedir(d);
+}
+
+/* Whether the template at dir was built from inputs hashing to hash. */
+static bool up_to_date(const char *dir, const char *hash)
+{
+	struct cove_template_manifest m;
+	char e[256];
+	if (read_manifest(dir, &m, e, sizeof(e)) < 0)
+		return false;
+	bool same = !strcmp(m.inputs_hash, hash);
+	cove_template_spec_free(&m.spec);
+	return same;
+}
+
+int cove_template_ensure(const struct cove_template_spec *s, bool force,
+                         const struct cove_template_io *io, char *dir, size_t dirlen, int *lockfd,
+                         char *err, size_t errlen)
+{
+	*lockfd = -1;
+	char store[PATH_MAX], hash[SHA256_HEX], rt[PATH_MAX];
+	/* The runtime base refuses us before anything is built (one line). */
+	int r = registry_base(rt, sizeof(rt), err, errlen);
+	if (r < 0 || (r = cove_template_store(store, sizeof(store), err, errlen)) < 0 ||
+	    (r = cove_template_hash(s, hash, err, errlen)) < 0)
+		return r;
+	if ((size_t)snprintf(dir, dirlen, "%s/%s", store, s->name) >= dirlen)
+		return errf(err, errlen, -ENAMETOOLONG, "template path is too long");
+	int fd = lock_open(store, s->name, err, errlen);
+	if (fd < 0)
+		return fd;
+	struct stat st;
+	/* Most calls find it built: a shared lock, as the restores hold. */
+	if (!force && (r = lock_wait(fd, LOCK_SH, LOCK_BUILD_WAIT_MS)) == 0 &&
+	    up_to_date(dir, hash)) {
+		*lockfd = fd;
+		return 0;
+	}
+	flock(fd, LOCK_UN);
+	if ((r = lock_wait(fd, LOCK_EX, LOCK_BUILD_WAIT_MS)) < 0) {
+		close(fd);
+		return errf(err, errlen, r, "template '%s': waited %d s for another build: %s",
+		            s->name, LOCK_BUILD_WAIT_MS / 1000, strerror(-r));
+	}
+	remove_stale_builds(store, s->name);
+	bool exists = lstat(dir, &st) == 0;
+	/* Someone else may have built it while we waited: use theirs. */
+	if (force || !exists || !up_to_date(dir, hash)) {
+		if (exists)
+			note(io, "template %s: its inputs changed, rebuilding it", s->name);
+		else
+			note(io, "template %s: building it (cached in %s)", s->name, store);
+		r = build(s, store, dir, hash, io, err, errlen);
+		if (r != 0) {
+			close(fd);
+			return r;
+		}
+		note(io, "template %s: built (inputs %.16s)", s->name, hash);
+	}
+	/* Downgrade: others may restore it now. */
+	if ((r = lock_wait(fd, LOCK_SH, LOCK_BUILD_WAIT_MS)) < 0) {
+		close(fd);
+		return errf(err, errlen, r, "template '%s': lock: %s", s->name, strerror(-r));
+	}
+	*lockfd = fd;
+	return 0;
+}
+
+/* ---- ls, rm ---- */
+
+static uint64_t dir_bytes(const char *dir)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return 0;
+	}
+	uint64_t sum = 0;
+	struct dirent *e;
+	struct stat st;
+	while ((e = readdir(d)))
+		if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+			sum += (uint64_t)st.st_blocks * 512;
+	closedir(d);
+	return sum;
+}
+
+static int info_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct cove_template_info *)a)->name,
+	              ((const struct cove_template_info *)b)->name);
+}
+
+int cove_template_list(struct cove_template_info **out, size_t *count, char *err, size_t errlen)
+{
+	*out = NULL;
+	*count = 0;
+	char store[PATH_MAX];
+	int r = cove_template_store(store, sizeof(store), err, errlen);
+	if (r < 0)
+		return r;
+	DIR *d = opendir(store);
+	if (!d)
+		return errf(err, errlen, -errno, "%s: %s", store, strerror(errno));
+	struct cove_template_info *v = NULL;
+	size_t n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (!cove_template_name_valid(e->d_name))
+			continue; /* ., .., .lock, .hash, .build-* */
+		char dir[PATH_MAX + 300];
+		snprintf(dir, sizeof(dir), "%s/%s", store, e->d_name);
+		struct cove_template_manifest m;
+		char e2[256];
+		if (read_manifest(dir, &m, e2, sizeof(e2)) < 0)
+			continue;
+		struct cove_template_info *nv = realloc(v, (n + 1) * sizeof(*v));
+		if (!nv) {
+			cove_template_spec_free(&m.spec);
+			r = errf(err, errlen, -ENOMEM, "out of memory");
+			break;
+		}
+		v = nv;
+		snprintf(v[n].name, sizeof(v[n].name), "%.*s", COVE_TEMPLATE_NAME_MAX, e->d_name);
+		memcpy(v[n].inputs_hash, m.inputs_hash, SHA256_HEX);
+		v[n].created = m.created;
+		v[n].bytes = dir_bytes(dir);
+		n++;
+		cove_template_spec_free(&m.spec);
+	}
+	closedir(d);
+	if (r < 0) {
+		free(v);
+		return r;
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), info_cmp);
+	*out = v;
+	*count = n;
+	return 0;
+}
+
+int cove_template_remove(const char *name, char *err, size_t errlen)
+{
+	if (!cove_template_name_valid(name))
+		return errf(err, errlen, -EINVAL, "invalid template name '%s'", name ? name : "");
+	char store[PATH_MAX], dir[PATH_MAX + 80], gone[PATH_MAX + 120];
+	int r = cove_template_store(store, sizeof(store), err, errlen);
+	if (r < 0)
+		return r;
+	snprintf(dir, sizeof(dir), "%s/%s", store, name);
+	struct stat st;
+	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return errf(err, errlen, -ENOENT, "no template '%s' in %s", name, store);
+	int fd = lock_open(store, name, err, errlen);
+	if (fd < 0)
+		return fd;
+	if ((r = lock_wait(fd, LOCK_EX, LOCK_RM_WAIT_MS)) < 0) {
+		close(fd);
+		return errf(err, errlen, r, "template '%s' is in use (waited %d s)", name,
+		            LOCK_RM_WAIT_MS / 1000);
+	}
+	/* Renamed away first, so that no one finds it half removed. */
+	snprintf(gone, sizeof(gone), "%s/.rm-%s.%d", store, name, (int)getpid());
+	if (rename(dir, gone) < 0)
+		r = errf(err, errlen, -errno, "cannot remove '%s': %s", dir, strerror(errno));
+	else
+		remove_dir(gone);
+	close(fd);
+	return r;
+}

@@ -1,0 +1,148 @@
+#include "snapshot/prefetch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "errf.h"
+#include "io.h"
+#include "wsrec.h"
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+#define PM_PRESENT (1ULL << 63)
+#define PM_SWAPPED (1ULL << 62)
+#define PM_FILE    (1ULL << 61) /* file page or shared anonymous */
+#define PM_CHUNK   4096         /* pagemap entries per read */
+
+/* One VM per process: the restore's pagemap and what the restore did. */
+static int pagemap_fd = -1;
+static struct prefetch_stats stats;
+
+static int read_record(int fd, uint64_t ram_bytes, struct wsrec *w)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode) || st.st_size < WSREC_HDR || st.st_size > WSREC_MAX_BYTES)
+		return -EINVAL;
+	size_t len = (size_t)st.st_size;
+	uint8_t *buf = malloc(len);
+	if (!buf)
+		return -ENOMEM;
+	int r = pread_all(fd, buf, len, 0);
+	if (r == 0)
+		r = wsrec_parse(buf, len, ram_bytes, w, NULL, 0);
+	free(buf);
+	return r;
+}
+
+void prefetch_restore(const struct guest_mem *m, int ws_fd)
+{
+	memset(&stats, 0, sizeof(stats));
+	if (pagemap_fd < 0)
+		pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (ws_fd < 0)
+		return;
+	struct wsrec w;
+	int r = read_record(ws_fd, m->ram_size, &w);
+	close(ws_fd);
+	if (r < 0) {
+		stats.error = r; /* a bad record costs the prefetch, not the restore */
+		return;
+	}
+	int64_t t0 = mono_ns();
+	bool populate = true;
+	for (uint32_t i = 0; i < w.count; i++) {
+		uint8_t *p = m->base + (size_t)w.r[i].first * WSREC_PAGE;
+		size_t len = (size_t)w.r[i].pages * WSREC_PAGE;
+		int advice = !populate        ? MADV_WILLNEED
+		             : w.r[i].written ? MADV_POPULATE_WRITE
+		                              : MADV_POPULATE_READ;
+		if (madvise(p, len, advice) < 0 && populate && errno == EINVAL) {
+			populate = false; /* before Linux 5.14: read-ahead only */
+			(void)madvise(p, len, MADV_WILLNEED);
+		}
+		stats.pages += w.r[i].pages;
+		if (w.r[i].written && populate)
+			stats.written += w.r[i].pages;
+	}
+	stats.ranges = w.count;
+	stats.us = (uint64_t)(mono_ns() - t0) / 1000;
+	wsrec_free(&w);
+}
+
+void prefetch_get_stats(struct prefetch_stats *st)
+{
+	*st = stats;
+}
+
+int prefetch_record(const struct guest_mem *m, int out_fd, uint32_t *ranges, uint64_t *pages,
+                    char *err, size_t errlen)
+{
+	if (pagemap_fd < 0)
+		return errf(err, errlen, -ENOTSUP, "no working set: this VM was not restored");
+	if (!m->base || m->ram_size % WSREC_PAGE)
+		return errf(err, errlen, -EINVAL, "no guest memory");
+	uint64_t npages = m->ram_size / WSREC_PAGE;
+	uint64_t *pm = malloc(PM_CHUNK * sizeof(*pm));
+	struct wsrec_range *r = malloc(WSREC_MAX_RANGES * sizeof(*r));
+	uint8_t *out = malloc(WSREC_MAX_BYTES);
+	uint32_t n = 0;
+	uint64_t touched = 0;
+	int rc = 0;
+	if (!pm || !r || !out) {
+		rc = errf(err, errlen, -ENOMEM, "out of memory");
+		goto done;
+	}
+	uint64_t vpage = (uint64_t)(uintptr_t)m->base / WSREC_PAGE;
+	for (uint64_t i = 0; i < npages && rc == 0; i += PM_CHUNK) {
+		uint64_t k = npages - i < PM_CHUNK ? npages - i : PM_CHUNK;
+		rc = pread_all(pagemap_fd, pm, k * sizeof(*pm), (off_t)((vpage + i) * sizeof(*pm)));
+		if (rc < 0) {
+			errf(err, errlen, rc, "reading /proc/self/pagemap: %s", strerror(-rc));
+			break;
+		}
+		for (uint64_t j = 0; j < k; j++) {
+			if (!(pm[j] & (PM_PRESENT | PM_SWAPPED)))
+				continue;
+			/* In a MAP_PRIVATE file mapping an anonymous page is a
+			 * copy the guest's write made. */
+			bool written = (pm[j] & PM_SWAPPED) || !(pm[j] & PM_FILE);
+			if (!wsrec_add(r, &n, WSREC_MAX_RANGES, (uint32_t)(i + j), written)) {
+				rc = errf(err, errlen, -E2BIG, "more than %u ranges",
+				          WSREC_MAX_RANGES);
+				break;
+			}
+			touched++;
+		}
+	}
+	if (rc == 0 && n == 0)
+		rc = errf(err, errlen, -ENODATA, "the guest touched no page");
+	size_t len = rc == 0 ? wsrec_format(r, n, m->ram_size, out, WSREC_MAX_BYTES) : 0;
+	if (rc == 0 && len == 0)
+		rc = errf(err, errlen, -EINVAL, "cannot encode the record");
+	if (rc == 0 && ftruncate(out_fd, 0) < 0)
+		rc = errf(err, errlen, -errno, "truncating the record: %s", strerror(errno));
+	if (rc == 0 && (rc = pwrite_all(out_fd, out, len, 0)) < 0)
+		errf(err, errlen, rc, "writing the record: %s", strerror(-rc));
+	if (rc == 0) {
+		*ranges = n;
+		*pages = touched;
+	}
+done:
+	free(pm);
+	free(r);
+	free(out);
+	return rc;
+}
