@@ -5,9 +5,15 @@
 #define COVE_CLOCK_H
 
 #include <stdint.h>
+#include <time.h>
 
 /* CLOCK_MONOTONIC in nanoseconds and in milliseconds. */
 int64_t mono_ns(void);
 int64_t mono_ms(void);
+
+/* The time ms milliseconds (>= 0) from now on clock c, as an absolute
+ * timespec: for pthread_cond_timedwait (CLOCK_REALTIME unless the
+ * condition was made with another clock) and the like. */
+struct timespec clock_after_ms(clockid_t c, int64_t ms);
 
 #endif

@@ -204,14 +204,7 @@ static void wait_until(struct cove_net_pool *p, int64_t ms)
 	int64_t left = ms - mono_ms();
 	if (left <= 0)
 		return;
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += left / 1000;
-	ts.tv_nsec += (long)(left % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	struct timespec ts = clock_after_ms(CLOCK_REALTIME, left);
 	pthread_cond_timedwait(&p->cond, &p->mu, &ts);
 }
 

@@ -480,14 +480,7 @@ static struct pool_member *prune(struct cove_vmm_pool *p)
 
 static void timed_wait(struct cove_vmm_pool *p, pthread_cond_t *c, int ms)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	struct timespec ts = clock_after_ms(CLOCK_REALTIME, ms);
 	pthread_cond_timedwait(c, &p->mu, &ts);
 }
 

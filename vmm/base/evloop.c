@@ -8,6 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+
 struct evloop_watch {
 	int fd;
 	bool dead; /* removed; freed once the current batch is done */
@@ -199,15 +201,7 @@ void evloop_stop(struct evloop *l)
 
 static struct timespec deadline_in(int ms)
 {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	t.tv_sec += ms / 1000;
-	t.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (t.tv_nsec >= 1000000000L) {
-		t.tv_sec++;
-		t.tv_nsec -= 1000000000L;
-	}
-	return t;
+	return clock_after_ms(CLOCK_MONOTONIC, ms);
 }
 
 int evloop_park(struct evloop *l, int timeout_ms)
