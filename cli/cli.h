@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "cove.h"
+#include "text.h"
 
 int cli_run(int argc, char **argv);
 int cli_start(int argc, char **argv);
@@ -95,6 +96,19 @@ enum {
 	"          --proxy-rules FILE.json  credentials the egress proxy injects\n"
 
 /* What the network options gave; the lists stay NULL-terminated. */
+/* Where a guest's stdout or stderr goes (exec_io.c): to a terminal
+ * through the filter that keeps only SGR colour of escape sequences
+ * (guest text is not trusted with a terminal).  cli_stream_init picks
+ * the filter by isatty(fd); cli_stream_write drops the output when our
+ * reader went away. */
+struct cli_stream {
+	int fd;
+	bool filter;
+	struct text_filter f;
+};
+void cli_stream_init(struct cli_stream *o, int fd);
+void cli_stream_write(struct cli_stream *o, const void *data, size_t len);
+
 struct cli_net {
 	bool any;      /* a network option was given */
 	bool mode_set; /* --net */

@@ -29,15 +29,16 @@ static void on_winch(int sig)
 	winch = 1;
 }
 
-/* Where the command's stdout and stderr go; to a terminal (non-PTY mode)
- * through a filter that keeps only SGR colour of the escape sequences. */
-static struct out_stream {
-	int fd;
-	bool filter;
-	struct text_filter f;
-} out_streams[2];
+static struct cli_stream out_streams[2];
 
-static void write_stream(struct out_stream *o, const void *data, size_t len)
+void cli_stream_init(struct cli_stream *o, int fd)
+{
+	o->fd = fd;
+	o->filter = isatty(fd);
+	text_filter_init(&o->f);
+}
+
+void cli_stream_write(struct cli_stream *o, const void *data, size_t len)
 {
 	/* When our reader went away, the guest's output is dropped. */
 	if (!o->filter) {
@@ -58,13 +59,13 @@ static void write_stream(struct out_stream *o, const void *data, size_t len)
 static void write_out(void *opaque, const void *data, size_t len)
 {
 	(void)opaque;
-	write_stream(&out_streams[0], data, len);
+	cli_stream_write(&out_streams[0], data, len);
 }
 
 static void write_stderr(void *opaque, const void *data, size_t len)
 {
 	(void)opaque;
-	write_stream(&out_streams[1], data, len);
+	cli_stream_write(&out_streams[1], data, len);
 }
 
 static bool get_winsize(uint16_t *rows, uint16_t *cols)

@@ -26,43 +26,19 @@ static const char template_usage[] =
     "  $COVE_TEMPLATE_DIR, else $XDG_CACHE_HOME/cove/templates, else\n"
     "  ~/.cache/cove/templates.\n";
 
-/* A step's output to our stdout or stderr; to a terminal through the
- * filter cove run uses (guest text is not trusted with a terminal). */
-struct tmpl_out {
-	int fd;
-	bool filter;
-	struct text_filter f;
-};
-
-static void out_write(struct tmpl_out *o, const void *data, size_t len)
-{
-	if (!o->filter) {
-		(void)!write_all(o->fd, data, len);
-		return;
-	}
-	char buf[4096];
-	const unsigned char *p = data;
-	while (len) {
-		size_t take = len < sizeof(buf) / 2 ? len : sizeof(buf) / 2;
-		size_t n = text_filter(&o->f, p, take, buf, sizeof(buf));
-		(void)!write_all(o->fd, buf, n);
-		p += take;
-		len -= take;
-	}
-}
-
-static struct tmpl_out outs[2];
+/* A step's output to our stdout or stderr, filtered as cove run's. */
+static struct cli_stream outs[2];
 
 static void on_out(void *opaque, const void *data, size_t len)
 {
 	(void)opaque;
-	out_write(&outs[0], data, len);
+	cli_stream_write(&outs[0], data, len);
 }
 
 static void on_err(void *opaque, const void *data, size_t len)
 {
 	(void)opaque;
-	out_write(&outs[1], data, len);
+	cli_stream_write(&outs[1], data, len);
 }
 
 static void on_note(void *opaque, const char *line)
@@ -73,9 +49,7 @@ static void on_note(void *opaque, const char *line)
 void cli_template_io(struct cove_template_io *io, const char *prog, bool steps_output)
 {
 	for (int i = 0; i < 2; i++) {
-		outs[i].fd = i ? STDERR_FILENO : STDOUT_FILENO;
-		outs[i].filter = isatty(outs[i].fd);
-		text_filter_init(&outs[i].f);
+		cli_stream_init(&outs[i], i ? STDERR_FILENO : STDOUT_FILENO);
 	}
 	*io = (struct cove_template_io){
 		.note = on_note,
