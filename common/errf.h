@@ -6,7 +6,8 @@
 
 #include <stddef.h>
 
-/* snprintf into err (when err and errlen are non-zero); returns code. */
+/* snprintf into err (when err and errlen are non-zero), with control
+ * characters made "?" so the message is one line; returns code. */
 int errf(char *err, size_t errlen, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
