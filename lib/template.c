@@ -309,19 +309,31 @@ static int read_manifest(const char *dir, struct cove_template_manifest *m, char
 	return r;
 }
 
-int cove_template_load(const char *name, struct cove_template_manifest *m, char *err, size_t errlen)
+/* The store (into store) and NAME's directory in it (into dir), which must
+ * exist as a directory; a one-line error otherwise. */
+#define TEMPLATE_DIR_MAX (PATH_MAX + COVE_TEMPLATE_NAME_MAX + 2)
+static int template_dir(const char *name, char store[PATH_MAX], char dir[TEMPLATE_DIR_MAX],
+                        char *err, size_t errlen)
 {
-	memset(m, 0, sizeof(*m));
 	if (!cove_template_name_valid(name))
 		return errf(err, errlen, -EINVAL, "invalid template name '%s'", name ? name : "");
-	char store[PATH_MAX], dir[PATH_MAX + COVE_TEMPLATE_NAME_MAX + 2];
-	int r = cove_template_store(store, sizeof(store), err, errlen);
+	int r = cove_template_store(store, PATH_MAX, err, errlen);
 	if (r < 0)
 		return r;
-	snprintf(dir, sizeof(dir), "%s/%s", store, name);
+	snprintf(dir, TEMPLATE_DIR_MAX, "%s/%s", store, name);
 	struct stat st;
 	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
 		return errf(err, errlen, -ENOENT, "no template '%s' in %s", name, store);
+	return 0;
+}
+
+int cove_template_load(const char *name, struct cove_template_manifest *m, char *err, size_t errlen)
+{
+	memset(m, 0, sizeof(*m));
+	char store[PATH_MAX], dir[TEMPLATE_DIR_MAX];
+	int r = template_dir(name, store, dir, err, errlen);
+	if (r < 0)
+		return r;
 	if ((r = read_manifest(dir, m, err, errlen)) < 0)
 		return r;
 	if (strcmp(m->spec.name, name)) {
@@ -648,16 +660,10 @@ int cove_template_list(struct cove_template_info **out, size_t *count, char *err
 
 int cove_template_remove(const char *name, char *err, size_t errlen)
 {
-	if (!cove_template_name_valid(name))
-		return errf(err, errlen, -EINVAL, "invalid template name '%s'", name ? name : "");
-	char store[PATH_MAX], dir[PATH_MAX + 80], gone[PATH_MAX + 120];
-	int r = cove_template_store(store, sizeof(store), err, errlen);
+	char store[PATH_MAX], dir[TEMPLATE_DIR_MAX], gone[PATH_MAX + 120];
+	int r = template_dir(name, store, dir, err, errlen);
 	if (r < 0)
 		return r;
-	snprintf(dir, sizeof(dir), "%s/%s", store, name);
-	struct stat st;
-	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
-		return errf(err, errlen, -ENOENT, "no template '%s' in %s", name, store);
 	int fd = lock_open(store, name, err, errlen);
 	if (fd < 0)
 		return fd;
