@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -487,6 +488,14 @@ static void timed_wait(struct cove_vmm_pool *p, pthread_cond_t *c, int ms)
 static void *refill(void *arg)
 {
 	struct cove_vmm_pool *p = arg;
+	/* A refill yields to running guests: this thread's own share of a
+	 * member's start (its cgroup, the clone3 with five new namespaces)
+	 * runs at nice 19 like the member itself, so a take's restore does
+	 * not share the CPU with the refill it set off.  Root only, as for
+	 * the members (vmm_proc.c): the member inherits this thread's nice
+	 * and only root could take 0 back. */
+	if (geteuid() == 0)
+		(void)setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
 	pthread_mutex_lock(&p->mu);
 	while (!p->stopping) {
 		for (unsigned int i = 0; i < p->nstale;) {

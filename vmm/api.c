@@ -168,6 +168,15 @@ static json_t *stats(struct vm *vm, int smaps_fd)
 	    (json_int_t)vm->t_created_us, "first_kvm_run_us",
 	    (json_int_t)__atomic_load_n(&vm->t_first_run_us, __ATOMIC_RELAXED), "guest_init_us",
 	    (json_int_t)__atomic_load_n(&vm->boot_timer.fired, __ATOMIC_RELAXED));
+	unsigned int np;
+	const struct boot_phase *ph = boot_phases(&np);
+	json_t *phases = json_object();
+	for (unsigned int i = 0; i < np; i++)
+		json_object_set_new(phases, ph[i].name, json_integer((json_int_t)ph[i].us));
+	if (times)
+		json_object_set_new(times, "phases", phases);
+	else
+		json_decref(phases);
 	uint64_t thr = 0, thr_ns = 0;
 	vm_disk_throttled(vm, &thr, &thr_ns);
 	json_t *o = json_pack("{s:b, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I}", "ok", 1, "kvm", kvm,

@@ -53,6 +53,7 @@ static int run(struct vmm_config *c, struct vm *prepared, struct vmm_api *api,
 			                      "the snapshot has a vsock device: give --vsock PATH");
 		if (r == 0)
 			r = snapshot_net_config(snap, &c->vm.net, err, sizeof(err));
+		boot_phase("snapshot_opened");
 		if (r == 0) {
 			handed = true;
 			r = vm_restore(&vm, &c->vm, snap, err, sizeof(err));
@@ -68,9 +69,11 @@ static int run(struct vmm_config *c, struct vm *prepared, struct vmm_api *api,
 	/* Everything is open: confine the process before any thread runs. */
 	if (r == 0 && c->jail.root)
 		r = vm_enter_root(vm, c->jail.root, err, sizeof(err));
+	boot_phase("api_and_root");
 	char jailed[512];
 	if (r == 0)
 		r = jail_enter(&c->jail, jailed, sizeof(jailed), err, sizeof(err));
+	boot_phase("jailed");
 	if (r == 0)
 		fprintf(stderr, "cove-vmm: jail: %s\n", jailed);
 	if (r == 0 && c->jail.root) {
@@ -96,6 +99,8 @@ static int run(struct vmm_config *c, struct vm *prepared, struct vmm_api *api,
 	/* Every thread installs its own filter as it starts; the main thread
 	 * last, once all exist (a thread inherits its creator's filter). */
 	vm->seccomp = vm->loop.seccomp = c->seccomp;
+	/* The last phase recorded before any thread starts (boot_timer.h). */
+	boot_phase("threads");
 	r = vm_start(vm);
 	if (r == 0 && api)
 		r = vmm_api_start(api, c->seccomp, err, sizeof(err));
@@ -159,6 +164,7 @@ static int pool_main(struct vmm_config *sp)
 	struct vmm_config c;
 	if (r == 0) {
 		vm->t_request_us = boot_timer_now_us();
+		boot_phase("pool_request");
 		/* libcove (root) spawned us at nice 19, for the refill to yield
 		 * to running guests: this sandbox's VMM runs at 0 (a raise an
 		 * unprivileged member cannot make, nor was it lowered). */

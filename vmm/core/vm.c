@@ -305,11 +305,13 @@ int vm_build(struct vm **out, const struct vm_config *cfg, const struct vm_sourc
 	int r = vm_devices_open_disks(vm, cfg, err, errlen);
 	if (r < 0 || (src->before_kvm && (r = src->before_kvm(vm, src->ctx, err, errlen)) < 0))
 		goto fail;
+	boot_phase("disks_opened");
 	/* 2. The KVM VM, its memory and vCPUs (a prepared VM has the KVM VM
 	 * and bare vCPUs already: memory slots may follow vCPUs). */
 	if ((!prepared && (r = kvm_open(vm, err, errlen)) < 0) ||
 	    (src->after_kvm && (r = src->after_kvm(vm, src->ctx, err, errlen)) < 0))
 		goto fail;
+	boot_phase("kvm_and_source");
 	if (!prepared && (r = x86_vm_setup(vm->vm_fd)) < 0) {
 		errf(err, errlen, r, "setting up the VM (irqchip, PIT): %s", strerror(-r));
 		goto fail;
@@ -318,6 +320,7 @@ int vm_build(struct vm **out, const struct vm_config *cfg, const struct vm_sourc
 	    (!prepared && (r = create_vcpus(vm, err, errlen)) < 0) ||
 	    (r = src->vcpus(vm, src->ctx, err, errlen)) < 0)
 		goto fail;
+	boot_phase("memory_and_vcpus");
 	/* 3. The I/O loop and devices. */
 	if (!prepared && (r = evloop_init(&vm->loop)) < 0) {
 		errf(err, errlen, r, "cannot create the I/O loop: %s", strerror(-r));
@@ -329,6 +332,7 @@ int vm_build(struct vm **out, const struct vm_config *cfg, const struct vm_sourc
 	    (r = watch_deadline(vm, cfg, err, errlen)) < 0)
 		goto fail;
 	vm->t_created_us = boot_timer_now_us();
+	boot_phase("devices");
 	*out = vm;
 	return 0;
 fail:

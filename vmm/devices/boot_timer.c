@@ -22,6 +22,21 @@ uint64_t boot_timer_start_mono_us(void)
 	return process_start_ns / 1000;
 }
 
+static struct boot_phase phases[BOOT_PHASES_MAX];
+static unsigned int nphases;
+
+void boot_phase(const char *name)
+{
+	if (nphases < BOOT_PHASES_MAX)
+		phases[nphases++] = (struct boot_phase){ .name = name, .us = boot_timer_now_us() };
+}
+
+const struct boot_phase *boot_phases(unsigned int *n)
+{
+	*n = nphases;
+	return phases;
+}
+
 void boot_timer_io(void *opaque, uint64_t offset, uint8_t *data, uint32_t len, bool is_write)
 {
 	struct boot_timer *t = opaque;
