@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "cove_limits.h"
 #include "errf.h"
 #include "io.h"
@@ -248,20 +249,29 @@ int cove_template_hash(const struct cove_template_spec *s, char hex[SHA256_HEX],
 
 /* ---- locks ---- */
 
-/* flock with a deadline (LOCK_NB polled every 10 ms). */
+/* flock with a deadline: LOCK_NB polled, every 5 ms at first and then
+ * less often, up to every 200 ms (many creates may wait out one build). */
 static int lock_wait(int fd, int op, int ms)
 {
-	for (int waited = 0;; waited += 10) {
+	int64_t deadline = mono_ms() + ms;
+	for (int step = 5;; step = step < 100 ? step * 2 : 200) {
 		if (flock(fd, op | LOCK_NB) == 0)
 			return 0;
 		if (errno != EWOULDBLOCK && errno != EINTR)
 			return -errno;
-		if (waited >= ms)
+		int64_t left = deadline - mono_ms();
+		if (left <= 0)
 			return -ETIMEDOUT;
-		usleep(10000);
+		usleep((useconds_t)(left < step ? left : step) * 1000);
 	}
 }
 
+/* NAME's locks in the store's .lock/: "NAME" is the use lock (shared by
+ * each restore while it reads the template, exclusive for a rebuild or a
+ * removal); ".build-NAME" (no template name starts with '.') is taken
+ * exclusively by whoever checks whether NAME must be built, so that many
+ * creates waiting for one build queue there, not behind each other's
+ * restores. */
 static int lock_open(const char *store, const char *name, char *err, size_t errlen)
 {
 	char p[PATH_MAX];
@@ -545,7 +555,6 @@ int cove_template_ensure(const struct cove_template_spec *s, bool force,
 	int fd = lock_open(store, s->name, err, errlen);
 	if (fd < 0)
 		return fd;
-	struct stat st;
 	/* Most calls find it built: a shared lock, as the restores hold. */
 	if (!force && (r = lock_wait(fd, LOCK_SH, LOCK_BUILD_WAIT_MS)) == 0 &&
 	    up_to_date(dir, hash)) {
@@ -553,28 +562,50 @@ int cove_template_ensure(const struct cove_template_spec *s, bool force,
 		return 0;
 	}
 	flock(fd, LOCK_UN);
-	if ((r = lock_wait(fd, LOCK_EX, LOCK_BUILD_WAIT_MS)) < 0) {
+	/* One at a time decides (and builds); the others wait here, not for
+	 * the use lock, which every restore holds shared. */
+	char bname[COVE_TEMPLATE_NAME_MAX + 8];
+	snprintf(bname, sizeof(bname), ".build-%s", s->name);
+	int bfd = lock_open(store, bname, err, errlen);
+	if (bfd < 0) {
+		close(fd);
+		return bfd;
+	}
+	if ((r = lock_wait(bfd, LOCK_EX, LOCK_BUILD_WAIT_MS)) < 0) {
+		close(bfd);
 		close(fd);
 		return errf(err, errlen, r, "template '%s': waited %d s for another build: %s",
 		            s->name, LOCK_BUILD_WAIT_MS / 1000, strerror(-r));
 	}
-	remove_stale_builds(store, s->name);
+	struct stat st;
 	bool exists = lstat(dir, &st) == 0;
 	/* Someone else may have built it while we waited: use theirs. */
 	if (force || !exists || !up_to_date(dir, hash)) {
+		/* The old one's restores end first (a rebuild replaces it). */
+		if ((r = lock_wait(fd, LOCK_EX, LOCK_BUILD_WAIT_MS)) < 0) {
+			close(bfd);
+			close(fd);
+			return errf(err, errlen, r,
+			            "template '%s': waited %d s for its restores: %s", s->name,
+			            LOCK_BUILD_WAIT_MS / 1000, strerror(-r));
+		}
+		remove_stale_builds(store, s->name);
 		if (exists)
 			note(io, "template %s: its inputs changed, rebuilding it", s->name);
 		else
 			note(io, "template %s: building it (cached in %s)", s->name, store);
 		r = build(s, store, dir, hash, io, err, errlen);
 		if (r != 0) {
+			close(bfd);
 			close(fd);
 			return r;
 		}
 		note(io, "template %s: built (inputs %.16s)", s->name, hash);
 	}
-	/* Downgrade: others may restore it now. */
-	if ((r = lock_wait(fd, LOCK_SH, LOCK_BUILD_WAIT_MS)) < 0) {
+	/* Shared (a downgrade after a build): others may restore it now. */
+	r = lock_wait(fd, LOCK_SH, LOCK_BUILD_WAIT_MS);
+	close(bfd);
+	if (r < 0) {
 		close(fd);
 		return errf(err, errlen, r, "template '%s': lock: %s", s->name, strerror(-r));
 	}

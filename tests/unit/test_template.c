@@ -1,13 +1,17 @@
 /* Unit tests: templates' pure part and store (lib/template*.c, common/
  * sha256.c): SHA-256 vectors, the manifest round trip and malformed ones,
  * the inputs hash (each input changes it, paths do not), the sparse-aware
- * file hash, the stat-keyed cache, names, the store's checks, ls and rm. */
+ * file hash, the stat-keyed cache, names, the store's checks, ls and rm,
+ * and ensure's locks (a wait for a build does not wait for restores). */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sha256.h"
@@ -404,6 +408,98 @@ START_TEST(list_and_remove)
 }
 END_TEST
 
+/* Many creates that find the template missing wait for its one build; once
+ * built, each takes its shared lock at once, not after the restores that
+ * hold theirs (which made 64 concurrent creates run one at a time). */
+struct ensure_job {
+	struct cove_template_spec *spec;
+	char dir[400], err[512];
+	int r, lockfd;
+};
+
+static void *ensure_thread(void *arg)
+{
+	struct ensure_job *j = arg;
+	j->r = cove_template_ensure(j->spec, false, NULL, j->dir, sizeof(j->dir), &j->lockfd,
+	                            j->err, sizeof(j->err));
+	return NULL;
+}
+
+static int lock_file(const char *store, const char *name, int op)
+{
+	char p[400];
+	snprintf(p, sizeof(p), "%s/.lock/%s", store, name);
+	int fd = open(p, O_RDWR | O_CREAT, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(flock(fd, op | LOCK_NB), 0);
+	return fd;
+}
+
+START_TEST(ensure_waits_for_the_build_not_the_restores)
+{
+	char rt[128], store[256], err[512], p[500], hash[SHA256_HEX];
+	snprintf(rt, sizeof(rt), "%s/rt", tmp);
+	setenv("COVE_RUNTIME_DIR", rt, 1);
+	ck_assert_int_eq(cove_template_store(store, sizeof(store), err, sizeof(err)), 0);
+	struct cove_template_spec s;
+	spec_fill(&s);
+	const char *inputs[] = { "vmm", "kernel", "image" };
+	char **fields[] = { &s.vmm, &s.kernel, &s.image };
+	for (int i = 0; i < 3; i++) {
+		snprintf(p, sizeof(p), "%s/%s", tmp, inputs[i]);
+		close(write_file(p, inputs[i], strlen(inputs[i]), 0));
+		free(*fields[i]);
+		*fields[i] = strdup(p);
+	}
+	ck_assert_int_eq(cove_template_hash(&s, hash, err, sizeof(err)), 0);
+	/* An old build of "web" (another inputs hash), which a restore holds,
+	 * and a builder at work on the new one. */
+	struct cove_template_manifest m = { .created = 1 };
+	m.spec = s;
+	memset(m.inputs_hash, 'b', SHA256_HEX - 1);
+	m.inputs_hash[SHA256_HEX - 1] = 0;
+	char dir[400];
+	snprintf(dir, sizeof(dir), "%s/web", store);
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
+	snprintf(p, sizeof(p), "%s/template.json", dir);
+	char *text = template_manifest_dump(&m);
+	close(write_file(p, text, strlen(text), 0));
+	free(text);
+	int restore = lock_file(store, "web", LOCK_SH);
+	int builder = lock_file(store, ".build-web", LOCK_EX);
+	struct ensure_job j = { .spec = &s, .lockfd = -1 };
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, ensure_thread, &j), 0);
+	usleep(300 * 1000);
+	ck_assert_int_eq(pthread_tryjoin_np(t, NULL), EBUSY); /* it waits for the build */
+	/* The build ends: its manifest, then its lock; the restore goes on. */
+	memcpy(m.inputs_hash, hash, SHA256_HEX);
+	text = template_manifest_dump(&m);
+	ck_assert_int_eq(unlink(p), 0);
+	close(write_file(p, text, strlen(text), 0));
+	free(text);
+	ck_assert_int_eq(flock(builder, LOCK_UN), 0);
+	struct timespec dl;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 5;
+	ck_assert_int_eq(pthread_timedjoin_np(t, NULL, &dl), 0);
+	ck_assert_msg(j.r == 0, "%s", j.err);
+	ck_assert_str_eq(j.dir, dir);
+	ck_assert_int_ge(j.lockfd, 0);
+	/* It holds the use lock shared, as a restore does: no removal now. */
+	snprintf(p, sizeof(p), "%s/.lock/web", store);
+	int rm = open(p, O_RDWR);
+	ck_assert_int_eq(flock(rm, LOCK_EX | LOCK_NB), -1);
+	close(j.lockfd);
+	close(restore);
+	ck_assert_int_eq(flock(rm, LOCK_EX | LOCK_NB), 0);
+	close(rm);
+	close(builder);
+	cove_template_spec_free(&s);
+	unsetenv("COVE_RUNTIME_DIR");
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("template");
@@ -418,6 +514,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, hash_cache_follows_changes);
 	tcase_add_test(tc, store_checks);
 	tcase_add_test(tc, list_and_remove);
+	tcase_add_test(tc, ensure_waits_for_the_build_not_the_restores);
 	suite_add_tcase(s, tc);
 	return s;
 }
