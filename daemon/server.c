@@ -52,19 +52,40 @@ enum MHD_Result coved_json_reply(struct MHD_Connection *c, unsigned int status, 
 	return ret;
 }
 
-static enum MHD_Result too_many(struct MHD_Connection *c, const char *msg);
+static enum MHD_Result too_many(struct MHD_Connection *c, json_t *msg);
+
+/* msg as a JSON string: jansson refuses text that is not UTF-8 (a message
+ * may quote a guest's or a log's bytes, or be cut inside a character), so
+ * such a message goes with every byte above 0x7f made '?' rather than no
+ * message at all. */
+static json_t *message_string(const char *msg)
+{
+	json_t *s = json_string(msg ? msg : "");
+	if (s)
+		return s;
+	char *ascii = strdup(msg);
+	if (!ascii)
+		return json_string("out of memory");
+	for (unsigned char *p = (unsigned char *)ascii; *p; p++)
+		if (*p > 0x7f)
+			*p = '?';
+	s = json_string(ascii);
+	free(ascii);
+	return s;
+}
 
 enum MHD_Result coved_json_error(struct MHD_Connection *c, unsigned int status, const char *msg)
 {
+	json_t *m = message_string(msg);
 	if (status == 429)
-		return too_many(c, msg ? msg : "");
-	return coved_json_reply(
-	    c, status, json_pack("{s:i, s:s}", "code", (int)status, "message", msg ? msg : ""));
+		return too_many(c, m);
+	return coved_json_reply(c, status,
+	                        json_pack("{s:i, s:o}", "code", (int)status, "message", m));
 }
 
-static enum MHD_Result too_many(struct MHD_Connection *c, const char *msg)
+static enum MHD_Result too_many(struct MHD_Connection *c, json_t *msg)
 {
-	json_t *o = json_pack("{s:i, s:s}", "code", 429, "message", msg);
+	json_t *o = json_pack("{s:i, s:o}", "code", 429, "message", msg);
 	char *text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	if (!text)
@@ -112,8 +133,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		if (atomic_fetch_add(&d->in_flight, 1) >= d->cfg.max_requests) {
 			atomic_fetch_sub(&d->in_flight, 1);
 			coved_metric_bump(d, &d->m.limit_requests);
-			return too_many(c, "coved is answering its maximum of requests at once "
-			                   "(max_requests)");
+			return coved_json_error(c, 429,
+			                        "coved is answering its maximum of requests at "
+			                        "once (max_requests)");
 		}
 		r->counted = true;
 		if (strlen(url) > URL_MAX)
