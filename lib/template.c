@@ -162,6 +162,25 @@ int cove_template_store(char *out, size_t len, char *err, size_t errlen)
 /* The content hash of path; the cache entry (.hash/<sha of the path>)
  * holds the stat fields it was computed for, and is used only while they
  * all match. */
+static int lock_wait(int fd, int op, int ms);
+
+/* The hash cache's line at cpath, when its stat fields are want (wn
+ * bytes): the hash into hex, true. */
+static bool cache_read(const char *cpath, const char *want, int wn, char hex[SHA256_HEX])
+{
+	char line[256];
+	int cfd = open(cpath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (cfd < 0)
+		return false;
+	ssize_t n = read_full(cfd, line, sizeof(line) - 1);
+	close(cfd);
+	if (n != wn + SHA256_HEX || memcmp(line, want, (size_t)wn) || line[n - 1] != '\n')
+		return false;
+	memcpy(hex, line + wn, SHA256_HEX - 1);
+	hex[SHA256_HEX - 1] = 0;
+	return true;
+}
+
 static int file_hash(const char *store, const char *path, const char *what, char hex[SHA256_HEX],
                      char *err, size_t errlen)
 {
@@ -179,7 +198,7 @@ static int file_hash(const char *store, const char *path, const char *what, char
 	}
 	struct sha256 h;
 	uint8_t d[SHA256_LEN];
-	char key[SHA256_HEX], cpath[PATH_MAX], want[256], line[256];
+	char key[SHA256_HEX], cpath[PATH_MAX], want[256];
 	sha256_init(&h);
 	sha256_update(&h, path, strlen(path));
 	sha256_final(&h, d);
@@ -189,26 +208,37 @@ static int file_hash(const char *store, const char *path, const char *what, char
 	                  (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
 	                  (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
 	                  (long long)st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
-	int cfd = open(cpath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (cfd >= 0) {
-		ssize_t n = read_full(cfd, line, sizeof(line) - 1);
-		close(cfd);
-		if (n == wn + SHA256_HEX && !memcmp(line, want, (size_t)wn) &&
-		    line[n - 1] == '\n') {
-			memcpy(hex, line + wn, SHA256_HEX - 1);
-			hex[SHA256_HEX - 1] = 0;
-			close(fd);
-			return 0;
-		}
+	if (cache_read(cpath, want, wn, hex)) {
+		close(fd);
+		return 0;
+	}
+	/* One caller hashes a file at a time (many creates at once find the
+	 * cache cold together); the others wait and then read its line.
+	 * Best effort: without the lock each caller hashes for itself. */
+	char lpath[PATH_MAX + 8];
+	snprintf(lpath, sizeof(lpath), "%s.lock", cpath);
+	int lfd = open(lpath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (lfd >= 0 && lock_wait(lfd, LOCK_EX, LOCK_BUILD_WAIT_MS) < 0) {
+		close(lfd);
+		lfd = -1;
+	}
+	if (lfd >= 0 && cache_read(cpath, want, wn, hex)) {
+		close(lfd);
+		close(fd);
+		return 0;
 	}
 	int r = template_file_hash(fd, hex);
 	close(fd);
-	if (r < 0)
+	if (r < 0) {
+		if (lfd >= 0)
+			close(lfd);
 		return errf(err, errlen, r, "%s '%s': %s", what, path, strerror(-r));
-	/* Best effort: a cache that cannot be written costs a read next time. */
-	char tmp[PATH_MAX + 32];
-	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", cpath, (int)getpid());
-	cfd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	}
+	/* Best effort: a cache that cannot be written costs a read next time.
+	 * The temporary name is the thread's own (coved hashes on many). */
+	char tmp[PATH_MAX + 48];
+	snprintf(tmp, sizeof(tmp), "%s.%d.%d.tmp", cpath, (int)getpid(), (int)gettid());
+	int cfd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (cfd >= 0) {
 		bool ok = write_all(cfd, want, (size_t)wn) == 0 &&
 		          write_all(cfd, hex, SHA256_HEX - 1) == 0 && write_all(cfd, "\n", 1) == 0;
@@ -216,6 +246,8 @@ static int file_hash(const char *store, const char *path, const char *what, char
 		if (!ok || rename(tmp, cpath) < 0)
 			unlink(tmp);
 	}
+	if (lfd >= 0)
+		close(lfd);
 	return 0;
 }
 
