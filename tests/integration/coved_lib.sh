@@ -51,17 +51,20 @@ PY
 	return 1
 }
 
+# Also under `set -e` (the bench scripts): a coved already gone is no error.
 coved_stop() {
 	[ -n "${COVED_PID:-}" ] || return 0
-	kill "$COVED_PID" 2>/dev/null
+	kill "$COVED_PID" 2>/dev/null || true
 	local i
 	for i in $(seq 300); do
 		kill -0 "$COVED_PID" 2>/dev/null || break
 		sleep 0.1
 	done
-	kill -0 "$COVED_PID" 2>/dev/null && echo "coved did not stop in 30 s: killed"
-	kill -9 "$COVED_PID" 2>/dev/null
-	wait "$COVED_PID" 2>/dev/null
+	if kill -0 "$COVED_PID" 2>/dev/null; then
+		echo "coved did not stop in 30 s: killed"
+		kill -9 "$COVED_PID" 2>/dev/null || true
+	fi
+	wait "$COVED_PID" 2>/dev/null || true
 	COVED_PID=
 }
 
