@@ -48,12 +48,12 @@ created=$(grep -l '^201$' "$WORK"/load/c* | wc -l)
 execd=$(ls "$WORK"/load/t* 2>/dev/null | wc -l)
 bad=$(grep -L '^201$' "$WORK"/load/c* 2>/dev/null)
 for f in $bad; do
-	b=${f/\/c/\/b}
+	b=$WORK/load/b${f##*/c}
 	echo "create $(basename "$f"): $(cat "$f") $(head -c 300 "$b")"
 done
 clean=1
 for f in $bad; do
-	b=${f/\/c/\/b}
+	b=$WORK/load/b${f##*/c}
 	python3 -c 'import json,sys; o=json.load(open(sys.argv[1])); assert isinstance(o["code"],int) and o["message"]' "$b" 2>/dev/null || clean=0
 done
 [ "$clean" = 1 ] && ok "every failed create (if any) answered a JSON error" || not_ok "a create failed without a JSON error"
