@@ -62,6 +62,7 @@ struct cove_sandbox {
 	pthread_mutex_t notice_lock; /* the notice_* fields; zeroed = initialized (glibc) */
 	pthread_cond_t notice_cond;  /* notice_taken went false */
 	int notice_fd;
+	int64_t notice_deadline; /* mono_ms() by which its answer must come */
 	int notice_r;
 	char notice_msg[256];
 	char notice_host[REGISTRY_NAME_MAX + 1];
@@ -344,8 +345,11 @@ int cove_error_frame(const uint8_t *payload, char *err, size_t errlen);
 
 /* Sends the restore notice on fd (an open agent connection) and returns
  * without its answer: sb holds fd until notice_settle() or the first exec
- * (notice_take()).  On failure fd is closed. */
-int notice_begin(struct cove_sandbox *sb, int fd, const char *hostname, char *err, size_t errlen);
+ * (notice_take()).  The answer may take answer_ms (the restore's readiness
+ * budget, as a boot's: a guest woken among many on a busy host is slow;
+ * 0: AGENT_STEP_MS).  On failure fd is closed. */
+int notice_begin(struct cove_sandbox *sb, int fd, const char *hostname, unsigned int answer_ms,
+                 char *err, size_t errlen);
 
 /* Waits for the answer of a notice in flight (nothing to do when none is),
  * retrying on a fresh connection when the restore's transport reset caught

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "libcove.h"
 #include "proto.h"
 
@@ -132,7 +133,8 @@ int cove_agent_restored_on(struct cove_sandbox *sb, int fd, const char *hostname
 	return r;
 }
 
-int notice_begin(struct cove_sandbox *sb, int fd, const char *hostname, char *err, size_t errlen)
+int notice_begin(struct cove_sandbox *sb, int fd, const char *hostname, unsigned int answer_ms,
+                 char *err, size_t errlen)
 {
 	int r = check_names(hostname, sb->name, err, errlen);
 	if (r == 0)
@@ -144,6 +146,7 @@ int notice_begin(struct cove_sandbox *sb, int fd, const char *hostname, char *er
 	pthread_mutex_lock(&sb->notice_lock);
 	snprintf(sb->notice_host, sizeof(sb->notice_host), "%s", hostname);
 	sb->notice_fd = fd;
+	sb->notice_deadline = mono_ms() + (answer_ms ? answer_ms : AGENT_STEP_MS);
 	sb->notice_pending = true;
 	sb->notice_taken = false;
 	sb->notice_r = 0;
@@ -186,15 +189,15 @@ int notice_settle(struct cove_sandbox *sb, char *err, size_t errlen)
 	pthread_mutex_lock(&sb->notice_lock);
 	/* Another thread's first exec holds the notice's connection: wait for
 	 * the answer it reads (bounded: it has the agent's step deadlines). */
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += NOTICE_WAIT_S;
+	int64_t left = sb->notice_deadline - mono_ms();
+	int wait_ms = left > NOTICE_WAIT_S * 1000 ? (int)left : NOTICE_WAIT_S * 1000;
+	struct timespec until = clock_after_ms(CLOCK_REALTIME, wait_ms);
 	while (sb->notice_taken)
 		if (pthread_cond_timedwait(&sb->notice_cond, &sb->notice_lock, &until) ==
 		    ETIMEDOUT) {
 			pthread_mutex_unlock(&sb->notice_lock);
 			return errf(err, errlen, -ETIMEDOUT,
-			            "the restore notice had no answer within %d s", NOTICE_WAIT_S);
+			            "the restore notice had no answer within %d s", wait_ms / 1000);
 		}
 	if (!sb->notice_pending) {
 		int r =
@@ -210,7 +213,8 @@ int notice_settle(struct cove_sandbox *sb, char *err, size_t errlen)
 	pthread_mutex_unlock(&sb->notice_lock);
 	char msg[256] = "";
 	uint8_t *payload = NULL;
-	int r = cove_expect(fd, PROTO_OK, &payload, NULL, msg, sizeof(msg));
+	int r =
+	    cove_expect_until(fd, PROTO_OK, &payload, NULL, sb->notice_deadline, msg, sizeof(msg));
 	if (r == 0)
 		r = check_reply(payload, msg, sizeof(msg));
 	free(payload);

@@ -401,7 +401,8 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
 	 * command's STARTED, where a retry could run the command twice: until
 	 * that reset is understood every restore settles its notice first. */
 	prefetch_plan(sb, m->restored_from, (uint64_t)m->memory_mib << 20);
-	r = notice_begin(sb, afd, cfg->hostname ? cfg->hostname : hostname, err, errlen);
+	r = notice_begin(sb, afd, cfg->hostname ? cfg->hostname : hostname, timeout_ms, err,
+	                 errlen);
 	if (r == 0)
 		r = notice_settle(sb, err, errlen);
 	/* This sandbox's own CA (a fork's differs from its snapshot's). */
