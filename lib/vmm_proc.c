@@ -415,7 +415,10 @@ int vmm_wait_agent(struct cove_sandbox *sb, unsigned int timeout_ms, const char 
 {
 	int64_t deadline = mono_ms() + timeout_ms;
 	for (;;) {
-		int fd = cove_agent_connect(sb, err, errlen);
+		/* The whole budget for the handshake too: a guest woken among
+		 * many on a busy host may take more than AGENT_STEP_MS to answer
+		 * a connection it has accepted. */
+		int fd = agent_connect_until(sb, deadline, err, errlen);
 		if (fd >= 0)
 			return fd;
 		if (fd != -ENOENT && fd != -ECONNREFUSED)
