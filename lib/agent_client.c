@@ -147,9 +147,9 @@ int agent_connect_cancel(struct cove_sandbox *sb, int64_t deadline, volatile int
 	return r < 0 ? r : connect_raw(sb, deadline, cancel, err, errlen);
 }
 
-int agent_connect_unsettled(struct cove_sandbox *sb, char *err, size_t errlen)
+int agent_connect_unsettled(struct cove_sandbox *sb, int64_t deadline, char *err, size_t errlen)
 {
-	return connect_raw(sb, mono_ms() + AGENT_STEP_MS, NULL, err, errlen);
+	return connect_raw(sb, deadline, NULL, err, errlen);
 }
 
 int agent_connect_until(struct cove_sandbox *sb, int64_t deadline, char *err, size_t errlen)

@@ -338,7 +338,7 @@ struct proto_hdr;
 
 /* A new agent connection that does not wait for a restore notice in
  * flight (notice.c's own retries). */
-int agent_connect_unsettled(struct cove_sandbox *sb, char *err, size_t errlen);
+int agent_connect_unsettled(struct cove_sandbox *sb, int64_t deadline, char *err, size_t errlen);
 
 /* An ERROR frame's {"errno","message"}: the message in err, -errno. */
 int cove_error_frame(const uint8_t *payload, char *err, size_t errlen);

@@ -110,27 +110,35 @@ int cove_agent_restored(struct cove_sandbox *sb, const char *hostname, const cha
 	return cove_agent_restored_on(sb, -1, hostname, sandbox_id, err, errlen);
 }
 
-int cove_agent_restored_on(struct cove_sandbox *sb, int fd, const char *hostname,
-                           const char *sandbox_id, char *err, size_t errlen)
+/* The notice on fd (or on a connection of its own when fd < 0) and its
+ * answer, by deadline (mono_ms()). */
+static int restored_until(struct cove_sandbox *sb, int fd, const char *hostname,
+                          const char *sandbox_id, int64_t deadline, char *err, size_t errlen)
 {
 	int r = check_names(hostname, sandbox_id, err, errlen);
 	if (r < 0)
 		return r;
 	bool own = fd < 0;
 	if (own)
-		fd = cove_agent_connect(sb, err, errlen);
+		fd = agent_connect_until(sb, deadline, err, errlen);
 	if (fd < 0)
 		return fd;
 	r = notice_send(fd, hostname, sandbox_id, err, errlen);
 	uint8_t *payload = NULL;
 	if (r == 0)
-		r = cove_expect(fd, PROTO_OK, &payload, NULL, err, errlen);
+		r = cove_expect_until(fd, PROTO_OK, &payload, NULL, deadline, err, errlen);
 	if (r == 0)
 		r = check_reply(payload, err, errlen);
 	free(payload);
 	if (own)
 		close(fd);
 	return r;
+}
+
+int cove_agent_restored_on(struct cove_sandbox *sb, int fd, const char *hostname,
+                           const char *sandbox_id, char *err, size_t errlen)
+{
+	return restored_until(sb, fd, hostname, sandbox_id, mono_ms() + AGENT_STEP_MS, err, errlen);
 }
 
 int notice_begin(struct cove_sandbox *sb, int fd, const char *hostname, unsigned int answer_ms,
@@ -175,10 +183,14 @@ static int notice_again(struct cove_sandbox *sb, char *err, size_t errlen)
 {
 	int r = -ECONNRESET;
 	for (int tries = 0; tries < 5 && (r == -ECONNRESET || r == -EPIPE); tries++) {
-		int fd = agent_connect_unsettled(sb, err, errlen);
+		/* The notice's own budget, and at least one agent step. */
+		int64_t deadline = mono_ms() + AGENT_STEP_MS;
+		if (sb->notice_deadline > deadline)
+			deadline = sb->notice_deadline;
+		int fd = agent_connect_unsettled(sb, deadline, err, errlen);
 		if (fd < 0)
 			return fd;
-		r = cove_agent_restored_on(sb, fd, sb->notice_host, sb->name, err, errlen);
+		r = restored_until(sb, fd, sb->notice_host, sb->name, deadline, err, errlen);
 		close(fd);
 	}
 	return r;
