@@ -157,12 +157,42 @@ int cove_template_store(char *out, size_t len, char *err, size_t errlen)
 	return r;
 }
 
-/* ---- file hashes, cached by what stat says ---- */
+/* ---- locks ---- */
 
-/* The content hash of path; the cache entry (.hash/<sha of the path>)
- * holds the stat fields it was computed for, and is used only while they
- * all match. */
-static int lock_wait(int fd, int op, int ms);
+/* flock with a deadline: LOCK_NB polled, every 5 ms at first and then
+ * less often, up to every 200 ms (many creates may wait out one build). */
+static int lock_wait(int fd, int op, int ms)
+{
+	int64_t deadline = mono_ms() + ms;
+	for (int step = 5;; step = step < 100 ? step * 2 : 200) {
+		if (flock(fd, op | LOCK_NB) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		int64_t left = deadline - mono_ms();
+		if (left <= 0)
+			return -ETIMEDOUT;
+		usleep((useconds_t)(left < step ? left : step) * 1000);
+	}
+}
+
+/* NAME's locks in the store's .lock/: "NAME" is the use lock (shared by
+ * each restore while it reads the template, exclusive for a rebuild or a
+ * removal); ".build-NAME" (no template name starts with '.') is taken
+ * exclusively by whoever checks whether NAME must be built, so that many
+ * creates waiting for one build queue there, not behind each other's
+ * restores. */
+static int lock_open(const char *store, const char *name, char *err, size_t errlen)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/.lock/%s", store, name);
+	int fd = open(p, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return errf(err, errlen, -errno, "cannot open lock '%s': %s", p, strerror(errno));
+	return fd;
+}
+
+/* ---- file hashes, cached by what stat says ---- */
 
 /* The hash cache's line at cpath, when its stat fields are want (wn
  * bytes): the hash into hex, true. */
@@ -181,6 +211,9 @@ static bool cache_read(const char *cpath, const char *want, int wn, char hex[SHA
 	return true;
 }
 
+/* The content hash of path; the cache entry (.hash/<sha of the path>)
+ * holds the stat fields it was computed for, and is used only while they
+ * all match. */
 static int file_hash(const char *store, const char *path, const char *what, char hex[SHA256_HEX],
                      char *err, size_t errlen)
 {
@@ -277,41 +310,6 @@ int cove_template_hash(const struct cove_template_spec *s, char hex[SHA256_HEX],
 	free(puts);
 	free(pp);
 	return r;
-}
-
-/* ---- locks ---- */
-
-/* flock with a deadline: LOCK_NB polled, every 5 ms at first and then
- * less often, up to every 200 ms (many creates may wait out one build). */
-static int lock_wait(int fd, int op, int ms)
-{
-	int64_t deadline = mono_ms() + ms;
-	for (int step = 5;; step = step < 100 ? step * 2 : 200) {
-		if (flock(fd, op | LOCK_NB) == 0)
-			return 0;
-		if (errno != EWOULDBLOCK && errno != EINTR)
-			return -errno;
-		int64_t left = deadline - mono_ms();
-		if (left <= 0)
-			return -ETIMEDOUT;
-		usleep((useconds_t)(left < step ? left : step) * 1000);
-	}
-}
-
-/* NAME's locks in the store's .lock/: "NAME" is the use lock (shared by
- * each restore while it reads the template, exclusive for a rebuild or a
- * removal); ".build-NAME" (no template name starts with '.') is taken
- * exclusively by whoever checks whether NAME must be built, so that many
- * creates waiting for one build queue there, not behind each other's
- * restores. */
-static int lock_open(const char *store, const char *name, char *err, size_t errlen)
-{
-	char p[PATH_MAX];
-	snprintf(p, sizeof(p), "%s/.lock/%s", store, name);
-	int fd = open(p, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return errf(err, errlen, -errno, "cannot open lock '%s': %s", p, strerror(errno));
-	return fd;
 }
 
 /* ---- directories ---- */

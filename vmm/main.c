@@ -99,8 +99,9 @@ static int run(struct vmm_config *c, struct vm *prepared, struct vmm_api *api,
 	/* Every thread installs its own filter as it starts; the main thread
 	 * last, once all exist (a thread inherits its creator's filter). */
 	vm->seccomp = vm->loop.seccomp = c->seccomp;
-	/* The last phase recorded before any thread starts (boot_timer.h). */
-	boot_phase("threads");
+	/* The last phase recorded before any thread starts (boot_timer.h):
+	 * the jail's root fd and filters chosen; threads come next. */
+	boot_phase("confined");
 	r = vm_start(vm);
 	if (r == 0 && api)
 		r = vmm_api_start(api, c->seccomp, err, sizeof(err));
