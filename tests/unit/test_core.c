@@ -4,6 +4,7 @@
 
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "arch/x86_64/layout.h"
@@ -118,6 +119,37 @@ START_TEST(gmem_checks_bounds)
 }
 END_TEST
 
+/* Both kinds of guest RAM start on a 2 MiB boundary (what lets the host and
+ * KVM use huge pages), and a snapshot's file is mapped copy-on-write: the
+ * guest sees its bytes, and its writes never reach the file. */
+START_TEST(gmem_maps_aligned_and_private)
+{
+	struct guest_mem m;
+	ck_assert_int_eq(gmem_create(&m, 3 << 20, X86_MMIO_HOLE), 0);
+	ck_assert_uint_eq((uintptr_t)m.base % GMEM_HUGE_PAGE, 0);
+	gmem_destroy(&m);
+
+	const uint64_t ram = 4 << 20;
+	int fd = memfd_create("cove-gmem-test", MFD_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, (off_t)ram), 0);
+	uint32_t v = 0xc0ffee, r = 0;
+	ck_assert_int_eq(pwrite(fd, &v, sizeof(v), 0x201000), (ssize_t)sizeof(v));
+	ck_assert_int_eq(gmem_map_private(&m, fd, ram, X86_MMIO_HOLE), 0);
+	ck_assert_uint_eq((uintptr_t)m.base % GMEM_HUGE_PAGE, 0);
+	ck_assert_int_eq(gmem_read(&m, 0x201000, &r, sizeof(r)), 0);
+	ck_assert_uint_eq(r, v);
+	uint32_t w = 7;
+	ck_assert_int_eq(gmem_write(&m, 0x201000, &w, sizeof(w)), 0);
+	ck_assert_int_eq(pread(fd, &r, sizeof(r), 0x201000), (ssize_t)sizeof(r));
+	ck_assert_uint_eq(r, v);
+	ck_assert_ptr_null(gmem_ptr(&m, ram, 1));
+	gmem_destroy(&m);
+	close(fd);
+	ck_assert_int_eq(gmem_map_private(&m, -1, ram, X86_MMIO_HOLE), -EBADF);
+}
+END_TEST
+
 struct ev_probe {
 	struct evloop *l;
 	int fds[2];
@@ -223,6 +255,7 @@ static Suite *make_suite(void)
 	tc = tcase_create("guest_mem");
 	tcase_add_test(tc, gmem_layout_splits_around_hole);
 	tcase_add_test(tc, gmem_checks_bounds);
+	tcase_add_test(tc, gmem_maps_aligned_and_private);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("evloop");
 	tcase_add_test(tc, evloop_del_within_a_batch);

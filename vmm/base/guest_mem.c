@@ -20,29 +20,50 @@ void gmem_layout(struct guest_mem *m, uint64_t ram_size, struct gmem_hole hole)
 	}
 }
 
+/* Reserves ram_size bytes of address space on a GMEM_HUGE_PAGE boundary and
+ * maps there: anonymous memory (fd < 0) or fd's first ram_size bytes
+ * MAP_PRIVATE.  A 2 MiB-aligned mapping is what lets the host map it with
+ * huge pages (anonymous THP, or a file's large folios: a snapshot on a tmpfs
+ * mounted huge=within_size), and KVM then maps guest RAM in 2 MiB steps:
+ * one nested page fault where 4 KiB pages took up to 512. */
+static uint8_t *map_aligned(uint64_t ram_size, int fd)
+{
+	size_t span = ram_size + GMEM_HUGE_PAGE;
+	uint8_t *raw =
+	    mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (raw == MAP_FAILED)
+		return NULL;
+	uint8_t *base =
+	    (uint8_t *)(((uintptr_t)raw + GMEM_HUGE_PAGE - 1) & ~(uintptr_t)(GMEM_HUGE_PAGE - 1));
+	void *p = fd < 0 ? mmap(base, ram_size, PROT_READ | PROT_WRITE,
+	                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0)
+	                 : mmap(base, ram_size, PROT_READ | PROT_WRITE,
+	                        MAP_PRIVATE | MAP_NORESERVE | MAP_FIXED, fd, 0);
+	if (p == MAP_FAILED) {
+		int e = errno;
+		munmap(raw, span);
+		errno = e;
+		return NULL;
+	}
+	if (base > raw)
+		munmap(raw, (size_t)(base - raw));
+	if (raw + span > base + ram_size)
+		munmap(base + ram_size, (size_t)(raw + span - (base + ram_size)));
+	return base;
+}
+
 int gmem_create(struct guest_mem *m, uint64_t ram_size, struct gmem_hole hole)
 {
 	if (ram_size == 0 || ram_size % 4096)
 		return -EINVAL;
 	gmem_layout(m, ram_size, hole);
-	/* Anonymous memory on a 2 MiB boundary, with transparent huge pages
-	 * where the host allows them: KVM then maps guest RAM in 2 MiB steps,
-	 * one nested page fault where 4 KiB pages took 512 (a cold boot's
-	 * biggest cost in exits; QEMU does the same).  The mapping is this
-	 * process's alone; a snapshot writes what the guest touched
-	 * (snapshot/save.c), and a restore maps its file instead. */
-	size_t span = ram_size + GMEM_HUGE_PAGE;
-	uint8_t *raw = mmap(NULL, span, PROT_READ | PROT_WRITE,
-	                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (raw == MAP_FAILED)
+	/* Anonymous memory with transparent huge pages where the host allows
+	 * them (QEMU does the same).  The mapping is this process's alone; a
+	 * snapshot writes what the guest touched (snapshot/save.c), and a
+	 * restore maps its file instead. */
+	m->base = map_aligned(ram_size, -1);
+	if (!m->base)
 		return -errno;
-	uint8_t *base =
-	    (uint8_t *)(((uintptr_t)raw + GMEM_HUGE_PAGE - 1) & ~(uintptr_t)(GMEM_HUGE_PAGE - 1));
-	if (base > raw)
-		munmap(raw, (size_t)(base - raw));
-	if (raw + span > base + ram_size)
-		munmap(base + ram_size, (size_t)(raw + span - (base + ram_size)));
-	m->base = base;
 	(void)madvise(m->base, ram_size, MADV_HUGEPAGE);
 	/* Guest RAM should not end up in core dumps of the monitor. */
 	(void)madvise(m->base, ram_size, MADV_DONTDUMP);
@@ -55,11 +76,12 @@ int gmem_map_private(struct guest_mem *m, int fd, uint64_t ram_size, struct gmem
 {
 	if (ram_size == 0 || ram_size % 4096)
 		return -EINVAL;
+	if (fd < 0)
+		return -EBADF;
 	gmem_layout(m, ram_size, hole);
-	void *p = mmap(NULL, ram_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
-	if (p == MAP_FAILED)
+	m->base = map_aligned(ram_size, fd);
+	if (!m->base)
 		return -errno;
-	m->base = p;
 	(void)madvise(m->base, ram_size, MADV_DONTDUMP);
 	for (unsigned int i = 0; i < m->nregions; i++)
 		m->regions[i].host = m->base + m->regions[i].offset;

@@ -63,19 +63,26 @@ void prefetch_restore(const struct guest_mem *m, int ws_fd)
 	}
 	int64_t t0 = mono_ns();
 	bool populate = true;
-	for (uint32_t i = 0; i < w.count; i++) {
-		uint8_t *p = m->base + (size_t)w.r[i].first * WSREC_PAGE;
-		size_t len = (size_t)w.r[i].pages * WSREC_PAGE;
-		int advice = !populate        ? MADV_WILLNEED
-		             : w.r[i].written ? MADV_POPULATE_WRITE
-		                              : MADV_POPULATE_READ;
-		if (madvise(p, len, advice) < 0 && populate && errno == EINVAL) {
-			populate = false; /* before Linux 5.14: read-ahead only */
-			(void)madvise(p, len, MADV_WILLNEED);
+	/* The written ranges first: copying a page out of a file's huge page
+	 * splits that huge page's mapping, and the read ranges mapped after
+	 * that stay mapped. */
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t i = 0; i < w.count; i++) {
+			if (w.r[i].written != (pass == 0))
+				continue;
+			uint8_t *p = m->base + (size_t)w.r[i].first * WSREC_PAGE;
+			size_t len = (size_t)w.r[i].pages * WSREC_PAGE;
+			int advice = !populate        ? MADV_WILLNEED
+			             : w.r[i].written ? MADV_POPULATE_WRITE
+			                              : MADV_POPULATE_READ;
+			if (madvise(p, len, advice) < 0 && populate && errno == EINVAL) {
+				populate = false; /* before Linux 5.14: read-ahead only */
+				(void)madvise(p, len, MADV_WILLNEED);
+			}
+			stats.pages += w.r[i].pages;
+			if (w.r[i].written && populate)
+				stats.written += w.r[i].pages;
 		}
-		stats.pages += w.r[i].pages;
-		if (w.r[i].written && populate)
-			stats.written += w.r[i].pages;
 	}
 	stats.ranges = w.count;
 	stats.us = (uint64_t)(mono_ns() - t0) / 1000;
