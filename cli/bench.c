@@ -161,11 +161,14 @@ void bench_header(const char *what, int n)
 	       "p90", "p99", "max");
 }
 
+enum ab { AB_ON, AB_OFF, AB_AB };
+
 struct bench {
 	const char *mode;
 	int n, count;
 	bool vs_qemu;
 	enum { PF_ON, PF_OFF, PF_AB } prefetch; /* restore: the working-set record */
+	enum ab memcache;                       /* restore, fork: the memory cache */
 	const char *plot_path;
 	struct cove_config cfg;
 	const char *json_path;
@@ -192,6 +195,12 @@ static void add_sample(struct bench *b, const double *ph, json_t *work)
 static bool sample_prefetch(const struct bench *b, int i)
 {
 	return b->prefetch == PF_ON || (b->prefetch == PF_AB && i % 2 == 0);
+}
+
+/* Whether restore sample i maps its memory from the memory cache. */
+static bool sample_memcache(const struct bench *b, int i)
+{
+	return b->memcache == AB_ON || (b->memcache == AB_AB && i % 2 == 0);
 }
 
 /* A restore without the record: it is moved aside (and libcove told not
@@ -226,13 +235,15 @@ static int record_working_set(struct bench *b, const char *snap)
 	return 0;
 }
 
-/* p50 of first_exec and of the exits over the samples with prefetch pf. */
-static void prefetch_report(const struct bench *b, double (*ph)[PH_COUNT], bool pf)
+/* p50 of first_exec and of the exits over the samples where pick says
+ * on (or off): one side of an A/B. */
+static void ab_report(const struct bench *b, double (*ph)[PH_COUNT], const char *what,
+                      bool (*pick)(const struct bench *, int), bool on)
 {
 	double fe[b->n], ex[b->n], pfl[b->n];
 	int m = 0;
 	for (int i = 0; i < b->n; i++) {
-		if (sample_prefetch(b, i) != pf)
+		if (pick(b, i) != on)
 			continue;
 		json_t *w = json_object_get(json_array_get(b->samples, (size_t)i), "work");
 		fe[m] = ph[i][PH_FIRST_EXEC];
@@ -245,9 +256,9 @@ static void prefetch_report(const struct bench *b, double (*ph)[PH_COUNT], bool 
 	qsort(fe, (size_t)m, sizeof(double), bench_cmp);
 	qsort(ex, (size_t)m, sizeof(double), bench_cmp);
 	qsort(pfl, (size_t)m, sizeof(double), bench_cmp);
-	printf("prefetch %-3s (n=%d): p50 first_exec %.1f ms, KVM exits %.0f, cove-vmm page faults "
+	printf("%s %-3s (n=%d): p50 first_exec %.1f ms, KVM exits %.0f, cove-vmm page faults "
 	       "%.0f\n",
-	       pf ? "on" : "off", m, pct(fe, m, 50), pct(ex, m, 50), pct(pfl, m, 50));
+	       what, on ? "on" : "off", m, pct(fe, m, 50), pct(ex, m, 50), pct(pfl, m, 50));
 }
 
 /* A cold sandbox, snapshotted into a fresh directory and stopped. */
@@ -291,6 +302,7 @@ static int bench_start(struct bench *b, const char *snap)
 		bool aside = snap && !sample_prefetch(b, i);
 		if (aside)
 			record_aside(snap, true);
+		b->cfg.memcache = sample_memcache(b, i) ? COVE_MEMCACHE_ALL : COVE_MEMCACHE_NONE;
 		double t0 = mono_ns() / 1e6;
 		int r = snap ? cove_restore(&b->cfg, snap, &sb, err, sizeof(err))
 		             : cove_start(&b->cfg, &sb, err, sizeof(err));
@@ -315,8 +327,11 @@ static int bench_start(struct bench *b, const char *snap)
 		(void)cove_stop(sb);
 		ph[i][PH_TEARDOWN] = mono_ns() / 1e6 - t0;
 		cove_free(sb);
-		if (snap)
+		if (snap) {
 			json_object_set_new(work, "prefetch_used", json_boolean(!aside));
+			json_object_set_new(work, "memcache_asked",
+			                    json_boolean(b->cfg.memcache == COVE_MEMCACHE_ALL));
+		}
 		add_sample(b, ph[i], work);
 		if (b->vs_qemu) {
 			json_t *qwork = NULL;
@@ -345,8 +360,12 @@ static int bench_start(struct bench *b, const char *snap)
 		free(col);
 	}
 	if (snap && b->prefetch == PF_AB) {
-		prefetch_report(b, ph, true);
-		prefetch_report(b, ph, false);
+		ab_report(b, ph, "prefetch", sample_prefetch, true);
+		ab_report(b, ph, "prefetch", sample_prefetch, false);
+	}
+	if (snap && b->memcache == AB_AB) {
+		ab_report(b, ph, "memcache", sample_memcache, true);
+		ab_report(b, ph, "memcache", sample_memcache, false);
 	}
 	free(ph);
 	return 0;
@@ -381,6 +400,7 @@ static int bench_fork(struct bench *b, const char *snap)
 	struct cove_sandbox **sb = calloc((size_t)b->count, sizeof(*sb));
 	char err[512];
 	int rc = 0;
+	b->cfg.memcache = b->memcache == AB_OFF ? COVE_MEMCACHE_NONE : COVE_MEMCACHE_ALL;
 	for (int i = 0; i < b->n && !rc; i++) {
 		double t0 = mono_ns() / 1e6;
 		int started = 0;
@@ -466,11 +486,11 @@ static int bench_exec(struct bench *b)
 static const char bench_usage[] =
     "usage: cove bench boot|restore|fork|exec [-n N] [--count C] [--cpus N] [--memory MiB]\n"
     "                  [--image NAME|PATH] [--kernel PATH] [--json FILE] [--vs qemu]\n"
-    "                  [--plot FILE.svg] [--prefetch on|off|ab]\n";
+    "                  [--plot FILE.svg] [--prefetch on|off|ab] [--memcache on|off|ab]\n";
 
 int cli_bench(int argc, char **argv)
 {
-	enum { O_JSON = CLI_O_FIRST_FREE, O_COUNT, O_VS, O_PLOT, O_PREFETCH };
+	enum { O_JSON = CLI_O_FIRST_FREE, O_COUNT, O_VS, O_PLOT, O_PREFETCH, O_MEMCACHE };
 	static const struct option opts[] = {
 		{ "cpus", required_argument, NULL, CLI_O_CPUS },
 		{ "memory", required_argument, NULL, CLI_O_MEMORY },
@@ -481,10 +501,11 @@ int cli_bench(int argc, char **argv)
 		{ "vs", required_argument, NULL, O_VS },
 		{ "plot", required_argument, NULL, O_PLOT },
 		{ "prefetch", required_argument, NULL, O_PREFETCH },
+		{ "memcache", required_argument, NULL, O_MEMCACHE },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct bench b = { .n = 0, .count = 10 };
+	struct bench b = { .n = 0, .count = 10, .memcache = AB_OFF };
 	char *image = NULL;
 	cove_config_defaults(&b.cfg);
 	if (argc < 2 || argv[1][0] == '-') {
@@ -543,6 +564,20 @@ int cli_bench(int argc, char **argv)
 			else {
 				fprintf(stderr,
 				        "cove bench: --prefetch is on, off or ab, got '%s'\n",
+				        optarg);
+				return 2;
+			}
+			break;
+		case O_MEMCACHE:
+			if (!strcmp(optarg, "on"))
+				b.memcache = AB_ON;
+			else if (!strcmp(optarg, "off"))
+				b.memcache = AB_OFF;
+			else if (!strcmp(optarg, "ab"))
+				b.memcache = AB_AB;
+			else {
+				fprintf(stderr,
+				        "cove bench: --memcache is on, off or ab, got '%s'\n",
 				        optarg);
 				return 2;
 			}

@@ -5,6 +5,7 @@
 #include <linux/fs.h>
 #include <poll.h>
 #include <stdint.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -161,5 +162,20 @@ bool fd_wait_readable(int fd, int ms)
 		if (n < 0 && errno == EINTR)
 			continue;
 		return n > 0;
+	}
+}
+
+int flock_wait(int fd, int op, int ms)
+{
+	int64_t deadline = mono_ms() + ms;
+	for (int step = 5;; step = step < 100 ? step * 2 : 200) {
+		if (flock(fd, op | LOCK_NB) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		int64_t left = deadline - mono_ms();
+		if (left <= 0)
+			return -ETIMEDOUT;
+		usleep((useconds_t)(left < step ? left : step) * 1000);
 	}
 }

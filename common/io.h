@@ -39,4 +39,9 @@ int copy_file_sparse_at(int srcdir, const char *src, int dstdir, const char *dst
  * through EINTR.  True when it did. */
 bool fd_wait_readable(int fd, int ms);
 
+/* flock(fd, op) (LOCK_SH or LOCK_EX) within ms: tries without blocking,
+ * sleeping 5 ms, then doubling up to 200 ms between tries.  0, -ETIMEDOUT,
+ * or -errno. */
+int flock_wait(int fd, int op, int ms) __attribute__((warn_unused_result));
+
 #endif

@@ -144,6 +144,9 @@ int config_check(const struct cove_config *cfg, bool boot, char *err, size_t err
 	/* Before anything else of the host: one line, nothing started. */
 	if (r == 0 && cfg->net.mode != COVE_NET_OFF)
 		r = config_check_net_host(cfg, err, errlen);
+	if (r == 0 && (unsigned int)cfg->memcache > COVE_MEMCACHE_NONE)
+		r = errf(err, errlen, -EINVAL, "unknown memory cache choice %d",
+		         (int)cfg->memcache);
 	if (r == 0 && !boot && cfg->disk_size)
 		r = errf(err, errlen, -EINVAL,
 		         "a restored sandbox keeps the snapshot's disk size (no disk size)");

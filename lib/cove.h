@@ -105,6 +105,12 @@ struct cove_config {
 	 * its vCPU count from it instead of spawning one (a sandbox's TAP goes
 	 * with the start request).  NULL: spawn, as always. */
 	struct cove_vmm_pool *vmm_pool;
+	/* cove_restore: which restores map their memory from the template
+	 * memory cache (lib/memcache.h): COVE_MEMCACHE_TEMPLATES (0, the
+	 * default) a template's, COVE_MEMCACHE_ALL every snapshot's (a
+	 * snapshot restored many times: benchmarks, forks), COVE_MEMCACHE_NONE
+	 * none. */
+	enum { COVE_MEMCACHE_TEMPLATES, COVE_MEMCACHE_ALL, COVE_MEMCACHE_NONE } memcache;
 };
 
 /* A pool of sandbox networks made ahead of time (lib/net_pool.c): each

@@ -183,6 +183,9 @@ void vmm_log_tail(const char *path, char *out, size_t len);
 /* The start log's first line: what confines sb (jail_describe). */
 void vmm_log_confinement(const struct cove_sandbox *sb, const char *log);
 
+/* Appends "cove: " and the formatted line to the VMM log at log. */
+void vmm_log_line(const char *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* A listening Unix socket at path: where the agent's HELLO arrives. */
 int vmm_listen(const char *path);
 

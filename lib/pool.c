@@ -42,6 +42,7 @@
 #include "cove_limits.h"
 #include "io.h"
 #include "libcove.h"
+#include "memcache.h"
 #include "text.h"
 
 #define POOL_READY_MS   20000 /* a member says ready within this */
@@ -637,6 +638,10 @@ int cove_vmm_pool_new(const struct cove_vmm_pool_opts *o, struct cove_vmm_pool *
 	pthread_cond_init(&p->cond, NULL);
 	pthread_cond_init(&p->full, NULL);
 	sweep_stale();
+	/* The template memory cache's tmpfs is mounted before any member is
+	 * spawned: a member's mount namespace is a copy of ours then. */
+	char why[256];
+	(void)memcache_prepare(why, sizeof(why));
 	int r = pthread_create(&p->thread, NULL, refill, p);
 	if (r != 0) {
 		cove_vmm_pool_free(p);

@@ -17,7 +17,9 @@
 #include "cove_limits.h"
 #include "io.h"
 #include "libcove.h"
+#include "memcache.h"
 #include "proxy.h"
+#include "template.h"
 
 #define API_SNAPSHOT_MS     (10 * 60 * 1000)
 #define SNAPSHOT_NOTE       "cove-sandbox.json"
@@ -241,6 +243,14 @@ fail:
 	return r;
 }
 
+/* A template's snapshot directory holds its manifest (lib/template.c). */
+static bool is_template(const char *dir)
+{
+	char p[PATH_MAX];
+	return snprintf(p, sizeof(p), "%s/" COVE_TEMPLATE_FILE, dir) < (int)sizeof(p) &&
+	       access(p, F_OK) == 0;
+}
+
 int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct cove_sandbox **out,
                  char *err, size_t errlen)
 {
@@ -356,10 +366,24 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
 		         (unsigned long long)eff.disk_bps, (unsigned long long)eff.disk_iops);
 	snprintf(limit_arg, sizeof(limit_arg), "0%s", limits);
 	snprintf(ttl, sizeof(ttl), "%llu", (unsigned long long)eff.ttl_s);
-	const char *argv[24] = { cfg->vmm, "--restore", m->restored_from, "--overlay-dir",
+	const char *argv[28] = { cfg->vmm, "--restore", m->restored_from, "--overlay-dir",
 		                 sb->root, "--vsock",   sb->vsock,        "--api",
 		                 sb->api,  "--console", console };
 	int argc = 11;
+	/* A template's memory from the huge-page cache (memcache.c), which
+	 * every restore of it shares; other snapshots are mapped as they are
+	 * unless the caller asks (cfg->memcache). */
+	char memcopy[PATH_MAX], why[PATH_MAX + 128];
+	if (cfg->memcache == COVE_MEMCACHE_ALL ||
+	    (cfg->memcache == COVE_MEMCACHE_TEMPLATES && is_template(m->restored_from))) {
+		if (memcache_get(m->restored_from, memcopy, sizeof(memcopy), why, sizeof(why))) {
+			argv[argc++] = "--restore-memory";
+			argv[argc++] = memcopy;
+			vmm_log_line(log, "memory: %s (the template memory cache)", memcopy);
+		} else {
+			vmm_log_line(log, "memory: the snapshot's own file (cache: %s)", why);
+		}
+	}
 	if (limits[0]) {
 		argv[argc++] = "--disk-limit";
 		argv[argc++] = limit_arg;

@@ -20,6 +20,7 @@
 #include "cove_limits.h"
 #include "errf.h"
 #include "io.h"
+#include "memcache.h"
 #include "registry.h"
 #include "template.h"
 
@@ -159,23 +160,6 @@ int cove_template_store(char *out, size_t len, char *err, size_t errlen)
 
 /* ---- locks ---- */
 
-/* flock with a deadline: LOCK_NB polled, every 5 ms at first and then
- * less often, up to every 200 ms (many creates may wait out one build). */
-static int lock_wait(int fd, int op, int ms)
-{
-	int64_t deadline = mono_ms() + ms;
-	for (int step = 5;; step = step < 100 ? step * 2 : 200) {
-		if (flock(fd, op | LOCK_NB) == 0)
-			return 0;
-		if (errno != EWOULDBLOCK && errno != EINTR)
-			return -errno;
-		int64_t left = deadline - mono_ms();
-		if (left <= 0)
-			return -ETIMEDOUT;
-		usleep((useconds_t)(left < step ? left : step) * 1000);
-	}
-}
-
 /* NAME's locks in the store's .lock/: "NAME" is the use lock (shared by
  * each restore while it reads the template, exclusive for a rebuild or a
  * removal); ".build-NAME" (no template name starts with '.') is taken
@@ -251,7 +235,7 @@ static int file_hash(const char *store, const char *path, const char *what, char
 	char lpath[PATH_MAX + 8];
 	snprintf(lpath, sizeof(lpath), "%s.lock", cpath);
 	int lfd = open(lpath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (lfd >= 0 && lock_wait(lfd, LOCK_EX, LOCK_BUILD_WAIT_MS) < 0) {
+	if (lfd >= 0 && flock_wait(lfd, LOCK_EX, LOCK_BUILD_WAIT_MS) < 0) {
 		close(lfd);
 		lfd = -1;
 	}
@@ -586,7 +570,7 @@ int cove_template_ensure(const struct cove_template_spec *s, bool force,
 	if (fd < 0)
 		return fd;
 	/* Most calls find it built: a shared lock, as the restores hold. */
-	if (!force && (r = lock_wait(fd, LOCK_SH, LOCK_BUILD_WAIT_MS)) == 0 &&
+	if (!force && (r = flock_wait(fd, LOCK_SH, LOCK_BUILD_WAIT_MS)) == 0 &&
 	    up_to_date(dir, hash)) {
 		*lockfd = fd;
 		return 0;
@@ -601,7 +585,7 @@ int cove_template_ensure(const struct cove_template_spec *s, bool force,
 		close(fd);
 		return bfd;
 	}
-	if ((r = lock_wait(bfd, LOCK_EX, LOCK_BUILD_WAIT_MS)) < 0) {
+	if ((r = flock_wait(bfd, LOCK_EX, LOCK_BUILD_WAIT_MS)) < 0) {
 		close(bfd);
 		close(fd);
 		return errf(err, errlen, r, "template '%s': waited %d s for another build: %s",
@@ -612,7 +596,7 @@ int cove_template_ensure(const struct cove_template_spec *s, bool force,
 	/* Someone else may have built it while we waited: use theirs. */
 	if (force || !exists || !up_to_date(dir, hash)) {
 		/* The old one's restores end first (a rebuild replaces it). */
-		if ((r = lock_wait(fd, LOCK_EX, LOCK_BUILD_WAIT_MS)) < 0) {
+		if ((r = flock_wait(fd, LOCK_EX, LOCK_BUILD_WAIT_MS)) < 0) {
 			close(bfd);
 			close(fd);
 			return errf(err, errlen, r,
@@ -633,7 +617,7 @@ int cove_template_ensure(const struct cove_template_spec *s, bool force,
 		note(io, "template %s: built (inputs %.16s)", s->name, hash);
 	}
 	/* Shared (a downgrade after a build): others may restore it now. */
-	r = lock_wait(fd, LOCK_SH, LOCK_BUILD_WAIT_MS);
+	r = flock_wait(fd, LOCK_SH, LOCK_BUILD_WAIT_MS);
 	close(bfd);
 	if (r < 0) {
 		close(fd);
@@ -728,7 +712,7 @@ int cove_template_remove(const char *name, char *err, size_t errlen)
 	int fd = lock_open(store, name, err, errlen);
 	if (fd < 0)
 		return fd;
-	if ((r = lock_wait(fd, LOCK_EX, LOCK_RM_WAIT_MS)) < 0) {
+	if ((r = flock_wait(fd, LOCK_EX, LOCK_RM_WAIT_MS)) < 0) {
 		close(fd);
 		return errf(err, errlen, r, "template '%s' is in use (waited %d s)", name,
 		            LOCK_RM_WAIT_MS / 1000);
@@ -740,5 +724,6 @@ int cove_template_remove(const char *name, char *err, size_t errlen)
 	else
 		remove_dir(gone);
 	close(fd);
+	memcache_prune(); /* its memory's cached copy, if any */
 	return r;
 }

@@ -9,6 +9,7 @@
 #include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,15 +267,25 @@ static void plan_init(struct spawn_plan *p, char *const argv[], struct cove_sand
 }
 
 /* The start log's first line: what confines this sandbox. */
-void vmm_log_confinement(const struct cove_sandbox *sb, const char *log)
+void vmm_log_line(const char *log, const char *fmt, ...)
 {
 	char line[1024];
-	jail_describe(&sb->jail, line, sizeof(line));
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
 	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd >= 0) {
 		(void)!dprintf(fd, "cove: %s\n", line);
 		close(fd);
 	}
+}
+
+void vmm_log_confinement(const struct cove_sandbox *sb, const char *log)
+{
+	char line[1024];
+	jail_describe(&sb->jail, line, sizeof(line));
+	vmm_log_line(log, "%s", line);
 }
 
 /* cove-vmm as our child, killed when we die (PR_SET_PDEATHSIG; a child

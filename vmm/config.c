@@ -22,7 +22,9 @@ const char vmm_usage[] =
     "                [,rx_pps=N][,rx_pps_burst=N][,tx_bps=N][,tx_bps_burst=N][,tx_pps=N]\n"
     "                [,tx_pps_burst=N]]\n"
     "       cove-vmm --restore SNAPSHOT_DIR [--overlay-dir DIR] [--vsock PATH]\n"
-    "                [--api PATH] [--console stdio|PATH|none]\n"
+    "                [--api PATH] [--console stdio|PATH|none] [--restore-memory FILE]\n"
+    "                (FILE: a copy of the snapshot's memory file to map instead,\n"
+    "                 e.g. on a tmpfs with huge pages)\n"
     "  either form: [--jail DIR [--jail-uid N [--jail-gid N]]] [--jail-fsize BYTES]\n"
     "  (pivot_root into DIR, drop to the ids; cove-vmm always clears its\n"
     "   capabilities and sets no_new_privs before the guest runs)\n"
@@ -560,7 +562,8 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 		O_CONSOLE_MAX,
 		O_DISK_LIMIT,
 		O_NET,
-		O_POOL
+		O_POOL,
+		O_RESTORE_MEMORY
 	};
 	static const struct option opts[] = {
 		{ "kernel", required_argument, NULL, O_KERNEL },
@@ -575,6 +578,7 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 		{ "api", required_argument, NULL, O_API },
 		{ "restore", required_argument, NULL, O_RESTORE },
 		{ "overlay-dir", required_argument, NULL, O_OVERLAY_DIR },
+		{ "restore-memory", required_argument, NULL, O_RESTORE_MEMORY },
 		{ "jail", required_argument, NULL, O_JAIL },
 		{ "jail-uid", required_argument, NULL, O_JAIL_UID },
 		{ "jail-gid", required_argument, NULL, O_JAIL_GID },
@@ -666,6 +670,11 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 			if (!*optarg)
 				return bad(err, errlen, "--overlay-dir needs a directory");
 			c->overlay_dir = optarg;
+			break;
+		case O_RESTORE_MEMORY:
+			if (!*optarg)
+				return bad(err, errlen, "--restore-memory needs a file");
+			c->restore_memory = optarg;
 			break;
 		case O_JAIL:
 			if (optarg[0] != '/' || !optarg[1])
@@ -762,8 +771,8 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 		if (!c->api_path)
 			return bad(err, errlen,
 			           "--pool needs --api PATH (its start request comes there)");
-		if (machine_flag || c->restore_dir || c->overlay_dir || c->restore_limits_set ||
-		    c->vm.vsock_path || c->vm.net.enabled || c->vm.ttl_s)
+		if (machine_flag || c->restore_dir || c->overlay_dir || c->restore_memory ||
+		    c->restore_limits_set || c->vm.vsock_path || c->vm.net.enabled || c->vm.ttl_s)
 			return bad(err, errlen,
 			           "--pool takes only --api, --seccomp and the jail options: the "
 			           "rest comes with its start request");
@@ -779,6 +788,8 @@ int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, siz
 	}
 	if (c->overlay_dir)
 		return bad(err, errlen, "--overlay-dir is only for --restore");
+	if (c->restore_memory)
+		return bad(err, errlen, "--restore-memory is only for --restore");
 	if (c->restore_limits_set)
 		return bad(err, errlen,
 		           "--disk-limit is only for --restore (give limits as --disk options)");

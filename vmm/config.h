@@ -23,6 +23,7 @@ struct vmm_config {
 	const char *api_path;           /* --api: the control socket, or NULL */
 	const char *restore_dir;        /* --restore: a snapshot directory, or NULL */
 	const char *overlay_dir;        /* --overlay-dir: where a restore puts disk overlays */
+	const char *restore_memory;     /* --restore-memory: the memory file to map, or NULL */
 	struct jail_config jail;        /* --jail, --jail-uid, --jail-gid, --jail-fsize */
 	enum vmm_seccomp_mode seccomp;  /* --seccomp: every thread's filter (default kill) */
 	/* --disk-limit INDEX,...: limits for a restored snapshot's disks,

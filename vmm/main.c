@@ -41,7 +41,7 @@ static int run(struct vmm_config *c, struct vm *prepared, struct vmm_api *api,
 	bool handed = false;
 	c->vm.prepared = prepared;
 	if (c->restore_dir) {
-		r = snapshot_open(c->restore_dir, &snap, err, sizeof(err));
+		r = snapshot_open(c->restore_dir, c->restore_memory, &snap, err, sizeof(err));
 		if (r == 0)
 			r = snapshot_vm_config(snap, c->overlay_dir, &c->vm, err, sizeof(err));
 		if (r == 0)

@@ -6,7 +6,8 @@
 # template (said on stderr); `cove run` restores from the base template
 # (two concurrent first runs build it once) and `--cold` boots.  A restored
 # guest has /run/cove/sandbox-id (the restore notice wrote it); a booted one
-# does not.
+# does not.  A template restore maps its memory from the template memory
+# cache (a tmpfs with huge pages), which rm empties.
 source tests/integration/lib.sh
 cove_env
 export COVE_TEMPLATE_DIR=$WORK/templates
@@ -27,6 +28,30 @@ out=$($cove run --template web -- sh -c "cat /root/made /etc/put.txt; $restored"
 if [ "$out" = "$(printf 'made\nhello-put\nrestored')" ] && ! grep -q building "$WORK/err"; then
 	ok "cove run --template restores it: the steps' files are there"
 else not_ok "run --template: '$out', stderr $(cat "$WORK/err")"; fi
+
+# The template memory cache (root): the restore maps a copy of the
+# template's memory on a tmpfs with huge pages, and the host maps what the
+# guest reads of it in 2 MiB pages (ShmemPmdMapped in the VMM's smaps).
+$cove run --template web -- sleep 8 >/dev/null 2>"$WORK/err" &
+runp=$!
+pmd=""
+for _ in $(seq 60); do
+	vpid=$(pgrep -f -- '--restore-memory /run/cove-memcache/m-' | head -n 1)
+	if [ -n "$vpid" ] && [ -r "/proc/$vpid/smaps" ]; then
+		# (the jailed VMM's smaps names the copy from the cache's root)
+		pmd=$(awk '/\/m-[0-9a-f]+-[0-9a-f]+-[0-9a-f]+-/ { on = 1; next } /^[0-9a-f]+-/ { on = 0 }
+			on && /^(Shmem|File)PmdMapped:/ { s += $2 } END { print s + 0 }' "/proc/$vpid/smaps")
+		[ "${pmd:-0}" -gt 0 ] && break
+	fi
+	sleep 0.5
+done
+wait $runp
+# Copies of this test's templates (other tests' may be there too).
+ours() { grep -l "^$(realpath "$T")/" /run/cove-memcache/*.src 2>/dev/null | wc -l; }
+copies=$(ours)
+if [ "${pmd:-0}" -gt 0 ] && [ "$copies" = 1 ]; then
+	ok "a template restore maps the cached copy in 2 MiB pages: ShmemPmdMapped ${pmd} kB"
+else not_ok "memory cache: ShmemPmdMapped '${pmd}' kB, $copies copies, $(cat "$WORK/err")"; fi
 
 hash=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["inputs_hash"])' "$T/web/template.json")
 out=$($cove template build web --run 'echo step-one; echo made >/root/made' \
@@ -65,6 +90,8 @@ out=$($cove template build bad2 --put "$WORK/nonexistent:/x" 2>&1)
 [ $? = 2 ] && [[ $out == *nonexistent* ]] && ok "a missing --put file: $out" || not_ok "missing put: $out"
 
 $cove template rm web && [ ! -e "$T/web" ] && ok "rm removes it" || not_ok "rm"
+[ "$(ours)" = 0 ] && ok "and its cached memory copy" ||
+	not_ok "left in the memory cache: $(ls /run/cove-memcache)"
 out=$($cove run --template web -- true 2>&1)
 [ $? = 125 ] && [[ $out == *"no template 'web'"* ]] && ok "a removed template: $out" || not_ok "run of removed: $out"
 [ -z "$($cove template ls | tail -n +2)" ] && ok "ls is empty" || not_ok "ls after rm"

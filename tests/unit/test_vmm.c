@@ -370,6 +370,15 @@ START_TEST(config_flags)
 	ck_assert_int_eq(parse(&c, err, "--kernel", "k", "--overlay-dir", "/o", NULL), -EINVAL);
 	ck_assert(strstr(err, "only for --restore"));
 	vmm_config_free(&c);
+	/* A copy of the memory file to map instead: a restore's only. */
+	ck_assert_int_eq(parse(&c, err, "--restore", "/s", "--restore-memory", "/m", NULL), 0);
+	ck_assert_str_eq(c.restore_memory, "/m");
+	vmm_config_free(&c);
+	ck_assert_int_eq(parse(&c, err, "--kernel", "k", "--restore-memory", "/m", NULL), -EINVAL);
+	ck_assert(strstr(err, "--restore-memory is only for --restore"));
+	vmm_config_free(&c);
+	ck_assert_int_eq(parse(&c, err, "--restore", "/s", "--restore-memory", "", NULL), -EINVAL);
+	vmm_config_free(&c);
 
 	static const struct {
 		const char *a, *b;

@@ -82,7 +82,8 @@ static int disk_inside(const char *dir, char *path, char *err, size_t errlen)
 	return 0;
 }
 
-int snapshot_open(const char *dir, struct snapshot **out, char *err, size_t errlen)
+int snapshot_open(const char *dir, const char *memory, struct snapshot **out, char *err,
+                  size_t errlen)
 {
 	*out = NULL;
 	struct snapshot *s = calloc(1, sizeof(*s));
@@ -110,7 +111,18 @@ int snapshot_open(const char *dir, struct snapshot **out, char *err, size_t errl
 		errf(err, errlen, r, "snapshot '%s' refused: %s", dir, msg);
 		goto fail;
 	}
-	s->mem_fd = openat(dirfd, SNAPSHOT_MEMORY_FILE, O_RDONLY | O_CLOEXEC);
+	s->mem_fd = memory ? open(memory, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+	if (memory && s->mem_fd < 0) {
+		/* The copy is a speed-up only (a pooled VMM whose mount namespace
+		 * predates the cache's mount would not see it). */
+		fprintf(stderr,
+		        "cove-vmm: cannot open the memory copy %s (%s): mapping the "
+		        "snapshot's own memory file\n",
+		        memory, strerror(errno));
+		memory = NULL;
+	}
+	if (!memory)
+		s->mem_fd = openat(dirfd, SNAPSHOT_MEMORY_FILE, O_RDONLY | O_CLOEXEC);
 	int e = errno;
 	/* Optional; checked when it is applied (snapshot/prefetch.c). */
 	s->ws_fd = openat(dirfd, WSREC_FILE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);

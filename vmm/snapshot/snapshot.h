@@ -51,9 +51,12 @@ struct snapshot;
 
 /* Reads and checks a snapshot directory: the state file (magic, version,
  * CRC, every section), the memory file's size, and whether it fits this
- * host (CPU features, memory, vCPU count).  Nothing runs yet. */
-int snapshot_open(const char *dir, struct snapshot **out, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
+ * host (CPU features, memory, vCPU count).  Nothing runs yet.  memory, if
+ * not NULL, is the file to map instead of the directory's own memory file:
+ * a copy of it (libcove's memory cache, on a tmpfs with huge pages); its
+ * size is checked like the original's. */
+int snapshot_open(const char *dir, const char *memory, struct snapshot **out, char *err,
+                  size_t errlen) __attribute__((warn_unused_result));
 
 /* Fills cfg for a restore: cpus, memory, disks (each writable disk gets a
  * fresh overlay overlay_dir/disk<N>.qcow2 over the frozen one; created
