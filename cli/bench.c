@@ -167,8 +167,8 @@ struct bench {
 	const char *mode;
 	int n, count;
 	bool vs_qemu;
-	enum { PF_ON, PF_OFF, PF_AB } prefetch; /* restore: the working-set record */
-	enum ab memcache;                       /* restore, fork: the memory cache */
+	enum ab prefetch; /* restore: the working-set record */
+	enum ab memcache; /* restore, fork: the memory cache */
 	const char *plot_path;
 	struct cove_config cfg;
 	const char *json_path;
@@ -194,7 +194,7 @@ static void add_sample(struct bench *b, const double *ph, json_t *work)
 /* Whether restore sample i uses the working-set record. */
 static bool sample_prefetch(const struct bench *b, int i)
 {
-	return b->prefetch == PF_ON || (b->prefetch == PF_AB && i % 2 == 0);
+	return b->prefetch == AB_ON || (b->prefetch == AB_AB && i % 2 == 0);
 }
 
 /* Whether restore sample i maps its memory from the memory cache. */
@@ -359,7 +359,7 @@ static int bench_start(struct bench *b, const char *snap)
 		bench_row(bench_phase_names[p], col, b->n);
 		free(col);
 	}
-	if (snap && b->prefetch == PF_AB) {
+	if (snap && b->prefetch == AB_AB) {
 		ab_report(b, ph, "prefetch", sample_prefetch, true);
 		ab_report(b, ph, "prefetch", sample_prefetch, false);
 	}
@@ -483,6 +483,19 @@ static int bench_exec(struct bench *b)
 	return rc;
 }
 
+/* on, off or ab (alternated samples, on first) for option opt. */
+static int parse_ab(const char *opt, const char *arg, enum ab *out)
+{
+	static const char *const names[] = { [AB_ON] = "on", [AB_OFF] = "off", [AB_AB] = "ab" };
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(arg, names[i])) {
+			*out = (enum ab)i;
+			return 0;
+		}
+	fprintf(stderr, "cove bench: %s is on, off or ab, got '%s'\n", opt, arg);
+	return -1;
+}
+
 static const char bench_usage[] =
     "usage: cove bench boot|restore|fork|exec [-n N] [--count C] [--cpus N] [--memory MiB]\n"
     "                  [--image NAME|PATH] [--kernel PATH] [--json FILE] [--vs qemu]\n"
@@ -555,32 +568,10 @@ int cli_bench(int argc, char **argv)
 			b.plot_path = optarg;
 			break;
 		case O_PREFETCH:
-			if (!strcmp(optarg, "on"))
-				b.prefetch = PF_ON;
-			else if (!strcmp(optarg, "off"))
-				b.prefetch = PF_OFF;
-			else if (!strcmp(optarg, "ab"))
-				b.prefetch = PF_AB;
-			else {
-				fprintf(stderr,
-				        "cove bench: --prefetch is on, off or ab, got '%s'\n",
-				        optarg);
-				return 2;
-			}
-			break;
 		case O_MEMCACHE:
-			if (!strcmp(optarg, "on"))
-				b.memcache = AB_ON;
-			else if (!strcmp(optarg, "off"))
-				b.memcache = AB_OFF;
-			else if (!strcmp(optarg, "ab"))
-				b.memcache = AB_AB;
-			else {
-				fprintf(stderr,
-				        "cove bench: --memcache is on, off or ab, got '%s'\n",
-				        optarg);
+			if (parse_ab(o == O_PREFETCH ? "--prefetch" : "--memcache", optarg,
+			             o == O_PREFETCH ? &b.prefetch : &b.memcache) < 0)
 				return 2;
-			}
 			break;
 		case O_VS:
 			if (strcmp(optarg, "qemu")) {
@@ -626,11 +617,11 @@ int cli_bench(int argc, char **argv)
 		rc = bench_exec(&b);
 	} else if (make_snapshot(&b, snap, sizeof(snap)) < 0) {
 		rc = 1;
-	} else if (b.prefetch != PF_OFF && record_working_set(&b, snap) < 0) {
+	} else if (b.prefetch != AB_OFF && record_working_set(&b, snap) < 0) {
 		rc = 1;
 		remove_snapshot(snap);
 	} else {
-		if (b.prefetch == PF_OFF)
+		if (b.prefetch == AB_OFF)
 			setenv("COVE_PREFETCH", "0", 1);
 		rc = restore ? bench_start(&b, snap) : bench_fork(&b, snap);
 		remove_snapshot(snap);

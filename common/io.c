@@ -1,5 +1,6 @@
 #include "io.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -178,4 +179,16 @@ int flock_wait(int fd, int op, int ms)
 			return -ETIMEDOUT;
 		usleep((useconds_t)(left < step ? left : step) * 1000);
 	}
+}
+
+DIR *opendir_dup(int dfd)
+{
+	int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d && fd >= 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+	}
+	return d;
 }

@@ -2,6 +2,7 @@
 #ifndef COVE_IO_H
 #define COVE_IO_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -38,6 +39,10 @@ int copy_file_sparse_at(int srcdir, const char *src, int dstdir, const char *dst
 /* Waits up to ms for fd to become readable (a pidfd: its process exited),
  * through EINTR.  True when it did. */
 bool fd_wait_readable(int fd, int ms);
+
+/* A directory stream over a duplicate of the directory fd dfd (which
+ * stays open and where it is), or NULL with errno set. */
+DIR *opendir_dup(int dfd);
 
 /* flock(fd, op) (LOCK_SH or LOCK_EX) within ms: tries without blocking,
  * sleeping 5 ms, then doubling up to 200 ms between tries.  0, -ETIMEDOUT,

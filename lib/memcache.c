@@ -118,13 +118,9 @@ static void entry_name(const struct stat *st, char name[MEMCACHE_NAME_MAX])
  * The caller holds the directory's lock. */
 static void prune_locked(int dfd)
 {
-	int fd = dup(dfd);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	DIR *d = opendir_dup(dfd);
+	if (!d)
 		return;
-	}
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		size_t n = strlen(e->d_name);

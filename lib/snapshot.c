@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "cove_limits.h"
 #include "io.h"
 #include "libcove.h"
@@ -121,13 +122,9 @@ static void snapshot_note_read(const char *snapdir, unsigned int *cpus, uint64_t
  * directories). */
 static void empty_dir(int dfd)
 {
-	int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	DIR *d = opendir_dup(dfd);
+	if (!d)
 		return;
-	}
 	struct dirent *e;
 	while ((e = readdir(d)))
 		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
@@ -140,13 +137,9 @@ static void empty_dir(int dfd)
  * owned by us, 0600 (frozen disks 0400), the directory 0700. */
 static int take_back(int dfd, const char *abs, char *err, size_t errlen)
 {
-	int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	DIR *d = opendir_dup(dfd);
+	if (!d)
 		return errf(err, errlen, -errno, "cannot read '%s': %s", abs, strerror(errno));
-	}
 	int r = 0;
 	struct dirent *e;
 	while (r == 0 && (e = readdir(d))) {
@@ -376,10 +369,12 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
 	char memcopy[PATH_MAX], why[PATH_MAX + 128];
 	if (cfg->memcache == COVE_MEMCACHE_ALL ||
 	    (cfg->memcache == COVE_MEMCACHE_TEMPLATES && is_template(m->restored_from))) {
+		int64_t t0 = mono_ns();
 		if (memcache_get(m->restored_from, memcopy, sizeof(memcopy), why, sizeof(why))) {
 			argv[argc++] = "--restore-memory";
 			argv[argc++] = memcopy;
-			vmm_log_line(log, "memory: %s (the template memory cache)", memcopy);
+			vmm_log_line(log, "memory: %s (the template memory cache, %.2f ms)",
+			             memcopy, (double)(mono_ns() - t0) / 1e6);
 		} else {
 			vmm_log_line(log, "memory: the snapshot's own file (cache: %s)", why);
 		}

@@ -615,6 +615,10 @@ int cove_template_ensure(const struct cove_template_spec *s, bool force,
 			return r;
 		}
 		note(io, "template %s: built (inputs %.16s)", s->name, hash);
+		/* Its memory into the memory cache now, not in its first
+		 * restore (a no-op where there is no cache). */
+		char copy[PATH_MAX], why[PATH_MAX + 128];
+		(void)memcache_get(dir, copy, sizeof(copy), why, sizeof(why));
 	}
 	/* Shared (a downgrade after a build): others may restore it now. */
 	r = flock_wait(fd, LOCK_SH, LOCK_BUILD_WAIT_MS);
