@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -421,31 +422,74 @@ int vmm_wait_ready(struct cove_sandbox *sb, int lfd, unsigned int timeout_ms, co
 	}
 }
 
+/* A watch for files made in the directory of path (inotify), or -1. */
+static int watch_dir_of(const char *path)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		return -1;
+	*slash = 0;
+	int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (in >= 0 && inotify_add_watch(in, dir[0] ? dir : "/", IN_CREATE | IN_MOVED_TO) < 0) {
+		close(in);
+		in = -1;
+	}
+	return in;
+}
+
 int vmm_wait_agent(struct cove_sandbox *sb, unsigned int timeout_ms, const char *console,
                    const char *log, char *err, size_t errlen)
 {
 	int64_t deadline = mono_ms() + timeout_ms;
+	/* Until cove-vmm has made its vsock socket a connect fails at once.
+	 * Rather than retrying on a short timer (64 restores at once on a
+	 * busy host spun on it: each try is four system calls, and the tries
+	 * took the CPU the VMMs needed), the wait is for a file made in the
+	 * sandbox's directory (the socket's bind), for cove-vmm's exit, or
+	 * for a retry interval that doubles from 1 ms to 100 ms (a socket
+	 * bound but not listening yet, or no inotify). */
+	int in = watch_dir_of(sb->vsock);
+	int step = 1, r;
 	for (;;) {
 		/* The whole budget for the handshake too: a guest woken among
 		 * many on a busy host may take more than AGENT_STEP_MS to answer
 		 * a connection it has accepted. */
 		int fd = agent_connect_until(sb, deadline, err, errlen);
-		if (fd >= 0)
-			return fd;
-		if (fd != -ENOENT && fd != -ECONNREFUSED)
-			return fd;
-		struct pollfd p = { .fd = sb->pidfd, .events = POLLIN };
-		int n = poll(&p, 1, 1);
-		if (n < 0 && errno != EINTR)
-			return errf(err, errlen, -errno, "poll: %s", strerror(errno));
-		if (n > 0)
-			return vmm_died(sb, log, console, "during the restore", err, errlen);
-		if (mono_ms() >= deadline)
-			return errf(err, errlen, -ETIMEDOUT,
-			            "the restored agent did not answer within %u ms "
-			            "(console: %s)",
-			            timeout_ms, console);
+		if (fd >= 0 || (fd != -ENOENT && fd != -ECONNREFUSED)) {
+			r = fd;
+			break;
+		}
+		int64_t left = deadline - mono_ms();
+		if (left <= 0) {
+			r = errf(err, errlen, -ETIMEDOUT,
+			         "the restored agent did not answer within %u ms (console: %s)",
+			         timeout_ms, console);
+			break;
+		}
+		struct pollfd p[2] = { { .fd = sb->pidfd, .events = POLLIN },
+			               { .fd = in, .events = POLLIN } };
+		int n = poll(p, in >= 0 ? 2 : 1, (int)(left < step ? left : step));
+		if (n < 0 && errno != EINTR) {
+			r = errf(err, errlen, -errno, "poll: %s", strerror(errno));
+			break;
+		}
+		if (n > 0 && p[0].revents) {
+			r = vmm_died(sb, log, console, "during the restore", err, errlen);
+			break;
+		}
+		step = step < 50 ? step * 2 : 100;
+		if (n > 0 && in >= 0 && p[1].revents) {
+			char ev[4096];
+			while (read(in, ev, sizeof(ev)) > 0)
+				;
+			step = 1; /* something new: perhaps the socket, soon listening */
+		}
 	}
+	if (in >= 0)
+		close(in);
+	return r;
 }
 
 /* Waits up to ms for cove-vmm to exit; true when it did (and, when it is
