@@ -221,17 +221,23 @@ static void record_aside(const char *snap, bool aside)
 }
 
 /* One restore and exec, unmeasured, so that the snapshot has its
- * working-set record before the samples. */
+ * working-set record before the samples (made without the memory cache,
+ * so that an A/B of the cache compares one record); then, where samples
+ * use the cache, one more through it, so that its copy is made before
+ * the samples as a template's is (at its build). */
 static int record_working_set(struct bench *b, const char *snap)
 {
 	char err[512];
 	struct cove_sandbox *sb;
-	if (cove_restore(&b->cfg, snap, &sb, err, sizeof(err)) < 0 ||
-	    exec_true(sb, err, sizeof(err)) < 0) {
-		fprintf(stderr, "cove bench: recording the working set: %s\n", err);
-		return -1;
+	for (int i = 0; i < (b->memcache == AB_OFF ? 1 : 2); i++) {
+		b->cfg.memcache = i ? COVE_MEMCACHE_ALL : COVE_MEMCACHE_NONE;
+		if (cove_restore(&b->cfg, snap, &sb, err, sizeof(err)) < 0 ||
+		    exec_true(sb, err, sizeof(err)) < 0) {
+			fprintf(stderr, "cove bench: recording the working set: %s\n", err);
+			return -1;
+		}
+		cove_free(sb);
 	}
-	cove_free(sb);
 	return 0;
 }
 
@@ -287,6 +293,7 @@ static void remove_snapshot(const char *dir)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "cove bench: could not remove %s\n", dir);
+	cove_memcache_prune(); /* its memory's copy, if a sample made one */
 }
 
 /* boot and restore: one sample per sandbox. */

@@ -462,6 +462,10 @@ int cove_get_next(int fd, uint8_t **data, uint32_t *len, char *err, size_t errle
 #define COVE_POOL_SHAPES_MAX 8
 #define COVE_POOL_SIZE_MAX   64
 
+/* Removes the template memory cache's copies whose original memory file
+ * is gone or changed (lib/memcache.h); cove template rm does it itself. */
+void cove_memcache_prune(void);
+
 struct cove_vmm_pool;
 
 struct cove_vmm_pool_opts {

@@ -33,6 +33,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "cove.h"
 #include "io.h"
 
 #define MEMCACHE_DEFAULT   "/run/cove-memcache"
@@ -160,6 +161,11 @@ static int open_locked(const char *dir)
 		return -1;
 	}
 	return dfd;
+}
+
+void cove_memcache_prune(void)
+{
+	memcache_prune();
 }
 
 void memcache_prune(void)
