@@ -33,6 +33,9 @@ fi
 run exec 'assert len(d["samples"]) == 20 and all(s["rtt_ms"] > 0 for s in d["samples"])' exec -n 20
 out=$($cove bench warp 2>&1); rc=$?
 if [ $rc = 2 ] && [[ $out == *"unknown benchmark"* ]]; then ok "unknown benchmark refused"; else not_ok "bench warp: $rc $out"; fi
+out=$($cove bench restore --memcache sometimes 2>&1); rc=$?
+if [ $rc = 2 ] && [[ $out == *"--memcache is on, off or ab, got 'sometimes'"* ]]; then
+	ok "a bad --memcache refused: $out"; else not_ok "bench --memcache sometimes: $rc $out"; fi
 if [ -z "$(ls "$COVE_RUNTIME_DIR" 2>/dev/null)" ] && ! ls -d "$WORK"/cove-bench-* >/dev/null 2>&1; then
 	ok "no sandbox or snapshot left behind"; else not_ok "left behind: $(ls "$COVE_RUNTIME_DIR" "$WORK")"; fi
 finish
