@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/magic.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,12 @@ int memcache_prepare(char *why, size_t whylen)
 		snprintf(why, whylen, "off (not root, or COVE_MEMCACHE_DIR=off)");
 		return 0;
 	}
+	/* The default cache is mounted once per boot: after this process saw
+	 * it mounted, a restore does not check again (a cache unmounted since
+	 * costs only the copy: cove-vmm then maps the original). */
+	static atomic_bool mounted;
+	if (managed && atomic_load(&mounted))
+		return 1;
 	if (managed && mount_default(dir, why, whylen) < 0)
 		return 0;
 	struct statfs sf;
@@ -104,6 +111,8 @@ int memcache_prepare(char *why, size_t whylen)
 		snprintf(why, whylen, "%s is not a tmpfs", dir);
 		return 0;
 	}
+	if (managed)
+		atomic_store(&mounted, true);
 	return 1;
 }
 
@@ -186,7 +195,9 @@ int memcache_get(const char *snapshot_dir, char *out, size_t outlen, char *why, 
 		return 0;
 	bool managed;
 	const char *dir = cache_dir(&managed);
-	char src[PATH_MAX], *abs = realpath(snapshot_dir, NULL);
+	/* cove_restore passes a resolved path already. */
+	char src[PATH_MAX],
+	    *abs = snapshot_dir[0] == '/' ? strdup(snapshot_dir) : realpath(snapshot_dir, NULL);
 	int n = abs ? snprintf(src, sizeof(src), "%s/%s", abs, MEMORY_FILE) : -1;
 	free(abs);
 	struct stat st, cs;
