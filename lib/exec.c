@@ -175,15 +175,6 @@ static int poll_until(struct pollfd *p, nfds_t n, int64_t deadline, bool sliced)
 	return poll(p, n, ms > INT32_MAX ? INT32_MAX : (int)ms);
 }
 
-static int64_t earlier(int64_t a, int64_t b)
-{
-	if (a == PROTO_NO_DEADLINE)
-		return b;
-	if (b == PROTO_NO_DEADLINE)
-		return a;
-	return a < b ? a : b;
-}
-
 int cove_exec(struct cove_sandbox *sb, const struct cove_exec_opts *o, struct cove_exec_result *res,
               char *err, size_t errlen)
 {
@@ -196,11 +187,16 @@ int cove_exec(struct cove_sandbox *sb, const struct cove_exec_opts *o, struct co
 		            (unsigned long long)COVE_TIMEOUT_MAX_MS);
 	/* The agent kills the command at its timeout and answers; the host
 	 * gives up EXEC_GRACE_MS later if no answer came (a frozen guest).
-	 * Until the agent says STARTED, each step has AGENT_STEP_MS. */
+	 * Until the agent says STARTED, a command with a timeout has that
+	 * whole budget for the connection and the start (a guest among many
+	 * on a busy host may take longer than one agent step to start it:
+	 * 64 first execs at once on one emulated CPU all answered, one at a
+	 * time, after their 10 s steps had failed); one without a timeout has
+	 * AGENT_STEP_MS for each. */
 	int64_t t0 = mono_ms();
 	int64_t end =
 	    o->timeout_ms ? t0 + (int64_t)o->timeout_ms + EXEC_GRACE_MS : PROTO_NO_DEADLINE;
-	int64_t step = earlier(t0 + AGENT_STEP_MS, end);
+	int64_t step = o->timeout_ms ? end : t0 + AGENT_STEP_MS;
 	/* Right behind a restore notice still in flight, on its connection:
 	 * the agent answers the notice first and runs nothing after a failed
 	 * one (docs/protocol.md). */
@@ -221,7 +217,8 @@ int cove_exec(struct cove_sandbox *sb, const struct cove_exec_opts *o, struct co
 		r = -errno;
 	if (r < 0)
 		errf(err, errlen, r, "starting the execution: %s", strerror(-r));
-	step = earlier(mono_ms() + AGENT_STEP_MS, end);
+	if (!o->timeout_ms)
+		step = mono_ms() + AGENT_STEP_MS;
 	while (r == 0) {
 		if (o->pending_signal && *o->pending_signal) {
 			int sig = *o->pending_signal;
