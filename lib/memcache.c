@@ -12,7 +12,7 @@
  * so a rebuilt template (a new memory file) gets a new copy; each entry's
  * sidecar NAME.src holds the original's path, and entries whose original
  * is gone or changed are removed whenever a copy is made
- * (memcache_prune).  A mapped copy that is removed lives on until the last
+ * (cove_memcache_prune).  A mapped copy that is removed lives on until the last
  * VMM mapping it exits.
  *
  * The cache is a speed-up only: whatever goes wrong (not root, no tmpfs,
@@ -173,11 +173,6 @@ static int open_locked(const char *dir)
 }
 
 void cove_memcache_prune(void)
-{
-	memcache_prune();
-}
-
-void memcache_prune(void)
 {
 	bool managed;
 	const char *dir = cache_dir(&managed);

@@ -20,8 +20,7 @@ int memcache_prepare(char *why, size_t whylen);
  * original (why says why).  Never an error: the cache only speeds up. */
 int memcache_get(const char *snapshot_dir, char *out, size_t outlen, char *why, size_t whylen);
 
-/* Removes the copies whose original is gone or changed (a removed or
- * rebuilt template); running VMMs keep theirs mapped until they exit. */
-void memcache_prune(void);
+/* cove_memcache_prune (lib/cove.h) removes the copies whose original is
+ * gone or changed; running VMMs keep theirs mapped until they exit. */
 
 #endif

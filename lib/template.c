@@ -728,6 +728,6 @@ int cove_template_remove(const char *name, char *err, size_t errlen)
 	else
 		remove_dir(gone);
 	close(fd);
-	memcache_prune(); /* its memory's cached copy, if any */
+	cove_memcache_prune(); /* its memory's cached copy, if any */
 	return r;
 }

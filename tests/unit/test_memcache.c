@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cove.h"
 #include "memcache.h"
 #include "unit.h"
 
@@ -112,7 +113,7 @@ START_TEST(changed_or_removed_originals_are_pruned)
 	char p[PATH_MAX];
 	snprintf(p, sizeof(p), "%s/memory", snap);
 	ck_assert_int_eq(unlink(p), 0);
-	memcache_prune();
+	cove_memcache_prune();
 	ck_assert_int_eq(entries(), 0);
 }
 END_TEST
