@@ -189,11 +189,13 @@ static json_t *stats(struct vm *vm, int smaps_fd)
 	struct prefetch_stats ps;
 	prefetch_get_stats(&ps);
 	if (o)
-		json_object_set_new(o, "prefetch",
-		                    json_pack("{s:I, s:I, s:I, s:I, s:i}", "ranges",
-		                              (json_int_t)ps.ranges, "pages", (json_int_t)ps.pages,
-		                              "written", (json_int_t)ps.written, "us",
-		                              (json_int_t)ps.us, "error", ps.error));
+		json_object_set_new(
+		    o, "prefetch",
+		    json_pack("{s:I, s:I, s:I, s:I, s:i, s:I, s:I, s:i}", "ranges",
+		              (json_int_t)ps.ranges, "pages", (json_int_t)ps.pages, "written",
+		              (json_int_t)ps.written, "us", (json_int_t)ps.us, "error", ps.error,
+		              "prefaulted", (json_int_t)ps.prefaulted, "prefault_us",
+		              (json_int_t)ps.prefault_us, "prefault_error", ps.prefault_error));
 	if (o && vm_net(vm)) {
 		struct vnet_stats ns;
 		vnet_get_stats(vm_net(vm), &ns);

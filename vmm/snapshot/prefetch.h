@@ -19,17 +19,28 @@
 #include "base/guest_mem.h"
 
 struct prefetch_stats {
-	uint32_t ranges;  /* ranges in the record applied (0: none) */
-	uint64_t pages;   /* pages populated */
-	uint64_t written; /* of them populated writable */
-	uint64_t us;      /* time spent populating */
-	int error;        /* -errno when the record was refused or failed */
+	uint32_t ranges;      /* ranges in the record applied (0: none) */
+	uint64_t pages;       /* pages populated */
+	uint64_t written;     /* of them populated writable */
+	uint64_t us;          /* time spent populating */
+	int error;            /* -errno when the record was refused or failed */
+	uint64_t prefaulted;  /* pages mapped into KVM's page tables ahead */
+	uint64_t prefault_us; /* time spent on it */
+	int prefault_error;   /* -errno: -EOPNOTSUPP before Linux 6.10 */
 };
 
 /* Applies the record read from ws_fd (-1: none; closed here) to m. */
 void prefetch_restore(const struct guest_mem *m, int ws_fd);
 
-/* What prefetch_restore() did. */
+/* Maps the recorded ranges into KVM's nested page tables before the
+ * first KVM_RUN (KVM_PRE_FAULT_MEMORY, Linux 6.10), so the guest takes
+ * no exit on its first touch of each page: a written range, populated
+ * writable above, is mapped writable; a read one read-only.  Call once the
+ * memory slots are set, with any vCPU (the tables are the VM's); frees
+ * the record.  A kernel without it, or a failure, costs only this step. */
+void prefetch_prefault(const struct guest_mem *m, int vm_fd, int vcpu_fd);
+
+/* What prefetch_restore() and prefetch_prefault() did. */
 void prefetch_get_stats(struct prefetch_stats *st);
 
 /* Writes the record of the pages touched since the restore into out_fd

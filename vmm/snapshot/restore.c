@@ -379,7 +379,12 @@ static int restore_memory(struct vm *vm, void *ctx, char *err, size_t errlen)
 
 static int restore_vcpus(struct vm *vm, void *ctx, char *err, size_t errlen)
 {
-	return snapshot_restore_cpus(ctx, vm, err, errlen);
+	int r = snapshot_restore_cpus(ctx, vm, err, errlen);
+	/* The memory slots are set: the working set goes into KVM's page
+	 * tables now, not one exit at a time. */
+	if (r == 0)
+		prefetch_prefault(&vm->mem, vm->vm_fd, vm->vcpus[0].fd);
+	return r;
 }
 
 static int restore_devices(struct vm *vm, void *ctx, char *err, size_t errlen)
