@@ -65,7 +65,9 @@ struct cove_config {
 	const char *console_log;      /* where the guest console goes; NULL: the sandbox dir */
 	unsigned int boot_timeout_ms; /* until the agent answers; default 60000 */
 	const char *name; /* registry name (see cove_open), or NULL: anonymous sb-XXXXXX */
-	bool detached;    /* cove-vmm outlives this process; cove_free leaves it running */
+	bool detached;    /* cove-vmm outlives this process; cove_free leaves it running.
+	                     Not detached, it dies with the thread that started it
+	                     (PR_SET_PDEATHSIG follows the thread, not the process) */
 	/* Host-enforced limits (0: none or the default); a restore takes the
 	 * snapshot's (its note, cove-sandbox.json) for each one left 0 here. */
 	double cpu_quota;   /* CPU time, in CPUs (cgroup cpu.max; 0.5: half of one);

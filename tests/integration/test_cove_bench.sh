@@ -24,6 +24,7 @@ run boot 'assert len(d["samples"]) == 3 and all({"vmm_start","vm_created","first
 if [ -z "${KVM_HOST_EMULATED:-}" ] || [ -n "${COVE_BENCH_RESTORE:-}" ]; then
 	run restore 'assert len(d["samples"]) == 3 and all("guest_init" not in s["phases"] and s["phases"]["first_exec"] > s["phases"]["first_kvm_run"] for s in d["samples"])' restore -n 3
 	run fork 'assert len(d["samples"]) == 1 and d["samples"][0]["forks"] == 3 and d["samples"][0]["pss_kb"] > 0' fork --count 3
+	run forkp 'assert len(d["samples"]) == 1 and d["samples"][0]["forks"] == 2 and len(d["samples"][0]["private_kb"]) == 2 and all(p > 0 for p in d["samples"][0]["private_kb"]) and d["samples"][0]["pss_kb"] > 0' fork --count 2 --parallel
 fi
 if command -v qemu-system-x86_64 >/dev/null; then
 	run vsqemu 'q=[s for s in d["samples"] if s["system"] == "qemu"]; c=[s for s in d["samples"] if s["system"] == "cove"]; assert len(q) == 2 and len(c) == 2 and all("guest_init" in s["phases"] and "first_exec" in s["phases"] and s["ratio_cove_qemu"]["first_exec"] > 0 for s in q)' boot -n 2 --vs qemu --plot "$WORK/boot.svg"
@@ -36,6 +37,9 @@ if [ $rc = 2 ] && [[ $out == *"unknown benchmark"* ]]; then ok "unknown benchmar
 out=$($cove bench restore --memcache sometimes 2>&1); rc=$?
 if [ $rc = 2 ] && [[ $out == *"--memcache is on, off or ab, got 'sometimes'"* ]]; then
 	ok "a bad --memcache refused: $out"; else not_ok "bench --memcache sometimes: $rc $out"; fi
+out=$($cove bench restore --parallel 2>&1); rc=$?
+if [ $rc = 2 ] && [[ $out == *"--parallel is for cove bench fork"* ]]; then
+	ok "--parallel outside fork refused"; else not_ok "bench restore --parallel: $rc $out"; fi
 if [ -z "$(ls "$COVE_RUNTIME_DIR" 2>/dev/null)" ] && ! ls -d "$WORK"/cove-bench-* >/dev/null 2>&1; then
 	ok "no sandbox or snapshot left behind"; else not_ok "left behind: $(ls "$COVE_RUNTIME_DIR" "$WORK")"; fi
 finish
