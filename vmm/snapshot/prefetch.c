@@ -120,7 +120,7 @@ static int prefault_range(int vcpu_fd, uint64_t gpa, uint64_t size, uint64_t *do
 				continue;
 			return -errno;
 		}
-		if (pf.size > before) /* never, by the API: do not loop on it */
+		if (pf.size >= before) /* success without progress: never, by the API; no spin */
 			return -EIO;
 		*done += before - pf.size;
 	}
