@@ -514,15 +514,17 @@ static int bench_fork(struct bench *b, const char *snap)
 		double t0 = mono_ns() / 1e6;
 		int started = 0;
 		struct fork_round rd = { 0 };
-		if (b->parallel)
-			started =
-			    fork_round_run(&rd, b, snap, sb, err, sizeof(err)) < 0 ? -1 : b->count;
-		for (; !b->parallel && started < b->count; started++)
-			if (cove_restore(&b->cfg, snap, &sb[started], err, sizeof(err)) < 0)
-				break;
-		for (int k = 0; !b->parallel && k < started && started == b->count; k++)
-			if (exec_true(sb[k], err, sizeof(err)) < 0)
-				started = -1;
+		if (b->parallel) {
+			if (fork_round_run(&rd, b, snap, sb, err, sizeof(err)) == 0)
+				started = b->count;
+		} else {
+			while (started < b->count &&
+			       cove_restore(&b->cfg, snap, &sb[started], err, sizeof(err)) == 0)
+				started++;
+			for (int k = 0; k < started && started == b->count; k++)
+				if (exec_true(sb[k], err, sizeof(err)) < 0)
+					started = -1;
+		}
 		if (started != b->count) {
 			fprintf(stderr, "cove bench: fork round %d: %s\n", i, err);
 			rc = 1;

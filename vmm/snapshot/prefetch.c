@@ -131,18 +131,11 @@ void prefetch_prefault(const struct guest_mem *m, int vm_fd, int vcpu_fd)
 {
 	struct wsrec w = kept;
 	memset(&kept, 0, sizeof(kept));
-	if (!w.count) {
-		wsrec_free(&w);
-		return;
-	}
-	if (ioctl(vm_fd, KVM_CHECK_EXTENSION, KVM_CAP_PRE_FAULT_MEMORY) <= 0) {
-		stats.prefault_error = -EOPNOTSUPP;
-		wsrec_free(&w);
-		return;
-	}
 	int64_t t0 = mono_ns();
 	uint64_t done = 0;
 	int r = 0;
+	if (w.count && ioctl(vm_fd, KVM_CHECK_EXTENSION, KVM_CAP_PRE_FAULT_MEMORY) <= 0)
+		r = -EOPNOTSUPP;
 	/* Record pages index the RAM file; each region maps a slice of it. */
 	for (uint32_t i = 0; i < w.count && r == 0; i++) {
 		uint64_t off = (uint64_t)w.r[i].first * WSREC_PAGE;
@@ -157,7 +150,7 @@ void prefetch_prefault(const struct guest_mem *m, int vm_fd, int vcpu_fd)
 		}
 	}
 	stats.prefaulted = done / WSREC_PAGE;
-	stats.prefault_us = (uint64_t)(mono_ns() - t0) / 1000;
+	stats.prefault_us = done ? (uint64_t)(mono_ns() - t0) / 1000 : 0;
 	stats.prefault_error = r;
 	wsrec_free(&w);
 }
