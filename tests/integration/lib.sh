@@ -18,7 +18,13 @@ trap 'rm -rf "$WORK"' EXIT
 export COVE_TEMPLATE_DIR=${COVE_TEMPLATE_DIR:-$WORK/templates}
 
 ok() { echo "ok - $*"; }
-not_ok() { echo "not ok - $*"; FAILED=1; }
+# A failure is also kept for the suite's summary (tests/integration/run).
+not_ok() {
+	echo "not ok - $*"
+	FAILED=1
+	local m="$*"
+	[ -z "${COVE_ITEST_WHY:-}" ] || echo "not ok - ${m:0:300}" >>"$COVE_ITEST_WHY"
+}
 FAILED=0
 
 # need FILE...: skip the test (status 77) when an artifact was not built.

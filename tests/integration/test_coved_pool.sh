@@ -28,11 +28,18 @@ seen=$WORK/seen-members
 : >"$seen"
 note_members() { members >>"$seen"; }
 
-until_true 60 '[ "$(metric coved_pool_ready)" = 2 ]' && ok "two members ready before any create" ||
-	{ not_ok "pool never filled: ready=$(metric coved_pool_ready) failed=$(metric coved_pool_failed_total)"; tail -n 5 "$WORK/coved.log"; finish; }
+# What the pool did, for a failure's message.
+pool_state() {
+	echo "ready=$(metric coved_pool_ready) spawned=$(metric coved_pool_spawned_total)" \
+		"failed=$(metric coved_pool_failed_total) members: $(members | tr '\n' ' ')"
+}
+# Members come up at nice 19, behind everything else the host runs: the
+# waits are generous (a loaded emulated host takes tens of seconds).
+until_true 120 '[ "$(metric coved_pool_ready)" = 2 ]' && ok "two members ready before any create" ||
+	{ not_ok "pool never filled: $(pool_state)"; tail -n 5 "$WORK/coved.log"; finish; }
 echo "# $(( $(date +%s) - t0 )) s: pool full"
 note_members
-[ "$(members | wc -l)" = 2 ] && ok "two cove-vmm --pool processes wait" || not_ok "members: $(members)"
+[ "$(members | wc -l)" = 2 ] && ok "two cove-vmm --pool processes wait" || not_ok "members: $(pool_state)"
 for p in $(members); do [ "$(nice_of "$p")" = 19 ] || not_ok "member $p has nice $(nice_of "$p")"; done
 [ -z "$(ls "$COVE_RUNTIME_DIR")" ] && ok "members are not sandboxes (cove ls sees none)" || not_ok "runtime dir: $(ls "$COVE_RUNTIME_DIR")"
 
@@ -43,7 +50,8 @@ a=$(jget "$out" 'o["sandboxID"]')
 pa=$(vmm_of "$a")
 seen_list=$(tr '\n' ' ' <"$seen")
 grep -qx "$pa" "$seen" && ok "its cove-vmm, pid $pa, was a ready member" || not_ok "pid $pa was no member: $seen_list"
-[ "$(x "$a" 'echo hi > /root/p; cat /root/p')" = hi ] && ok "commands run in it" || not_ok "exec in $a"
+o=$(x "$a" 'echo hi > /root/p; cat /root/p')
+[ "$o" = hi ] && ok "commands run in it" || not_ok "exec in $a: $o"
 grep -q 'confinement: namespaces' "$COVE_RUNTIME_DIR/$a/vmm.log" && grep -q 'cove-vmm: jail:' "$COVE_RUNTIME_DIR/$a/vmm.log" &&
 	ok "it is jailed as a spawned one is" || not_ok "vmm.log: $(cat "$COVE_RUNTIME_DIR/$a/vmm.log")"
 [ "$(stat -c %u "/proc/$pa")" != 0 ] && ok "it runs under a jail uid ($(stat -c %u "/proc/$pa"))" || not_ok "uid 0"
@@ -51,7 +59,7 @@ grep -q "/$a\$" "/proc/$pa/cgroup" && ok "in the sandbox's own cgroup" || not_ok
 [ "$(nice_of "$pa")" = 0 ] && ok "at priority 0 again (members wait at nice 19)" || not_ok "nice $(nice_of "$pa")"
 
 echo "# $(( $(date +%s) - t0 )) s: created"
-until_true 60 '[ "$(metric coved_pool_ready)" = 2 ]' && ok "refilled to two" || not_ok "no refill: ready=$(metric coved_pool_ready)"
+until_true 120 '[ "$(metric coved_pool_ready)" = 2 ]' && ok "refilled to two" || not_ok "no refill: $(pool_state)"
 note_members
 members | grep -qx "$pa" && not_ok "the taken VMM is still a member" || ok "the taken VMM is no member any more"
 
@@ -60,9 +68,12 @@ out=$(api POST "/sandboxes/$a/fork" '{"count":2}')
 f1=$(jget "$out" 'o[0]["sandbox"]["sandboxID"]')
 f2=$(jget "$out" 'o[1]["sandbox"]["sandboxID"]')
 [ "$(metric coved_pool_hits_total)" = 3 ] && ok "both forks (restores of its snapshot) were served by members" || not_ok "hits=$(metric coved_pool_hits_total) misses=$(metric coved_pool_misses_total)"
-[ "$(x "$f1" 'cat /root/p; echo one > /root/q; cat /root/q')" = "hi
-one" ] && [ "$(x "$f2" 'cat /root/p; cat /root/q 2>&1 | grep -c "No such"')" = "hi
-1" ] && ok "both restored members run commands, each its own disk" || not_ok "forks: $out"
+o1=$(x "$f1" 'cat /root/p; echo one > /root/q; cat /root/q')
+o2=$(x "$f2" 'cat /root/p; cat /root/q 2>&1 | grep -c "No such"')
+[ "$o1" = "hi
+one" ] && [ "$o2" = "hi
+1" ] && ok "both restored members run commands, each its own disk" ||
+	not_ok "forks: $f1 said '$o1', $f2 said '$o2'"
 pids="$pa $(vmm_of "$f1") $(vmm_of "$f2")"
 [ "$(echo $pids | tr ' ' '\n' | sort -u | wc -l)" = 3 ] && ok "three sandboxes, three different VMMs: none served twice" || not_ok "pids: $pids"
 for p in $pids; do grep -qx "$p" "$seen" || not_ok "pid $p was no member"; done

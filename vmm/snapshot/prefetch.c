@@ -115,14 +115,18 @@ static int prefault_range(int vcpu_fd, uint64_t gpa, uint64_t size, uint64_t *do
 	int tries = 0;
 	while (pf.size) {
 		uint64_t before = pf.size;
-		if (ioctl(vcpu_fd, KVM_PRE_FAULT_MEMORY, &pf) < 0) {
-			if ((errno == EINTR || errno == EAGAIN) && ++tries < 8)
-				continue;
-			return -errno;
-		}
-		if (pf.size >= before) /* success without progress: never, by the API; no spin */
+		int r = ioctl(vcpu_fd, KVM_PRE_FAULT_MEMORY, &pf);
+		int e = errno;
+		if (pf.size > before) /* never, by the API */
 			return -EIO;
-		*done += before - pf.size;
+		*done += before - pf.size; /* an interrupted call keeps its progress too */
+		if (r < 0) {
+			if ((e == EINTR || e == EAGAIN) && ++tries < 8)
+				continue;
+			return -e;
+		}
+		if (pf.size == before) /* success without progress: never, by the API; no spin */
+			return -EIO;
 	}
 	return 0;
 }
