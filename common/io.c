@@ -190,5 +190,8 @@ DIR *opendir_dup(int dfd)
 		close(fd);
 		errno = e;
 	}
+	/* The copy shares dfd's offset, which an earlier walk left at the end. */
+	if (d)
+		rewinddir(d);
 	return d;
 }

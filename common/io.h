@@ -41,7 +41,7 @@ int copy_file_sparse_at(int srcdir, const char *src, int dstdir, const char *dst
 bool fd_wait_readable(int fd, int ms);
 
 /* A directory stream over a duplicate of the directory fd dfd (which
- * stays open and where it is), or NULL with errno set. */
+ * stays open), read from its start, or NULL with errno set. */
 DIR *opendir_dup(int dfd);
 
 /* flock(fd, op) (LOCK_SH or LOCK_EX) within ms: tries without blocking,

@@ -15,6 +15,15 @@
  * (cove_memcache_prune).  A mapped copy that is removed lives on until the last
  * VMM mapping it exits.
  *
+ * The cache is bounded: a copy that would not fit (under
+ * COVE_MEMCACHE_MAX_MIB, when it is set, and with MEMCACHE_HEADROOM left
+ * free on the file system) first evicts the least recently used entries
+ * that no VMM maps.  A hit stamps the sidecar's mtime (its last use); a
+ * cove-vmm holds a shared flock on the copy it maps for its whole life
+ * (vmm/snapshot/restore.c), so an entry whose exclusive flock is refused
+ * is in use and stays.  When what is left is all in use, the restore maps
+ * the original.
+ *
  * The cache is a speed-up only: whatever goes wrong (not root, no tmpfs,
  * full, locked too long), the restore maps the template's own file. */
 #include "memcache.h"
@@ -32,6 +41,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cove.h"
@@ -40,7 +50,10 @@
 #define MEMCACHE_DEFAULT   "/run/cove-memcache"
 #define MEMCACHE_LOCK_MS   30000 /* a waiter past this maps the original */
 #define MEMCACHE_MOUNT_OPT "mode=0700,huge=within_size,size=50%"
-#define MEMORY_FILE        "memory" /* vmm/snapshot/snapshot.h */
+#define MEMORY_FILE        "memory"      /* vmm/snapshot/snapshot.h */
+#define MEMCACHE_HEADROOM  (64ULL << 20) /* left free on the file system after a copy */
+#define MEMCACHE_SCAN_MAX  1024          /* entries an eviction considers */
+#define HUGE_PAGE          (2ULL << 20)
 
 /* The cache directory, or NULL when there is none: COVE_MEMCACHE_DIR
  * ("off" for none; a directory the operator made, used as it is), else
@@ -161,6 +174,145 @@ static void prune_locked(int dfd)
 	closedir(d);
 }
 
+/* COVE_MEMCACHE_MAX_MIB in bytes (UINT64_MAX when unset); 0 with why
+ * filled when it is not a whole number of MiB. */
+static uint64_t cache_cap(char *why, size_t whylen)
+{
+	const char *v = getenv("COVE_MEMCACHE_MAX_MIB");
+	if (!v || !*v)
+		return UINT64_MAX;
+	char *end;
+	errno = 0;
+	unsigned long long mib = strtoull(v, &end, 10);
+	if (errno || *end || v[0] == '-' || mib > (UINT64_MAX >> 20)) {
+		snprintf(why, whylen,
+		         "COVE_MEMCACHE_MAX_MIB must be a whole number of MiB, got '%s'", v);
+		return 0;
+	}
+	return (uint64_t)mib << 20;
+}
+
+/* Whether a VMM maps the copy NAME: each holds a shared flock on its copy,
+ * so an exclusive one is refused. */
+static bool entry_in_use(int dfd, const char *name)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	bool busy = flock(fd, LOCK_EX | LOCK_NB) < 0;
+	close(fd); /* and our lock with it */
+	return busy;
+}
+
+/* Whether a copy of need bytes fits beside used bytes of copies under cap,
+ * with the headroom left of the file system's avail. */
+static bool room_for(uint64_t need, uint64_t used, uint64_t cap, uint64_t avail)
+{
+	return need <= cap && used <= cap - need &&
+	       (avail == UINT64_MAX || need + MEMCACHE_HEADROOM <= avail);
+}
+
+/* Stamps the sidecar SIDE with now, to the nanosecond (file times are
+ * only as fine as the kernel's tick): its entry's last use. */
+static void stamp_use(int dfd, const char *side)
+{
+	struct timespec t[2];
+	clock_gettime(CLOCK_REALTIME, &t[0]);
+	t[1] = t[0];
+	(void)utimensat(dfd, side, t, AT_SYMLINK_NOFOLLOW);
+}
+
+struct entry_use {
+	char name[MEMCACHE_NAME_MAX];
+	struct timespec used; /* the sidecar's mtime: the last restore that took it */
+	uint64_t bytes;       /* what the copy holds on the file system */
+};
+
+static int by_last_use(const void *a, const void *b)
+{
+	const struct timespec *x = &((const struct entry_use *)a)->used;
+	const struct timespec *y = &((const struct entry_use *)b)->used;
+	if (x->tv_sec != y->tv_sec)
+		return x->tv_sec < y->tv_sec ? -1 : 1;
+	if (x->tv_nsec != y->tv_nsec)
+		return x->tv_nsec < y->tv_nsec ? -1 : 1;
+	return strcmp(((const struct entry_use *)a)->name, ((const struct entry_use *)b)->name);
+}
+
+/* Makes room for a copy of need bytes under cap: evicts the least recently
+ * used entries no VMM maps (and any half-made copy, which under the lock
+ * is a dead one's).  0, or -ENOSPC with why filled when what is left is in
+ * use.  The caller holds the directory's lock. */
+static int make_room(int dfd, uint64_t need, uint64_t cap, char *why, size_t whylen)
+{
+	DIR *d = opendir_dup(dfd);
+	if (!d)
+		return 0; /* the copy finds out */
+	struct entry_use *e = calloc(MEMCACHE_SCAN_MAX, sizeof(*e));
+	if (!e) {
+		closedir(d);
+		return 0;
+	}
+	size_t n = 0;
+	uint64_t used = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		if (strncmp(de->d_name, "m-", 2) || len >= MEMCACHE_NAME_MAX - 4)
+			continue;
+		if (len > 4 && !strcmp(de->d_name + len - 4, ".tmp")) {
+			unlinkat(dfd, de->d_name, 0);
+			continue;
+		}
+		struct stat st, side;
+		char sname[MEMCACHE_NAME_MAX];
+		if ((len > 4 && !strcmp(de->d_name + len - 4, ".src")) ||
+		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		used += (uint64_t)st.st_blocks * 512;
+		snprintf(sname, sizeof(sname), "%s.src", de->d_name);
+		if (n == MEMCACHE_SCAN_MAX || fstatat(dfd, sname, &side, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		snprintf(e[n].name, sizeof(e[n].name), "%s", de->d_name);
+		e[n].used = side.st_mtim;
+		e[n].bytes = (uint64_t)st.st_blocks * 512;
+		n++;
+	}
+	closedir(d);
+	struct statfs sf;
+	uint64_t avail = fstatfs(dfd, &sf) == 0 ? (uint64_t)sf.f_bavail * sf.f_bsize : UINT64_MAX;
+	qsort(e, n, sizeof(*e), by_last_use);
+	uint64_t busy = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (room_for(need, used, cap, avail))
+			break;
+		if (entry_in_use(dfd, e[i].name)) {
+			busy += e[i].bytes;
+			continue;
+		}
+		char sname[MEMCACHE_NAME_MAX];
+		snprintf(sname, sizeof(sname), "%s.src", e[i].name);
+		if (unlinkat(dfd, e[i].name, 0) == 0) {
+			used -= e[i].bytes < used ? e[i].bytes : used;
+			if (avail != UINT64_MAX)
+				avail += e[i].bytes;
+		}
+		unlinkat(dfd, sname, 0);
+	}
+	free(e);
+	if (room_for(need, used, cap, avail))
+		return 0;
+	if (need > cap)
+		snprintf(why, whylen, "a copy needs %llu MiB, over COVE_MEMCACHE_MAX_MIB",
+		         (unsigned long long)(need >> 20));
+	else
+		snprintf(why, whylen,
+		         "the cache is full: a copy needs %llu MiB, %llu MiB are held by running "
+		         "sandboxes",
+		         (unsigned long long)(need >> 20), (unsigned long long)(busy >> 20));
+	return -ENOSPC;
+}
+
 /* Opens and locks the cache directory; -1 when there is none. */
 static int open_locked(const char *dir)
 {
@@ -211,6 +363,11 @@ int memcache_get(const char *snapshot_dir, char *out, size_t outlen, char *why, 
 		snprintf(why, whylen, "the cache's path is too long");
 		return 0;
 	}
+	uint64_t cap = cache_cap(why, whylen);
+	if (!cap) {
+		*out = 0;
+		return 0;
+	}
 	int dfd = open_locked(dir);
 	if (dfd < 0) {
 		*out = 0;
@@ -219,12 +376,22 @@ int memcache_get(const char *snapshot_dir, char *out, size_t outlen, char *why, 
 	}
 	struct stat have;
 	int r = 0;
-	if (fstatat(dfd, name, &have, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(have.st_mode) &&
-	    have.st_size == st.st_size)
-		goto done; /* a hit */
-	prune_locked(dfd);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
 	snprintf(side, sizeof(side), "%s.src", name);
+	if (fstatat(dfd, name, &have, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(have.st_mode) &&
+	    have.st_size == st.st_size) {
+		stamp_use(dfd, side); /* a hit: its last use, for eviction */
+		goto done;
+	}
+	prune_locked(dfd);
+	/* What the copy will hold: the original's data, in huge pages. */
+	uint64_t need = ((uint64_t)st.st_blocks * 512 + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+	r = make_room(dfd, need, cap, why, whylen);
+	if (r < 0) {
+		*out = 0;
+		close(dfd);
+		return 0;
+	}
 	unlinkat(dfd, tmp, 0);
 	unlinkat(dfd, side, 0);
 	/* The sidecar first: a copy is never without one (prune finds both). */
@@ -239,6 +406,8 @@ int memcache_get(const char *snapshot_dir, char *out, size_t outlen, char *why, 
 		r = copy_file_sparse_at(AT_FDCWD, src, dfd, tmp, 0400);
 	if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
 		r = -errno;
+	if (r == 0)
+		stamp_use(dfd, side);
 	if (r < 0) {
 		unlinkat(dfd, tmp, 0);
 		unlinkat(dfd, side, 0);

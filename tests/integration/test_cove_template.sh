@@ -34,10 +34,15 @@ else not_ok "run --template: '$out', stderr $(cat "$WORK/err")"; fi
 # guest reads of it in 2 MiB pages (ShmemPmdMapped in the VMM's smaps).
 $cove run --template web -- sleep 8 >/dev/null 2>"$WORK/err" &
 runp=$!
-pmd=""
+pmd="" held=""
 for _ in $(seq 60); do
 	vpid=$(pgrep -f -- '--restore-memory /run/cove-memcache/m-' | head -n 1)
 	if [ -n "$vpid" ] && [ -r "/proc/$vpid/smaps" ]; then
+		# It holds a shared flock on its copy (no eviction takes a copy in use).
+		copy=$(tr '\0' '\n' <"/proc/$vpid/cmdline" | grep -A1 -x -- --restore-memory | tail -n 1)
+		ino=$(stat -c %i "$copy" 2>/dev/null)
+		[ -n "$ino" ] && awk -v p="$vpid" -v i=":$ino" '$2 == "FLOCK" && $4 == "READ" && $5 == p &&
+			substr($6, length($6) - length(i) + 1) == i { f = 1 } END { exit !f }' /proc/locks && held=yes
 		# (the jailed VMM's smaps names the copy from the cache's root)
 		pmd=$(awk '/\/m-[0-9a-f]+-[0-9a-f]+-[0-9a-f]+-/ { on = 1; next } /^[0-9a-f]+-/ { on = 0 }
 			on && /^(Shmem|File)PmdMapped:/ { s += $2 } END { print s + 0 }' "/proc/$vpid/smaps")
@@ -52,6 +57,8 @@ copies=$(ours)
 if [ "${pmd:-0}" -gt 0 ] && [ "$copies" = 1 ]; then
 	ok "a template restore maps the cached copy in 2 MiB pages: ShmemPmdMapped ${pmd} kB"
 else not_ok "memory cache: ShmemPmdMapped '${pmd}' kB, $copies copies, $(cat "$WORK/err")"; fi
+[ "$held" = yes ] && ok "the VMM holds a shared flock on its copy while it runs" ||
+	not_ok "no shared flock on the copy in /proc/locks: $(cat /proc/locks)"
 
 hash=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["inputs_hash"])' "$T/web/template.json")
 out=$($cove template build web --run 'echo step-one; echo made >/root/made' \

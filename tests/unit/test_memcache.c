@@ -4,9 +4,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -138,6 +140,94 @@ START_TEST(no_cache_means_the_original)
 }
 END_TEST
 
+/* Snapshot directory K (made under snap) with a memory file of mib MiB of
+ * data; its path into dir. */
+static void make_snapshot(int k, int mib, char *dir, size_t len)
+{
+	snprintf(dir, len, "%s/s%d", snap, k);
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/memory", dir);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	static char buf[MIB];
+	memset(buf, 'a' + k, sizeof(buf));
+	for (int i = 0; i < mib; i++)
+		ck_assert_int_eq(write(fd, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+	close(fd);
+}
+
+static bool cached(const char *path)
+{
+	return access(path, F_OK) == 0;
+}
+
+/* Holds a copy as a running cove-vmm does: open, with a shared flock. */
+static int hold(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(flock(fd, LOCK_SH | LOCK_NB), 0);
+	return fd;
+}
+
+/* Under COVE_MEMCACHE_MAX_MIB a new copy evicts the least recently used
+ * entries (a hit counts as a use), never one a VMM holds; when all that
+ * is left is held, the restore maps the original. */
+START_TEST(full_cache_evicts_the_least_recently_used)
+{
+	char d[5][PATH_MAX], c[5][PATH_MAX], again[PATH_MAX], why[512];
+	for (int k = 0; k < 5; k++)
+		make_snapshot(k, 2, d[k], sizeof(d[k]));
+	setenv("COVE_MEMCACHE_MAX_MIB", "7", 1);
+	for (int k = 0; k < 3; k++)
+		ck_assert_int_eq(memcache_get(d[k], c[k], sizeof(c[k]), why, sizeof(why)), 1);
+	/* A hit: 0 is now the most recently used, 1 the least. */
+	ck_assert_int_eq(memcache_get(d[0], again, sizeof(again), why, sizeof(why)), 1);
+	ck_assert_str_eq(again, c[0]);
+	ck_assert_int_eq(memcache_get(d[3], c[3], sizeof(c[3]), why, sizeof(why)), 1);
+	ck_assert(!cached(c[1]));
+	ck_assert(cached(c[0]) && cached(c[2]) && cached(c[3]));
+	ck_assert_int_eq(entries(), 6);
+	/* 2 is the least recently used now, but a VMM maps it: 0 goes. */
+	int h2 = hold(c[2]);
+	ck_assert_int_eq(memcache_get(d[1], c[1], sizeof(c[1]), why, sizeof(why)), 1);
+	ck_assert(!cached(c[0]));
+	ck_assert(cached(c[1]) && cached(c[2]) && cached(c[3]));
+	/* Everything held: no room, no copy, the reason says so. */
+	int h1 = hold(c[1]), h3 = hold(c[3]);
+	char path[PATH_MAX];
+	ck_assert_int_eq(memcache_get(d[4], path, sizeof(path), why, sizeof(why)), 0);
+	ck_assert_str_eq(path, "");
+	ck_assert_ptr_nonnull(strstr(why, "the cache is full"));
+	ck_assert(cached(c[1]) && cached(c[2]) && cached(c[3]));
+	ck_assert_int_eq(entries(), 6);
+	/* Once one is let go, it makes room. */
+	close(h3);
+	ck_assert_int_eq(memcache_get(d[4], c[4], sizeof(c[4]), why, sizeof(why)), 1);
+	ck_assert(!cached(c[3]) && cached(c[4]));
+	close(h1);
+	close(h2);
+	/* A copy larger than the cap is never made. */
+	setenv("COVE_MEMCACHE_MAX_MIB", "1", 1);
+	ck_assert_int_eq(memcache_get(d[0], path, sizeof(path), why, sizeof(why)), 0);
+	ck_assert_ptr_nonnull(strstr(why, "over COVE_MEMCACHE_MAX_MIB"));
+	unsetenv("COVE_MEMCACHE_MAX_MIB");
+}
+END_TEST
+
+START_TEST(bad_cap_is_named)
+{
+	write_memory(snap, 'a');
+	char path[PATH_MAX], why[512] = "";
+	setenv("COVE_MEMCACHE_MAX_MIB", "lots", 1);
+	ck_assert_int_eq(memcache_get(snap, path, sizeof(path), why, sizeof(why)), 0);
+	ck_assert_ptr_nonnull(strstr(why, "COVE_MEMCACHE_MAX_MIB must be a whole number of MiB"));
+	ck_assert_int_eq(entries(), 0);
+	unsetenv("COVE_MEMCACHE_MAX_MIB");
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("memcache");
@@ -146,6 +236,8 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, copy_is_made_once_and_shared);
 	tcase_add_test(tc, changed_or_removed_originals_are_pruned);
 	tcase_add_test(tc, no_cache_means_the_original);
+	tcase_add_test(tc, full_cache_evicts_the_least_recently_used);
+	tcase_add_test(tc, bad_cap_is_named);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysinfo.h>
@@ -121,6 +122,10 @@ int snapshot_open(const char *dir, const char *memory, struct snapshot **out, ch
 		        memory, strerror(errno));
 		memory = NULL;
 	}
+	/* The copy is in use while this process lives: the cache evicts no
+	 * copy whose exclusive flock is refused (lib/memcache.c). */
+	if (memory)
+		(void)flock(s->mem_fd, LOCK_SH | LOCK_NB);
 	if (!memory)
 		s->mem_fd = openat(dirfd, SNAPSHOT_MEMORY_FILE, O_RDONLY | O_CLOEXEC);
 	int e = errno;
