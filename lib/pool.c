@@ -126,6 +126,9 @@ static int member_connect(struct pool_member *pm, const char *api, char *err, si
 	if (strlen(api) >= sizeof(sa.sun_path))
 		return errf(err, errlen, -ENAMETOOLONG, "pool: %s is too long for a socket", api);
 	strcpy(sa.sun_path, api);
+	/* Until it listens: retries 1 ms apart at first, then up to 20 ms (a
+	 * member takes a second or more to come up; no busy loop meanwhile). */
+	int pause_ms = 1;
 	for (;;) {
 		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd < 0)
@@ -138,7 +141,7 @@ static int member_connect(struct pool_member *pm, const char *api, char *err, si
 		close(fd);
 		if (e != ENOENT && e != ECONNREFUSED)
 			return errf(err, errlen, -e, "pool: cannot reach %s: %s", api, strerror(e));
-		if (fd_wait_readable(pm->pidfd, 1)) {
+		if (fd_wait_readable(pm->pidfd, pause_ms)) {
 			char why[256];
 			vmm_log_tail(pm->log, why, sizeof(why));
 			return errf(err, errlen, -ECHILD, "pool: cove-vmm --pool exited: %s",
@@ -148,6 +151,7 @@ static int member_connect(struct pool_member *pm, const char *api, char *err, si
 			return errf(err, errlen, -ETIMEDOUT,
 			            "pool: cove-vmm --pool did not listen within %d ms",
 			            POOL_READY_MS);
+		pause_ms = pause_ms < 20 ? pause_ms * 2 : 20;
 	}
 	char line[128];
 	size_t got = 0;
