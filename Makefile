@@ -173,12 +173,12 @@ unit: $(UNIT_BINS)
 	done; exit $$fail
 
 # ---- sanitized binaries: `make sanitize` ----------------------------------
-# cove-vmm, cove and the integration helpers again, with ASan, UBSan and
+# cove-vmm, cove, coved and the integration helpers again, with ASan, UBSan and
 # LeakSanitizer and -DCOVE_SANITIZE (common/sanitize.h), in build/san; the
 # integration suite's second pass runs tests/integration/sanitize.list on them.
 SAN_B := $(B)/san
 san_obj = $(patsubst %.c,$(SAN_B)/obj/%.o,$(1))
-SAN_BINS := $(SAN_B)/bin/cove-vmm $(SAN_B)/bin/cove \
+SAN_BINS := $(SAN_B)/bin/cove-vmm $(SAN_B)/bin/cove $(if $(DAEMON_SRCS),$(SAN_B)/bin/coved) \
             $(patsubst tests/integration/%.c,$(SAN_B)/itest/%,$(ITEST_SRCS))
 $(SAN_B)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -187,6 +187,8 @@ $(SAN_B)/obj/%.o: %.c
 $(SAN_B)/bin/cove-vmm: $(call san_obj,$(VMM_SRCS) $(COMMON_SRCS))
 $(SAN_B)/bin/cove: $(call san_obj,$(CLI_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
 $(SAN_B)/bin/cove: SAN_LIBS := $(LIBS_NET)
+$(SAN_B)/bin/coved: $(call san_obj,$(DAEMON_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
+$(SAN_B)/bin/coved: SAN_LIBS := $(LIBS_NET) $(LIBS_HTTPD)
 $(SAN_B)/bin/%:
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD-SAN  $@")
