@@ -137,6 +137,13 @@ static void entry_name(const struct stat *st, char name[MEMCACHE_NAME_MAX])
 	         (uint64_t)st->st_ctim.tv_sec, (unsigned long)st->st_ctim.tv_nsec);
 }
 
+/* Whether the entry name of length len ends in sfx (".src", ".tmp"). */
+static bool has_suffix(const char *name, size_t len, const char *sfx)
+{
+	size_t k = strlen(sfx);
+	return len > k && !strcmp(name + len - k, sfx);
+}
+
 /* Removes the entries (and sidecars) whose original is gone or changed.
  * The caller holds the directory's lock. */
 static void prune_locked(int dfd)
@@ -147,8 +154,8 @@ static void prune_locked(int dfd)
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		size_t n = strlen(e->d_name);
-		if (strncmp(e->d_name, "m-", 2) || n < 5 || n >= MEMCACHE_NAME_MAX ||
-		    strcmp(e->d_name + n - 4, ".src"))
+		if (strncmp(e->d_name, "m-", 2) || n >= MEMCACHE_NAME_MAX ||
+		    !has_suffix(e->d_name, n, ".src"))
 			continue;
 		char entry[MEMCACHE_NAME_MAX], src[PATH_MAX], want[MEMCACHE_NAME_MAX];
 		memcpy(entry, e->d_name, n - 4);
@@ -260,13 +267,13 @@ static int make_room(int dfd, uint64_t need, uint64_t cap, char *why, size_t why
 		size_t len = strlen(de->d_name);
 		if (strncmp(de->d_name, "m-", 2) || len >= MEMCACHE_NAME_MAX - 4)
 			continue;
-		if (len > 4 && !strcmp(de->d_name + len - 4, ".tmp")) {
+		if (has_suffix(de->d_name, len, ".tmp")) {
 			unlinkat(dfd, de->d_name, 0);
 			continue;
 		}
 		struct stat st, side;
 		char sname[MEMCACHE_NAME_MAX];
-		if ((len > 4 && !strcmp(de->d_name + len - 4, ".src")) ||
+		if (has_suffix(de->d_name, len, ".src") ||
 		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
 			continue;
 		used += (uint64_t)st.st_blocks * 512;
@@ -293,7 +300,7 @@ static int make_room(int dfd, uint64_t need, uint64_t cap, char *why, size_t why
 		char sname[MEMCACHE_NAME_MAX];
 		snprintf(sname, sizeof(sname), "%s.src", e[i].name);
 		if (unlinkat(dfd, e[i].name, 0) == 0) {
-			used -= e[i].bytes < used ? e[i].bytes : used;
+			used -= e[i].bytes; /* counted in used by the walk */
 			if (avail != UINT64_MAX)
 				avail += e[i].bytes;
 		}

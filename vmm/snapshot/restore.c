@@ -126,7 +126,7 @@ int snapshot_open(const char *dir, const char *memory, struct snapshot **out, ch
 	 * copy whose exclusive flock is refused (lib/memcache.c). */
 	if (memory)
 		(void)flock(s->mem_fd, LOCK_SH | LOCK_NB);
-	if (!memory)
+	else
 		s->mem_fd = openat(dirfd, SNAPSHOT_MEMORY_FILE, O_RDONLY | O_CLOEXEC);
 	int e = errno;
 	/* Optional; checked when it is applied (snapshot/prefetch.c). */
