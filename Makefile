@@ -230,14 +230,7 @@ $(B)/fuzz/%: tests/fuzz/%.c $(call fuzz_obj,$(FUZZ_LINKED))
 fuzz: $(FUZZ_BINS)
 
 fuzz-run: $(FUZZ_BINS)
-	@for f in $(FUZZ_BINS); do \
-	  n=$$(basename $$f); mkdir -p $(B)/fuzz-corpus/$$n; \
-	  echo "== fuzz $$n for $(FUZZ_SECONDS)s"; \
-	  seeds=; [ -d tests/fuzz/corpus/$$n ] && seeds=tests/fuzz/corpus/$$n; \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(B)/fuzz-corpus/$$n $$seeds \
-	    > $(B)/fuzz/$$n.log 2>&1 || { tail -n 40 $(B)/fuzz/$$n.log; exit 1; }; \
-	  grep -E 'stat::number_of_executed_units' $(B)/fuzz/$$n.log; \
-	done
+	@scripts/fuzz-run $(FUZZ_SECONDS) $(B) $(FUZZ_BINS)
 
 # ---- guest kernel and images (slow; cached under ~/.cache/cove) -----------
 kernel:
