@@ -135,6 +135,8 @@ out=$(gcurl -H 'Host: API.test:443' https://api.test/v1/x)
 	ok "Host API.test:443 (the same name): injected, Cove writes Host: api.test" || not_ok "same host: $out"
 c=$(gcurl -o "$WORK/r403" -w '%{http_code}' -H 'Host: evil.test' https://api.test/v1/x)
 [ "$c" = 403 ] && ok "https://api.test/v1/x with Host: evil.test: 403 ($(cat "$WORK/r403"))" || not_ok "Host evil.test: $c $(cat "$WORK/r403" 2>/dev/null)"
+c=$(gcurl -o /dev/null -w '%{http_code}' --request-target https://evil.test/v1/x https://api.test/)
+[ "$c" = 403 ] && ok "absolute-form GET https://evil.test/v1/x over api.test's connection: 403" || not_ok "absolute form (api.test): $c"
 c=$(gcurl -o /dev/null -w '%{http_code}' -H 'X-Account: a' --request-target https://evil.test/v1/x https://acct.test/)
 [ "$c" = 403 ] && ok "absolute-form GET https://evil.test/v1/x over acct.test's connection: 403" || not_ok "absolute form: $c"
 c=$(gcurl -o /dev/null -w '%{http_code}' -H 'X-Account: a' --request-target x://evil.test/ https://acct.test/)
