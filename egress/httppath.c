@@ -42,9 +42,9 @@ static bool segment_refused(const char *s, size_t n, bool plain)
 		return false; /* a literal "." or "..": remove_dot_segments' job */
 	size_t start = 0;
 	for (size_t i = 0; i <= n; i++) {
-		bool sep = i + 3 <= n && s[i] == '%' &&
-		           ((s[i + 1] == '2' && s[i + 2] == 'F') ||
-		            (s[i + 1] == '5' && s[i + 2] == 'C'));
+		bool sep =
+		    i + 3 <= n && s[i] == '%' &&
+		    ((s[i + 1] == '2' && s[i + 2] == 'F') || (s[i + 1] == '5' && s[i + 2] == 'C'));
 		if (i == n || sep) {
 			if (dot_name(s + start, i - start))
 				return true;
