@@ -236,6 +236,30 @@ static int host_norm(const char *in, char **out)
 	return *out ? 0 : -ENOMEM;
 }
 
+/* "schemes": a non-empty list of "https" and "http"; absent, https only. */
+static int parse_schemes(struct proxy_rule *u, json_t *a, char *err, size_t errlen)
+{
+	u->schemes = PROXY_SCHEME_HTTPS;
+	if (!a)
+		return 0;
+	char **l = NULL;
+	size_t n = 0;
+	int r = str_list(a, u->name, "schemes", true, &l, &n, err, errlen);
+	u->schemes = 0;
+	for (size_t i = 0; !r && i < n; i++) {
+		if (!strcmp(l[i], "https"))
+			u->schemes |= PROXY_SCHEME_HTTPS;
+		else if (!strcmp(l[i], "http"))
+			u->schemes |= PROXY_SCHEME_HTTP;
+		else
+			r = errf(err, errlen, -EINVAL,
+			         "rule '%s': scheme '%.20s' is neither \"https\" nor \"http\"",
+			         u->name, l[i]);
+	}
+	list_free(l, n);
+	return r;
+}
+
 static int parse_rule(struct proxy_rules *rs, json_t *j, size_t idx, char *err, size_t errlen)
 {
 	struct proxy_rule *u = &rs->rules[idx];
@@ -247,7 +271,7 @@ static int parse_rule(struct proxy_rules *rs, json_t *j, size_t idx, char *err, 
 	{
 		static const char *const keys[] = { "name",          "match_hosts",   "match_paths",
 			                            "match_methods", "match_headers", "headers",
-			                            "env_vars" };
+			                            "env_vars",      "schemes" };
 		bool known = false;
 		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]) && !known; i++)
 			known = !strcmp(k, keys[i]);
@@ -291,6 +315,8 @@ static int parse_rule(struct proxy_rules *rs, json_t *j, size_t idx, char *err, 
 			    "without spaces",
 			    name, p);
 	}
+	if ((r = parse_schemes(u, json_object_get(j, "schemes"), err, errlen)))
+		return r;
 	if ((r = str_list(json_object_get(j, "match_methods"), name, "match_methods", false,
 	                  &u->methods, &u->nmethods, err, errlen)))
 		return r;
@@ -489,7 +515,7 @@ static bool path_match(const struct proxy_rule *u, const char *path, size_t len)
 	for (size_t i = 0; i < u->npaths; i++) {
 		const char *p = u->paths[i];
 		if (strpbrk(p, "*?[")) {
-			if (!fnmatch(p, buf, 0))
+			if (!fnmatch(p, buf, FNM_PATHNAME))
 				return true;
 		} else if (!strncmp(buf, p, strlen(p))) {
 			return true;
@@ -498,12 +524,15 @@ static bool path_match(const struct proxy_rule *u, const char *path, size_t len)
 	return false;
 }
 
-const struct proxy_rule *proxy_rules_match(const struct proxy_rules *r, const char *host,
+const struct proxy_rule *proxy_rules_match(const struct proxy_rules *r, const char *host, bool tls,
                                            const char *method, const char *path, size_t pathlen,
                                            const struct proxy_hdr *hdrs, size_t nhdrs)
 {
+	unsigned scheme = tls ? PROXY_SCHEME_HTTPS : PROXY_SCHEME_HTTP;
 	for (size_t i = 0; r && i < r->n; i++) {
 		const struct proxy_rule *u = &r->rules[i];
+		if (!(u->schemes & scheme))
+			continue;
 		bool ok = false;
 		for (size_t h = 0; h < u->nhosts && !ok; h++)
 			ok = proxy_host_match(u->hosts[h], host);

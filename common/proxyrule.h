@@ -11,10 +11,15 @@
  *               "match_paths": ["/v1/", "/v2/ *"],     (optional; no space)
  *               "match_methods": ["GET"],             (optional)
  *               "match_headers": {"X-Account": "a"},  (optional)
+ *               "schemes": ["https", "http"],         (optional; ["https"])
  *               "headers": {"Authorization": "Bearer {{secrets.TOKEN}}"},
  *               "env_vars": {"GH_TOKEN": "dummy"}}]}  (optional)
  *
- * Rules are evaluated in order; the first whose every match_* holds wins.
+ * Rules are evaluated in order; the first whose every match_* holds, over
+ * a scheme in its "schemes", wins.  Paths are matched as cove-egress
+ * normalised them (egress/httppath.h), globs with FNM_PATHNAME ('*' stays
+ * within a segment).  A secret goes over plain HTTP only where a rule says
+ * "http" in "schemes".
  * The file holds references and where values come from, never values. */
 #ifndef COVE_PROXYRULE_H
 #define COVE_PROXYRULE_H
@@ -30,6 +35,9 @@
 #define PROXY_PATH_MAX    1024 /* a match_paths entry, a file path */
 #define PROXY_FILE_MAX    (1 << 20)
 
+#define PROXY_SCHEME_HTTPS 1u
+#define PROXY_SCHEME_HTTP  2u
+
 struct proxy_kv {
 	char *name;
 	char *value;
@@ -39,7 +47,8 @@ struct proxy_rule {
 	char *name;
 	char **hosts; /* lower case; "*.NAME" matches names below NAME */
 	size_t nhosts;
-	char **paths; /* with '*', '?' or '[': a glob (fnmatch); else a prefix */
+	unsigned schemes; /* PROXY_SCHEME_* */
+	char **paths;     /* with '*', '?' or '[': a glob (fnmatch); else a prefix */
 	size_t npaths;
 	char **methods; /* upper case */
 	size_t nmethods;
@@ -97,9 +106,10 @@ bool proxy_host_match(const char *pat, const char *host);
  * or NULL: the proxy intercepts only such hosts. */
 const struct proxy_rule *proxy_rules_for_host(const struct proxy_rules *r, const char *host);
 
-/* proxy_rules_match() - the first rule matching the request (@path up to
- * any '?', @method, @hdrs), or NULL. */
-const struct proxy_rule *proxy_rules_match(const struct proxy_rules *r, const char *host,
+/* proxy_rules_match() - the first rule matching the request (@tls: over
+ * https, else http; @path up to any '?', already normalised; @method,
+ * @hdrs), or NULL. */
+const struct proxy_rule *proxy_rules_match(const struct proxy_rules *r, const char *host, bool tls,
                                            const char *method, const char *path, size_t pathlen,
                                            const struct proxy_hdr *hdrs, size_t nhdrs);
 

@@ -1,9 +1,12 @@
 #include "httpreq.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+
+#include "httppath.h"
 
 static struct httpreq *req_of(http_parser *p)
 {
@@ -111,7 +114,7 @@ enum httpreq_result httpreq_feed(struct httpreq *r, const uint8_t *data, size_t 
 		r->head_end = r->parsed + k + 1;
 		r->parsed = r->head_end;
 		if (r->head_end > r->len || r->buf[r->head_end - 1] != '\n' || !r->url.len ||
-		    !span_clean(r, &r->url))
+		    !span_clean(r, &r->url) || r->p.http_major != 1 || r->p.http_minor > 1)
 			goto bad;
 		for (size_t i = 0; i < r->nh; i++)
 			if (!span_token(r, &r->h[i].n) || !span_clean(r, &r->h[i].v))
@@ -163,23 +166,30 @@ static bool put(uint8_t *out, size_t outlen, size_t *o, const void *p, size_t n)
 	return true;
 }
 
-long httpreq_rewrite(const struct httpreq *r, const struct proxy_hdr *add, size_t nadd,
-                     uint8_t *out, size_t outlen)
+long httpreq_rewrite(const struct httpreq *r, const char *target, size_t tlen, const char *host,
+                     const struct proxy_hdr *add, size_t nadd, uint8_t *out, size_t outlen)
 {
 	size_t o = 0;
 	char line[64];
 	const char *m = httpreq_method(r);
+	if (!target) {
+		target = (const char *)r->buf + r->url.off;
+		tlen = r->url.len;
+	}
 	if (!put(out, outlen, &o, m, strlen(m)) || !put(out, outlen, &o, " ", 1) ||
-	    !put(out, outlen, &o, r->buf + r->url.off, r->url.len))
+	    !put(out, outlen, &o, target, tlen))
 		return -1;
 	int l = snprintf(line, sizeof(line), " HTTP/%u.%u\r\n", r->p.http_major, r->p.http_minor);
 	if (!put(out, outlen, &o, line, (size_t)l))
+		return -1;
+	if (host && (!put(out, outlen, &o, "Host: ", 6) ||
+	             !put(out, outlen, &o, host, strlen(host)) || !put(out, outlen, &o, "\r\n", 2)))
 		return -1;
 	for (size_t i = 0; i < r->nh; i++) {
 		const uint8_t *n = r->buf + r->h[i].n.off;
 		size_t nl = r->h[i].n.len;
 		bool drop = name_is(n, nl, "connection") || name_is(n, nl, "keep-alive") ||
-		            name_is(n, nl, "proxy-connection");
+		            name_is(n, nl, "proxy-connection") || (host && name_is(n, nl, "host"));
 		for (size_t a = 0; a < nadd && !drop; a++)
 			drop = add[a].nlen == nl && !strncasecmp(add[a].name, (const char *)n, nl);
 		if (drop)
@@ -199,4 +209,208 @@ long httpreq_rewrite(const struct httpreq *r, const struct proxy_hdr *add, size_
 	if (!put(out, outlen, &o, tail, sizeof(tail) - 1))
 		return -1;
 	return (long)o;
+}
+
+/* ---- where the request goes ----------------------------------------------- */
+
+static bool v6_char(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') ||
+	       c == ':' || c == '.';
+}
+
+/* HOST[:PORT] or [V6][:PORT] in [s, s+n), spaces around it ignored. */
+static int authority_parse(const char *s, size_t n, struct httpreq_authority *a)
+{
+	memset(a, 0, sizeof(*a));
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+		n--;
+	while (n && (*s == ' ' || *s == '\t'))
+		s++, n--;
+	if (!n)
+		return -EINVAL;
+	const char *h = s, *rest;
+	size_t hn;
+	if (*s == '[') {
+		const char *close = memchr(s, ']', n);
+		if (!close || close == s + 1 || close - s - 1 > 45)
+			return -EINVAL;
+		h = s + 1;
+		hn = (size_t)(close - h);
+		for (size_t i = 0; i < hn; i++)
+			if (!v6_char(h[i]))
+				return -EINVAL;
+		a->ip = true;
+		rest = close + 1;
+	} else {
+		const char *colon = memchr(s, ':', n);
+		hn = colon ? (size_t)(colon - s) : n;
+		rest = s + hn;
+	}
+	size_t rn = n - (size_t)(rest - s);
+	if (rn) {
+		unsigned v = 0;
+		if (rest[0] != ':' || rn < 2 || rn > 6)
+			return -EINVAL;
+		for (size_t i = 1; i < rn; i++) {
+			if (rest[i] < '0' || rest[i] > '9')
+				return -EINVAL;
+			v = v * 10 + (unsigned)(rest[i] - '0');
+		}
+		if (v == 0 || v > 65535)
+			return -EINVAL;
+		a->port = (uint16_t)v;
+	}
+	if (hn == 0 || hn > NETRULE_NAME_MAX + 1)
+		return -EINVAL;
+	char tmp[NETRULE_NAME_MAX + 2];
+	memcpy(tmp, h, hn);
+	tmp[hn] = '\0';
+	if (memchr(tmp, '\0', hn))
+		return -EINVAL;
+	struct netaddr ad;
+	if (a->ip || netaddr_parse(tmp, &ad) == 0) {
+		if (hn >= sizeof(a->name))
+			return -EINVAL;
+		a->ip = true;
+		for (size_t i = 0; i <= hn; i++)
+			a->name[i] =
+			    (char)((tmp[i] >= 'A' && tmp[i] <= 'Z') ? tmp[i] + 32 : tmp[i]);
+		return 0;
+	}
+	return netname_normalize(tmp, a->name, sizeof(a->name)) ? -EINVAL : 0;
+}
+
+static bool authority_eq(const struct httpreq_authority *x, const struct httpreq_authority *y)
+{
+	return x->ip == y->ip && x->port == y->port && !strcmp(x->name, y->name);
+}
+
+#define URL_HAS(u, f) ((u).field_set & (1 << (f)))
+
+int httpreq_target(const struct httpreq *r, struct httpreq_target *t, const char **why)
+{
+	memset(t, 0, sizeof(*t));
+	*why = NULL;
+	if (r->p.method == HTTP_CONNECT) {
+		*why = "CONNECT is refused";
+		return -EPERM;
+	}
+	for (size_t i = 0; i < r->nh; i++) {
+		if (!name_is(r->buf + r->h[i].n.off, r->h[i].n.len, "host"))
+			continue;
+		if (t->have_host) {
+			*why = "two Host headers";
+			return -EPERM;
+		}
+		t->have_host = true;
+		if (authority_parse((const char *)r->buf + r->h[i].v.off, r->h[i].v.len,
+		                    &t->host)) {
+			*why = "the Host header does not parse";
+			return -EINVAL;
+		}
+	}
+	const char *u = (const char *)r->buf + r->url.off;
+	size_t ul = r->url.len;
+	if (ul == 1 && u[0] == '*') {
+		t->asterisk = true;
+		return 0;
+	}
+	struct http_parser_url pu;
+	http_parser_url_init(&pu);
+	if (ul > UINT16_MAX || http_parser_parse_url(u, ul, 0, &pu)) {
+		*why = "the target does not parse";
+		return -EINVAL;
+	}
+	if (URL_HAS(pu, UF_FRAGMENT)) {
+		*why = "a fragment in the target";
+		return -EINVAL;
+	}
+	if (URL_HAS(pu, UF_SCHEMA)) {
+		if (URL_HAS(pu, UF_USERINFO)) {
+			*why = "userinfo in the target";
+			return -EPERM;
+		}
+		size_t a0 = (size_t)pu.field_data[UF_SCHEMA].off + pu.field_data[UF_SCHEMA].len;
+		size_t a1 = URL_HAS(pu, UF_PATH)    ? pu.field_data[UF_PATH].off
+		            : URL_HAS(pu, UF_QUERY) ? (size_t)pu.field_data[UF_QUERY].off - 1
+		                                    : ul;
+		if (a1 > ul || a1 < a0 + 3 || memcmp(u + a0, "://", 3) ||
+		    authority_parse(u + a0 + 3, a1 - a0 - 3, &t->abs)) {
+			*why = "the target's authority does not parse";
+			return -EINVAL;
+		}
+		t->absolute = true;
+	} else if (u[0] != '/') {
+		*why = "the target is neither a path nor absolute";
+		return -EINVAL;
+	}
+	if (URL_HAS(pu, UF_PATH))
+		t->path = (struct httpreq_span){ r->url.off + pu.field_data[UF_PATH].off,
+			                         pu.field_data[UF_PATH].len };
+	if (URL_HAS(pu, UF_QUERY)) {
+		t->has_query = true;
+		t->query = (struct httpreq_span){ r->url.off + pu.field_data[UF_QUERY].off,
+			                          pu.field_data[UF_QUERY].len };
+	}
+	if (t->absolute && t->have_host && !authority_eq(&t->abs, &t->host)) {
+		*why = "the target's authority is not the Host";
+		return -EPERM;
+	}
+	return 0;
+}
+
+int httpreq_intercepted(const struct httpreq *r, const char *name, uint16_t port, char *tgt,
+                        size_t tgtlen, size_t *tlen, const char **why)
+{
+	*tlen = 0;
+	if (r->p.method == HTTP_TRACE) {
+		*why = "TRACE is refused on an intercepted connection";
+		return 403;
+	}
+	struct httpreq_target t;
+	int e = httpreq_target(r, &t, why);
+	if (e)
+		return e == -EPERM ? 403 : 400;
+	const struct httpreq_authority *a = t.have_host ? &t.host : t.absolute ? &t.abs : NULL;
+	if (a && (a->ip || strcmp(a->name, name))) {
+		*why = "the request's Host is not the name the connection was made to";
+		return 403;
+	}
+	if (a && a->port && a->port != port) {
+		*why = "the request's Host names another port";
+		return 403;
+	}
+	if (t.asterisk) {
+		if (r->p.method != HTTP_OPTIONS || tgtlen < 2) {
+			*why = "'*' is a target for OPTIONS only";
+			return 400;
+		}
+		memcpy(tgt, "*", 2);
+		*tlen = 1;
+		return 0;
+	}
+	const char *p = t.path.len ? (const char *)r->buf + t.path.off : "/";
+	long n = httppath_normalize(p, t.path.len ? t.path.len : 1, tgt, tgtlen);
+	if (n == -EPERM) {
+		*why = "an encoded or parameterised dot segment in the path";
+		return 403;
+	}
+	if (n < 0) {
+		*why = "the path does not parse";
+		return 400;
+	}
+	size_t o = (size_t)n;
+	if (t.has_query) {
+		if (o + 1 + t.query.len + 1 > tgtlen) {
+			*why = "the target is too long";
+			return 400;
+		}
+		tgt[o++] = '?';
+		memcpy(tgt + o, r->buf + t.query.off, t.query.len);
+		o += t.query.len;
+		tgt[o] = '\0';
+	}
+	*tlen = o;
+	return 0;
 }

@@ -119,6 +119,7 @@ static void queue_refusal(struct conn *c)
 {
 	struct mitm *m = c->m;
 	const char *reason = m->refuse_status == 400   ? "Bad Request"
+	                     : m->refuse_status == 403 ? "Forbidden"
 	                     : m->refuse_status == 431 ? "Request Header Fields Too Large"
 	                                               : "Bad Gateway";
 	c->down.off = 0;
@@ -131,17 +132,34 @@ static void queue_refusal(struct conn *c)
 	m->replying = true;
 }
 
-/* The head is complete: match a rule, expand its headers, rebuild. */
+/* The head is complete: judge where it goes, normalise its path, match a
+ * rule, expand its headers, rebuild with Cove's own Host. */
 static void head_decided(struct conn *c)
 {
 	struct egress *e = c->e;
 	struct mitm *m = c->m;
 	struct httpreq *q = &m->req;
 	static struct proxy_hdr hdrs[HTTPREQ_HDRS_MAX];
+	static char tgt[HTTPREQ_TARGET_MAX];
+	size_t tlen = 0;
+	const char *why = NULL;
+	int st = httpreq_intercepted(q, c->name, c->port, tgt, sizeof(tgt), &tlen, &why);
+	if (st) {
+		log_req(c, NULL, false, false, why);
+		c->logged = true;
+		refuse(m, st, why);
+		return;
+	}
+	/* The name the rule matched, never the guest's spelling of it. */
+	char host[NETRULE_NAME_MAX + 8];
+	if (c->port != (c->tls ? 443 : 80))
+		snprintf(host, sizeof(host), "%s:%u", c->name, c->port);
+	else
+		snprintf(host, sizeof(host), "%s", c->name);
 	size_t nh = httpreq_headers(q, hdrs, HTTPREQ_HDRS_MAX);
 	const char *method = httpreq_method(q);
-	const struct proxy_rule *u = proxy_rules_match(
-	    &e->rules, c->name, method, (const char *)q->buf + q->url.off, q->url.len, hdrs, nh);
+	const struct proxy_rule *u =
+	    proxy_rules_match(&e->rules, c->name, c->tls, method, tgt, tlen, hdrs, nh);
 	struct proxy_hdr add[PROXY_LIST_MAX];
 	static char vals[PROXY_LIST_MAX][PROXY_VALUE_MAX * 2 + 1];
 	size_t nadd = 0;
@@ -165,7 +183,7 @@ static void head_decided(struct conn *c)
 			                          .value = vals[i],
 			                          .vlen = (size_t)n };
 	}
-	long w = httpreq_rewrite(q, add, nadd, c->up.buf, CONN_BUF);
+	long w = httpreq_rewrite(q, tgt, tlen, host, add, nadd, c->up.buf, CONN_BUF);
 	if (w < 0) {
 		refuse(m, 431, "the request head is too large with its injected headers");
 		goto wipe;

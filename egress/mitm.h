@@ -3,13 +3,19 @@
  * handshake is answered with a leaf for its SNI from the sandbox CA
  * (egress/tlsca.c, ALPN http/1.1), the server is dialled with TLS and its
  * certificate verified for that name.  Plain HTTP on port 80 the same,
- * without TLS.  Then the request head is parsed (egress/httpreq.c), the
- * first matching rule's headers replace the guest's of the same names,
+ * without TLS.  Then the request head is parsed (egress/httpreq.c) and
+ * judged (issue 26, httpreq_intercepted()): its Host (or absolute-form
+ * authority) must be the name the connection was intercepted for, CONNECT
+ * and TRACE are refused, the path is normalised (egress/httppath.h) and
+ * forwarded in origin form.  Cove writes the Host header itself from that
+ * name, the first matching rule's headers (over plain HTTP only a rule
+ * with "schemes": ["http"]) replace the guest's of the same names,
  * "Connection: close" makes it the connection's one request, and the rest
- * is forwarded as it is, both ways.  A reference that does not resolve
- * gets 502 and a log line; a head that does not parse 400 (431 when too
- * large); a server whose certificate fails 502.  The egress log gets one
- * line per injected request with the rule's name and "[redacted]". */
+ * is forwarded as it is, both ways.  A refused request gets 403 and a log
+ * line; a reference that does not resolve 502 and a log line; a head that
+ * does not parse 400 (431 when too large); a server whose certificate
+ * fails 502.  The egress log gets one line per injected request with the
+ * rule's name and "[redacted]". */
 #ifndef COVE_EGRESS_MITM_H
 #define COVE_EGRESS_MITM_H
 

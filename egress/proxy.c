@@ -163,8 +163,8 @@ static void on_head(struct ev *ev, uint32_t events)
 		return;
 	}
 	/* Upstream sees this one request, closed after it (sniff.h). */
-	static uint8_t rw[SNIFF_HTTP_MAX + 64];
-	long w = sniff_http_rewrite(c->head, h.head_len, rw, sizeof(rw));
+	static uint8_t rw[SNIFF_HTTP_MAX * 2]; /* rebuilt lines may grow */
+	long w = sniff_http_rewrite(&h, rw, sizeof(rw));
 	size_t rest = c->headlen - h.head_len;
 	if (w < 0 || (size_t)w + rest > sizeof(c->head)) {
 		refuse(c, NULL);

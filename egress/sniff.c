@@ -6,6 +6,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "httpreq.h"
+
 #define TLS_HANDSHAKE    22
 #define TLS_CLIENT_HELLO 1
 #define TLS_EXT_SNI      0x0000
@@ -170,181 +172,39 @@ enum sniff_result sniff_clienthello(const uint8_t *buf, size_t len, struct sniff
 
 /* ---- HTTP ---------------------------------------------------------------- */
 
-static bool is_tchar(unsigned char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       (c && strchr("!#$%&'*+-.^_`|~", c));
-}
-
-/* HOST[:PORT] in [s, s+n) into @out; the name normalized. */
-static enum sniff_result parse_authority(const char *s, size_t n, struct sniff_http *out)
-{
-	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
-		n--;
-	while (n && (*s == ' ' || *s == '\t'))
-		s++, n--;
-	if (n == 0)
-		return SNIFF_BAD;
-	if (*s == '[')
-		return SNIFF_NONAME; /* an IPv6 literal */
-	const char *colon = memchr(s, ':', n);
-	size_t hn = colon ? (size_t)(colon - s) : n;
-	out->port = 0;
-	if (colon) {
-		size_t pl = n - hn - 1;
-		unsigned v = 0;
-		if (pl == 0 || pl > 5)
-			return SNIFF_BAD;
-		for (size_t i = 0; i < pl; i++) {
-			if (colon[1 + i] < '0' || colon[1 + i] > '9')
-				return SNIFF_BAD;
-			v = v * 10 + (unsigned)(colon[1 + i] - '0');
-		}
-		if (v == 0 || v > 65535)
-			return SNIFF_BAD;
-		out->port = (uint16_t)v;
-	}
-	if (hn == 0 || hn > NETRULE_NAME_MAX + 1)
-		return SNIFF_BAD;
-	char tmp[NETRULE_NAME_MAX + 2];
-	memcpy(tmp, s, hn);
-	tmp[hn] = '\0';
-	struct netaddr a;
-	if (netaddr_parse(tmp, &a) == 0)
-		return SNIFF_NONAME;
-	if (memchr(tmp, '\0', hn) || netname_normalize(tmp, out->name, sizeof(out->name)))
-		return SNIFF_BAD;
-	return SNIFF_DONE;
-}
-
-/* The end of the head (after "\r\n\r\n"), or 0. */
-static size_t head_end(const uint8_t *buf, size_t len)
-{
-	for (size_t i = 0; i + 3 < len; i++)
-		if (buf[i] == '\r' && buf[i + 1] == '\n' && buf[i + 2] == '\r' &&
-		    buf[i + 3] == '\n')
-			return i + 4;
-	return 0;
-}
+/* The one parse behind sniff_http_host() and sniff_http_rewrite(): the
+ * proxy is single-threaded and rewrites right after a DONE. */
+static struct httpreq http_req;
 
 enum sniff_result sniff_http_host(const uint8_t *buf, size_t len, struct sniff_http *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (len > SNIFF_HTTP_MAX)
 		len = SNIFF_HTTP_MAX;
-	size_t end = head_end(buf, len);
-	if (!end) {
-		/* Fail early on bytes no request line starts with. */
-		for (size_t i = 0; i < len && buf[i] != ' '; i++)
-			if (!is_tchar(buf[i]))
-				return SNIFF_BAD;
+	struct httpreq *q = &http_req;
+	httpreq_init(q);
+	size_t used = 0;
+	enum httpreq_result r = httpreq_feed(q, buf, len, &used);
+	if (r == HTTPREQ_BAD)
+		return SNIFF_BAD;
+	if (r == HTTPREQ_MORE)
 		return len >= SNIFF_HTTP_MAX ? SNIFF_BAD : SNIFF_MORE;
-	}
-	const char *p = (const char *)buf;
-	/* Request line: METHOD SP TARGET SP HTTP/1.x CRLF */
-	const char *eol = memchr(p, '\r', end);
-	if (!eol || eol[1] != '\n')
+	struct httpreq_target t;
+	const char *why;
+	if (httpreq_target(q, &t, &why))
 		return SNIFF_BAD;
-	const char *sp1 = memchr(p, ' ', (size_t)(eol - p));
-	if (!sp1 || sp1 == p)
-		return SNIFF_BAD;
-	for (const char *q = p; q < sp1; q++)
-		if (!is_tchar((unsigned char)*q))
-			return SNIFF_BAD;
-	const char *tgt = sp1 + 1;
-	const char *sp2 = memchr(tgt, ' ', (size_t)(eol - tgt));
-	if (!sp2 || sp2 == tgt || (size_t)(eol - sp2) != 9 || memcmp(sp2 + 1, "HTTP/1.", 7) ||
-	    (sp2[8] != '0' && sp2[8] != '1'))
-		return SNIFF_BAD;
-	for (const char *q = tgt; q < sp2; q++)
-		if ((unsigned char)*q <= ' ' || (unsigned char)*q >= 127)
-			return SNIFF_BAD;
-	/* Absolute form: the authority must agree with Host. */
-	struct sniff_http abs = { .port = 0 };
-	bool have_abs = false;
-	size_t tl = (size_t)(sp2 - tgt);
-	if (tl > 7 &&
-	    (!strncasecmp(tgt, "http://", 7) || (tl > 8 && !strncasecmp(tgt, "https://", 8)))) {
-		const char *a = tgt + (tgt[4] == ':' ? 7 : 8);
-		const char *ae = a;
-		while (ae < sp2 && *ae != '/' && *ae != '?' && *ae != '#')
-			ae++;
-		if (memchr(a, '@', (size_t)(ae - a)))
-			return SNIFF_BAD;
-		enum sniff_result r = parse_authority(a, (size_t)(ae - a), &abs);
-		if (r != SNIFF_DONE)
-			return r;
-		have_abs = true;
-	}
-	/* Header fields. */
-	bool have_host = false;
-	const char *line = eol + 2;
-	const char *stop = p + end - 2; /* the final CRLF */
-	while (line < stop) {
-		const char *le = memchr(line, '\r', (size_t)(stop - line) + 1);
-		if (!le || le[1] != '\n')
-			return SNIFF_BAD;
-		const char *colon = memchr(line, ':', (size_t)(le - line));
-		if (!colon || colon == line)
-			return SNIFF_BAD; /* also refuses obs-fold continuation lines */
-		for (const char *q = line; q < colon; q++)
-			if (!is_tchar((unsigned char)*q))
-				return SNIFF_BAD;
-		for (const char *q = colon + 1; q < le; q++)
-			if ((unsigned char)*q < ' ' && *q != '\t')
-				return SNIFF_BAD;
-		if (colon - line == 4 && !strncasecmp(line, "host", 4)) {
-			if (have_host)
-				return SNIFF_BAD;
-			have_host = true;
-			enum sniff_result r =
-			    parse_authority(colon + 1, (size_t)(le - colon - 1), out);
-			if (r != SNIFF_DONE)
-				return r;
-		}
-		line = le + 2;
-	}
-	if (!have_host)
+	if (!t.have_host || t.host.ip)
 		return SNIFF_NONAME;
-	if (have_abs && (strcmp(abs.name, out->name) || abs.port != out->port))
-		return SNIFF_BAD;
-	out->head_len = end;
+	memcpy(out->name, t.host.name, sizeof(out->name));
+	out->port = t.host.port;
+	out->head_len = q->head_end;
+	out->req = q;
 	return SNIFF_DONE;
 }
 
-static bool hop_header(const char *line, size_t n)
+long sniff_http_rewrite(const struct sniff_http *h, uint8_t *out, size_t outlen)
 {
-	static const char *const drop[] = { "connection", "keep-alive", "proxy-connection" };
-	for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++) {
-		size_t dl = strlen(drop[i]);
-		if (n > dl && line[dl] == ':' && !strncasecmp(line, drop[i], dl))
-			return true;
-	}
-	return false;
-}
-
-long sniff_http_rewrite(const uint8_t *head, size_t head_len, uint8_t *out, size_t outlen)
-{
-	static const char close_hdr[] = "Connection: close\r\n\r\n";
-	const char *p = (const char *)head;
-	if (head_len < 4)
+	if (!h->req)
 		return -1;
-	size_t o = 0, i = 0, stop = head_len - 2;
-	bool first = true;
-	while (i < stop) {
-		const char *le = memchr(p + i, '\n', stop - i);
-		size_t n = le ? (size_t)(le - (p + i)) + 1 : stop - i;
-		if (first || !hop_header(p + i, n)) {
-			if (n > outlen - o)
-				return -1;
-			memcpy(out + o, p + i, n);
-			o += n;
-		}
-		first = false;
-		i += n;
-	}
-	if (sizeof(close_hdr) - 1 > outlen - o)
-		return -1;
-	memcpy(out + o, close_hdr, sizeof(close_hdr) - 1);
-	return (long)(o + sizeof(close_hdr) - 1);
+	return httpreq_rewrite(h->req, NULL, 0, NULL, NULL, 0, out, outlen);
 }

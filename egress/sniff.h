@@ -1,5 +1,6 @@
 /* The names a guest's first bytes claim: the TLS ClientHello's SNI and the
- * HTTP request's Host.  Bounded parsers over hostile input, fuzzed
+ * HTTP request's Host (the head parsed by egress/httpreq.c, libhttp-parser).
+ * Bounded parsers over hostile input, fuzzed
  * (tests/fuzz/fuzz_clienthello.c, fuzz_http_host.c).  Each takes all the
  * bytes read so far and is called again as more arrive; they never read
  * past @len and copy what they keep. */
@@ -32,24 +33,29 @@ struct sniff_tls {
  * (no server_name; @out->ech still set). */
 enum sniff_result sniff_clienthello(const uint8_t *buf, size_t len, struct sniff_tls *out);
 
+struct httpreq;
+
 struct sniff_http {
 	char name[NETRULE_NAME_MAX + 1]; /* normalized Host, port removed */
 	uint16_t port;                   /* the Host's port, 0 if none */
 	size_t head_len;                 /* bytes up to and including the blank line */
+	const struct httpreq *req;       /* the parse, until the next sniff_http_host() */
 };
 
-/* sniff_http_host() - the Host of an HTTP/1.x request head at @buf.  One
- * Host header is required (two are an error, as is an absolute-form
- * target naming another host); an IP literal is SNIFF_NONAME.
+/* sniff_http_host() - the Host of an HTTP/1.0 or 1.1 request head at @buf.
+ * One Host header is required (two are an error, as are CONNECT and an
+ * absolute-form target of any scheme whose authority is not the Host's,
+ * see httpreq_target()); an IP literal is SNIFF_NONAME.  Not reentrant.
  * Return: SNIFF_DONE, SNIFF_MORE, SNIFF_BAD, SNIFF_NONAME. */
 enum sniff_result sniff_http_host(const uint8_t *buf, size_t len, struct sniff_http *out);
 
-/* sniff_http_rewrite() - the request head for upstream: every Connection,
- * Keep-Alive and Proxy-Connection header dropped and "Connection: close"
- * added, so the server answers this one request only (a second request on
- * the connection could name another host of a shared address).
- * @head: head_len bytes from a SNIFF_DONE parse.  Return: bytes written to
- * @out, or -1 if it does not fit in @outlen. */
-long sniff_http_rewrite(const uint8_t *head, size_t head_len, uint8_t *out, size_t outlen);
+/* sniff_http_rewrite() - the request head for upstream, rebuilt from the
+ * parse: every Connection, Keep-Alive and Proxy-Connection header dropped
+ * and "Connection: close" added, so the server answers this one request
+ * only (a second request on the connection could name another host of a
+ * shared address).  @h: from a SNIFF_DONE, with no sniff_http_host() call
+ * since.  Return: bytes written to @out, or -1 if it does not fit in
+ * @outlen. */
+long sniff_http_rewrite(const struct sniff_http *h, uint8_t *out, size_t outlen);
 
 #endif

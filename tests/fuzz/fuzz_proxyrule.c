@@ -36,9 +36,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			                      miss, sizeof(miss));
 			assert(n >= 0 || n == -E2BIG);
 		}
+		assert(u->schemes && !(u->schemes & ~(PROXY_SCHEME_HTTP | PROXY_SCHEME_HTTPS)));
 		struct proxy_hdr h = { "x-account", "a", 9, 1 };
-		(void)proxy_rules_match(&r, u->hosts[0][0] == '*' ? "a.b.test" : u->hosts[0], "GET",
-		                        "/v1/x?y", 7, &h, 1);
+		const char *host = u->hosts[0][0] == '*' ? "a.b.test" : u->hosts[0];
+		const struct proxy_rule *m =
+		    proxy_rules_match(&r, host, true, "GET", "/v1/x?y", 7, &h, 1);
+		assert(!m || (m->schemes & PROXY_SCHEME_HTTPS));
+		m = proxy_rules_match(&r, host, false, "GET", "/v1/x?y", 7, &h, 1);
+		assert(!m || (m->schemes & PROXY_SCHEME_HTTP));
 	}
 	proxy_rules_free(&r);
 	return 0;

@@ -6,8 +6,11 @@
 # Rules and secrets go in over the ctl socket ({"op":"proxy"}); the guest
 # trusts the sandbox CA from the reply.  Checks injection and overwrite,
 # splicing of hosts without a rule, path/method/header selection, plain
-# HTTP, the log's [redacted], a refused bad change, removal, an upstream
-# certificate that fails, and that the process is still confined.
+# HTTP ("schemes"), the log's [redacted], a refused bad change, removal, an
+# upstream certificate that fails, and that the process is still confined.
+# Issue 26: echo.py also routes by name (evil.test is the attacker's site,
+# logged apart); a secret must follow the rule's host, never the guest's
+# Host or absolute-form target, nor a dot-segment path out of match_paths.
 source tests/integration/lib.sh
 need build/bin/cove-egress
 [ "$(id -u)" = 0 ] || { echo "skip: needs root"; exit 77; }
@@ -61,7 +64,7 @@ RULES='{"secrets":{"A":{"env":"A"},"B":{"file":"/b"}},"rules":[
  {"name":"v1get","match_hosts":["api.test"],"match_paths":["/v1/"],"match_methods":["GET"],
   "headers":{"Authorization":"Bearer {{secrets.A}}","X-Extra":"x-{{secrets.B}}"}},
  {"name":"acct-a","match_hosts":["acct.test"],"match_headers":{"X-Account":"a"},
-  "headers":{"Authorization":"Bearer {{secrets.A}}"}},
+  "schemes":["https","http"],"headers":{"Authorization":"Bearer {{secrets.A}}"}},
  {"name":"acct-b","match_hosts":["*.acct.test","acct.test"],"match_headers":{"X-Account":"b"},
   "headers":{"Authorization":"Bearer {{secrets.B}}"}}]}'
 proxy_req() { # RULES [CA_JSON]
@@ -116,10 +119,55 @@ out=$(gcurl -H 'X-Account: b' https://acct.test/)
 [ "$(field "$out" auth_sha256)" = "$(sha "Bearer $TOK_B")" ] && ok "match_headers: account b gets secret B" || not_ok "acct b: $out"
 out=$(gcurl -H 'X-Account: c' https://acct.test/)
 [ "$(field "$out" n_auth)" = 0 ] && ok "match_headers: account c gets nothing" || not_ok "acct c: $out"
-# Plain HTTP to a rule's host.
+# Plain HTTP to a rule's host: a secret only where the rule says "schemes": ["http"].
 out=$(in_g curl -s -m 10 "${RES[@]}" http://api.test/v1/me)
+[ "$(field "$out" n_auth)" = 0 ] && [ "$(field "$out" tls)" = False ] && [ "$(field "$out" path)" = /v1/me ] &&
+	ok "http://api.test/v1/me (port 80, no \"schemes\"): forwarded without the secret" || not_ok "plain http: $out"
+out=$(in_g curl -s -m 10 "${RES[@]}" -H 'X-Account: a' http://acct.test/)
 [ "$(field "$out" auth_sha256)" = "$(sha "Bearer $TOK_A")" ] && [ "$(field "$out" tls)" = False ] &&
-	ok "http://api.test/v1/me (port 80): injected too" || not_ok "plain http: $out"
+	ok "http://acct.test/ (port 80, \"schemes\": [\"https\",\"http\"]): injected" || not_ok "plain http with schemes: $out"
+# Issue 26: the secret follows the rule's host.  Positive control first.
+out=$(gcurl https://api.test/v1/x)
+[ "$(field "$out" auth_sha256)" = "$(sha "Bearer $TOK_A")" ] && [ "$(field "$out" host)" = api.test ] &&
+	ok "https://api.test/v1/x: injected, Host api.test" || not_ok "control: $out"
+out=$(gcurl -H 'Host: API.test:443' https://api.test/v1/x)
+[ "$(field "$out" auth_sha256)" = "$(sha "Bearer $TOK_A")" ] && [ "$(field "$out" host)" = api.test ] &&
+	ok "Host API.test:443 (the same name): injected, Cove writes Host: api.test" || not_ok "same host: $out"
+c=$(gcurl -o "$WORK/r403" -w '%{http_code}' -H 'Host: evil.test' https://api.test/v1/x)
+[ "$c" = 403 ] && ok "https://api.test/v1/x with Host: evil.test: 403 ($(cat "$WORK/r403"))" || not_ok "Host evil.test: $c $(cat "$WORK/r403" 2>/dev/null)"
+c=$(gcurl -o /dev/null -w '%{http_code}' --request-target https://evil.test/v1/x https://api.test/)
+[ "$c" = 403 ] && ok "absolute-form GET https://evil.test/v1/x over api.test's connection: 403" || not_ok "absolute form (api.test): $c"
+c=$(gcurl -o /dev/null -w '%{http_code}' -H 'X-Account: a' --request-target https://evil.test/v1/x https://acct.test/)
+[ "$c" = 403 ] && ok "absolute-form GET https://evil.test/v1/x over acct.test's connection: 403" || not_ok "absolute form: $c"
+c=$(gcurl -o /dev/null -w '%{http_code}' -H 'X-Account: a' --request-target x://evil.test/ https://acct.test/)
+[ "$c" = 403 ] && ok "absolute-form GET x://evil.test/ over acct.test's connection: 403" || not_ok "absolute x://: $c"
+# raw_tls NAME HEAD: the status line for HEAD sent as it is (curl sends one Host only).
+raw_tls() {
+	in_g python3 -c 'import socket, ssl, sys
+ctx = ssl.create_default_context(cafile=sys.argv[3])
+with ctx.wrap_socket(socket.create_connection(("198.51.100.7", 443), 10), server_hostname=sys.argv[1]) as s:
+    s.sendall(sys.argv[2].encode().decode("unicode_escape").encode())
+    print(s.makefile("rb").readline().decode().strip())' "$1" "$2" "$WORK/sandbox-ca.pem" 2>&1
+}
+r=$(raw_tls acct.test 'GET / HTTP/1.1\r\nHost: acct.test\r\nHost: evil.test\r\nX-Account: a\r\n\r\n')
+[ "$r" = "HTTP/1.1 403 Forbidden" ] && ok "two Host headers: $r" || not_ok "two Hosts: $r"
+c=$(gcurl -o /dev/null -w '%{http_code}' -X TRACE -H 'X-Account: a' https://acct.test/)
+[ "$c" = 403 ] && ok "TRACE (it would echo the secret back): 403" || not_ok "TRACE: $c"
+out=$(gcurl --path-as-is https://api.test/v1/../admin)
+[ "$(field "$out" n_auth)" = 0 ] && [ "$(field "$out" path)" = /admin ] &&
+	ok "/v1/../admin: forwarded as /admin, without the secret" || not_ok "dot segments: $out"
+c=$(gcurl --path-as-is -o /dev/null -w '%{http_code}' https://api.test/v1/%2e%2e/admin)
+[ "$c" = 403 ] && ok "/v1/%2e%2e/admin: 403" || not_ok "encoded dots: $c"
+touch "$WORK/seen.log.evil"
+if grep -q '"auth_sha256": "' "$WORK/seen.log.evil"; then
+	not_ok "evil.test got a secret: $(grep -c auth_sha256 "$WORK/seen.log.evil") request(s)"
+else ok "evil.test's log has no Authorization ($(wc -l <"$WORK/seen.log.evil") requests)"; fi
+if grep '"path": "[^"]*admin' "$WORK/seen.log" | grep -qi '"authorization"'; then
+	not_ok "an /admin request reached the upstream with the secret"
+else ok "no /admin request reached the upstream with an Authorization"; fi
+sleep 0.2
+grep -q "the request's Host is not the name the connection was made to" "$LOG" &&
+	ok "egress.log says why Host evil.test was refused" || not_ok "no refusal line: $(grep -c '"allow":false' "$LOG")"
 # A host without a rule: spliced, the upstream's own certificate.
 out=$(in_g curl -s -m 10 "${RES[@]}" --cacert "$WORK/ca.pem" -H 'Authorization: guest' https://free.test/v1/me)
 [ "$(field "$out" auth_sha256)" = "$(sha guest)" ] && ok "free.test (no rule): spliced, the guest's header untouched, the test CA's certificate verifies" ||

@@ -126,6 +126,9 @@ c=$(curl_g --resolve allowed.test:80:198.51.100.7 http://allowed.test/)
 [ "$c" = 200 ] && ok "rules: http://allowed.test via the proxy: 200" || not_ok "rules: allowed.test gave $c"
 c=$(curl_g --resolve other.test:80:198.51.100.7 http://other.test/)
 [ "$c" = 403 ] && ok "rules: http://other.test (same IP): 403" || not_ok "rules: other.test gave $c"
+# An absolute-form target of any scheme must name the Host (issue 26).
+c=$(curl_g --resolve allowed.test:80:198.51.100.7 --request-target x://other.test/ http://allowed.test/)
+[ "$c" = 403 ] && ok "rules: GET x://other.test/ with Host allowed.test: 403" || not_ok "rules: x://other.test gave $c"
 # The guest's chosen address is ignored: allowed.test through 192.0.2.1 still reaches the real one.
 c=$(curl_g --resolve allowed.test:80:203.0.113.1 http://allowed.test/)
 [ "$c" = 200 ] && ok "rules: the proxy resolves allowed.test itself (guest said 203.0.113.1)" || not_ok "rules: guest address: $c"

@@ -103,7 +103,7 @@ nothing px "match_paths: /v2/ gets nothing" 'curl -sS https://api.test/v2/me'
 nothing px "match_methods: POST /v1/ gets nothing" 'curl -sS -X POST -d x=1 https://api.test/v1/me'
 injected px "match_headers: account a gets secret A" 'curl -sS -H "X-Account: a" https://acct.test/' "$TOK_A"
 injected px "match_headers: account b gets secret B" 'curl -sS -H "X-Account: b" https://acct.test/' "$TOK_B"
-injected px "plain http://api.test/v1/me (port 80) is injected too" 'curl -sS http://api.test/v1/me' "$TOK_A"
+nothing px "plain http://api.test/v1/me (port 80, no \"schemes\": [\"http\"]) gets no secret" 'curl -sS http://api.test/v1/me'
 works px "free.test (no rule) is spliced: the guest sees the upstream's own certificate" \
 	'curl -sS -k -v -o /dev/null https://free.test/ 2>&1 | grep -i "issuer:"' 'cove-test-ca'
 out=$(gx px 'curl -sS -k -H "Authorization: guest" https://free.test/v1/me')

@@ -174,6 +174,20 @@ START_TEST(http_host)
 	                 SNIFF_BAD);
 	ck_assert_int_eq(host("GET http://a.test/x HTTP/1.1\r\nHost: a.test\r\n\r\n", &h),
 	                 SNIFF_DONE);
+	/* Absolute form of any scheme (issue 26): its authority must be Host's. */
+	ck_assert_int_eq(host("GET x://denied.test/ HTTP/1.1\r\nHost: allowed.test\r\n\r\n", &h),
+	                 SNIFF_BAD);
+	ck_assert_int_eq(host("GET ftp://denied.test/ HTTP/1.1\r\nHost: allowed.test\r\n\r\n", &h),
+	                 SNIFF_BAD);
+	ck_assert_int_eq(host("GET x://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\n\r\n", &h),
+	                 SNIFF_DONE);
+	ck_assert_int_eq(host("GET http://a.test:8080/ HTTP/1.1\r\nHost: a.test\r\n\r\n", &h),
+	                 SNIFF_BAD);
+	ck_assert_int_eq(host("GET http://u@a.test/ HTTP/1.1\r\nHost: a.test\r\n\r\n", &h),
+	                 SNIFF_BAD);
+	ck_assert_int_eq(host("CONNECT b.test:443 HTTP/1.1\r\nHost: a.test\r\n\r\n", &h),
+	                 SNIFF_BAD);
+	ck_assert_int_eq(host("GET /#f HTTP/1.1\r\nHost: a.test\r\n\r\n", &h), SNIFF_BAD);
 	ck_assert_int_eq(host("GET / HTTP/1.1\r\nHost: a.test\r\n folded\r\n\r\n", &h), SNIFF_BAD);
 	ck_assert_int_eq(host("GET / HTTP/2.0\r\nHost: a.test\r\n\r\n", &h), SNIFF_BAD);
 	ck_assert_int_eq(host("\x16\x03\x01\x02", &h), SNIFF_BAD);
@@ -192,12 +206,21 @@ START_TEST(http_rewrite)
 	struct sniff_http h;
 	ck_assert_int_eq(host(req, &h), SNIFF_DONE);
 	uint8_t out[512];
-	long n = sniff_http_rewrite((const uint8_t *)req, h.head_len, out, sizeof(out));
+	long n = sniff_http_rewrite(&h, out, sizeof(out));
 	ck_assert_int_gt(n, 0);
 	out[n] = '\0';
 	ck_assert_str_eq((char *)out, "GET / HTTP/1.1\r\nHost: a.test\r\nAccept: */*\r\n"
 	                              "Connection: close\r\n\r\n");
-	ck_assert_int_eq(sniff_http_rewrite((const uint8_t *)req, h.head_len, out, 10), -1);
+	ck_assert_int_eq(sniff_http_rewrite(&h, out, 10), -1);
+	/* Rebuilt from the parse: bare LF lines come out as CRLF. */
+	ck_assert_int_eq(host("GET /x HTTP/1.0\nHost:a.test\nConnection: x\n\nBODY", &h),
+	                 SNIFF_DONE);
+	ck_assert_uint_eq(h.head_len, strlen("GET /x HTTP/1.0\nHost:a.test\nConnection: x\n\n"));
+	n = sniff_http_rewrite(&h, out, sizeof(out));
+	ck_assert_int_gt(n, 0);
+	out[n] = '\0';
+	ck_assert_str_eq((char *)out,
+	                 "GET /x HTTP/1.0\r\nHost: a.test\r\nConnection: close\r\n\r\n");
 }
 END_TEST
 

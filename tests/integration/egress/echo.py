@@ -9,8 +9,14 @@ header, the header names; each request's full headers are appended to LOG
 (outside the sandbox) as one JSON line.  Paths under /git/ are files from
 DOCROOT (git's dumb HTTP protocol), served only with the Authorization
 whose SHA-256 is in DOCROOT/.auth (401 otherwise).  Writes READY when up.
+
+It is also a front end that routes by name, as a CDN or PaaS does: the
+authority of an absolute-form target (any scheme) wins, else Host.  A
+request for evil.test is the attacker's site: it goes to LOG.evil (name,
+path and the Authorization's SHA-256, never the value) and is answered
+{"vhost": "evil"}.
 Usage: echo.py ADDR CERT KEY LOG DOCROOT READY"""
-import hashlib, http.server, json, os, socketserver, ssl, sys, threading
+import hashlib, http.server, json, os, socketserver, ssl, sys, threading, urllib.parse
 
 addr, cert, key, log_path, docroot, ready = sys.argv[1:7]
 lock = threading.Lock()
@@ -35,6 +41,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n) if n else b""
         auth = self.headers.get_all("Authorization") or []
+        sha = hashlib.sha256(auth[0].encode()).hexdigest() if auth else None
+        name = (self.headers.get("Host") or "")
+        if "://" in self.path:
+            name = urllib.parse.urlsplit(self.path).netloc
+        name = name.rsplit("@", 1)[-1].split(":")[0].lower()
+        if name == "evil.test":
+            with lock, open(log_path + ".evil", "a") as f:
+                f.write(json.dumps({"name": name, "path": self.path, "n_auth": len(auth),
+                                    "auth_sha256": sha}) + "\n")
+            return self.answer(200, b'{"vhost": "evil"}\n')
         with lock, open(log_path, "a") as f:
             f.write(json.dumps({"tls": self.server.tls, "method": self.command,
                                 "path": self.path, "headers": self.headers.items()}) + "\n")
@@ -49,7 +65,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.answer(200, open(p, "rb").read(), "application/octet-stream")
         out = {"method": self.command, "path": self.path, "host": self.headers.get("Host"),
                "tls": self.server.tls, "n_auth": len(auth),
-               "auth_sha256": hashlib.sha256(auth[0].encode()).hexdigest() if auth else None,
+               "auth_sha256": sha,
                "account": self.headers.get("X-Account"), "body_len": len(body),
                "names": [k.lower() for k in self.headers.keys()]}
         self.answer(200, (json.dumps(out, sort_keys=True) + "\n").encode())
