@@ -21,8 +21,7 @@
 
 static bool name_char(char c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-	       c == '_';
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_';
 }
 
 int nftd_msg_parse(const void *buf, size_t len, struct nftd_msg *out)
@@ -64,8 +63,8 @@ int nftd_msg_parse(const void *buf, size_t len, struct nftd_msg *out)
 	return 0;
 }
 
-long nftd_msg_build(uint32_t seq, const char *name, const struct nft_pin *pins, size_t n,
-                    void *buf, size_t cap)
+long nftd_msg_build(uint32_t seq, const char *name, const struct nft_pin *pins, size_t n, void *buf,
+                    size_t cap)
 {
 	struct nftd_wire_hdr h;
 	memset(&h, 0, sizeof(h));

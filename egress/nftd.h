@@ -87,7 +87,8 @@ int nftd_msg_parse(const void *buf, size_t len, struct nftd_msg *out)
 /* nftd_msg_build() - the wire form of @name's @n pins into @buf (at least
  * NFTD_MSG_MAX bytes).  Return: its length, or -EINVAL if @n or @name is
  * out of range. */
-long nftd_msg_build(uint32_t seq, const char *name, const struct nft_pin *pins, size_t n, void *buf, size_t cap);
+long nftd_msg_build(uint32_t seq, const char *name, const struct nft_pin *pins, size_t n, void *buf,
+                    size_t cap);
 
 /* nftd_pins_allowed() - whether @policy (in force in the keeper) allows
  * every pin of @m: mode rules, an allow NAME:PORT rule covering the name
@@ -109,8 +110,7 @@ int nftd_main(struct egress *e, int seccomp_log);
 
 /* nftd_wait_ready() - in the parser: the keeper's ready line within
  * NFTD_READY_MS.  0, or -errno with its reason in @err. */
-int nftd_wait_ready(struct egress *e, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
+int nftd_wait_ready(struct egress *e, char *err, size_t errlen) __attribute__((warn_unused_result));
 
 /* nftd_watch() - in the parser: serve the push pair (forwarded ctl
  * requests) and stop the loop when the keeper goes.  0 or -errno. */

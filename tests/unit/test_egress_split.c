@@ -31,13 +31,14 @@ static struct nft_pin pin(const char *a, uint8_t proto, uint16_t port, uint32_t 
 /* A good two-pin request for pinned.test into buf; its length. */
 static size_t good(void)
 {
-	struct nft_pin p[2] = { pin("198.51.100.8", 6, 2222, 60), pin("198.51.100.8", 17, 2222, 60) };
+	struct nft_pin p[2] = { pin("198.51.100.8", 6, 2222, 60),
+		                pin("198.51.100.8", 17, 2222, 60) };
 	long n = nftd_msg_build(7, "pinned.test", p, 2, buf, sizeof(buf));
 	ck_assert_int_gt(n, 0);
 	return (size_t)n;
 }
 
-#define PIN_OFF(i, field) \
+#define PIN_OFF(i, field)                                                    \
 	(sizeof(struct nftd_wire_hdr) + (i) * sizeof(struct nftd_wire_pin) + \
 	 offsetof(struct nftd_wire_pin, field))
 
@@ -151,12 +152,12 @@ START_TEST(pins_against_policy)
 	} cases[] = {
 		{ "pinned.test", "198.51.100.8", 2222, 0 },
 		{ "a.cdn.test", "198.51.100.9", 443, 0 },
-		{ "pinned.test", "198.51.100.8", 2223, -EPERM },   /* another port */
-		{ "other.test", "198.51.100.8", 2222, -EPERM },    /* another name */
-		{ "web.test", "198.51.100.7", 80, -EPERM },        /* a rule with no port */
-		{ "pinned.test", "10.0.0.5", 2222, -EPERM },       /* always denied */
+		{ "pinned.test", "198.51.100.8", 2223, -EPERM },    /* another port */
+		{ "other.test", "198.51.100.8", 2222, -EPERM },     /* another name */
+		{ "web.test", "198.51.100.7", 80, -EPERM },         /* a rule with no port */
+		{ "pinned.test", "10.0.0.5", 2222, -EPERM },        /* always denied */
 		{ "pinned.test", "169.254.169.254", 2222, -EPERM }, /* always denied */
-		{ "pinned.test", "100.100.0.1", 2222, -EPERM },    /* the host's own */
+		{ "pinned.test", "100.100.0.1", 2222, -EPERM },     /* the host's own */
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		memset(&m, 0, sizeof(m));
