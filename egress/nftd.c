@@ -256,8 +256,10 @@ int nftd_pin(struct egress *e, const char *name, const struct nft_pin *pins, siz
 	long len = nftd_msg_build(seq, name, pins, n, buf, sizeof(buf));
 	if (len < 0)
 		return (int)len;
-	if (send(e->nftd_rpc, buf, (size_t)len, MSG_NOSIGNAL) != len)
-		return -EPIPE;
+	/* Never blocks: a keeper that stopped reading fails the pin. */
+	ssize_t sent = send(e->nftd_rpc, buf, (size_t)len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (sent != len)
+		return sent < 0 && errno == EAGAIN ? -EAGAIN : -EPIPE;
 	uint64_t end = loop_now_ms() + NFTD_REPLY_MS;
 	for (;;) {
 		uint64_t now = loop_now_ms();
