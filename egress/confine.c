@@ -24,8 +24,7 @@ static const int allowed[] = {
 	SCMP_SYS(epoll_ctl),
 	SCMP_SYS(clock_gettime),
 	SCMP_SYS(gettimeofday),
-	SCMP_SYS(clock_nanosleep),
-	/* sockets: the pair between the halves, ctl clients (keeper) or
+	/* sockets: the pairs between the halves, ctl clients (keeper) or
 	 * guest, upstream and forwarded ctl clients (parser) */
 	SCMP_SYS(accept4),
 	SCMP_SYS(recvfrom),
@@ -34,11 +33,6 @@ static const int allowed[] = {
 	SCMP_SYS(sendmsg),
 	SCMP_SYS(close),
 	SCMP_SYS(write),
-	SCMP_SYS(getrandom),
-	SCMP_SYS(getpid),
-	/* signalfd (SIGTERM) */
-	SCMP_SYS(rt_sigreturn),
-	SCMP_SYS(rt_sigprocmask),
 	/* memory */
 	SCMP_SYS(brk),
 	SCMP_SYS(mmap),
@@ -49,29 +43,30 @@ static const int allowed[] = {
 	SCMP_SYS(newfstatat),
 	SCMP_SYS(fstat),
 	SCMP_SYS(lseek),
-	/* the parser's wait for a pin's status */
-	SCMP_SYS(poll),
-	SCMP_SYS(ppoll),
 	SCMP_SYS(futex),
+	SCMP_SYS(rt_sigreturn),
 	SCMP_SYS(restart_syscall),
 	SCMP_SYS(exit),
 	SCMP_SYS(exit_group),
 };
 
-/* The parser's alone: dials (upstream DNS, proxy, publish), its
- * listeners' options, the NFLOG socket. */
+/* The parser's alone: dials (upstream DNS, proxy, publish) and its
+ * listeners' options, signalfd (read, rt_sigprocmask), TLS (getrandom),
+ * the wait for a pin's status (poll). */
 static const int parser_allowed[] = {
 	SCMP_SYS(connect),    SCMP_SYS(shutdown),    SCMP_SYS(setsockopt),
 	SCMP_SYS(getsockopt), SCMP_SYS(getsockname), SCMP_SYS(bind),
-	SCMP_SYS(fcntl),      SCMP_SYS(read), /* signalfd */
-	SCMP_SYS(writev),
+	SCMP_SYS(fcntl),      SCMP_SYS(read),        SCMP_SYS(writev),
+	SCMP_SYS(getrandom),  SCMP_SYS(getpid),      SCMP_SYS(rt_sigprocmask),
+	SCMP_SYS(poll),       SCMP_SYS(ppoll),       SCMP_SYS(clock_nanosleep),
 };
 
 /* The keeper's alone: libnftables waits for netlink replies with select,
- * and reopens its socket after ENOBUFS (bind, getsockname, buffer sizes). */
+ * and reopens its socket after ENOBUFS (bind, getsockname, O_NONBLOCK,
+ * buffer sizes). */
 static const int keeper_allowed[] = {
-	SCMP_SYS(select),      SCMP_SYS(pselect6),   SCMP_SYS(bind),
-	SCMP_SYS(getsockname), SCMP_SYS(setsockopt), SCMP_SYS(getsockopt),
+	SCMP_SYS(select),     SCMP_SYS(pselect6),   SCMP_SYS(bind),  SCMP_SYS(getsockname),
+	SCMP_SYS(setsockopt), SCMP_SYS(getsockopt), SCMP_SYS(fcntl),
 };
 
 static int pivot_empty(char *err, size_t errlen)
