@@ -19,11 +19,6 @@
 
 /* ---- the wire --------------------------------------------------------- */
 
-static bool name_char(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_';
-}
-
 int nftd_msg_parse(const void *buf, size_t len, struct nftd_msg *out)
 {
 	struct nftd_wire_hdr h;
@@ -37,9 +32,13 @@ int nftd_msg_parse(const void *buf, size_t len, struct nftd_msg *out)
 	size_t nl = strnlen(h.name, sizeof(h.name));
 	if (nl == 0 || nl == sizeof(h.name))
 		return -EINVAL;
-	for (size_t i = 0; i < sizeof(h.name); i++)
-		if (i < nl ? !name_char(h.name[i]) : h.name[i] != '\0')
+	for (size_t i = nl; i < sizeof(h.name); i++)
+		if (h.name[i])
 			return -EINVAL;
+	/* A name as the resolver has it: already in normal form. */
+	char norm[NETRULE_NAME_MAX + 1];
+	if (netname_normalize(h.name, norm, sizeof(norm)) || strcmp(norm, h.name))
+		return -EINVAL;
 	out->seq = h.seq;
 	memcpy(out->name, h.name, sizeof(out->name));
 	out->npins = h.npins;

@@ -76,7 +76,7 @@ struct nftd_msg {
 /* nftd_msg_parse() - check @len bytes from the parser and copy them into
  * @out.  Refused: a size other than the header plus npins pins, an
  * unknown type, 0 or over NFTD_PINS_MAX pins, a name that is empty,
- * unterminated, not lower-case DNS characters or not zero-padded, a
+ * unterminated, not zero-padded or not in netname_normalize()'s form, a
  * family other than AF_INET, address bytes past the fourth, a protocol
  * other than tcp/udp, port 0, a timeout outside
  * [NFTD_TIMEOUT_MIN, NFTD_TIMEOUT_MAX], non-zero padding.
