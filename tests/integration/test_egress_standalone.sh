@@ -210,10 +210,10 @@ if [ -n "$KP" ] && [ "$KP" -gt 0 ] 2>/dev/null; then
 		ok "the nft keeper ($KP) has CAP_NET_ADMIN alone, NoNewPrivs 1, Seccomp 2" ||
 		not_ok "the keeper: CapEff CapPrm CapBnd NoNewPrivs Seccomp = $st"
 	# The parser holds no netlink socket but NFLOG's (nf_tables' is the keeper's).
-	nl() { ls -l /proc/$1/fd 2>/dev/null | grep -o 'socket:\[[0-9]*\]' | tr -dc '0-9\n' |
+	netlink_of() { ls -l /proc/$1/fd 2>/dev/null | grep -o 'socket:\[[0-9]*\]' | tr -dc '0-9\n' |
 		while read -r i; do awk -v i=$i '$10==i{print $2}' /proc/$1/net/netlink; done | sort | tr '\n' ' '; }
-	[ "$(nl $EP)" = "12 " ] && ok "the parser's only netlink socket is NFLOG's (NETLINK_NETFILTER)" ||
-		not_ok "the parser's netlink sockets (protocols): '$(nl $EP)'"
+	[ "$(netlink_of $EP)" = "12 " ] && ok "the parser's only netlink socket is NFLOG's (NETLINK_NETFILTER)" ||
+		not_ok "the parser's netlink sockets (protocols): '$(netlink_of $EP)'"
 	files=$(ls -A /proc/$KP/root/ 2>&1 | tr '\n' ' ')
 	[ -z "$files" ] && ok "the keeper's root is empty" || not_ok "the keeper's root holds: $files"
 else
