@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <linux/capability.h>
+#include <linux/netlink.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <stdio.h>
@@ -15,7 +16,7 @@
 
 #include "errf.h"
 
-/* The event loop's needs after setup, and why. */
+/* Both halves' needs after setup, and why. */
 static const int allowed[] = {
 	/* epoll loop, timers (vDSO fallbacks) */
 	SCMP_SYS(epoll_wait),
@@ -23,48 +24,49 @@ static const int allowed[] = {
 	SCMP_SYS(epoll_ctl),
 	SCMP_SYS(clock_gettime),
 	SCMP_SYS(gettimeofday),
-	SCMP_SYS(clock_nanosleep),
-	/* sockets: guest, upstream, servers, ctl clients, NFLOG, libnftables */
-	SCMP_SYS(connect),
+	/* sockets: the pairs between the halves, ctl clients (keeper) or
+	 * guest, upstream and forwarded ctl clients (parser) */
 	SCMP_SYS(accept4),
 	SCMP_SYS(recvfrom),
 	SCMP_SYS(sendto),
 	SCMP_SYS(recvmsg),
 	SCMP_SYS(sendmsg),
-	SCMP_SYS(shutdown),
-	SCMP_SYS(setsockopt),
-	SCMP_SYS(getsockopt),
-	SCMP_SYS(getsockname),
-	SCMP_SYS(bind),
 	SCMP_SYS(close),
-	SCMP_SYS(fcntl),
-	SCMP_SYS(read),
 	SCMP_SYS(write),
-	SCMP_SYS(writev),
-	SCMP_SYS(getrandom),
-	SCMP_SYS(getpid),
-	/* signalfd (SIGTERM) */
-	SCMP_SYS(rt_sigreturn),
-	SCMP_SYS(rt_sigprocmask),
 	/* memory */
 	SCMP_SYS(brk),
 	SCMP_SYS(mmap),
 	SCMP_SYS(munmap),
 	SCMP_SYS(mremap),
 	SCMP_SYS(madvise),
-	/* libnftables: fstat of its output buffers (fmemopen/open_memstream) */
+	/* stdio, libnftables: fstat of their buffers (fmemopen/open_memstream) */
 	SCMP_SYS(newfstatat),
 	SCMP_SYS(fstat),
 	SCMP_SYS(lseek),
-	/* libnftables waits for netlink replies with select (pselect6) */
-	SCMP_SYS(select),
-	SCMP_SYS(pselect6),
-	SCMP_SYS(poll),
-	SCMP_SYS(ppoll),
 	SCMP_SYS(futex),
+	SCMP_SYS(rt_sigreturn),
 	SCMP_SYS(restart_syscall),
 	SCMP_SYS(exit),
 	SCMP_SYS(exit_group),
+};
+
+/* The parser's alone: dials (upstream DNS, proxy, publish) and its
+ * listeners' options, signalfd (read, rt_sigprocmask), TLS (getrandom),
+ * the wait for a pin's status (poll). */
+static const int parser_allowed[] = {
+	SCMP_SYS(connect),    SCMP_SYS(shutdown),    SCMP_SYS(setsockopt),
+	SCMP_SYS(getsockopt), SCMP_SYS(getsockname), SCMP_SYS(bind),
+	SCMP_SYS(fcntl),      SCMP_SYS(read),        SCMP_SYS(writev),
+	SCMP_SYS(getrandom),  SCMP_SYS(getpid),      SCMP_SYS(rt_sigprocmask),
+	SCMP_SYS(poll),       SCMP_SYS(ppoll),       SCMP_SYS(clock_nanosleep),
+};
+
+/* The keeper's alone: libnftables waits for netlink replies with select,
+ * and reopens its socket after ENOBUFS (bind, getsockname, O_NONBLOCK,
+ * buffer sizes). */
+static const int keeper_allowed[] = {
+	SCMP_SYS(select),     SCMP_SYS(pselect6),   SCMP_SYS(bind),  SCMP_SYS(getsockname),
+	SCMP_SYS(setsockopt), SCMP_SYS(getsockopt), SCMP_SYS(fcntl),
 };
 
 static int pivot_empty(char *err, size_t errlen)
@@ -95,42 +97,65 @@ static int pivot_empty(char *err, size_t errlen)
 	return 0;
 }
 
-static int caps_down(char *err, size_t errlen)
+/* The keeper keeps CAP_NET_ADMIN (namespaced: it rules only this netns);
+ * the parser keeps nothing, not even in its bounding set. */
+static int caps_down(enum confine_role role, char *err, size_t errlen)
 {
 	for (int c = 0; c <= CAP_LAST_CAP; c++)
-		if (c != CAP_NET_ADMIN && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) && errno != EINVAL)
+		if ((role == CONFINE_PARSER || c != CAP_NET_ADMIN) &&
+		    prctl(PR_CAPBSET_DROP, c, 0, 0, 0) && errno != EINVAL)
 			return errf(err, errlen, -errno, "confine: drop capability %d: %s", c,
 			            strerror(errno));
 	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 	cap_t caps = cap_init();
 	cap_value_t keep[] = { CAP_NET_ADMIN };
 	int r = 0;
-	if (!caps || cap_set_flag(caps, CAP_EFFECTIVE, 1, keep, CAP_SET) ||
-	    cap_set_flag(caps, CAP_PERMITTED, 1, keep, CAP_SET) || cap_set_proc(caps))
-		r = errf(err, errlen, -errno, "confine: keep only CAP_NET_ADMIN: %s",
+	if (!caps ||
+	    (role == CONFINE_KEEPER && (cap_set_flag(caps, CAP_EFFECTIVE, 1, keep, CAP_SET) ||
+	                                cap_set_flag(caps, CAP_PERMITTED, 1, keep, CAP_SET))) ||
+	    cap_set_proc(caps))
+		r = errf(err, errlen, -errno, "confine: %s: %s",
+		         role == CONFINE_KEEPER ? "keep only CAP_NET_ADMIN"
+		                                : "drop every capability",
 		         strerror(errno));
 	if (caps)
 		cap_free(caps);
 	return r;
 }
 
-static int filter(int log, char *err, size_t errlen)
+static int add_list(scmp_filter_ctx ctx, const int *list, size_t n)
+{
+	int r = 0;
+	for (size_t i = 0; !r && i < n; i++)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, list[i], 0);
+	return r;
+}
+
+#define LIST(a) (a), sizeof(a) / sizeof((a)[0])
+
+static int filter(enum confine_role role, int log, char *err, size_t errlen)
 {
 	scmp_filter_ctx ctx = seccomp_init(log ? SCMP_ACT_LOG : SCMP_ACT_KILL_PROCESS);
 	if (!ctx)
 		return errf(err, errlen, -ENOMEM, "confine: seccomp_init failed");
-	int r = 0;
-	for (size_t i = 0; !r && i < sizeof(allowed) / sizeof(allowed[0]); i++)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, allowed[i], 0);
-	/* New sockets: IPv4 (upstream queries, proxy and publish dials) and
-	 * netlink (libnftables reopens its socket after ENOBUFS); no others. */
-	static const int families[] = { AF_INET, AF_NETLINK };
-	for (size_t i = 0; !r && i < sizeof(families) / sizeof(families[0]); i++) {
-		struct scmp_arg_cmp fam = { .arg = 0,
-			                    .op = SCMP_CMP_EQ,
-			                    .datum_a = (scmp_datum_t)families[i],
-			                    .datum_b = 0 };
-		r = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1, &fam);
+	int r = add_list(ctx, LIST(allowed));
+	if (!r && role == CONFINE_PARSER) {
+		/* New sockets: IPv4 only (upstream queries, proxy and publish
+		 * dials); no netlink of any kind. */
+		r = add_list(ctx, LIST(parser_allowed));
+		struct scmp_arg_cmp fam = { .arg = 0, .op = SCMP_CMP_EQ, .datum_a = AF_INET };
+		if (!r)
+			r = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1, &fam);
+	} else if (!r) {
+		/* New sockets: netlink's nf_tables family only (libnftables
+		 * reopens its socket after ENOBUFS); no route, no IP. */
+		r = add_list(ctx, LIST(keeper_allowed));
+		struct scmp_arg_cmp nl[2] = {
+			{ .arg = 0, .op = SCMP_CMP_EQ, .datum_a = AF_NETLINK },
+			{ .arg = 2, .op = SCMP_CMP_EQ, .datum_a = NETLINK_NETFILTER },
+		};
+		if (!r)
+			r = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 2, nl);
 	}
 	if (!r)
 		r = seccomp_load(ctx);
@@ -140,14 +165,14 @@ static int filter(int log, char *err, size_t errlen)
 	return 0;
 }
 
-int confine(int seccomp_log, char *err, size_t errlen)
+int confine(enum confine_role role, int seccomp_log, char *err, size_t errlen)
 {
 	int r = pivot_empty(err, errlen);
 	if (!r)
-		r = caps_down(err, errlen);
+		r = caps_down(role, err, errlen);
 	if (!r && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		r = errf(err, errlen, -errno, "confine: no_new_privs: %s", strerror(errno));
 	if (!r)
-		r = filter(seccomp_log, err, errlen);
+		r = filter(role, seccomp_log, err, errlen);
 	return r;
 }

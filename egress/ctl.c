@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "nftd.h"
 #include "proxyset.h"
 
 struct ctlc {
@@ -39,11 +40,16 @@ static char *reply_str(json_t *o)
 	return l;
 }
 
+static const char UNKNOWN[] = "unknown request: {\"op\":\"policy\",\"policy\":{...}}, "
+                              "{\"op\":\"proxy\",...}, {\"op\":\"ca\"} or {\"op\":\"status\"}";
+
 static char *fail(const char *msg)
 {
 	return reply_str(json_pack("{s:b, s:s}", "ok", 0, "error", msg));
 }
 
+/* The parser's requests: those the keeper forwards.  A "policy" here is
+ * one the keeper has applied; only the policy in force changes. */
 char *ctl_handle(struct egress *e, const char *line, size_t len)
 {
 	json_error_t je;
@@ -55,6 +61,56 @@ char *ctl_handle(struct egress *e, const char *line, size_t len)
 	}
 	const char *op = json_string_value(json_object_get(req, "op"));
 	char *out;
+	if (op && !strcmp(op, "policy") && json_object_size(req) == 2 &&
+	    json_object_get(req, "policy")) {
+		struct netpolicy p;
+		int r = netpolicy_from_json(json_object_get(req, "policy"), &p, err, sizeof(err));
+		if (!r)
+			egress_take_policy(e, &p);
+		out = r ? fail(err) : reply_str(json_pack("{s:b}", "ok", 1));
+	} else if (op && !strcmp(op, "proxy")) {
+		int r = egress_set_proxy(e, req, err, sizeof(err));
+		out =
+		    r ? fail(err) : reply_str(json_pack("{s:b, s:s}", "ok", 1, "ca", e->ca.ca_pem));
+	} else if (op && !strcmp(op, "ca") && json_object_size(req) == 1 && e->tls_ok) {
+		out = reply_str(json_pack("{s:b, s:s, s:I}", "ok", 1, "ca", e->ca.ca_pem,
+		                          "proxy_rules", (json_int_t)e->rules.n));
+	} else {
+		out = fail(UNKNOWN);
+	}
+	json_decref(req);
+	return out;
+}
+
+/* The keeper only routes a "proxy" request: its copies of the secrets go
+ * (jansson frees without wiping). */
+static void wipe_secrets(json_t *req)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach(json_object_get(req, "secrets"), k, v)
+	{
+		if (json_is_string(v))
+			explicit_bzero((char *)json_string_value(v), json_string_length(v));
+	}
+}
+
+/* The keeper's decision on a request from the host: "status" and a
+ * failed "policy" are answered here (the reply, malloc'd); an applied
+ * "policy", "proxy" and "ca" go to the parser with the connection
+ * (NULL, *@fwd set). */
+static char *route(struct egress *e, const char *line, size_t len, bool *fwd)
+{
+	json_error_t je;
+	json_t *req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+	char err[320];
+	*fwd = false;
+	if (!json_is_object(req)) {
+		json_decref(req);
+		return fail("the request is not a JSON object");
+	}
+	const char *op = json_string_value(json_object_get(req, "op"));
+	char *out = NULL;
 	if (op && !strcmp(op, "status") && json_object_size(req) == 1) {
 		pins_expire(&e->pins, loop_now_ms());
 		json_t *p = netpolicy_to_json(&e->policy);
@@ -69,18 +125,16 @@ char *ctl_handle(struct egress *e, const char *line, size_t len)
 			r = egress_apply_policy(e, &p, err, sizeof(err));
 			netpolicy_free(&p);
 		}
-		out = r ? fail(err) : reply_str(json_pack("{s:b}", "ok", 1));
-	} else if (op && !strcmp(op, "proxy")) {
-		int r = egress_set_proxy(e, req, err, sizeof(err));
-		out =
-		    r ? fail(err) : reply_str(json_pack("{s:b, s:s}", "ok", 1, "ca", e->ca.ca_pem));
-	} else if (op && !strcmp(op, "ca") && json_object_size(req) == 1 && e->tls_ok) {
-		out = reply_str(json_pack("{s:b, s:s, s:I}", "ok", 1, "ca", e->ca.ca_pem,
-		                          "proxy_rules", (json_int_t)e->rules.n));
+		if (r)
+			out = fail(err);
+		else
+			*fwd = true;
+	} else if (op && (!strcmp(op, "proxy") || !strcmp(op, "ca"))) {
+		*fwd = true;
 	} else {
-		out = fail("unknown request: {\"op\":\"policy\",\"policy\":{...}}, "
-		           "{\"op\":\"proxy\",...}, {\"op\":\"ca\"} or {\"op\":\"status\"}");
+		out = fail(UNKNOWN);
 	}
+	wipe_secrets(req);
 	json_decref(req);
 	return out;
 }
@@ -99,7 +153,8 @@ static void ctlc_close(struct ctlc *c)
 	close(c->ev.fd);
 	timer_cancel(&c->e->loop, &c->t);
 	/* A proxy request carries secrets. */
-	explicit_bzero(c->in, c->inlen);
+	if (c->in)
+		explicit_bzero(c->in, c->inlen);
 	free(c->in);
 	free(c->out);
 	c->e->nctl--;
@@ -142,7 +197,21 @@ static void on_client(struct ev *ev, uint32_t events)
 	char *nl = memchr(c->in, '\n', c->inlen);
 	if (!nl && c->inlen < CTL_LINE_MAX)
 		return;
-	c->out = nl ? ctl_handle(c->e, c->in, (size_t)(nl - c->in)) : fail("request line too long");
+	if (!nl) {
+		c->out = fail("request line too long");
+	} else {
+		bool fwd;
+		size_t len = (size_t)(nl - c->in);
+		c->out = route(c->e, c->in, len, &fwd);
+		if (fwd) {
+			int r = nftd_forward(c->e, c->in, len, c->ev.fd);
+			if (!r) {
+				ctlc_close(c); /* the parser answers on its copy */
+				return;
+			}
+			c->out = fail("cove-egress's parser is not answering");
+		}
+	}
 	if (!c->out) {
 		ctlc_close(c);
 		return;
@@ -195,4 +264,29 @@ int ctl_open(struct egress *e)
 		return -errno;
 	e->ctl.fn = on_accept;
 	return loop_add(&e->loop, &e->ctl, EPOLLIN);
+}
+
+int ctl_adopt(struct egress *e, int fd, const char *line, size_t len)
+{
+	struct ctlc *c = e->nctl < CTL_CLIENTS_MAX ? calloc(1, sizeof(*c)) : NULL;
+	if (!c) {
+		close(fd);
+		return -ENOMEM;
+	}
+	c->e = e;
+	c->dead.free = ctlc_free;
+	c->ev.fd = fd;
+	c->ev.fn = on_client;
+	c->t.fn = on_timeout;
+	c->out = ctl_handle(e, line, len);
+	c->outlen = c->out ? strlen(c->out) : 0;
+	if (!c->out || loop_add(&e->loop, &c->ev, EPOLLOUT)) {
+		free(c->out);
+		free(c);
+		close(fd);
+		return -ENOMEM;
+	}
+	e->nctl++;
+	timer_arm(&e->loop, &c->t, EGRESS_CTL_MS);
+	return 0;
 }

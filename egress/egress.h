@@ -54,6 +54,15 @@ struct egress {
 	size_t nsecrets;
 	struct tlsca ca;
 	bool tls_ok; /* tlsca_init succeeded */
+	/* The privilege split (egress/nftd.h): this process's end of the
+	 * rpc and push pairs; in the keeper, nft, pins and ctl are the ones
+	 * that count, in the parser the rest. */
+	bool keeper;
+	bool keeper_gone; /* parser: the keeper closed its end (exit 1) */
+	int keeper_pid;   /* parser: the keeper's pid */
+	int nftd_rpc, nftd_push;
+	uint32_t nftd_seq;
+	struct ev rpc_ev, push_ev;
 };
 
 /* egress_proxy_host() - the rule whose hosts cover @name, or NULL. */
@@ -65,6 +74,11 @@ const struct proxy_rule *egress_proxy_host(const struct egress *e, const char *n
  * On failure nothing changes and @err says why.  0 or -errno. */
 int egress_apply_policy(struct egress *e, struct netpolicy *p, char *err, size_t errlen)
     __attribute__((warn_unused_result));
+
+/* egress_take_policy() - in the parser: @p (which the keeper has just
+ * applied) becomes the policy in force (moved in), and the pins it no
+ * longer allows are forgotten. */
+void egress_take_policy(struct egress *e, struct netpolicy *p);
 
 /* egress_pin() - pin @addrs (IPv4 A answers for @name, TTL each) for
  * every NAME:PORT rule of the policy @name matches, tcp and udp, for

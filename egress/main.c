@@ -1,7 +1,8 @@
 /* cove-egress: the per-sandbox egress enforcement process (issue 14;
  * net-contract.md, "cove-egress").  `cove-egress --config-fd N`.
- * Set up everything (table, sockets, NFLOG), confine, say `ok` on
- * ready_fd, then serve on one event loop until SIGTERM. */
+ * Apply the first table, fork the nft keeper (egress/nftd.h), set up the
+ * rest (sockets, NFLOG), confine, say `ok` on ready_fd once the keeper
+ * is confined too, then serve on one event loop until SIGTERM. */
 #include <errno.h>
 #include <jansson.h>
 #include <signal.h>
@@ -20,6 +21,7 @@
 #include "io.h"
 #include "nflog.h"
 #include "nft.h"
+#include "nftd.h"
 #include "proxy.h"
 #include "resolver.h"
 #include "tlsca.h"
@@ -75,7 +77,9 @@ static void warm_up(struct egress *e)
 	elog_format_time(0, t, sizeof(t));
 }
 
-static int setup(struct egress *e, char *err, size_t errlen)
+/* What both halves start from: the first table, applied before the fork
+ * (so libnftables' cache is warm in the keeper). */
+static int setup_table(struct egress *e, char *err, size_t errlen)
 {
 	int r = loop_init(&e->loop);
 	if (r)
@@ -87,16 +91,27 @@ static int setup(struct egress *e, char *err, size_t errlen)
 	memset(&e->cfg.policy, 0, sizeof(e->cfg.policy));
 	r = egress_apply_policy(e, &p, err, errlen);
 	netpolicy_free(&p);
-	if (r)
-		return r;
+	return r;
+}
+
+/* The parser's part, after the fork: the nft context and the ctl listener
+ * are the keeper's. */
+static int setup(struct egress *e, char *err, size_t errlen)
+{
+	int r;
+	enft_close(e->nft);
+	e->nft = NULL;
+	if (e->cfg.ctl_fd >= 0)
+		close(e->cfg.ctl_fd);
+	e->cfg.ctl_fd = -1;
+	if ((r = nftd_watch(e)))
+		return errf(err, errlen, r, "the nft keeper's pair: %s", strerror(-r));
 	if ((r = resolver_open(e)))
 		return errf(err, errlen, r, "resolver on the gateway's port 53: %s", strerror(-r));
 	if ((r = proxy_open(e)))
 		return errf(err, errlen, r, "proxy ports on the gateway: %s", strerror(-r));
 	if ((r = publish_open(e)))
 		return errf(err, errlen, r, "publish listeners: %s", strerror(-r));
-	if ((r = ctl_open(e)))
-		return errf(err, errlen, r, "ctl_fd: %s", strerror(-r));
 	if ((r = egress_nflog_open(e)))
 		return errf(err, errlen, r, "NFLOG group: %s", strerror(-r));
 	sigset_t set;
@@ -149,12 +164,23 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	netpolicy_init(&e.policy, NETPOLICY_NONE);
-	if (setup(&e, err, sizeof(err))) {
+	if (setup_table(&e, err, sizeof(err))) {
 		report(e.cfg.ready_fd, err);
 		return 1;
 	}
 	const char *sl = getenv("COVE_EGRESS_SECCOMP");
-	if (confine(sl && !strcmp(sl, "log"), err, sizeof(err))) {
+	int seccomp_log = sl && !strcmp(sl, "log");
+	/* The privilege split: the child keeps nf_tables, we the parsers. */
+	r = nftd_fork(&e);
+	if (r == 0)
+		return nftd_main(&e, seccomp_log);
+	if (r < 0) {
+		snprintf(err, sizeof(err), "fork the nft keeper: %s", strerror(-r));
+		report(e.cfg.ready_fd, err);
+		return 1;
+	}
+	if (setup(&e, err, sizeof(err)) || confine(CONFINE_PARSER, seccomp_log, err, sizeof(err)) ||
+	    nftd_wait_ready(&e, err, sizeof(err))) {
 		report(e.cfg.ready_fd, err);
 		return 1;
 	}
@@ -164,5 +190,5 @@ int main(int argc, char **argv)
 		close(e.cfg.ready_fd);
 	}
 	r = loop_run(&e.loop);
-	return r ? 1 : 0;
+	return r || e.keeper_gone ? 1 : 0;
 }

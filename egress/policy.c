@@ -1,4 +1,6 @@
-/* The policy in force, its nft table and the resolver's pins. */
+/* The policy in force, its nft table and the resolver's pins.  The table
+ * is the keeper's (egress/nftd.h): egress_apply_policy() runs there, the
+ * rest in the parser. */
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -10,6 +12,7 @@
 #include "dns.h"
 #include "egress.h"
 #include "nft.h"
+#include "nftd.h"
 #include "nftgen.h"
 
 int egress_apply_policy(struct egress *e, struct netpolicy *p, char *err, size_t errlen)
@@ -36,13 +39,22 @@ int egress_apply_policy(struct egress *e, struct netpolicy *p, char *err, size_t
 	return 0;
 }
 
+void egress_take_policy(struct egress *e, struct netpolicy *p)
+{
+	netpolicy_free(&e->policy);
+	e->policy = *p;
+	memset(p, 0, sizeof(*p));
+	pins_prune(&e->pins, &e->policy);
+}
+
 int egress_pin(struct egress *e, const char *name, const struct dns_pin *addrs, size_t n)
 {
 	if (e->policy.mode != NETPOLICY_RULES || !n)
 		return 0;
-	struct nft_pin add[2 * DNS_PINS_MAX * NETRULE_NAME_PORTS_MAX / 8];
-	struct nft_pin repl[sizeof(add) / sizeof(add[0])];
-	size_t na = 0, nr = 0, cap = sizeof(add) / sizeof(add[0]);
+	/* Every candidate goes to the keeper, which keeps the set's truth
+	 * (our table only names pins for the log). */
+	static struct nft_pin want[NFTD_PINS_MAX];
+	size_t nw = 0;
 	uint64_t now = loop_now_ms();
 	for (size_t i = 0; i < e->policy.nallow; i++) {
 		const struct netrule *r = &e->policy.allow[i];
@@ -50,7 +62,7 @@ int egress_pin(struct egress *e, const char *name, const struct dns_pin *addrs, 
 			continue;
 		for (unsigned port = r->port_lo; port <= r->port_hi; port++)
 			for (size_t k = 0; k < n; k++)
-				for (int pr = 0; pr < 2; pr++) {
+				for (int pr = 0; pr < 2 && nw < NFTD_PINS_MAX; pr++) {
 					struct nft_pin p = { .addr = addrs[k].addr,
 						             .proto = pr ? 17 : 6,
 						             .port = (uint16_t)port,
@@ -58,33 +70,11 @@ int egress_pin(struct egress *e, const char *name, const struct dns_pin *addrs, 
 						                 addrs[k].ttl < DNS_PIN_MIN_TTL
 						                     ? DNS_PIN_MIN_TTL
 						                     : addrs[k].ttl };
-					int how = pins_note(&e->pins, &p, name, now);
-					if (how == 1 && na < cap)
-						add[na++] = p;
-					else if (how == 2 && nr < cap)
-						repl[nr++] = p;
+					(void)pins_note(&e->pins, &p, name, now);
+					want[nw++] = p;
 				}
 	}
-	char err[256];
-	int ret = 0;
-	if (na) {
-		char *s = nftgen_pins(add, na, 0);
-		ret = s ? enft_run(e->nft, s, err, sizeof(err)) : -ENOMEM;
-		free(s);
-	}
-	if (!ret && nr) {
-		/* delete + add refreshes the timeout; if the kernel already let one
-		 * expire, the delete fails: add alone then. */
-		char *s = nftgen_pins(repl, nr, 1);
-		ret = s ? enft_run(e->nft, s, err, sizeof(err)) : -ENOMEM;
-		free(s);
-		if (ret) {
-			s = nftgen_pins(repl, nr, 0);
-			ret = s ? enft_run(e->nft, s, err, sizeof(err)) : -ENOMEM;
-			free(s);
-		}
-	}
-	return ret;
+	return nw ? nftd_pin(e, name, want, nw) : 0;
 }
 
 int egress_listen_gw(struct egress *e, int type, uint16_t port, struct ev *ev,

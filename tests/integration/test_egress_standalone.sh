@@ -199,16 +199,51 @@ for l in open(sys.argv[1]):
     assert all(k in o for k in keys), l
 ' "$LOG" && ok "every log line is JSON with the contract's keys ($(wc -l <"$LOG") lines)" || not_ok "log format"
 
-# --- confinement, from outside ---
-st=/proc/$EP/status
-eff=$(awk '$1=="CapEff:"{print $2}' $st) sc=$(awk '$1=="Seccomp:"{print $2}' $st) nnp=$(awk '$1=="NoNewPrivs:"{print $2}' $st)
-[ "$eff" = 0000000000001000 ] && [ "$sc" = 2 ] && [ "$nnp" = 1 ] &&
-	ok "confined: CapEff $eff (CAP_NET_ADMIN), Seccomp $sc, NoNewPrivs $nnp" || not_ok "confinement: CapEff $eff Seccomp $sc NoNewPrivs $nnp"
+# --- confinement, from outside: two processes (docs/ARCHITECTURE.md, "Egress") ---
+# capst PID: "CapEff CapPrm CapBnd Seccomp NoNewPrivs" of PID.
+capst() { awk '$1~/^(CapEff|CapPrm|CapBnd|Seccomp|NoNewPrivs):$/{printf "%s ", $2}' /proc/$1/status; }
+KP=$(cat /proc/$EP/task/*/children 2>/dev/null | tr -s ' \n' ' ' | sed 's/ *$//')
+st=$(capst $EP)
+[ "$st" = "0000000000000000 0000000000000000 0000000000000000 1 2 " ] &&
+	ok "the parser has no capability (CapEff CapPrm CapBnd 0), NoNewPrivs 1, Seccomp 2" ||
+	not_ok "the parser: CapEff CapPrm CapBnd NoNewPrivs Seccomp = $st"
+if [ -n "$KP" ] && [ "$KP" -gt 0 ] 2>/dev/null; then
+	st=$(capst $KP)
+	[ "$st" = "0000000000001000 0000000000001000 0000000000001000 1 2 " ] &&
+		ok "the nft keeper ($KP) has CAP_NET_ADMIN alone, NoNewPrivs 1, Seccomp 2" ||
+		not_ok "the keeper: CapEff CapPrm CapBnd NoNewPrivs Seccomp = $st"
+	# The parser holds no netlink socket but NFLOG's (nf_tables' is the keeper's).
+	netlink_of() { ls -l /proc/$1/fd 2>/dev/null | grep -o 'socket:\[[0-9]*\]' | tr -dc '0-9\n' |
+		while read -r i; do awk -v i=$i '$10==i{print $2}' /proc/$1/net/netlink; done | sort | tr '\n' ' '; }
+	[ "$(netlink_of $EP)" = "12 " ] && ok "the parser's only netlink socket is NFLOG's (NETLINK_NETFILTER)" ||
+		not_ok "the parser's netlink sockets (protocols): '$(netlink_of $EP)'"
+	files=$(ls -A /proc/$KP/root/ 2>&1 | tr '\n' ' ')
+	[ -z "$files" ] && ok "the keeper's root is empty" || not_ok "the keeper's root holds: $files"
+else
+	not_ok "no nft keeper under cove-egress ($EP): '$KP'"
+fi
 files=$(ls -A /proc/$EP/root/ 2>&1 | tr '\n' ' ')
 [ -z "$files" ] && ok "its root is empty" || not_ok "its root holds: $files"
 kill -TERM $EP
 for _ in $(seq 50); do kill -0 $EP 2>/dev/null || break; sleep 0.1; done
 kill -0 $EP 2>/dev/null && not_ok "still running after SIGTERM" || ok "exits on SIGTERM"
+[ -n "$KP" ] && { kill -0 $KP 2>/dev/null && not_ok "the keeper outlived it" || ok "the keeper went with it"; }
+rm -f "$WORK/egress.pid"
+
+# --- each half exits without the other: a killed keeper takes the parser down ---
+rm -f "$CTL"
+ready=$(nsenter -t $SB -U -n -m python3 $D/launch.py "$PWD/build/bin/cove-egress" \
+	"$WORK/config.json" "$CTL" "$LOG" 18001 8000 "$WORK/egress.pid" 2>>"$WORK/egress.err")
+EP=$(cat "$WORK/egress.pid")
+KP=$(cat /proc/$EP/task/*/children 2>/dev/null | tr -s ' \n' ' ' | sed 's/ *$//')
+if [ "$ready" = ok ] && [ -n "$KP" ]; then
+	kill -KILL $KP
+	for _ in $(seq 50); do kill -0 $EP 2>/dev/null || break; sleep 0.1; done
+	kill -0 $EP 2>/dev/null && { not_ok "the parser outlived its keeper"; kill -KILL $EP; } ||
+		ok "the parser exits when the keeper is killed"
+else
+	not_ok "second start: '$ready', keeper '$KP'"
+fi
 rm -f "$WORK/egress.pid"
 [ "$FAILED" = 0 ] || { echo "--- cove-egress stderr"; cat "$WORK/egress.err"; echo "--- log"; cat "$LOG"; }
 finish
