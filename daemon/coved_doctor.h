@@ -53,7 +53,8 @@ static int coved_doctor_tenants(const char *path)
  * config that cannot be read). */
 static int coved_doctor_check(void)
 {
-	const char *path = getenv("COVED_CONFIG") ? getenv("COVED_CONFIG") : "/etc/coved/coved.json";
+	const char *path =
+	    getenv("COVED_CONFIG") ? getenv("COVED_CONFIG") : "/etc/coved/coved.json";
 	json_t *o = NULL;
 	if (access(path, F_OK) == 0) {
 		json_error_t je;
@@ -78,8 +79,10 @@ static int coved_doctor_check(void)
 		         strerror(-n));
 	snprintf(coved_doctor_text, sizeof(coved_doctor_text), "%s%s, TCP listener: %s%s%s",
 	         o ? "" : "no config (coved's defaults): ", tenants,
-	         !tcp ? "none" : tls ? "TLS on " : "plain HTTP on ", tcp ? tcp : "",
-	         tcp && !tls ? " (keys and tokens travel in cleartext)" : "");
+	         !tcp  ? "none"
+	         : tls ? "TLS on "
+	               : "plain HTTP on ",
+	         tcp ? tcp : "", tcp && !tls ? " (keys and tokens travel in cleartext)" : "");
 	json_decref(o);
 	return tcp && !tls;
 }

@@ -63,9 +63,8 @@ START_TEST(keys_tenants)
 	snprintf(first, sizeof(first), "%s", k[3].tenant);
 	coved_keys_free(k, n);
 	/* The same bare key names the same tenant on every load. */
-	ck_assert_int_eq(keys_of("bare-key-0123456789abcdef\nother-bare-key-0123456\n", 0600, &k,
-	                         &n),
-	                 0);
+	ck_assert_int_eq(
+	    keys_of("bare-key-0123456789abcdef\nother-bare-key-0123456\n", 0600, &k, &n), 0);
 	ck_assert_str_eq(k[0].tenant, first);
 	ck_assert_str_ne(k[1].tenant, first);
 	coved_keys_free(k, n);
@@ -87,7 +86,8 @@ START_TEST(keys_refusals)
 		{ ":key-0123456789abcdef\n", "line 1: the tenant before ':'" },
 		{ "..:key-0123456789abcdef\n", "line 1: the tenant before ':'" },
 		{ "alice:key with space 0123456789\n", "line 1: a key holds a space" },
-		{ "a:key-0123456789abcdef\nb:key-0123456789abcdef\n", "line 2: a key given before" },
+		{ "a:key-0123456789abcdef\nb:key-0123456789abcdef\n",
+		  "line 2: a key given before" },
 		{ "# only a comment\n\n", "holds no key" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -160,10 +160,9 @@ END_TEST
 
 START_TEST(quota_arithmetic)
 {
-	const struct coved_quota q = { .max_sandboxes = 2,
-		                       .max_creates = 1,
-		                       .max_cpus = 4,
-		                       .max_memory_mib = 1024 };
+	const struct coved_quota q = {
+		.max_sandboxes = 2, .max_creates = 1, .max_cpus = 4, .max_memory_mib = 1024
+	};
 	struct coved_usage used = { .sandboxes = 1, .cpus = 2, .memory_mib = 512 };
 	struct coved_usage one = { .sandboxes = 1, .creates = 1, .cpus = 2, .memory_mib = 512 };
 	char msg[300];
