@@ -21,7 +21,7 @@ printf '# tenants\nalice:%s\nbob:%s\n' "$KEY" "$KEYB" >"$WORK/keys"
 TENANTS='"tenants": {"bob": {"max_sandboxes": 0}}'
 coved_start "$TENANTS" || { not_ok "coved starts"; finish; }
 ok "coved serves $SOCK"
-grep -q 'coved: serving .*, 2 tenants' "$WORK/coved.log" && ok "coved counts 2 tenants" || not_ok "tenant count: $(tail -n 3 "$WORK/coved.log")"
+until_true 5 'grep -q "coved: serving .*, 2 tenants" "$WORK/coved.log"' && ok "coved counts 2 tenants" || not_ok "tenant count: $(tail -n 3 "$WORK/coved.log")"
 
 # apib METHOD PATH [BODY]: api with bob's key.
 apib() {

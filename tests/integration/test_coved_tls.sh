@@ -78,6 +78,8 @@ refused "$TLS, \"tcp\": null" "tls_cert without a TCP listener" "no \"tcp\" list
 
 # ---- HTTPS ----
 run_coved "$TLS, \"tenants\": {\"bob\": {\"max_sandboxes\": 0}}" || { not_ok "coved with TLS starts: $(cat "$WORK/coved.log")"; finish; }
+# The line comes just after the socket: wait for it.
+for i in $(seq 50); do grep -q serving "$WORK/coved.log" && break; sleep 0.1; done
 grep -q "127.0.0.1:$PORT (TLS), 2 tenants" "$WORK/coved.log" && ok "coved says: $(grep serving "$WORK/coved.log")" || not_ok "start line: $(cat "$WORK/coved.log")"
 c=$(curl -s --max-time 10 --cacert "$WORK/cert.pem" -H "X-API-KEY: $KEYA" -o "$WORK/b" -w '%{http_code}' "https://127.0.0.1:$PORT/v2/sandboxes")
 [ "$c" = 200 ] && [ "$(cat "$WORK/b")" = "[]" ] && ok "HTTPS with --cacert -> 200 []" || not_ok "HTTPS: $c $(cat "$WORK/b")"
@@ -96,7 +98,7 @@ c=$(curl -s --max-time 10 --cacert "$WORK/cert.pem" -H "X-API-KEY: $KEYB" -D "$W
 	ok "bob's create over max_sandboxes 0 -> 429 with Retry-After: $(cat "$WORK/b")" || not_ok "bob's quota: $c $(cat "$WORK/b")"
 c=$(curl -s --max-time 10 --unix-socket "$SOCK" -H "X-API-KEY: $KEYA" -o "$WORK/b" -w '%{http_code}' \
 	-X POST --data-binary '{"templateID":"base"}' http://coved/v2/sandboxes)
-[ "$c" != 429 ] && ok "alice's create is not refused by bob's quota ($c: no VM here)" || not_ok "alice refused: $(cat "$WORK/b")"
+[ "$c" != 429 ] && ok "alice's create is not refused by bob's quota ($c: the image is an empty file)" || not_ok "alice refused: $(cat "$WORK/b")"
 curl -s --unix-socket "$SOCK" -H "X-API-KEY: $KEYA" http://coved/metrics | grep -q 'coved_limit_hits_total{limit="tenant"} 1' &&
 	ok "/metrics counts the tenant limit hit" || not_ok "tenant limit metric"
 
