@@ -59,9 +59,9 @@ refused() {
 	else not_ok "$2: $(cat "$WORK/coved.log")"; fi
 }
 
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=coved-test -addext subjectAltName=IP:127.0.0.1 \
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=coved-test -addext subjectAltName=IP:127.0.0.1 \
 	-keyout "$WORK/key.pem" -out "$WORK/cert.pem" 2>/dev/null
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=other -keyout "$WORK/key2.pem" -out "$WORK/cert2.pem" 2>/dev/null
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=other -keyout "$WORK/key2.pem" -out "$WORK/cert2.pem" 2>/dev/null
 chmod 600 "$WORK/key.pem" "$WORK/key2.pem"
 TLS="\"tls_cert\": \"$WORK/cert.pem\", \"tls_key\": \"$WORK/key.pem\""
 
