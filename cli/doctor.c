@@ -26,6 +26,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "cove.h"
+#include "daemon/coved_doctor.h"
 #include "kvm_caps.h"
 #include "kvm_probe.h"
 
@@ -421,6 +422,7 @@ int cli_doctor(int argc, char **argv)
 	else
 		add(&r, "cove-egress", OK, "%s", cfg.egress);
 	check_caches(&r);
+	add(&r, "coved", coved_doctor_check() ? WARN : OK, "%s", coved_doctor_text);
 
 	bool files_ok = true;
 	for (size_t i = 0; i < r.n; i++)

@@ -1,6 +1,8 @@
-/* coved's config file (JSON, every key known) and its API keys file. */
+/* coved's config file (JSON, every key known), its API keys file (key to
+ * tenant) and the tenants' quota arithmetic. */
 #include <errno.h>
 #include <fcntl.h>
+#include <openssl/sha.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +39,10 @@ static void defaults(struct coved_config *c)
 	c->network = true;
 	c->boot_timeout_s = 60;
 	c->metrics_auth = true;
+	c->header_timeout_s = 10;
+	c->max_connections_per_ip = 32;
+	c->tenants = json_object();
+	c->tenant_default = (struct coved_quota){ UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX };
 }
 
 void coved_config_free(struct coved_config *c)
@@ -48,7 +54,10 @@ void coved_config_free(struct coved_config *c)
 	free(c->api_keys_file);
 	free(c->default_image);
 	free(c->templates_dir);
+	free(c->tls_cert);
+	free(c->tls_key);
 	json_decref(c->templates);
+	json_decref(c->tenants);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -87,6 +96,94 @@ static int set_bool(json_t *v, const char *key, bool *dst, char *err, size_t err
 	return 0;
 }
 
+/* One quota object: {"max_sandboxes": N, ...}, every key optional. */
+static int parse_quota(json_t *v, const char *where, struct coved_quota *q, char *err,
+                       size_t errlen)
+{
+	if (!json_is_object(v))
+		return errf(err, errlen, -EINVAL, "config '%s' must be an object of max_ keys",
+		            where);
+	const char *k;
+	json_t *x;
+	json_object_foreach(v, k, x)
+	{
+		uint64_t *dst = !strcmp(k, "max_sandboxes")    ? &q->max_sandboxes
+		                : !strcmp(k, "max_creates")    ? &q->max_creates
+		                : !strcmp(k, "max_cpus")       ? &q->max_cpus
+		                : !strcmp(k, "max_memory_mib") ? &q->max_memory_mib
+		                                               : NULL;
+		if (!dst)
+			return errf(err, errlen, -EINVAL,
+			            "config '%s': unknown key '%.64s' (max_sandboxes, max_creates, "
+			            "max_cpus, max_memory_mib)",
+			            where, k);
+		if (!json_is_integer(x) || json_integer_value(x) < 0 ||
+		    json_integer_value(x) > 100000000)
+			return errf(err, errlen, -EINVAL,
+			            "config '%s.%s' must be an integer from 0 to 100000000", where,
+			            k);
+		*dst = (uint64_t)json_integer_value(x);
+	}
+	return 0;
+}
+
+static int set_tenants(struct coved_config *c, json_t *v, char *err, size_t errlen)
+{
+	if (!json_is_object(v))
+		return errf(err, errlen, -EINVAL,
+		            "config key 'tenants' must be an object of tenant names");
+	const char *k;
+	json_t *x;
+	json_object_foreach(v, k, x)
+	{
+		char where[96];
+		struct coved_quota q;
+		snprintf(where, sizeof(where), "tenants.%.64s", k);
+		if (!coved_tenant_name_ok(k, strlen(k)))
+			return errf(err, errlen, -EINVAL,
+			            "config '%s': a tenant name is 1 to %d of A-Z a-z 0-9 _ . -",
+			            where, COVED_TENANT_LEN);
+		int r = parse_quota(x, where, &q, err, errlen);
+		if (r < 0)
+			return r;
+	}
+	json_decref(c->tenants);
+	c->tenants = json_incref(v);
+	return 0;
+}
+
+void coved_config_quota(const struct coved_config *cfg, const char *name, struct coved_quota *q)
+{
+	*q = cfg->tenant_default;
+	json_t *v = json_object_get(cfg->tenants, name);
+	if (v) {
+		char e[8];
+		/* Checked at load: cannot fail here. */
+		(void)parse_quota(v, "tenants", q, e, sizeof(e));
+	}
+}
+
+int coved_quota_check(const char *tenant, const struct coved_quota *q,
+                      const struct coved_usage *used, const struct coved_usage *want, char *msg,
+                      size_t len)
+{
+	static const char *const key[] = { "max_sandboxes", "max_creates", "max_cpus",
+		                           "max_memory_mib" };
+	static const char *const what[] = { "sandboxes", "creates in flight", "vCPUs",
+		                            "MiB of memory" };
+	const uint64_t lim[] = { q->max_sandboxes, q->max_creates, q->max_cpus, q->max_memory_mib };
+	const uint64_t u[] = { used->sandboxes, used->creates, used->cpus, used->memory_mib };
+	const uint64_t w[] = { want->sandboxes, want->creates, want->cpus, want->memory_mib };
+	for (size_t i = 0; i < 4; i++)
+		if (w[i] && (u[i] > lim[i] || w[i] > lim[i] - u[i]))
+			return errf(msg, len, 429,
+			            "tenant %s holds %llu of its %llu %s (%s): this request "
+			            "needs %llu more",
+			            tenant, (unsigned long long)u[i], (unsigned long long)lim[i],
+			            what[i], key[i], (unsigned long long)w[i]);
+	return 0;
+}
+
 static int apply(struct coved_config *c, const char *k, json_t *v, char *err, size_t errlen)
 {
 	uint64_t u;
@@ -114,12 +211,25 @@ static int apply(struct coved_config *c, const char *k, json_t *v, char *err, si
 	}
 	if (strcmp(k, "default_image") == 0)
 		return set_str(v, k, false, &c->default_image, err, errlen);
+	if (strcmp(k, "tls_cert") == 0)
+		return set_str(v, k, true, &c->tls_cert, err, errlen);
+	if (strcmp(k, "tls_key") == 0)
+		return set_str(v, k, true, &c->tls_key, err, errlen);
+	if (strcmp(k, "tenants") == 0)
+		return set_tenants(c, v, err, errlen);
+	if (strcmp(k, "tenant_defaults") == 0) {
+		c->tenant_default =
+		    (struct coved_quota){ UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX };
+		return parse_quota(v, k, &c->tenant_default, err, errlen);
+	}
 	UINT("max_requests", 1, 100000, max_requests)
 	UINT("max_sandboxes", 1, 100000, max_sandboxes)
 	UINT("max_creates", 1, 10000, max_creates)
 	UINT("max_body_bytes", 1024, (uint64_t)1 << 30, max_body)
 	UINT("max_json_depth", 2, 256, max_depth)
 	UINT("connection_timeout_s", 1, 86400, conn_timeout_s)
+	UINT("header_timeout_s", 1, 3600, header_timeout_s)
+	UINT("max_connections_per_ip", 1, 100000, max_connections_per_ip)
 	UINT("default_timeout_s", 1, 31536000, default_timeout_s)
 	UINT("max_timeout_s", 1, 31536000, max_timeout_s)
 	UINT("cpus", 1, 64, cpus)
@@ -199,8 +309,10 @@ int coved_config_load(const char *path, struct coved_config *cfg, char *err, siz
 	if (!cfg->templates_dir_set &&
 	    asprintf(&cfg->templates_dir, "%s/templates", cfg->state_dir) < 0)
 		cfg->templates_dir = NULL;
-	if (cfg->cpus > cfg->max_cpus || cfg->memory_mib > cfg->max_memory_mib ||
-	    cfg->default_timeout_s > cfg->max_timeout_s)
+	if (!cfg->tls_cert != !cfg->tls_key)
+		r = errf(err, errlen, -EINVAL, "config %s: tls_cert and tls_key go together", path);
+	else if (cfg->cpus > cfg->max_cpus || cfg->memory_mib > cfg->max_memory_mib ||
+	         cfg->default_timeout_s > cfg->max_timeout_s)
 		r = errf(
 		    err, errlen, -EINVAL,
 		    "config %s: a default (cpus, memory_mib, default_timeout_s) is above its max_",
@@ -210,7 +322,62 @@ out:
 	return r;
 }
 
-int coved_keys_load(const char *path, char ***keys, size_t *n, char *err, size_t errlen)
+/* A bare key's tenant: a name that says which key without being it. */
+static void bare_tenant(const char *key, char *out, size_t len)
+{
+	unsigned char h[SHA256_DIGEST_LENGTH];
+	SHA256((const unsigned char *)key, strlen(key), h);
+	snprintf(out, len, "key-%02x%02x%02x%02x%02x%02x", h[0], h[1], h[2], h[3], h[4], h[5]);
+	explicit_bzero(h, sizeof(h));
+}
+
+/* One line (no newline): *k filled, or -EINVAL with why. */
+static int key_line(char *line, struct coved_key *k, const char **why)
+{
+	size_t l = strlen(line);
+	while (l && (line[l - 1] == ' ' || line[l - 1] == '\t'))
+		line[--l] = 0;
+	char *colon = strchr(line, ':');
+	const char *key = line;
+	if (colon) {
+		size_t tl = (size_t)(colon - line);
+		if (!coved_tenant_name_ok(line, tl)) {
+			*why = "the tenant before ':' is not 1 to 64 of A-Z a-z 0-9 _ . -";
+			return -EINVAL;
+		}
+		memcpy(k->tenant, line, tl);
+		k->tenant[tl] = 0;
+		key = colon + 1;
+	}
+	if (strlen(key) < 16) {
+		*why = "a key is shorter than 16 bytes";
+		return -EINVAL;
+	}
+	for (const char *p = key; *p; p++)
+		if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f) {
+			*why = "a key holds a space or a byte that is not printable ASCII";
+			return -EINVAL;
+		}
+	if (!colon)
+		bare_tenant(key, k->tenant, sizeof(k->tenant));
+	k->key = strdup(key);
+	if (!k->key) {
+		*why = "out of memory";
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void coved_keys_free(struct coved_key *keys, size_t n)
+{
+	for (size_t i = 0; keys && i < n; i++) {
+		explicit_bzero(keys[i].key, strlen(keys[i].key));
+		free(keys[i].key);
+	}
+	free(keys);
+}
+
+int coved_keys_load(const char *path, struct coved_key **keys, size_t *n, char *err, size_t errlen)
 {
 	*keys = NULL;
 	*n = 0;
@@ -233,36 +400,46 @@ int coved_keys_load(const char *path, char ***keys, size_t *n, char *err, size_t
 		close(fd);
 		return errf(err, errlen, -ENOMEM, "out of memory");
 	}
-	char **list = calloc(COVED_KEYS_MAX + 1, sizeof(*list));
+	struct coved_key *list = calloc(COVED_KEYS_MAX, sizeof(*list));
 	char line[512];
-	int r = 0;
-	while (list && fgets(line, sizeof(line), f)) {
+	int r = list ? 0 : errf(err, errlen, -ENOMEM, "out of memory");
+	unsigned int lineno = 0;
+	while (r == 0 && fgets(line, sizeof(line), f)) {
+		lineno++;
 		size_t l = strcspn(line, "\r\n");
+		if (line[l] == 0 && !feof(f)) {
+			r = errf(err, errlen, -EINVAL,
+			         "API keys file %s line %u: longer than %zu bytes", path, lineno,
+			         sizeof(line) - 2);
+			break;
+		}
 		line[l] = 0;
 		if (l == 0 || line[0] == '#')
 			continue;
-		if (l < 16) {
-			r = errf(err, errlen, -EINVAL,
-			         "API keys file %s: a key is shorter than 16 bytes", path);
-			break;
-		}
 		if (*n == COVED_KEYS_MAX) {
 			r = errf(err, errlen, -EINVAL, "API keys file %s: more than %d keys", path,
 			         COVED_KEYS_MAX);
 			break;
 		}
-		list[(*n)++] = strdup(line);
+		const char *why = NULL;
+		int k = key_line(line, &list[*n], &why);
+		if (k < 0) {
+			r = errf(err, errlen, k, "API keys file %s line %u: %s", path, lineno, why);
+			break;
+		}
+		for (size_t i = 0; i < *n && r == 0; i++)
+			if (coved_secret_eq(list[*n].key, list[i].key))
+				r = errf(err, errlen, -EINVAL,
+				         "API keys file %s line %u: a key given before", path,
+				         lineno);
+		(*n)++;
 	}
 	explicit_bzero(line, sizeof(line));
 	fclose(f);
-	if (!list)
-		return errf(err, errlen, -ENOMEM, "out of memory");
 	if (r == 0 && *n == 0)
 		r = errf(err, errlen, -EINVAL, "API keys file %s holds no key", path);
 	if (r < 0) {
-		for (size_t i = 0; i < *n; i++)
-			free(list[i]);
-		free(list);
+		coved_keys_free(list, *n);
 		*n = 0;
 		return r;
 	}

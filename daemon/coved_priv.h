@@ -12,6 +12,7 @@
 
 #include "body.h"
 #include "coved.h"
+#include "tenant_name.h"
 
 #define COVED_ID_LEN       20 /* sandbox ids: [a-z0-9], as E2B's look */
 #define COVED_TOKEN_LEN    64 /* access tokens: 32 random bytes in hex */
@@ -19,6 +20,20 @@
 #define COVED_ENVD_VERSION "0.5.7"
 
 enum coved_on_timeout { COVED_ON_TIMEOUT_KILL, COVED_ON_TIMEOUT_PAUSE };
+
+/* A tenant's limits (config "tenants" and "tenant_defaults"); UINT64_MAX:
+ * no limit of the tenant's own (the global ones still hold). */
+struct coved_quota {
+	uint64_t max_sandboxes;  /* running + paused, creates in flight counted */
+	uint64_t max_creates;    /* creates and resumes in flight */
+	uint64_t max_cpus;       /* vCPUs summed over running + paused */
+	uint64_t max_memory_mib; /* memory summed over running + paused */
+};
+
+/* What a tenant holds, or what one request would add to it. */
+struct coved_usage {
+	uint64_t sandboxes, creates, cpus, memory_mib;
+};
 
 /* The config file (docs/api.md, "Configuration"); every key optional. */
 struct coved_config {
@@ -47,8 +62,28 @@ struct coved_config {
 	char *templates_dir;         /* the template store (lib/template.h); NULL: none,
 	                        creates boot cold (config "templates_dir": null) */
 	bool templates_dir_set;
-	unsigned int pool_size; /* pre-spawned VMMs kept ready (pool.c); 0: none */
-	unsigned int pool_cpus; /* their vCPU count; 0: cpus */
+	unsigned int pool_size;              /* pre-spawned VMMs kept ready (pool.c); 0: none */
+	unsigned int pool_cpus;              /* their vCPU count; 0: cpus */
+	char *tls_cert, *tls_key;            /* PEM files: the TCP listener serves HTTPS */
+	unsigned int header_timeout_s;       /* idle limit until a request head is in */
+	unsigned int max_connections_per_ip; /* TCP listener, per client address */
+	json_t *tenants;                     /* {"NAME": {quota keys}}, checked at load */
+	struct coved_quota tenant_default;   /* tenants that "tenants" does not name */
+};
+
+/* One line of the API keys file: a key and the tenant it belongs to. */
+struct coved_key {
+	char *key;
+	char tenant[COVED_TENANT_LEN + 1];
+	struct coved_tenant *t; /* coved's tenant table entry (main.c); NULL in the parser */
+};
+
+/* A tenant as coved runs it: its quota and its creates in flight (the
+ * sandboxes it holds are counted from the list).  inflight: under coved.mu. */
+struct coved_tenant {
+	char name[COVED_TENANT_LEN + 1];
+	struct coved_quota q;
+	struct coved_usage inflight;
 };
 
 /* daemon/template.c: the template a create restores, when there is one:
@@ -67,9 +102,22 @@ bool coved_template_named(struct coved *d, const char *tid);
 int coved_config_load(const char *path, struct coved_config *cfg, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 void coved_config_free(struct coved_config *cfg);
-/* Reads the API keys: -EPERM when the file is readable by group or others. */
-int coved_keys_load(const char *path, char ***keys, size_t *n, char *err, size_t errlen)
+/* coved_keys_load() - reads the API keys file (docs/api.md, "Tenants"):
+ * one "TENANT:KEY" or bare "KEY" a line ('#' comments, blank lines
+ * skipped).  A bare key is a tenant of its own, named "key-" and 12 hex
+ * digits of the key's SHA-256.  -EPERM when the file is readable by group
+ * or others, -EINVAL with the line number for a bad line.
+ * Return: 0 with *keys (free with coved_keys_free), or -errno with err. */
+int coved_keys_load(const char *path, struct coved_key **keys, size_t *n, char *err, size_t errlen)
     __attribute__((warn_unused_result));
+void coved_keys_free(struct coved_key *keys, size_t n);
+/* The quota of tenant name: its "tenants" entry, else tenant_default. */
+void coved_config_quota(const struct coved_config *cfg, const char *name, struct coved_quota *q);
+/* coved_quota_check() - whether a tenant holding used may take want more.
+ * Return: 0, or 429 with msg naming the limit that is full. */
+int coved_quota_check(const char *tenant, const struct coved_quota *q,
+                      const struct coved_usage *used, const struct coved_usage *want, char *msg,
+                      size_t len);
 /* Constant-time string equality (time depends on b's length only). */
 bool coved_secret_eq(const char *a, const char *b);
 
@@ -88,6 +136,7 @@ struct coved_sb {
 	pthread_mutex_t mu; /* the fields below (held short) */
 	char id[COVED_ID_LEN + 1];
 	char token[COVED_TOKEN_LEN + 1];
+	char tenant[COVED_TENANT_LEN + 1]; /* the owner: set at create, never changed */
 	char *template_id, *image;
 	json_t *metadata; /* object of strings */
 	char **envs;      /* "K=V", NULL-terminated */
@@ -122,14 +171,16 @@ struct coved_metrics {
 	struct coved_hist create, restore, exec;
 	uint64_t execs, exec_out, exec_in;
 	uint64_t vmm_exits;
-	uint64_t limit_requests, limit_sandboxes, limit_creates;
+	uint64_t limit_requests, limit_sandboxes, limit_creates, limit_tenant;
 	uint64_t requests;
 };
 
 struct coved {
 	struct coved_config cfg;
-	char **keys;
+	struct coved_key *keys;
 	size_t nkeys;
+	struct coved_tenant *tenants; /* one per distinct tenant of the keys, file order */
+	size_t ntenants;
 	pthread_mutex_t mu; /* the list */
 	struct coved_sb *list;
 	atomic_uint in_flight, creating;
@@ -151,6 +202,15 @@ void coved_pool_stop(struct coved *d);
 /* The pool's lines of /metrics. */
 void coved_pool_metrics(struct coved *d, FILE *f);
 
+/* ---- tenants (sandbox.c) ---- */
+/* Builds d->tenants from d->keys and the config's quotas: 0 or -ENOMEM. */
+int coved_tenants_init(struct coved *d) __attribute__((warn_unused_result));
+struct coved_tenant *coved_tenant_find(struct coved *d, const char *name);
+/* coved_sb_find_for() - coved_sb_find() for tenant t: another tenant's
+ * sandbox is not found, exactly as a missing one. */
+struct coved_sb *coved_sb_find_for(struct coved *d, const char *id, const struct coved_tenant *t);
+bool coved_sb_owned(const struct coved_sb *sb, const struct coved_tenant *t);
+
 /* ---- sandboxes (sandbox.c) ---- */
 int coved_adopt_all(struct coved *d);
 struct coved_sb *coved_sb_ref(struct coved_sb *sb);
@@ -159,8 +219,8 @@ struct coved_sb **coved_sb_all(struct coved *d, size_t *n);
 size_t coved_sb_count_live(struct coved *d);
 /* Creates and boots a sandbox; *out is a new reference.  HTTP status on
  * failure (msg says why), 0 on success. */
-int coved_sb_create(struct coved *d, const struct coved_create *req, struct coved_sb **out,
-                    char *msg, size_t len);
+int coved_sb_create(struct coved *d, struct coved_tenant *t, const struct coved_create *req,
+                    struct coved_sb **out, char *msg, size_t len);
 int coved_sb_pause(struct coved_sb *sb, char *msg, size_t len);
 int coved_sb_resume(struct coved_sb *sb, uint64_t timeout_s, bool *resumed, char *msg, size_t len);
 int coved_sb_stop(struct coved_sb *sb, char *msg, size_t len);
@@ -203,7 +263,8 @@ char *coved_metrics_text(struct coved *d, size_t *len);
 int coved_serve(struct coved *d, char *err, size_t errlen);
 void coved_unserve(struct coved *d);
 enum MHD_Result coved_json_reply(struct MHD_Connection *c, unsigned int status, json_t *body);
-enum MHD_Result coved_route(struct coved *d, struct MHD_Connection *c, const char *method,
-                            const char *url, const char *body, size_t body_len);
+/* t: the caller's tenant, from its API key; NULL only for an open /metrics. */
+enum MHD_Result coved_route(struct coved *d, struct coved_tenant *t, struct MHD_Connection *c,
+                            const char *method, const char *url, const char *body, size_t body_len);
 
 #endif

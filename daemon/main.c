@@ -96,6 +96,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "coved: %s\n", err);
 		return 1;
 	}
+	if (coved_tenants_init(&d) < 0) {
+		fprintf(stderr, "coved: out of memory\n");
+		return 1;
+	}
 	if (make_dirs(&d.cfg) < 0)
 		return 1;
 	if (!foreground && daemon(0, 0) < 0) {
@@ -147,8 +151,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "coved: cannot start the reaper thread\n");
 		return 1;
 	}
-	fprintf(stderr, "coved: serving %s%s%s, %d sandboxes adopted\n", d.cfg.socket,
-	        d.cfg.tcp ? " and " : "", d.cfg.tcp ? d.cfg.tcp : "", n);
+	fprintf(stderr, "coved: serving %s%s%s%s, %zu tenants, %d sandboxes adopted\n",
+	        d.cfg.socket, d.cfg.tcp ? " and " : "", d.cfg.tcp ? d.cfg.tcp : "",
+	        d.cfg.tcp ? (d.cfg.tls_cert ? " (TLS)" : " (plain HTTP)") : "", d.ntenants, n);
 	int sig;
 	sigwait(&set, &sig);
 	fprintf(stderr, "coved: stopping (sandboxes keep running)\n");
@@ -174,11 +179,8 @@ int main(int argc, char **argv)
 		sb = next;
 	}
 	unlink(d.cfg.socket);
-	for (size_t i = 0; i < d.nkeys; i++) {
-		explicit_bzero(d.keys[i], strlen(d.keys[i]));
-		free(d.keys[i]);
-	}
-	free(d.keys);
+	coved_keys_free(d.keys, d.nkeys);
+	free(d.tenants);
 	coved_config_free(&d.cfg);
 	return 0;
 }

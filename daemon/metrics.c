@@ -118,6 +118,8 @@ char *coved_metrics_text(struct coved *d, size_t *len)
 	        (unsigned long long)m.limit_sandboxes);
 	fprintf(f, "coved_limit_hits_total{limit=\"creates\"} %llu\n",
 	        (unsigned long long)m.limit_creates);
+	fprintf(f, "coved_limit_hits_total{limit=\"tenant\"} %llu\n",
+	        (unsigned long long)m.limit_tenant);
 	counter(f, "coved_requests_total", "HTTP requests answered.", m.requests);
 	coved_pool_metrics(d, f);
 	if (fclose(f) != 0) {

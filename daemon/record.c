@@ -68,13 +68,14 @@ int coved_record_write(struct coved_sb *sb)
 {
 	pthread_mutex_lock(&sb->mu);
 	json_t *o = json_pack(
-	    "{s:i, s:s, s:s, s:s, s:s?, s:O, s:o, s:O?, s:I, s:I, s:i, s:I, s:s, s:s, s:s?, s:o, "
-	    "s:s?, s:i}",
-	    "version", 1, "sandboxID", sb->id, "token", sb->token, "templateID", sb->template_id,
-	    "image", sb->image, "metadata", sb->metadata, "envVars", coved_envs_object(sb),
-	    "network", sb->network, "startedAt", (json_int_t)sb->started_ms, "endAt",
-	    (json_int_t)sb->end_ms, "cpus", (int)sb->cpus, "memoryMiB", (json_int_t)sb->memory_mib,
-	    "onTimeout", sb->on_timeout == COVED_ON_TIMEOUT_PAUSE ? "pause" : "kill", "state",
+	    "{s:i, s:s, s:s, s:s, s:s, s:s?, s:O, s:o, s:O?, s:I, s:I, s:i, s:I, s:s, s:s, s:s?, "
+	    "s:o, s:s?, s:i}",
+	    "version", 1, "sandboxID", sb->id, "token", sb->token, "tenant", sb->tenant,
+	    "templateID", sb->template_id, "image", sb->image, "metadata", sb->metadata, "envVars",
+	    coved_envs_object(sb), "network", sb->network, "startedAt", (json_int_t)sb->started_ms,
+	    "endAt", (json_int_t)sb->end_ms, "cpus", (int)sb->cpus, "memoryMiB",
+	    (json_int_t)sb->memory_mib, "onTimeout",
+	    sb->on_timeout == COVED_ON_TIMEOUT_PAUSE ? "pause" : "kill", "state",
 	    coved_state_name(sb->state), "deadReason", sb->dead_why, "snapshots",
 	    coved_str_list(sb->snaps, sb->nsnaps), "pausedDir", sb->paused_dir, "generation",
 	    (int)sb->generation);
@@ -152,7 +153,15 @@ static struct coved_sb *record_read(struct coved *d, const char *path)
 	}
 	snprintf(sb->id, sizeof(sb->id), "%s", id);
 	snprintf(sb->token, sizeof(sb->token), "%s", tok);
-	const char *s;
+	/* A record from before tenants belongs to the keys file's first
+	 * tenant (a one-key coved keeps its sandboxes); a bad name, to none. */
+	const char *s = json_string_value(json_object_get(o, "tenant"));
+	if (!s && d->ntenants)
+		s = d->tenants[0].name;
+	if (s && coved_tenant_name_ok(s, strlen(s)))
+		snprintf(sb->tenant, sizeof(sb->tenant), "%s", s);
+	else
+		fprintf(stderr, "coved: record %s: no valid tenant: no key reaches it\n", path);
 	if ((s = json_string_value(json_object_get(o, "templateID"))))
 		sb->template_id = strdup(s);
 	if ((s = json_string_value(json_object_get(o, "image"))))

@@ -1,5 +1,7 @@
 /* coved's control-plane routes: one table of (method, path pattern,
- * handler); E2B's paths and field names where a Cove concept matches. */
+ * handler); E2B's paths and field names where a Cove concept matches.
+ * Every route sees only the caller's tenant's sandboxes: another tenant's
+ * is "not found", word for word as a missing one. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,8 +12,9 @@
 struct ctx {
 	struct coved *d;
 	struct MHD_Connection *c;
-	struct coved_sb *sb; /* for /sandboxes/{id}/... */
-	json_t *body;        /* POST and PUT: the parsed object */
+	struct coved_tenant *t; /* the caller's; NULL only for an open /metrics */
+	struct coved_sb *sb;    /* for /sandboxes/{id}/..., the tenant's */
+	json_t *body;           /* POST and PUT: the parsed object */
 };
 
 typedef enum MHD_Result (*route_fn)(struct ctx *x);
@@ -33,7 +36,7 @@ static enum MHD_Result create(struct ctx *x)
 	if (coved_parse_create(x->body, &req, msg, sizeof(msg)) < 0)
 		return err_reply(x, 400, msg);
 	struct coved_sb *sb;
-	int st = coved_sb_create(x->d, &req, &sb, msg, sizeof(msg));
+	int st = coved_sb_create(x->d, x->t, &req, &sb, msg, sizeof(msg));
 	coved_create_free(&req);
 	if (st == 429)
 		return coved_json_error(x->c, 429, msg); /* Retry-After from the server */
@@ -130,7 +133,7 @@ static enum MHD_Result list(struct ctx *x, bool paged)
 	bool found_next = !next || !*next;
 	if (!found_next) {
 		for (; i < n && !found_next; i++)
-			found_next = strcmp(all[i]->id, next) == 0;
+			found_next = strcmp(all[i]->id, next) == 0 && coved_sb_owned(all[i], x->t);
 		if (!found_next) {
 			for (size_t k = 0; k < n; k++)
 				coved_sb_unref(all[k]);
@@ -143,6 +146,8 @@ static enum MHD_Result list(struct ctx *x, bool paged)
 	bool more = false;
 	for (; i < n; i++) {
 		struct coved_sb *sb = all[i];
+		if (!coved_sb_owned(sb, x->t))
+			continue;
 		pthread_mutex_lock(&sb->mu);
 		bool want = state_wanted(paged ? state : "running,paused,dead", sb->state) &&
 		            metadata_match(sb->metadata, meta);
@@ -410,8 +415,8 @@ static bool match(const char *pattern, const char *url, char *id, size_t idlen)
 	return *u == 0 || (u[0] == '/' && u[1] == 0);
 }
 
-enum MHD_Result coved_route(struct coved *d, struct MHD_Connection *c, const char *method,
-                            const char *url, const char *body, size_t body_len)
+enum MHD_Result coved_route(struct coved *d, struct coved_tenant *t, struct MHD_Connection *c,
+                            const char *method, const char *url, const char *body, size_t body_len)
 {
 	char id[128];
 	bool path_known = false;
@@ -423,7 +428,9 @@ enum MHD_Result coved_route(struct coved *d, struct MHD_Connection *c, const cha
 		path_known = true;
 		if (strcmp(rt->method, method) != 0)
 			continue;
-		struct ctx x = { .d = d, .c = c };
+		if (!t && rt->fn != metrics)
+			return coved_json_error(c, 401, "missing or invalid API key (X-API-KEY)");
+		struct ctx x = { .d = d, .c = c, .t = t };
 		if (strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
 			char msg[300];
 			x.body =
@@ -434,7 +441,7 @@ enum MHD_Result coved_route(struct coved *d, struct MHD_Connection *c, const cha
 			return coved_json_error(c, 400, "this request takes no body");
 		}
 		if (strstr(rt->pattern, "{id}")) {
-			x.sb = coved_sb_find(d, id);
+			x.sb = coved_sb_find_for(d, id, t);
 			if (!x.sb) {
 				char msg[200];
 				snprintf(msg, sizeof(msg), "sandbox %.64s not found", id);

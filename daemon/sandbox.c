@@ -1,6 +1,7 @@
-/* coved's sandboxes: references, the lifecycle through libcove (create,
- * pause, resume, stop, delete, snapshot, fork, network) and the reaper's
- * expiry and liveness checks.  Records and adoption: record.c. */
+/* coved's sandboxes: references, tenants (owners and quotas), the
+ * lifecycle through libcove (create, pause, resume, stop, delete,
+ * snapshot, fork, network) and the reaper's expiry and liveness checks.
+ * Records and adoption: record.c. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -143,6 +144,57 @@ struct coved_sb *coved_sb_find(struct coved *d, const char *id)
 	return sb;
 }
 
+/* ---- tenants ---- */
+
+int coved_tenants_init(struct coved *d)
+{
+	d->tenants = calloc(d->nkeys ? d->nkeys : 1, sizeof(*d->tenants));
+	if (!d->tenants)
+		return -ENOMEM;
+	d->ntenants = 0;
+	for (size_t i = 0; i < d->nkeys; i++) {
+		struct coved_tenant *t = coved_tenant_find(d, d->keys[i].tenant);
+		if (!t) {
+			t = &d->tenants[d->ntenants++];
+			snprintf(t->name, sizeof(t->name), "%s", d->keys[i].tenant);
+			coved_config_quota(&d->cfg, t->name, &t->q);
+		}
+		d->keys[i].t = t;
+	}
+	const char *k;
+	json_t *v;
+	json_object_foreach(d->cfg.tenants, k, v)
+	{
+		if (!coved_tenant_find(d, k))
+			fprintf(stderr,
+			        "coved: config tenants.%s: no key of the keys file is of it\n", k);
+	}
+	return 0;
+}
+
+struct coved_tenant *coved_tenant_find(struct coved *d, const char *name)
+{
+	for (size_t i = 0; name && i < d->ntenants; i++)
+		if (strcmp(d->tenants[i].name, name) == 0)
+			return &d->tenants[i];
+	return NULL;
+}
+
+bool coved_sb_owned(const struct coved_sb *sb, const struct coved_tenant *t)
+{
+	return t && strcmp(sb->tenant, t->name) == 0;
+}
+
+struct coved_sb *coved_sb_find_for(struct coved *d, const char *id, const struct coved_tenant *t)
+{
+	struct coved_sb *sb = coved_sb_find(d, id);
+	if (sb && !coved_sb_owned(sb, t)) {
+		coved_sb_unref(sb);
+		return NULL;
+	}
+	return sb;
+}
+
 struct coved_sb **coved_sb_all(struct coved *d, size_t *n)
 {
 	pthread_mutex_lock(&d->mu);
@@ -248,8 +300,23 @@ int coved_sb_add_snap(struct coved_sb *sb, const char *dir)
 
 /* Maps a templateID to an image path (malloc'ed) or a snapshot directory
  * (*snap set).  404 when there is no such template. */
-static int resolve_template(struct coved *d, const char *tid, char **image, char **snap, char *msg,
-                            size_t len)
+/* The tenant a user snapshot belongs to (its meta file's "tenant"; one
+ * from before tenants: the first tenant's) is t. */
+static bool snap_owned(struct coved *d, const char *snapdir, const struct coved_tenant *t)
+{
+	char path[4300];
+	snprintf(path, sizeof(path), "%s.json", snapdir);
+	json_t *o = json_load_file(path, 0, NULL);
+	const char *owner = json_string_value(json_object_get(o, "tenant"));
+	if (!owner && d->ntenants)
+		owner = d->tenants[0].name;
+	bool ok = t && owner && strcmp(owner, t->name) == 0;
+	json_decref(o);
+	return ok;
+}
+
+static int resolve_template(struct coved *d, const struct coved_tenant *tenant, const char *tid,
+                            char **image, char **snap, char *msg, size_t len)
 {
 	*image = *snap = NULL;
 	const char *name = tid;
@@ -262,7 +329,7 @@ static int resolve_template(struct coved *d, const char *tid, char **image, char
 		char path[4200];
 		struct stat st;
 		snprintf(path, sizeof(path), "%s/snapshots/%s", d->cfg.state_dir, tid);
-		if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && snap_owned(d, path, tenant)) {
 			*snap = strdup(path);
 			return *snap ? 0 : 500;
 		}
@@ -352,9 +419,28 @@ static int status_of(int r)
 	return r == -EINVAL ? 400 : r == -ENOENT ? 404 : r == -ENOTSUP ? 400 : 500;
 }
 
-static bool limit_ok(struct coved *d, char *msg, size_t len)
+/* What tenant t holds: its running and paused sandboxes and what its
+ * creates in flight will add.  Called with d->mu held. */
+static void tenant_usage(struct coved *d, const struct coved_tenant *t, struct coved_usage *u)
 {
-	if (coved_sb_count_live(d) >= d->cfg.max_sandboxes) {
+	*u = t->inflight;
+	for (struct coved_sb *sb = d->list; sb; sb = sb->next) {
+		if (strcmp(sb->tenant, t->name) != 0 ||
+		    (sb->state != COVED_SB_RUNNING && sb->state != COVED_SB_PAUSED))
+			continue;
+		u->sandboxes++;
+		u->cpus += sb->cpus;
+		u->memory_mib += sb->memory_mib;
+	}
+}
+
+/* limit_ok() - the global limits, then tenant t's quota (t NULL: none).
+ * On success one global create slot is taken (release d->creating) and
+ * want is reserved for t (release it with limit_release). */
+static bool limit_ok(struct coved *d, struct coved_tenant *t, const struct coved_usage *want,
+                     char *msg, size_t len)
+{
+	if (want->sandboxes && coved_sb_count_live(d) >= d->cfg.max_sandboxes) {
 		coved_metric_bump(d, &d->m.limit_sandboxes);
 		errf(msg, len, 429, "coved holds its maximum of %u sandboxes (max_sandboxes)",
 		     d->cfg.max_sandboxes);
@@ -367,7 +453,37 @@ static bool limit_ok(struct coved *d, char *msg, size_t len)
 		     d->cfg.max_creates);
 		return false;
 	}
+	if (!t)
+		return true;
+	pthread_mutex_lock(&d->mu);
+	struct coved_usage u;
+	tenant_usage(d, t, &u);
+	int st = coved_quota_check(t->name, &t->q, &u, want, msg, len);
+	if (st == 0) {
+		t->inflight.sandboxes += want->sandboxes;
+		t->inflight.creates += want->creates;
+		t->inflight.cpus += want->cpus;
+		t->inflight.memory_mib += want->memory_mib;
+	}
+	pthread_mutex_unlock(&d->mu);
+	if (st) {
+		atomic_fetch_sub(&d->creating, 1);
+		coved_metric_bump(d, &d->m.limit_tenant);
+		return false;
+	}
 	return true;
+}
+
+static void limit_release(struct coved *d, struct coved_tenant *t, const struct coved_usage *want)
+{
+	if (!t)
+		return;
+	pthread_mutex_lock(&d->mu);
+	t->inflight.sandboxes -= want->sandboxes;
+	t->inflight.creates -= want->creates;
+	t->inflight.cpus -= want->cpus;
+	t->inflight.memory_mib -= want->memory_mib;
+	pthread_mutex_unlock(&d->mu);
 }
 
 static uint64_t clamp_timeout(struct coved *d, uint64_t t)
@@ -393,19 +509,27 @@ static void snap_chain_read(struct coved_sb *sb, const char *snapdir)
 	json_decref(o);
 }
 
-int coved_sb_create(struct coved *d, const struct coved_create *req, struct coved_sb **out,
-                    char *msg, size_t len)
+int coved_sb_create(struct coved *d, struct coved_tenant *t, const struct coved_create *req,
+                    struct coved_sb **out, char *msg, size_t len)
 {
 	*out = NULL;
+	if (!t)
+		return errf(msg, len, 401, "missing or invalid API key (X-API-KEY)");
 	if (req->cpus > d->cfg.max_cpus || req->memory_mib > d->cfg.max_memory_mib) {
 		errf(msg, len, 400, "cpuCount is at most %u and memoryMB at most %llu here",
 		     d->cfg.max_cpus, (unsigned long long)d->cfg.max_memory_mib);
 		return 400;
 	}
 	char *image, *snap;
-	int st = resolve_template(d, req->template_id, &image, &snap, msg, len);
+	int st = resolve_template(d, t, req->template_id, &image, &snap, msg, len);
 	if (st)
 		return st;
+	struct coved_usage want = { .sandboxes = 1,
+		                    .creates = 1,
+		                    .cpus = req->cpus ? req->cpus : d->cfg.cpus,
+		                    .memory_mib =
+		                        req->memory_mib ? req->memory_mib : d->cfg.memory_mib };
+	bool reserved = false;
 	struct coved_sb *sb = coved_sb_new(d);
 	json_t *netj = net_json_of(&req->net);
 	struct cove_net_policy pol;
@@ -417,10 +541,12 @@ int coved_sb_create(struct coved *d, const struct coved_create *req, struct cove
 	}
 	if ((st = net_policy(d, netj, &pol, &allow, &deny, msg, len)))
 		goto out;
-	if (!limit_ok(d, msg, len)) {
+	if (!limit_ok(d, t, &want, msg, len)) {
 		st = 429;
 		goto out;
 	}
+	reserved = true;
+	snprintf(sb->tenant, sizeof(sb->tenant), "%s", t->name);
 	if (new_id(sb->id) < 0 || new_token(sb->token) < 0) {
 		atomic_fetch_sub(&d->creating, 1);
 		st = 500;
@@ -498,6 +624,10 @@ int coved_sb_create(struct coved *d, const struct coved_create *req, struct cove
 	sb = NULL;
 	st = 0;
 out:
+	/* Released after the list holds the new sandbox: for a moment it is
+	 * counted twice, never not at all. */
+	if (reserved)
+		limit_release(d, t, &want);
 	free(allow);
 	free(deny);
 	free(image);
@@ -584,7 +714,10 @@ int coved_sb_resume(struct coved_sb *sb, uint64_t timeout_s, bool *resumed, char
 		          coved_state_name(sb->state));
 		goto out;
 	}
-	if (!limit_ok(d, msg, len)) {
+	/* The paused sandbox is counted already: only a create slot more. */
+	struct coved_tenant *t = coved_tenant_find(d, sb->tenant);
+	const struct coved_usage want = { .creates = 1 };
+	if (!limit_ok(d, t, &want, msg, len)) {
 		st = 429;
 		goto out;
 	}
@@ -601,6 +734,7 @@ int coved_sb_resume(struct coved_sb *sb, uint64_t timeout_s, bool *resumed, char
 	struct cove_sandbox *c;
 	int r = cove_restore(&cfg, sb->paused_dir, &c, err, sizeof(err));
 	atomic_fetch_sub(&d->creating, 1);
+	limit_release(d, t, &want);
 	if (r < 0) {
 		st = status_of(r) == 400 ? 500 : status_of(r);
 		errf(msg, len, st, "resume of %s failed: %s", sb->id, err);
@@ -789,8 +923,8 @@ static int snapshot_to(struct coved_sb *sb, const char *prefix, char *path, size
 	coved_sb_add_snap(sb, path);
 	pthread_mutex_unlock(&sb->mu);
 	json_t *meta =
-	    json_pack("{s:s, s:s?, s:o}", "source", sb->id, "templateID", sb->template_id, "chain",
-	              coved_str_list(sb->snaps, sb->nsnaps - 1));
+	    json_pack("{s:s, s:s, s:s?, s:o}", "source", sb->id, "tenant", sb->tenant, "templateID",
+	              sb->template_id, "chain", coved_str_list(sb->snaps, sb->nsnaps - 1));
 	char *text = json_dumps(meta, JSON_COMPACT);
 	json_decref(meta);
 	char dir[4200], file[128];
@@ -816,6 +950,7 @@ int coved_sb_snapshot(struct coved_sb *sb, char *snap_id, size_t idlen, char *ms
 
 struct fork_job {
 	struct coved *d;
+	struct coved_tenant *t;
 	struct coved_create req;
 	struct coved_sb *parent, *child;
 	int st;
@@ -825,7 +960,7 @@ struct fork_job {
 static void *fork_one(void *arg)
 {
 	struct fork_job *j = arg;
-	j->st = coved_sb_create(j->d, &j->req, &j->child, j->msg, sizeof(j->msg));
+	j->st = coved_sb_create(j->d, j->t, &j->req, &j->child, j->msg, sizeof(j->msg));
 	return NULL;
 }
 
@@ -853,6 +988,7 @@ int coved_sb_fork(struct coved_sb *sb, unsigned int count, uint64_t timeout_s, j
 	for (unsigned int i = 0; i < count; i++) {
 		struct fork_job *j = &jobs[i];
 		j->d = sb->d;
+		j->t = coved_tenant_find(sb->d, sb->tenant); /* forks are the parent's tenant's */
 		snprintf(j->req.template_id, sizeof(j->req.template_id), "%s", name);
 		j->req.timeout_s = timeout_s;
 		pthread_mutex_lock(&sb->mu);

@@ -1,12 +1,20 @@
 /* coved's HTTP server: libmicrohttpd with a thread per connection (a
  * stalled client holds only its own thread) on a Unix socket and,
- * optionally, TCP.  Every request is counted against max_requests,
- * authenticated on its first call, its body bounded; envd requests go to
- * envd_handle whole. */
+ * optionally, TCP (with TLS when the config names a certificate, and a
+ * limit of connections per client address).  A connection has
+ * header_timeout_s of silence before its request head is in, then
+ * connection_timeout_s.  Every request is counted against max_requests,
+ * authenticated on its first call (the key gives its tenant, which goes
+ * with the request to coved_route), its body bounded; envd requests go to
+ * envd_handle whole (they authenticate with the sandbox's own token). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +30,11 @@
 #define URL_MAX       2048
 #define HEADER_MEMORY (64 * 1024) /* per connection: bounds the request head */
 
+#define TLS_PEM_MAX (256 * 1024)
+
 struct req {
 	bool envd, counted, too_big;
+	struct coved_tenant *tenant; /* from the API key; NULL for an open /metrics */
 	void *envd_cls;
 	char *body;
 	size_t len, cap;
@@ -31,6 +42,7 @@ struct req {
 
 static struct MHD_Daemon *unix_daemon, *tcp_daemon;
 static int unix_fd = -1;
+static char *tls_cert_pem, *tls_key_pem;
 
 enum MHD_Result coved_json_reply(struct MHD_Connection *c, unsigned int status, json_t *body)
 {
@@ -103,19 +115,23 @@ static enum MHD_Result too_many(struct MHD_Connection *c, json_t *msg)
 	return ret;
 }
 
-static bool authorized(struct coved *d, struct MHD_Connection *c)
+/* authorized() - the tenant of the request's API key, or NULL.  Every key
+ * is compared and the match is picked without a branch, so the time does
+ * not tell which key (or whether any) matched. */
+static struct coved_tenant *authorized(struct coved *d, struct MHD_Connection *c)
 {
 	const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-API-KEY");
 	const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
 	if (!key && auth && strncmp(auth, "Bearer ", 7) == 0)
 		key = auth + 7;
 	if (!key)
-		return false;
-	bool ok = false;
-	/* Every key is compared, so the time does not tell which matched. */
-	for (size_t i = 0; i < d->nkeys; i++)
-		ok |= coved_secret_eq(key, d->keys[i]);
-	return ok;
+		return NULL;
+	uintptr_t found = 0;
+	for (size_t i = 0; i < d->nkeys; i++) {
+		uintptr_t mask = -(uintptr_t)coved_secret_eq(key, d->keys[i].key);
+		found = (found & ~mask) | ((uintptr_t)d->keys[i].t & mask);
+	}
+	return (struct coved_tenant *)found;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -138,6 +154,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			                        "once (max_requests)");
 		}
 		r->counted = true;
+		/* The head is in: from here the longer idle limit holds. */
+		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, d->cfg.conn_timeout_s);
 		if (strlen(url) > URL_MAX)
 			return coved_json_error(c, 414, "request path too long");
 		if (envd_route(c, url)) {
@@ -146,7 +164,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			                   &r->envd_cls);
 		}
 		bool open = strcmp(url, "/metrics") == 0 && !d->cfg.metrics_auth;
-		if (!open && !authorized(d, c))
+		r->tenant = authorized(d, c);
+		if (!open && !r->tenant)
 			return coved_json_error(c, 401, "missing or invalid API key (X-API-KEY)");
 		return MHD_YES;
 	}
@@ -180,14 +199,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return coved_json_error(c, 413, msg);
 	}
 	coved_metric_bump(d, &d->m.requests);
-	return coved_route(d, c, method, url, r->body, r->len);
+	return coved_route(d, r->tenant, c, method, url, r->body, r->len);
 }
 
 static void on_done(void *cls, struct MHD_Connection *c, void **req_cls,
                     enum MHD_RequestTerminationCode toe)
 {
-	(void)c;
-	(void)toe;
 	struct coved *d = cls;
 	struct req *r = *req_cls;
 	if (!r)
@@ -196,6 +213,10 @@ static void on_done(void *cls, struct MHD_Connection *c, void **req_cls,
 		envd_request_done(d, &r->envd_cls);
 	if (r->counted)
 		atomic_fetch_sub(&d->in_flight, 1);
+	/* A kept-alive connection waits for its next head: the short limit. */
+	if (c && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
+		                          d->cfg.header_timeout_s);
 	free(r->body);
 	free(r);
 	*req_cls = NULL;
@@ -208,23 +229,109 @@ static void log_mhd(void *cls, const char *fmt, va_list ap)
 	vfprintf(stderr, fmt, ap);
 }
 
+/* start() - one libmicrohttpd daemon: on fd (the Unix socket) or, with
+ * fd < 0, on sa (TCP, with TLS and a per-address limit). */
 static struct MHD_Daemon *start(struct coved *d, int fd, const struct sockaddr *sa)
 {
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
 	                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
-	if (fd >= 0)
-		return MHD_start_daemon(
-		    flags, 0, NULL, NULL, on_request, d, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL,
-		    MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_done, d,
-		    MHD_OPTION_CONNECTION_TIMEOUT, d->cfg.conn_timeout_s,
-		    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HEADER_MEMORY,
-		    MHD_OPTION_CONNECTION_LIMIT, d->cfg.max_requests + 64, MHD_OPTION_END);
-	return MHD_start_daemon(
-	    flags, 0, NULL, NULL, on_request, d, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL,
-	    MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_NOTIFY_COMPLETED, on_done, d,
-	    MHD_OPTION_CONNECTION_TIMEOUT, d->cfg.conn_timeout_s,
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HEADER_MEMORY, MHD_OPTION_CONNECTION_LIMIT,
-	    d->cfg.max_requests + 64, MHD_OPTION_END);
+	struct MHD_OptionItem o[12];
+	size_t n = 0;
+#define OPT(opt, val, ptr) (o[n++] = (struct MHD_OptionItem){ (opt), (intptr_t)(val), (ptr) })
+	OPT(MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)log_mhd, NULL);
+	OPT(MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_done, d);
+	OPT(MHD_OPTION_CONNECTION_TIMEOUT, d->cfg.header_timeout_s, NULL);
+	OPT(MHD_OPTION_CONNECTION_MEMORY_LIMIT, HEADER_MEMORY, NULL);
+	OPT(MHD_OPTION_CONNECTION_LIMIT, d->cfg.max_requests + 64, NULL);
+	if (fd >= 0) {
+		OPT(MHD_OPTION_LISTEN_SOCKET, fd, NULL);
+	} else {
+		OPT(MHD_OPTION_SOCK_ADDR, 0, (void *)sa);
+		OPT(MHD_OPTION_PER_IP_CONNECTION_LIMIT, d->cfg.max_connections_per_ip, NULL);
+		if (tls_cert_pem) {
+			flags |= MHD_USE_TLS;
+			OPT(MHD_OPTION_HTTPS_MEM_CERT, 0, tls_cert_pem);
+			OPT(MHD_OPTION_HTTPS_MEM_KEY, 0, tls_key_pem);
+		}
+	}
+	OPT(MHD_OPTION_END, 0, NULL);
+#undef OPT
+	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, d, MHD_OPTION_ARRAY, o,
+	                        MHD_OPTION_END);
+}
+
+/* read_pem() - a PEM file into memory (malloc'ed, NUL-ended), checked for
+ * marker: a private key file must be the owner's alone. */
+static int read_pem(const char *what, const char *path, const char *marker, bool secret, char **out,
+                    char *err, size_t errlen)
+{
+	*out = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errf(err, errlen, -errno, "%s %s: %s", what, path, strerror(errno));
+	struct stat st;
+	int r = 0;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		r = errf(err, errlen, -EINVAL, "%s %s is not a regular file", what, path);
+	} else if (secret && (st.st_mode & 077)) {
+		r = errf(err, errlen, -EPERM,
+		         "%s %s is readable by others (mode %03o): chmod 600 it", what, path,
+		         (unsigned)(st.st_mode & 0777));
+	} else if (st.st_size <= 0 || st.st_size > TLS_PEM_MAX) {
+		r = errf(err, errlen, -EINVAL, "%s %s is empty or over %d bytes", what, path,
+		         TLS_PEM_MAX);
+	}
+	char *buf = r ? NULL : calloc(1, (size_t)st.st_size + 1);
+	if (!r && !buf)
+		r = errf(err, errlen, -ENOMEM, "out of memory");
+	if (!r && read(fd, buf, (size_t)st.st_size) != st.st_size)
+		r = errf(err, errlen, -EIO, "%s %s: short read", what, path);
+	if (!r && !strstr(buf, marker))
+		r = errf(err, errlen, -EINVAL, "%s %s holds no PEM '%s' block", what, path, marker);
+	close(fd);
+	if (r < 0) {
+		if (buf)
+			explicit_bzero(buf, (size_t)st.st_size);
+		free(buf);
+		return r;
+	}
+	*out = buf;
+	return 0;
+}
+
+static int tls_load(struct coved *d, char *err, size_t errlen)
+{
+	if (!d->cfg.tls_cert)
+		return 0;
+	if (!MHD_is_feature_supported(MHD_FEATURE_TLS))
+		return errf(err, errlen, -ENOTSUP,
+		            "tls_cert is set but this libmicrohttpd has no TLS support");
+	int r = read_pem("tls_cert", d->cfg.tls_cert, "-----BEGIN CERTIFICATE-----", false,
+	                 &tls_cert_pem, err, errlen);
+	if (r == 0)
+		r = read_pem("tls_key", d->cfg.tls_key, "PRIVATE KEY-----", true, &tls_key_pem, err,
+		             errlen);
+	if (r < 0)
+		return r;
+	/* Said here in one line, rather than as GnuTLS's words at start. */
+	BIO *cb = BIO_new_mem_buf(tls_cert_pem, -1), *kb = BIO_new_mem_buf(tls_key_pem, -1);
+	X509 *x = cb ? PEM_read_bio_X509(cb, NULL, NULL, NULL) : NULL;
+	EVP_PKEY *k = kb ? PEM_read_bio_PrivateKey(kb, NULL, NULL, NULL) : NULL;
+	if (!x)
+		r = errf(err, errlen, -EINVAL, "tls_cert %s: not a PEM certificate",
+		         d->cfg.tls_cert);
+	else if (!k)
+		r = errf(err, errlen, -EINVAL, "tls_key %s: not a PEM private key (unencrypted)",
+		         d->cfg.tls_key);
+	else if (X509_check_private_key(x, k) != 1)
+		r = errf(err, errlen, -EINVAL, "tls_key %s is not the key of tls_cert %s",
+		         d->cfg.tls_key, d->cfg.tls_cert);
+	X509_free(x);
+	EVP_PKEY_free(k);
+	BIO_free(cb);
+	BIO_free(kb);
+	ERR_clear_error();
+	return r;
 }
 
 static int listen_unix(struct coved *d, char *err, size_t errlen)
@@ -284,17 +391,24 @@ static int parse_tcp(const char *s, struct sockaddr_in *sa, char *err, size_t er
 
 int coved_serve(struct coved *d, char *err, size_t errlen)
 {
-	int r = listen_unix(d, err, errlen);
-	if (r < 0)
+	struct sockaddr_in sa;
+	int r;
+	/* A bad address or certificate stops coved before it binds anything. */
+	if (d->cfg.tcp && ((r = parse_tcp(d->cfg.tcp, &sa, err, errlen)) < 0 ||
+	                   (r = tls_load(d, err, errlen)) < 0))
+		return r;
+	if (!d->cfg.tcp && d->cfg.tls_cert)
+		return errf(err, errlen, -EINVAL,
+		            "tls_cert is set but there is no \"tcp\" listener");
+	if ((r = listen_unix(d, err, errlen)) < 0)
 		return r;
 	if (!(unix_daemon = start(d, unix_fd, NULL)))
 		return errf(err, errlen, -EIO, "libmicrohttpd would not serve %s", d->cfg.socket);
 	if (d->cfg.tcp) {
-		struct sockaddr_in sa;
-		if ((r = parse_tcp(d->cfg.tcp, &sa, err, errlen)) < 0)
-			return r;
 		if (!(tcp_daemon = start(d, -1, (struct sockaddr *)&sa)))
-			return errf(err, errlen, -EADDRINUSE, "cannot listen on %s", d->cfg.tcp);
+			return errf(err, errlen, -EADDRINUSE, "cannot listen on %s%s", d->cfg.tcp,
+			            tls_cert_pem ? " with TLS (libmicrohttpd's line above says why)"
+			                         : "");
 	}
 	return 0;
 }
@@ -308,4 +422,9 @@ void coved_unserve(struct coved *d)
 		MHD_stop_daemon(unix_daemon);
 	tcp_daemon = unix_daemon = NULL;
 	unix_fd = -1;
+	if (tls_key_pem)
+		explicit_bzero(tls_key_pem, strlen(tls_key_pem));
+	free(tls_key_pem);
+	free(tls_cert_pem);
+	tls_key_pem = tls_cert_pem = NULL;
 }

@@ -7,12 +7,39 @@
 # snapshot and a create from it, fork {count}, network (400 without a
 # NIC), stop, logs (the journal), delete (404 twice), 405, expiry (kill
 # and pause), a killed cove-vmm reported as dead, 429 with Retry-After
-# over max_creates, and /metrics through promtool.
+# over max_creates, and /metrics through promtool.  Tenants: the keys file
+# gives $KEY to tenant alice and $KEYB to bob (quota: no sandbox); bob
+# cannot see, use or change alice's sandbox through any route (404, the
+# same body as a missing one) nor through envd (with a made-up token or
+# another sandbox's), bob's create is 429 with Retry-After while alice
+# creates, and ownership outlives a coved restart.
 source tests/integration/lib.sh
 source tests/integration/coved_lib.sh
 coved_env
-coved_start || { not_ok "coved starts"; finish; }
+KEYB=coved-test-keyb-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+printf '# tenants\nalice:%s\nbob:%s\n' "$KEY" "$KEYB" >"$WORK/keys"
+TENANTS='"tenants": {"bob": {"max_sandboxes": 0}}'
+coved_start "$TENANTS" || { not_ok "coved starts"; finish; }
 ok "coved serves $SOCK"
+until_true 5 'grep -q "coved: serving .*, 2 tenants" "$WORK/coved.log"' && ok "coved counts 2 tenants" || not_ok "tenant count: $(tail -n 3 "$WORK/coved.log")"
+
+# apib METHOD PATH [BODY]: api with bob's key.
+apib() {
+	local m=$1 p=$2
+	shift 2
+	local data=()
+	[ $# -gt 0 ] && data=(-H 'Content-Type: application/json' --data-binary "$1")
+	curl -s --max-time 60 --unix-socket "$SOCK" -X "$m" -H "X-API-KEY: $KEYB" \
+		-D "$WORK/headers" -o "$WORK/body" -w '%{http_code}' "${data[@]}" "http://coved$p" >"$WORK/code"
+	cat "$WORK/body"
+}
+# envd REQUEST_PATH SANDBOX TOKEN [BODY]: one envd call; prints the status, the body to $WORK/ebody.
+envd() {
+	local data=()
+	[ $# -gt 3 ] && data=(-X POST --data-binary "$4")
+	curl -s --max-time 60 --unix-socket "$SOCK" -H "E2b-Sandbox-Id: $2" -H "X-Access-Token: $3" \
+		-H 'Content-Type: application/json' "${data[@]}" -o "$WORK/ebody" -w '%{http_code}' "http://coved$1"
+}
 
 x() { $cove exec "$1" -- sh -c "$2" 2>&1; }
 expect() { # expect CODE WHAT
@@ -120,6 +147,56 @@ f2=$(jget "$out" 'o[1]["sandbox"]["sandboxID"]')
 [ -n "$f1" ] && [ "$f1" != "$f2" ] && [ "$(x "$f2" 'cat /root/p')" = before-pause ] && ok "two forks, each with the file" || not_ok "forks: $out"
 api POST "/sandboxes/$id/fork" '{"count":1000}' >/dev/null; expect 400 "fork count 1000"
 
+# ---- tenants: bob and alice's sandbox $id ----
+missing=zzzzzzzzzzzzzzzzzzzz # as long as an id, never one
+# bob_404 METHOD PATH [BODY]: bob's request on $id answers exactly as on a missing id.
+bob_404() {
+	local m=$1 p=$2
+	shift 2
+	apib "$m" "$p" "$@" >"$WORK/b_real"
+	local c1; c1=$(code)
+	apib "$m" "${p//$id/$missing}" "$@" >"$WORK/b_missing"
+	if [ "$c1" = 404 ] && [ "$(sed "s/$id/ID/g" "$WORK/b_real")" = "$(sed "s/$missing/ID/g" "$WORK/b_missing")" ]; then
+		ok "bob: $m ${p//$id/A} -> 404, as for a missing sandbox"
+	else not_ok "bob: $m ${p//$id/A}: $c1 $(cat "$WORK/b_real") / missing: $(cat "$WORK/b_missing")"; fi
+}
+out=$(apib GET /v2/sandboxes); [ "$(code)" = 200 ] && [ "$(jget "$out" 'len(o)')" = 0 ] && ok "bob lists no sandbox (v2)" || not_ok "bob's v2 list: $out"
+out=$(apib GET /sandboxes); [ "$(code)" = 200 ] && [ "$(jget "$out" 'len(o)')" = 0 ] && ok "bob lists no sandbox (v1)" || not_ok "bob's v1 list: $out"
+apib GET "/v2/sandboxes?limit=1&nextToken=$id" >/dev/null; expect 400 "bob: nextToken of alice's sandbox names none"
+bob_404 GET "/sandboxes/$id"
+bob_404 POST "/v2/sandboxes/$id/connect" '{}'
+bob_404 POST "/sandboxes/$id/resume" '{}'
+bob_404 POST "/sandboxes/$id/pause" '{}'
+bob_404 POST "/sandboxes/$id/fork" '{"count":1}'
+bob_404 PUT "/sandboxes/$id/network" '{"allow_internet_access":false}'
+bob_404 POST "/sandboxes/$id/snapshots" '{}'
+bob_404 POST "/sandboxes/$id/timeout" '{"timeout":5}'
+bob_404 GET "/sandboxes/$id/logs"
+bob_404 POST "/sandboxes/$id/stop"
+bob_404 DELETE "/sandboxes/$id"
+apib POST /v2/sandboxes "{\"templateID\":\"$snap\"}" >"$WORK/b_real"; c1=$(code)
+apib POST /v2/sandboxes '{"templateID":"snap-zzzzzzzzzzzzzzzz"}' >"$WORK/b_missing"
+[ "$c1" = 404 ] && [ "$(sed "s/$snap/S/" "$WORK/b_real")" = "$(sed 's/snap-zzzzzzzzzzzzzzzz/S/' "$WORK/b_missing")" ] &&
+	ok "bob: create from alice's snapshot -> 404, as for a missing one" || not_ok "bob from $snap: $c1 $(cat "$WORK/b_real")"
+tok2=$(jget "$(api GET "/sandboxes/$id2")" 'o["envdAccessToken"]')
+c=$(envd /filesystem.Filesystem/ListDir "$id" "$(printf '%064d' 7)" '{"path":"/root"}')
+[ "$c" = 401 ] && ok "envd: alice's id with a made-up token -> 401" || not_ok "envd made-up token: $c $(cat "$WORK/ebody")"
+c=$(envd /filesystem.Filesystem/ListDir "$id" "$tok2" '{"path":"/root"}')
+[ "$c" = 401 ] && ok "envd: alice's id with another sandbox's token -> 401" || not_ok "envd other token: $c $(cat "$WORK/ebody")"
+c=$(envd "/files?path=/root/p" "$id" "$tok2")
+[ "$c" = 401 ] && ok "envd: /files of alice's id with another sandbox's token -> 401" || not_ok "envd files: $c $(cat "$WORK/ebody")"
+c=$(envd "/process.Process/List" "$id" "$KEYB" '{}')
+[ "$c" = 401 ] && ok "envd: bob's API key as a token -> 401" || not_ok "envd api key as token: $c"
+c=$(envd /filesystem.Filesystem/ListDir "$id" "$tok" '{"path":"/root"}')
+[ "$c" = 200 ] && grep -q '"name":"p"' "$WORK/ebody" && ok "envd: alice's own token lists /root" || not_ok "envd own token: $c $(cat "$WORK/ebody")"
+out=$(api GET "/sandboxes/$id")
+[ "$(jget "$out" 'o["state"]')" = running ] && [ "$(x "$id" 'cat /root/p')" = before-pause ] &&
+	ok "alice's sandbox still runs, untouched" || not_ok "alice's sandbox after bob: $out"
+grep -q '"tenant":"alice"' "$STATE/sandboxes/$id.json" && ok "the record names its tenant" || not_ok "record: no tenant"
+apib POST /v2/sandboxes '{}' >/dev/null
+[ "$(code)" = 429 ] && grep -qi '^retry-after: [0-9]' "$WORK/headers" && grep -q max_sandboxes "$WORK/body" &&
+	ok "bob over his quota (max_sandboxes 0) -> 429 with Retry-After" || not_ok "bob's quota: $(code) $(cat "$WORK/body")"
+
 # ---- network, stop, logs, delete ----
 api PUT "/sandboxes/$id/network" '{"allowOut":["198.51.100.1"]}' >/dev/null; expect 400 "network of a sandbox without a NIC"
 api PUT "/sandboxes/$id/network" '{"allowOut":"x"}' >/dev/null; expect 400 "network with a bad rule list"
@@ -148,10 +225,10 @@ api DELETE "/sandboxes/$id" >/dev/null; expect 204 "delete a dead sandbox"
 
 # ---- expiry ----
 k=$(jget "$(api POST /v2/sandboxes '{"timeout":2}')" 'o["sandboxID"]')
+expect 201 "alice creates while bob is over his quota"
 p=$(jget "$(api POST /v2/sandboxes '{"timeout":2,"autoPause":true}')" 'o["sandboxID"]')
 if until_true 60 '[ "$(api GET "/sandboxes/$k" >/dev/null; code)" = 404 ]'; then ok "timeout expiry kills"; else not_ok "expired sandbox $k: $(api GET "/sandboxes/$k")"; fi
 if until_true 60 '[ "$(jget "$(api GET "/sandboxes/$p")" "o[\"state\"]")" = paused ]'; then ok "timeout expiry with autoPause pauses"; else not_ok "autoPause: $(api GET "/sandboxes/$p")"; fi
-api DELETE "/sandboxes/$p" >/dev/null
 
 # ---- metrics ----
 curl -s --unix-socket "$SOCK" -H "X-API-KEY: $KEY" http://coved/metrics >"$WORK/metrics"
@@ -174,7 +251,10 @@ fi
 # ---- 429 over max_creates ----
 coved_stop
 echo "coved stopped; again with max_creates 1"
-coved_start '"max_creates": 1' || { not_ok "coved restarts"; finish; }
+coved_start "\"max_creates\": 1, $TENANTS" || { not_ok "coved restarts"; finish; }
+api GET "/sandboxes/$p" >/dev/null; expect 200 "alice's paused sandbox after the restart"
+apib GET "/sandboxes/$p" >/dev/null; expect 404 "bob: alice's paused sandbox after the restart"
+api DELETE "/sandboxes/$p" >/dev/null
 pids=()
 for i in 1 2 3; do
 	curl -s --max-time 300 --unix-socket "$SOCK" -X POST -H "X-API-KEY: $KEY" -d '{}' -D "$WORK/h$i" -o "$WORK/b$i" \

@@ -167,17 +167,15 @@ END_TEST
 
 START_TEST(keys_file)
 {
-	char **keys;
+	struct coved_key *keys;
 	size_t n;
 	char *p = write_tmp("# comment\nkey-one-0123456789\n\nkey-two-0123456789\n", 0644);
 	ck_assert_int_eq(coved_keys_load(p, &keys, &n, err, sizeof(err)), -EPERM);
 	chmod(p, 0600);
 	ck_assert_int_eq(coved_keys_load(p, &keys, &n, err, sizeof(err)), 0);
 	ck_assert_uint_eq(n, 2);
-	ck_assert_str_eq(keys[1], "key-two-0123456789");
-	for (size_t i = 0; i < n; i++)
-		free(keys[i]);
-	free(keys);
+	ck_assert_str_eq(keys[1].key, "key-two-0123456789");
+	coved_keys_free(keys, n);
 	unlink(p);
 	p = write_tmp("short\n", 0600);
 	ck_assert_int_eq(coved_keys_load(p, &keys, &n, err, sizeof(err)), -EINVAL);
