@@ -1,6 +1,7 @@
 /* coved: the sandbox daemon (docs/api.md).
  *
  *   coved [--config FILE] [--foreground]
+ *   coved [--config FILE] --check
  *
  * Serves the control plane (and the envd surface) on a Unix socket and
  * optionally TCP.  Sandboxes are detached cove-vmm processes: stopping
@@ -19,10 +20,25 @@
 #include "coved_priv.h"
 #include "envd.h"
 
-static const char usage[] = "usage: coved [--config FILE] [--foreground]\n"
+static const char usage[] = "usage: coved [--config FILE] [--foreground | --check]\n"
                             "  --config FILE  JSON config (docs/api.md); default "
                             "/etc/coved/coved.json when it exists\n"
-                            "  --foreground   stay attached, log to stderr\n";
+                            "  --foreground   stay attached, log to stderr\n"
+                            "  --check        read the config and keys file, print one line "
+                            "(tenants, TCP listener) and exit\n";
+
+/* check_line() - coved --check's line (cove doctor prints it): the
+ * tenants of the keys file and what the TCP listener would be, read
+ * through the loaders coved itself starts with. */
+static void check_line(const struct coved *d)
+{
+	const struct coved_config *c = &d->cfg;
+	printf("%zu tenant%s, TCP listener: %s%s%s\n", d->ntenants, d->ntenants == 1 ? "" : "s",
+	       !c->tcp         ? "none"
+	       : c->tls_cert ? "TLS on "
+	                     : "plain HTTP on ",
+	       c->tcp ? c->tcp : "", c->tcp && !c->tls_cert ? " (keys and tokens in cleartext)" : "");
+}
 
 static void *reaper(void *arg)
 {
@@ -62,11 +78,12 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "foreground", no_argument, NULL, 'f' },
+		{ "check", no_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	const char *config = NULL;
-	bool foreground = false;
+	bool foreground = false, check = false;
 	int o;
 	opterr = 0;
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -74,6 +91,8 @@ int main(int argc, char **argv)
 			config = optarg;
 		} else if (o == 'f') {
 			foreground = true;
+		} else if (o == 'k') {
+			check = true;
 		} else if (o == 'h') {
 			fputs(usage, stdout);
 			return 0;
@@ -99,6 +118,10 @@ int main(int argc, char **argv)
 	if (coved_tenants_init(&d) < 0) {
 		fprintf(stderr, "coved: out of memory\n");
 		return 1;
+	}
+	if (check) {
+		check_line(&d);
+		return 0;
 	}
 	if (make_dirs(&d.cfg) < 0)
 		return 1;

@@ -110,8 +110,8 @@ stop
 
 # ---- header timeout and per-address limit (plain TCP) ----
 run_coved '"header_timeout_s": 2, "max_connections_per_ip": 2' || { not_ok "plain coved starts"; finish; }
-out=$(COVED_CONFIG=$WORK/coved.json $BIN/cove doctor 2>&1 | grep -E '^[a-z]+ +coved ')
-[[ $out == warn*"2 tenants, TCP listener: plain HTTP"*cleartext* ]] && ok "cove doctor warns: $out" || not_ok "cove doctor plain: $out"
+out=$($BIN/coved --config "$WORK/coved.json" --check 2>&1)
+[[ $out == "2 tenants, TCP listener: plain HTTP on 127.0.0.1:$PORT"*cleartext* ]] && ok "coved --check (cove doctor's line) warns: $out" || not_ok "coved --check plain: $out"
 r=$(python3 - "$PORT" "$SOCK" <<'PY'
 import socket, sys, time
 def slow(s):
