@@ -34,10 +34,11 @@ static void check_line(const struct coved *d)
 {
 	const struct coved_config *c = &d->cfg;
 	printf("%zu tenant%s, TCP listener: %s%s%s\n", d->ntenants, d->ntenants == 1 ? "" : "s",
-	       !c->tcp         ? "none"
+	       !c->tcp       ? "none"
 	       : c->tls_cert ? "TLS on "
 	                     : "plain HTTP on ",
-	       c->tcp ? c->tcp : "", c->tcp && !c->tls_cert ? " (keys and tokens in cleartext)" : "");
+	       c->tcp ? c->tcp : "",
+	       c->tcp && !c->tls_cert ? " (keys and tokens in cleartext)" : "");
 }
 
 static void *reaper(void *arg)
