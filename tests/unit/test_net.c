@@ -319,8 +319,10 @@ START_TEST(test_tx_hdr_check)
 	ck_assert_int_eq(vnet_tx_hdr_check(&tso, 65000, all & ~(1ULL << VIRTIO_NET_F_CSUM)),
 	                 -EINVAL);
 	/* GSO types never offered, unknown ones, ECN without GSO. */
-	static const uint8_t bad_types[] = { VIRTIO_NET_HDR_GSO_UDP, VIRTIO_NET_HDR_GSO_UDP_L4, 2,
-		                             6, 0x7f, VIRTIO_NET_HDR_GSO_ECN };
+	static const uint8_t bad_types[] = {
+		VIRTIO_NET_HDR_GSO_UDP, VIRTIO_NET_HDR_GSO_UDP_L4, 2, 6, 0x7f,
+		VIRTIO_NET_HDR_GSO_ECN
+	};
 	for (size_t i = 0; i < sizeof(bad_types); i++) {
 		h = tso;
 		h.gso_type = bad_types[i];
@@ -332,7 +334,8 @@ START_TEST(test_tx_hdr_check)
 	for (size_t i = 0; i < sizeof(bad_flags); i++) {
 		h = plain;
 		h.flags = bad_flags[i];
-		ck_assert_msg(vnet_tx_hdr_check(&h, 1500, all) == -EINVAL, "flags %u", bad_flags[i]);
+		ck_assert_msg(vnet_tx_hdr_check(&h, 1500, all) == -EINVAL, "flags %u",
+		              bad_flags[i]);
 	}
 	/* Offsets against the frame's length. */
 	h = tso;
@@ -371,8 +374,12 @@ START_TEST(test_tx_bad_header_dropped)
 	struct drv d;
 	drv_init_opts(&d, 1ULL << VIRTIO_NET_F_HOST_TSO6, false);
 	uint8_t bad[VNET_HDR_LEN] = { 1, VIRTIO_NET_HDR_GSO_UDP, 54, 0, 0xa8, 0x05, 34, 0, 6, 0 };
-	uint8_t tso6[VNET_HDR_LEN] = { 1, VIRTIO_NET_HDR_GSO_TCPV6, 74, 0, 0xa0, 0x05, 54, 0, 16, 0 };
-	uint8_t good[VNET_HDR_LEN] = { 1, VIRTIO_NET_HDR_GSO_TCPV4, 54, 0, 0xa8, 0x05, 34, 0, 16, 0 };
+	uint8_t tso6[VNET_HDR_LEN] = {
+		1, VIRTIO_NET_HDR_GSO_TCPV6, 74, 0, 0xa0, 0x05, 54, 0, 16, 0
+	};
+	uint8_t good[VNET_HDR_LEN] = {
+		1, VIRTIO_NET_HDR_GSO_TCPV4, 54, 0, 0xa8, 0x05, 34, 0, 16, 0
+	};
 	uint8_t payload[1500];
 	fill_pattern(payload, sizeof(payload), 5);
 	ck_assert_int_eq(gmem_write(&d.mem, BUF_GPA, bad, sizeof(bad)), 0);

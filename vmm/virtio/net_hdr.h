@@ -11,14 +11,14 @@
 
 #include "virtio/net.h"
 
-#define VIRTIO_NET_HDR_F_NEEDS_CSUM   1
-#define VIRTIO_NET_HDR_GSO_NONE       0
-#define VIRTIO_NET_HDR_GSO_TCPV4      1
-#define VIRTIO_NET_HDR_GSO_UDP        3
-#define VIRTIO_NET_HDR_GSO_TCPV6      4
-#define VIRTIO_NET_HDR_GSO_UDP_L4     5
-#define VIRTIO_NET_HDR_GSO_ECN        0x80
-#define VNET_ETH_HLEN                 14
+#define VIRTIO_NET_HDR_F_NEEDS_CSUM 1
+#define VIRTIO_NET_HDR_GSO_NONE     0
+#define VIRTIO_NET_HDR_GSO_TCPV4    1
+#define VIRTIO_NET_HDR_GSO_UDP      3
+#define VIRTIO_NET_HDR_GSO_TCPV6    4
+#define VIRTIO_NET_HDR_GSO_UDP_L4   5
+#define VIRTIO_NET_HDR_GSO_ECN      0x80
+#define VNET_ETH_HLEN               14
 
 /**
  * vnet_tx_hdr_check() - whether a transmit header may go to the TAP
