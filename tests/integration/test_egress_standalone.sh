@@ -61,7 +61,8 @@ wait_port $G 172.16.0.2 8000
 for _ in $(seq 50); do [ -s "$WORK/dnsmasq.log" ] && break; sleep 0.1; done
 
 cat >"$WORK/config.json" <<JSON
-{"guest":"172.16.0.2","gateway":"172.16.0.1","tap":"tap0","uplink":"up0",
+{"guest":"172.16.0.2","gateway":"172.16.0.1","tap":"tap0","uplink":"up0","uplink_addr":"100.100.0.2",
+ "guest_mac":"06:00:ac:10:00:02",
  "host_addrs":["100.100.0.1"],"upstream":["198.51.100.53:53"],
  "policy":{"mode":"none"}}
 JSON
@@ -176,6 +177,10 @@ for _ in $(seq 50); do [ -e "$WORK/l9001" ] && [ -e "$WORK/l9000" ] && [ -e "$WO
 nic_before=$(grep -c '"via":"nic"' "$LOG")
 in_g python3 $D/spoof.py send gv0 "$(in_sb ip -br link show tap0 | awk '{print $3}')" $MARK ||
 	not_ok "spoof.py send failed"
+# From the sandbox's namespace itself, a datagram with the gateway's source
+# out of up0 (what a reply to a forged query would be): the output chain
+# lets only up0's own address leave.
+in_sb python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("172.16.0.1", 0)); s.sendto(b"'$MARK'-gw", ("198.51.100.91", 9001))' 2>/dev/null
 wait $sniffer
 sleep 0.3
 [ ! -s "$WORK/l9001" ] && ok "spoof: no DNS reply reached the forged source 198.51.100.91:9001" ||
