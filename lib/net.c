@@ -10,8 +10,10 @@
  *      namespaces and the sandbox's cgroup; it waits on the go socket;
  *   4. its uid/gid maps (0 inside = its jail uid outside);
  *   5. the veth cv<K> / up0 (up0 created inside its namespace), then, on
- *      a thread that entered that namespace, tap0 (kept open for
- *      cove-vmm), addresses, lo, the default route; the host end's address;
+ *      a thread that entered that namespace, its ip_forward off (a new
+ *      namespace copies the host's, on once a sandbox ran), tap0 (kept
+ *      open for cove-vmm), addresses, lo, the default route; the host
+ *      end's address;
  *   6. the config and go: cove-egress applies its table while the caller
  *      spawns cove-vmm (the guest boots meanwhile; forwarding in the
  *      sandbox's namespace is still off, so nothing it sends leaves).
