@@ -203,11 +203,10 @@ static int record_read(const char *path, const char *boot, uint64_t handle,
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return -1;
-	char b[40], v[8];
+	char b[48];
 	unsigned long long h;
 	int n = -1;
-	if (fscanf(f, "%39s %llu %7s", b, &h, v) == 3 && strcmp(b, boot) == 0 && h == handle &&
-	    strcmp(v, HOST_RULES_VERSION) == 0) {
+	if (fscanf(f, "%47s %llu", b, &h) == 2 && strcmp(b, boot) == 0 && h == handle) {
 		unsigned int a, port;
 		n = 0;
 		while ((size_t)n < cap && fscanf(f, "%u %u", &a, &port) == 2 && port <= 65535)
@@ -236,7 +235,7 @@ static void record_write(const char *path, const char *boot, uint64_t handle,
 	FILE *f = fopen(tmp, "wxe");
 	if (!f)
 		return;
-	fprintf(f, "%s %llu " HOST_RULES_VERSION "\n", boot, (unsigned long long)handle);
+	fprintf(f, "%s %llu\n", boot, (unsigned long long)handle);
 	for (size_t i = 0; i < nup; i++)
 		fprintf(f, "%u %u\n", (unsigned int)up[i].addr, (unsigned int)up[i].port);
 	if (fclose(f) != 0 || rename(tmp, path) < 0)
@@ -257,9 +256,12 @@ static int ip_forward_on(char *err, size_t errlen)
 int net_host_rules(const char *path, const struct net_upstream *up, size_t nup, char *err,
                    size_t errlen)
 {
-	char boot[40];
+	char boot[48];
 	struct net_upstream rec[2 * NET_DNS_MAX];
 	boot_id(boot);
+	/* The record names the boot and the rules' version ("BOOTID/r2"). */
+	if (boot[0])
+		snprintf(boot + strlen(boot), sizeof(boot) - strlen(boot), "/" HOST_RULES_VERSION);
 	uint64_t handle = boot[0] ? host_table_handle() : 0;
 	int nrec = handle ? record_read(path, boot, handle, rec, sizeof(rec) / sizeof(rec[0])) : -1;
 	bool known = nrec >= 0;
