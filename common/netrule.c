@@ -344,9 +344,21 @@ bool netrule_match_addr(const struct netrule *r, const struct netaddr *a, int po
 	}
 
 static const struct netrule always_v4[] = {
-	V4(0, 0, 0, 0, 8),      V4(10, 0, 0, 0, 8),    V4(100, 64, 0, 0, 10),  V4(127, 0, 0, 0, 8),
-	V4(169, 254, 0, 0, 16), V4(172, 16, 0, 0, 12), V4(192, 168, 0, 0, 16), V4(224, 0, 0, 0, 4),
+	V4(0, 0, 0, 0, 8),
+	V4(10, 0, 0, 0, 8),
+	V4(100, 64, 0, 0, 10),
+	V4(127, 0, 0, 0, 8),
+	V4(169, 254, 0, 0, 16),
+	V4(172, 16, 0, 0, 12),
+	V4(192, 168, 0, 0, 16),
+	V4(224, 0, 0, 0, 4),
 	V4(240, 0, 0, 0, 4), /* 255.255.255.255 is inside 240/4 */
+	/* IETF protocol assignments (RFC 6890: DS-Lite, NAT64 discovery),
+	 * the benchmarking range some clouds use inside, and Azure's
+	 * WireServer (instance metadata and agent keys on 168.63.129.16). */
+	V4(192, 0, 0, 0, 24),
+	V4(198, 18, 0, 0, 15),
+	V4(168, 63, 129, 16, 32),
 };
 static const struct netrule always_v6[] = {
 	{ .kind = NETRULE_CIDR, .addr = { AF_INET6, { 0 } }, .prefix = 128, .port_hi = 65535 },

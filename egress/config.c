@@ -9,9 +9,34 @@
 
 #include "errf.h"
 
-static const char *const keys[] = { "guest",      "gateway",  "tap",     "uplink",
-	                            "host_addrs", "upstream", "policy",  "ctl_fd",
-	                            "log_fd",     "publish",  "ready_fd" };
+static const char *const keys[] = { "guest",       "gateway",    "tap",      "uplink", "guest_mac",
+	                            "uplink_addr", "host_addrs", "upstream", "policy", "ctl_fd",
+	                            "log_fd",      "publish",    "ready_fd" };
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* XX:XX:XX:XX:XX:XX, unicast (the guest's NIC). */
+static int parse_mac(const char *s, uint8_t mac[6])
+{
+	if (!s || strlen(s) != 17)
+		return -EINVAL;
+	for (int i = 0; i < 6; i++) {
+		int hi = hexval(s[3 * i]), lo = hexval(s[3 * i + 1]);
+		if (hi < 0 || lo < 0 || (i < 5 && s[3 * i + 2] != ':'))
+			return -EINVAL;
+		mac[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return mac[0] & 1 ? -EINVAL : 0;
+}
 
 static int get_v4(const json_t *o, const char *k, struct netaddr *a, char *err, size_t errlen)
 {
@@ -97,6 +122,13 @@ static int parse_obj(const json_t *o, struct egress_config *c, char *err, size_t
 	    (e = get_fd(o, "ctl_fd", false, &c->ctl_fd, err, errlen)) ||
 	    (e = get_fd(o, "log_fd", false, &c->log_fd, err, errlen)) ||
 	    (e = get_fd(o, "ready_fd", false, &c->ready_fd, err, errlen)))
+		return e;
+	v = json_object_get(o, "guest_mac");
+	if (parse_mac(v ? json_string_value(v) : EGRESS_GUEST_MAC, c->guest_mac))
+		return errf(err, errlen, -EINVAL,
+		            "config: \"guest_mac\" must be a unicast XX:XX:XX:XX:XX:XX");
+	if (json_object_get(o, "uplink_addr") &&
+	    (e = get_v4(o, "uplink_addr", &c->uplink_addr, err, errlen)))
 		return e;
 	size_t i;
 	const json_t *it;

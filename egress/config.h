@@ -11,6 +11,7 @@
 #define EGRESS_HOSTS_MAX    16
 #define EGRESS_UPSTREAM_MAX 4
 #define EGRESS_PUBLISH_MAX  16
+#define EGRESS_GUEST_MAC    "06:00:ac:10:00:02" /* "guest_mac" when absent */
 
 struct egress_publish {
 	int fd;
@@ -19,6 +20,11 @@ struct egress_publish {
 
 struct egress_config {
 	struct netaddr guest, gateway;
+	/* The guest NIC's MAC: tap0 takes frames from this source only. */
+	uint8_t guest_mac[6];
+	/* up0's address ("uplink_addr"; family 0 when absent): the only
+	 * source that may leave up0. */
+	struct netaddr uplink_addr;
 	char tap[IFNAMSIZ], uplink[IFNAMSIZ];
 	struct netaddr hosts[EGRESS_HOSTS_MAX];
 	size_t nhosts;

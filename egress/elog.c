@@ -3,6 +3,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,7 +44,51 @@ static json_t *str_or_null(const char *s)
 	return s ? json_string(s) : json_null();
 }
 
+/* The file whose cap line was written (one log per cove-egress). */
+static struct {
+	dev_t dev;
+	ino_t ino;
+	bool set;
+} full;
+
+/* Whether @n more bytes may go to @fd under @cap; at the cap, writes the
+ * one line saying so (stamped @t) the first time.  Only a regular file
+ * is capped (a pipe holds nothing). */
+static bool room_for(int fd, size_t n, uint64_t cap, const char *t)
+{
+	struct stat st;
+	if (!cap || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return true;
+	uint64_t size = (uint64_t)st.st_size,
+	         limit = cap > ELOG_CAP_RESERVE ? cap - ELOG_CAP_RESERVE : 0;
+	bool same = full.set && full.dev == st.st_dev && full.ino == st.st_ino;
+	if (same && size < cap / 2)
+		full.set = same = false; /* emptied by its reader: log again */
+	if (size + n <= limit && !same)
+		return true;
+	if (same)
+		return false;
+	char line[ELOG_CAP_RESERVE];
+	int k = snprintf(line, sizeof(line),
+	                 "{\"time\":\"%s\",\"note\":\"egress.log reached its cap of %llu bytes: "
+	                 "no more lines are written\"}\n",
+	                 t, (unsigned long long)cap);
+	if (k > 0 && (size_t)k < sizeof(line)) {
+		ssize_t w = write(fd, line, (size_t)k);
+		(void)w;
+	}
+	full.dev = st.st_dev;
+	full.ino = st.st_ino;
+	full.set = true;
+	return false;
+}
+
 void elog_write(int fd, const struct elog_rec *r)
+{
+	elog_write_capped(fd, r, ELOG_MAX_BYTES);
+}
+
+void elog_write_capped(int fd, const struct elog_rec *r, uint64_t cap)
 {
 	if (fd < 0)
 		return;
@@ -77,12 +122,16 @@ void elog_write(int fd, const struct elog_rec *r)
 	}
 	if (r->note)
 		json_object_set_new(o, "note", json_string(r->note));
+	if (r->src)
+		json_object_set_new(o, "src", json_string(netaddr_format(r->src, a, sizeof(a))));
 	char line[1024];
 	size_t n = json_dumpb(o, line, sizeof(line) - 1, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	if (n == 0 || n >= sizeof(line) - 1)
 		return;
 	line[n++] = '\n';
+	if (!room_for(fd, n, cap, t))
+		return;
 	ssize_t w = write(fd, line, n); /* O_APPEND: one write, one line */
 	(void)w;
 }

@@ -19,7 +19,8 @@ int nflog_parse_ip(const uint8_t *p, size_t len, struct nflog_pkt *out)
 		size_t ihl = (size_t)(p[0] & 15) * 4;
 		if (ihl < 20 || ihl > len)
 			return -EINVAL;
-		out->dst.family = AF_INET;
+		out->dst.family = out->src.family = AF_INET;
+		memcpy(out->src.a, p + 12, 4);
 		memcpy(out->dst.a, p + 16, 4);
 		out->proto = p[9];
 		/* A later fragment has no ports. */
@@ -27,7 +28,8 @@ int nflog_parse_ip(const uint8_t *p, size_t len, struct nflog_pkt *out)
 			return 0;
 		l4 = ihl;
 	} else if (len >= 40 && p[0] >> 4 == 6) {
-		out->dst.family = AF_INET6;
+		out->dst.family = out->src.family = AF_INET6;
+		memcpy(out->src.a, p + 8, 16);
 		memcpy(out->dst.a, p + 24, 16);
 		out->proto = p[6]; /* extension headers: reported as they are */
 		l4 = 40;
@@ -71,6 +73,8 @@ static int on_packet(struct nflog_g_handle *gh, struct nfgenmsg *m, struct nflog
 	bool allow = !strncmp(prefix + 5, "allow:", 6);
 	const char *why = strchr(prefix + 5, ':');
 	why = why ? why + 1 : "";
+	/* tap0's ingress guard (table netdev cove_nic): a frame it dropped. */
+	bool nic = !allow && (!strcmp(why, "spoofed") || !strcmp(why, "ipv6"));
 	char rule[NETRULE_TEXT_MAX + 8];
 	const char *rt = NULL, *name = NULL;
 	struct pin_entry *pin = NULL;
@@ -84,6 +88,8 @@ static int on_packet(struct nflog_g_handle *gh, struct nfgenmsg *m, struct nflog
 		rt = "always-denied";
 	else if (!strcmp(why, "open"))
 		rt = "open";
+	else if (nic)
+		rt = why[0] == 's' ? "spoofed-source" : "no-ipv6";
 	else if (!strcmp(why, "pin") && pk.port > 0 &&
 	         (pin = pins_find(&e->pins, &pk.dst, pk.proto, (uint16_t)pk.port))) {
 		name = pin->name;
@@ -96,7 +102,8 @@ static int on_packet(struct nflog_g_handle *gh, struct nfgenmsg *m, struct nflog
 		              .name = name,
 		              .rule = rt,
 		              .allow = allow,
-		              .via = "direct",
+		              .via = nic ? "nic" : "direct",
+		              .src = nic ? &pk.src : NULL,
 		              .bytes_out = -1,
 		              .bytes_in = -1 };
 	elog_write(e->cfg.log_fd, &r);

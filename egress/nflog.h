@@ -12,12 +12,12 @@
 #include "egress.h"
 
 struct nflog_pkt {
-	struct netaddr dst;
+	struct netaddr src, dst;
 	uint8_t proto;
 	int port; /* -1 when the protocol has none */
 };
 
-/* nflog_parse_ip() - destination, protocol and port of the IPv4 or IPv6
+/* nflog_parse_ip() - source, destination, protocol and port of the IPv4 or IPv6
  * packet at @p (hostile: the guest wrote it).  0 or -EINVAL. */
 int nflog_parse_ip(const uint8_t *p, size_t len, struct nflog_pkt *out)
     __attribute__((warn_unused_result));

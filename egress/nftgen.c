@@ -276,12 +276,59 @@ static void put_pin_elem(struct sb *b, const struct nft_pin *p, bool timeout)
 		sb_printf(b, " timeout %us", p->timeout_s);
 }
 
+/* The NIC's guard, table netdev NFT_NIC_TABLE: its ingress hook on tap0
+ * runs before anything else sees a frame (conntrack, routing, the inet
+ * table), so a frame the guest forged never creates a conntrack entry or
+ * reaches a socket.  Only the guest's MAC, ARP naming the guest's MAC and
+ * address, and IPv4 from the guest's address pass; IPv6 (the sandbox has
+ * none), VLAN tags and other ethertypes are dropped.  Drops are counted,
+ * and logged to NFLOG at most 10 a second (a flood cannot fill the log). */
+static void put_nic(struct sb *b, const struct egress_config *c)
+{
+	char mac[18], guest[INET6_ADDRSTRLEN];
+	const uint8_t *m = c->guest_mac;
+	snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
+	         m[5]);
+	netaddr_format(&c->guest, guest, sizeof(guest));
+	sb_printf(b, "table netdev " NFT_NIC_TABLE "\ndelete table netdev " NFT_NIC_TABLE "\n");
+	sb_printf(b,
+	          "table netdev " NFT_NIC_TABLE " {\n"
+	          "\tchain spoofed {\n"
+	          "\t\tcounter\n"
+	          "\t\tlimit rate 10/second burst 20 packets log prefix \"cove:deny:spoofed\" "
+	          "group %d\n"
+	          "\t\tdrop\n"
+	          "\t}\n"
+	          "\tchain ipv6 {\n"
+	          "\t\tcounter\n"
+	          "\t\tlimit rate 10/second burst 20 packets log prefix \"cove:deny:ipv6\" "
+	          "group %d\n"
+	          "\t\tdrop\n"
+	          "\t}\n",
+	          NFT_LOG_GROUP, NFT_LOG_GROUP);
+	sb_printf(b,
+	          "\tchain ingress {\n"
+	          "\t\ttype filter hook ingress device \"%s\" priority -500; policy drop;\n"
+	          "\t\tether saddr != %s jump spoofed\n"
+	          "\t\tether type arp arp htype 1 arp ptype 0x0800 arp hlen 6 arp plen 4 "
+	          "arp saddr ether %s arp saddr ip %s accept\n"
+	          "\t\tether type arp jump spoofed\n"
+	          "\t\tether type ip ip saddr %s accept\n"
+	          "\t\tether type ip jump spoofed\n"
+	          "\t\tether type ip6 jump ipv6\n"
+	          "\t\tcounter drop\n"
+	          "\t}\n"
+	          "}\n",
+	          c->tap, mac, mac, guest, guest);
+}
+
 char *nftgen_ruleset(const struct egress_config *c, const struct netpolicy *p,
                      const struct nft_pin *pins, size_t npins)
 {
 	struct sb b = { 0 };
-	char gw[INET6_ADDRSTRLEN], up[INET6_ADDRSTRLEN];
+	char gw[INET6_ADDRSTRLEN], up[INET6_ADDRSTRLEN], guest[INET6_ADDRSTRLEN];
 	netaddr_format(&c->gateway, gw, sizeof(gw));
+	netaddr_format(&c->guest, guest, sizeof(guest));
 	const char *tap = c->tap, *upl = c->uplink;
 	/* The allow lists apply only in rules and open mode. */
 	size_t nallow = p->mode == NETPOLICY_NONE ? 0 : p->nallow;
@@ -316,6 +363,15 @@ char *nftgen_ruleset(const struct egress_config *c, const struct netpolicy *p,
 	}
 	sb_printf(&b, " } }\n");
 
+	/* A second guard behind the NIC's (put_nic), before conntrack. */
+	sb_printf(&b,
+	          "\tchain guard {\n"
+	          "\t\ttype filter hook prerouting priority raw; policy accept;\n"
+	          "\t\tiifname != \"%s\" return\n"
+	          "\t\tip saddr != %s drop\n"
+	          "\t\tmeta nfproto != ipv4 drop\n"
+	          "\t}\n",
+	          tap, guest);
 	/* Guest TCP 80/443 goes to the proxy unless it is a direct path. */
 	sb_printf(&b,
 	          "\tchain to_proxy {\n"
@@ -351,90 +407,57 @@ char *nftgen_ruleset(const struct egress_config *c, const struct netpolicy *p,
 	          "\t\tct state established,related accept\n"
 	          "\t\tiifname \"lo\" accept\n"
 	          "\t\tiifname != \"%s\" drop\n"
-	          "\t\tip daddr %s udp dport 53 accept\n"
-	          "\t\tip daddr %s tcp dport { 53, %d, %d } accept\n"
+	          "\t\tip saddr %s ip daddr %s udp dport 53 accept\n"
+	          "\t\tip saddr %s ip daddr %s tcp dport { 53, %d, %d } accept\n"
 	          "\t\tjump refuse\n"
 	          "\t}\n",
-	          tap, gw, gw, NFT_PROXY_HTTP, NFT_PROXY_TLS);
-#define LOG(v)      "log prefix \"cove:" v "\" group " NFT_GROUP_S " "
-#define NFT_GROUP_S "14"
-	sb_printf(
-	    &b,
-	    "\tchain forward {\n"
-	    "\t\ttype filter hook forward priority filter; policy drop;\n"
-	    "\t\tct state established,related accept\n"
-	    "\t\tiifname != \"%s\" drop\n"
-	    "\t\tct state invalid drop\n"
-	    "\t\tip daddr @always4 " LOG(
-	        "deny:always") "jump refuse\n"
-	                       "\t\tip6 daddr @always6 " LOG(
-	                           "deny:always") "jump refuse\n"
-	                                          "\t\tip daddr @deny4 " LOG(
-	                                              "deny:deny") "jump refuse\n"
-	                                                           "\t\tip6 daddr "
-	                                                           "@deny6 " LOG(
-	                                                               "deny:deny") "jump "
-	                                                                            "refuse\n"
-	                                                                            "\t\tmeta"
-	                                                                            " l4proto"
-	                                                                            " { 6, "
-	                                                                            "17 } ip "
-	                                                                            "daddr . "
-	                                                                            "th "
-	                                                                            "dport "
-	                                                                            "@deny4p"
-	                                                                            " " LOG(
-	                                                                                "deny"
-	                                                                                ":den"
-	                                                                                "y") "jump "
-	                                                                                     "refus"
-	                                                                                     "e\n"
-	                                                                                     "\t\tm"
-	                                                                                     "eta "
-	                                                                                     "l4pro"
-	                                                                                     "to { "
-	                                                                                     "6, "
-	                                                                                     "17 } "
-	                                                                                     "ip6 "
-	                                                                                     "daddr"
-	                                                                                     " . "
-	                                                                                     "th "
-	                                                                                     "dport"
-	                                                                                     " @"
-	                                                                                     "deny6"
-	                                                                                     "p"
-	                                                                                     " " LOG(
-	                                                                                         "d"
-	                                                                                         "e"
-	                                                                                         "n"
-	                                                                                         "y"
-	                                                                                         ":"
-	                                                                                         "d"
-	                                                                                         "e"
-	                                                                                         "n"
-	                                                                                         "y") "jump refuse\n"
-	                                                                                              "\t\tip daddr @allow4 " LOG(
-	                                                                                                  "allow:cidr") "accept\n"
-	                                                                                                                "\t\tip6 daddr @allow6 " LOG(
-	                                                                                                                    "allow:cidr") "accept\n"
-	                                                                                                                                  "\t\tmeta l4proto { 6, 17 } ip daddr . th dport @allow4p " LOG(
-	                                                                                                                                      "allow:cidr") "accept\n"
-	                                                                                                                                                    "\t\tmeta l4proto { 6, 17 } ip6 daddr . th dport @allow6p " LOG(
-	                                                                                                                                                        "allow:cidr") "accept\n"
-	                                                                                                                                                                      "\t\tmeta l4proto { 6, 17 } ip daddr . meta l4proto . th dport @pinned " LOG(
-	                                                                                                                                                                          "allow:pin") "accept\n",
-	    tap);
-	if (p->mode == NETPOLICY_OPEN)
-		sb_printf(&b, "\t\tmeta nfproto ipv4 " LOG("allow:open") "accept\n");
-	sb_printf(&b, "\t\t" LOG("deny:default") "jump refuse\n"
-	                                         "\t}\n");
-#undef LOG
-	/* cove-egress's own traffic: the guest (publish), the upstream
-	 * resolvers, and nothing always denied. */
+	          tap, guest, gw, guest, gw, NFT_PROXY_HTTP, NFT_PROXY_TLS);
 	sb_printf(&b,
-	          "\tchain output {\n"
-	          "\t\ttype filter hook output priority filter; policy accept;\n"
-	          "\t\toifname { \"lo\", \"%s\" } accept\n"
+	          "\tchain forward {\n"
+	          "\t\ttype filter hook forward priority filter; policy drop;\n"
+	          "\t\tct state established,related accept\n"
+	          "\t\tiifname != \"%s\" drop\n"
+	          "\t\tct state invalid drop\n",
+	          tap);
+	/* Each verdict logs to NFLOG (egress/nflog.c writes the line). */
+	static const char *const rules[][2] = {
+		{ "ip daddr @always4", "deny:always" },
+		{ "ip6 daddr @always6", "deny:always" },
+		{ "ip daddr @deny4", "deny:deny" },
+		{ "ip6 daddr @deny6", "deny:deny" },
+		{ "meta l4proto { 6, 17 } ip daddr . th dport @deny4p", "deny:deny" },
+		{ "meta l4proto { 6, 17 } ip6 daddr . th dport @deny6p", "deny:deny" },
+		{ "ip daddr @allow4", "allow:cidr" },
+		{ "ip6 daddr @allow6", "allow:cidr" },
+		{ "meta l4proto { 6, 17 } ip daddr . th dport @allow4p", "allow:cidr" },
+		{ "meta l4proto { 6, 17 } ip6 daddr . th dport @allow6p", "allow:cidr" },
+		{ "meta l4proto { 6, 17 } ip daddr . meta l4proto . th dport @pinned",
+		  "allow:pin" },
+	};
+	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++)
+		sb_printf(&b, "\t\t%s log prefix \"cove:%s\" group %d %s\n", rules[i][0],
+		          rules[i][1], NFT_LOG_GROUP,
+		          !strncmp(rules[i][1], "allow", 5) ? "accept" : "jump refuse");
+	if (p->mode == NETPOLICY_OPEN)
+		sb_printf(&b,
+		          "\t\tmeta nfproto ipv4 log prefix \"cove:allow:open\" group %d accept\n",
+		          NFT_LOG_GROUP);
+	sb_printf(&b, "\t\tlog prefix \"cove:deny:default\" group %d jump refuse\n\t}\n",
+	          NFT_LOG_GROUP);
+	/* cove-egress's own traffic: the guest (publish), the upstream
+	 * resolvers, and nothing always denied.  Only up0's address leaves
+	 * up0: a reply to a query that claimed a foreign source (were one to
+	 * get past the NIC's chain) would leave with the gateway's. */
+	sb_printf(&b, "\tchain output {\n"
+	              "\t\ttype filter hook output priority filter; policy accept;\n"
+	              "\t\toifname \"lo\" accept\n");
+	if (c->uplink_addr.family)
+		sb_printf(&b, "\t\toifname \"%s\" ip saddr != %s drop\n", upl,
+		          netaddr_format(&c->uplink_addr, up, sizeof(up)));
+	else /* an older launcher: at least never the gateway's */
+		sb_printf(&b, "\t\toifname \"%s\" ip saddr %s drop\n", upl, gw);
+	sb_printf(&b,
+	          "\t\toifname \"%s\" accept\n"
 	          "\t\tmeta l4proto { 6, 17 } ip daddr . meta l4proto . th dport @upstream accept\n"
 	          "\t\tip daddr @always4 jump refuse\n"
 	          "\t\tmeta nfproto ipv6 jump refuse\n"
@@ -445,6 +468,7 @@ char *nftgen_ruleset(const struct egress_config *c, const struct netpolicy *p,
 	          "\t}\n"
 	          "}\n",
 	          tap, upl);
+	put_nic(&b, c);
 	return sb_done(&b);
 }
 

@@ -14,6 +14,7 @@
 #include "netrule.h"
 
 #define NFT_TABLE      "cove_sb"
+#define NFT_NIC_TABLE  "cove_nic" /* netdev: tap0's ingress guard */
 #define NFT_LOG_GROUP  14
 #define NFT_PROXY_HTTP 15080
 #define NFT_PROXY_TLS  15443
@@ -27,7 +28,8 @@ struct nft_pin {
 };
 
 /* nftgen_ruleset() - the whole table in one transaction: create (so the
- * delete cannot fail), delete, then the new table with @pins re-added.
+ * delete cannot fail), delete, then the new table with @pins re-added;
+ * then the same for table netdev NFT_NIC_TABLE (tap0's ingress guard).
  * Return: a malloc'd string, or NULL on allocation failure. */
 char *nftgen_ruleset(const struct egress_config *c, const struct netpolicy *p,
                      const struct nft_pin *pins, size_t npins);

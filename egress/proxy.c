@@ -13,6 +13,7 @@
 #include "elog.h"
 #include "mitm.h"
 #include "nftgen.h"
+#include "resolver.h"
 #include "sniff.h"
 #include "upstream.h"
 
@@ -188,7 +189,7 @@ static void on_head_timeout(struct timer *t)
 static void accept_on(struct egress *e, struct ev *ev, bool tls)
 {
 	for (;;) {
-		int fd = accept4(ev->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = egress_accept_guest(e, ev->fd); /* resolver.h */
 		if (fd < 0)
 			return;
 		struct conn *c = conn_new(e, fd, "proxy");

@@ -191,6 +191,24 @@ static void handle_query(struct egress *e, const uint8_t *msg, size_t len,
 	}
 }
 
+bool egress_is_guest(const struct egress *e, const struct sockaddr_in *sa, socklen_t len)
+{
+	return len == sizeof(*sa) && sa->sin_family == AF_INET &&
+	       memcmp(&sa->sin_addr, e->cfg.guest.a, 4) == 0;
+}
+
+int egress_accept_guest(const struct egress *e, int lfd)
+{
+	for (;;) {
+		struct sockaddr_in sa;
+		socklen_t sl = sizeof(sa);
+		int fd = accept4(lfd, (struct sockaddr *)&sa, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0 || egress_is_guest(e, &sa, sl))
+			return fd;
+		close(fd); /* silently: a forged source learns nothing */
+	}
+}
+
 static void on_udp(struct ev *ev, uint32_t events)
 {
 	struct egress *e = (struct egress *)((char *)ev - offsetof(struct egress, dns_udp));
@@ -203,8 +221,8 @@ static void on_udp(struct ev *ev, uint32_t events)
 		    recvfrom(ev->fd, buf, sizeof(buf), MSG_DONTWAIT, (struct sockaddr *)&sa, &sl);
 		if (n < 0)
 			return;
-		if (sl != sizeof(sa) || sa.sin_family != AF_INET)
-			continue;
+		if (!egress_is_guest(e, &sa, sl))
+			continue; /* no answer to a source that is not the guest */
 		handle_query(e, buf, (size_t)n, &sa, NULL);
 	}
 }
@@ -307,7 +325,7 @@ static void on_tcp_accept(struct ev *ev, uint32_t events)
 	struct egress *e = (struct egress *)((char *)ev - offsetof(struct egress, dns_tcp));
 	(void)events;
 	for (;;) {
-		int fd = accept4(ev->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = egress_accept_guest(e, ev->fd);
 		if (fd < 0)
 			return;
 		struct dtcp *c = e->ndns_tcp < EGRESS_DNS_TCP_MAX ? calloc(1, sizeof(*c)) : NULL;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -258,4 +259,15 @@ int cove_confinement(char *out, size_t len)
 	         "namespaces or pivot_root",
 	         (unsigned)geteuid(), strerror(-r));
 	return 1;
+}
+
+int jail_dirfd_beneath(int dfd)
+{
+	int tree = open_tree(dfd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	if (tree < 0)
+		return -errno;
+	int fd = openat(tree, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int e = fd < 0 ? -errno : 0;
+	close(tree);
+	return fd < 0 ? e : fd;
 }

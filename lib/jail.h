@@ -62,6 +62,20 @@ void jail_release(struct sandbox_jail *j);
  * the claim naming the sandbox in dir's registry goes. */
 void jail_release_named(const char *dir, const char *name);
 
+/**
+ * jail_dirfd_beneath() - a directory fd to hand a jailed process
+ * @dfd:	the directory (open, not O_PATH)
+ *
+ * An fd of @dfd's directory walked from outside the process's root lets
+ * it climb with ".." to the host's "/" (a chroot escape).  This one is
+ * the root of a detached copy of the mount (open_tree OPEN_TREE_CLONE), so
+ * ".." stops at the directory itself, whatever code holds it.  Renames
+ * from another mount into it fail with EXDEV (callers copy instead).  The
+ * copy goes away with the last fd.  Needs CAP_SYS_ADMIN (root).
+ * Return: the new fd (O_RDONLY | O_DIRECTORY, close-on-exec) or -errno.
+ */
+int jail_dirfd_beneath(int dfd) __attribute__((warn_unused_result));
+
 /* 0 when unprivileged user namespaces can be created here, else -errno
  * (for cove doctor). */
 int jail_userns_probe(void);

@@ -10,8 +10,10 @@
  *      namespaces and the sandbox's cgroup; it waits on the go socket;
  *   4. its uid/gid maps (0 inside = its jail uid outside);
  *   5. the veth cv<K> / up0 (up0 created inside its namespace), then, on
- *      a thread that entered that namespace, tap0 (kept open for
- *      cove-vmm), addresses, lo, the default route; the host end's address;
+ *      a thread that entered that namespace, its ip_forward off (a new
+ *      namespace copies the host's, on once a sandbox ran), tap0 (kept
+ *      open for cove-vmm), addresses, lo, the default route; the host
+ *      end's address;
  *   6. the config and go: cove-egress applies its table while the caller
  *      spawns cove-vmm (the guest boots meanwhile; forwarding in the
  *      sandbox's namespace is still off, so nothing it sends leaves).
@@ -170,6 +172,18 @@ static int open_tap(void)
 	return fd;
 }
 
+/* The calling thread's namespace's net.ipv4.ip_forward (a net sysctl opened
+ * there is that namespace's).  0 or -errno. */
+static int ns_sysctl_forward(bool on)
+{
+	int fd = open("/proc/sys/net/ipv4/ip_forward", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = write_all(fd, on ? "1\n" : "0\n", 2);
+	close(fd);
+	return r < 0 ? r : 0;
+}
+
 /* Runs in the sandbox's network namespace (this thread only).
  * #syscalls: setns */
 static void *ns_setup(void *arg)
@@ -182,6 +196,11 @@ static void *ns_setup(void *arg)
 		j->r = -errno;
 		return NULL;
 	}
+	/* A new namespace copies the host's IPv4 forwarding (on once any
+	 * sandbox ran): off until cove-egress's table is in (net_finish). */
+	j->step = "turning forwarding off in it";
+	if ((j->r = ns_sysctl_forward(false)) < 0)
+		return NULL;
 	j->step = "creating " NET_TAP_NAME;
 	int fd = open_tap();
 	if (fd < 0) {
@@ -223,11 +242,7 @@ static void *ns_forwarding(void *arg)
 		return NULL;
 	}
 	j->step = "turning forwarding on in it";
-	int sfd = open("/proc/sys/net/ipv4/ip_forward", O_WRONLY | O_CLOEXEC);
-	if (sfd < 0 || write_all(sfd, "1\n", 2) < 0)
-		j->r = -errno;
-	if (sfd >= 0)
-		close(sfd);
+	j->r = ns_sysctl_forward(true);
 	return NULL;
 }
 

@@ -29,6 +29,7 @@ struct json_t;
 
 /* The topology every sandbox (and every fork of one snapshot) has. */
 #define NET_GUEST_ADDR "172.16.0.2"
+#define NET_GUEST_MAC  "06:00:ac:10:00:02" /* cove-vmm's default; tap0 takes no other */
 #define NET_GW_ADDR    "172.16.0.1"
 #define NET_TAP_PREFIX 30
 #define NET_TAP_NAME   "tap0"
@@ -125,13 +126,19 @@ int nl_link_del(struct mnl_socket *nl, const char *ifname);
 /* ---- net_nft.c: the host's side ------------------------------------------ */
 
 /* Ensures the host table `inet cove` (masquerade of 100.100.0.0/16 out of
- * non-cv* links, no cv* to cv* forwarding, no input from cv* but replies
- * and DNS to the upstreams given) in one transaction, and ip_forward=1.
+ * non-cv* links; from cv* only IPv4 from the link's own /30, never to
+ * another cv* or an always-denied range but the upstreams; no input from
+ * cv* but replies and DNS to the upstreams given) in one transaction, and
+ * ip_forward=1.
  * The transaction is skipped when the record file (<base>/.net.host)
  * names this very table (boot id and handle) with every upstream given
  * already in it. */
 int net_host_rules(const char *record, const struct net_upstream *up, size_t nup, char *err,
                    size_t errlen) __attribute__((warn_unused_result));
+
+/* net_host_rules_text() - the transaction net_host_rules makes (pure; the
+ * unit test's golden substrings).  Return: a malloc'd string or NULL. */
+char *net_host_rules_text(const struct net_upstream *up, size_t nup);
 
 /* nf_tables usable here (a dry-run transaction): 0 or -errno with why. */
 int net_nft_probe(char *err, size_t errlen);

@@ -302,10 +302,13 @@ json_t *egress_config(unsigned int k, json_t *policy, const struct net_upstream 
 	for (size_t i = 0; pubs && i < npub; i++)
 		json_array_append_new(pubs, json_pack("{s:i, s:i}", "fd", FD_PUBLISH + (int)i,
 		                                      "guest_port", pub[i].guest_port));
-	return json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:O, s:i, s:i, s:o, s:i}", "guest",
-	                 NET_GUEST_ADDR, "gateway", NET_GW_ADDR, "tap", NET_TAP_NAME, "uplink",
-	                 NET_UPLINK, "host_addrs", host_addrs(k), "upstream", ups, "policy", policy,
-	                 "ctl_fd", FD_CTL, "log_fd", FD_LOG, "publish", pubs, "ready_fd", FD_READY);
+	char upa[16];
+	net_ntoa(net_ns_end(k), upa);
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:O, s:i, s:i, s:o, s:i}",
+	                 "guest", NET_GUEST_ADDR, "guest_mac", NET_GUEST_MAC, "gateway",
+	                 NET_GW_ADDR, "tap", NET_TAP_NAME, "uplink", NET_UPLINK, "uplink_addr", upa,
+	                 "host_addrs", host_addrs(k), "upstream", ups, "policy", policy, "ctl_fd",
+	                 FD_CTL, "log_fd", FD_LOG, "publish", pubs, "ready_fd", FD_READY);
 }
 
 /* Waits for cove-egress's "ok" line on rfd, or its error line, or its

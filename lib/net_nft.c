@@ -34,10 +34,16 @@
 #include "errf.h"
 #include "io.h"
 #include "net.h"
+#include "netrule.h"
+
+/* Bumped whenever host_table's rules change: a record of an older
+ * version makes the table again (the handle alone would not notice). */
+#define HOST_RULES_VERSION "r2"
 
 static const char host_table[] =
     "table inet cove {\n"
     "  set dns { type ipv4_addr . inet_service; }\n"
+    "  set always4 { type ipv4_addr; flags interval; }\n"
     "  chain postrouting { type nat hook postrouting priority srcnat; policy accept; }\n"
     "  chain forward { type filter hook forward priority filter; policy accept; }\n"
     "  chain input { type filter hook input priority filter; policy accept; }\n"
@@ -45,15 +51,58 @@ static const char host_table[] =
     "flush chain inet cove postrouting\n"
     "flush chain inet cove forward\n"
     "flush chain inet cove input\n"
+    "flush set inet cove always4\n"
     /* The sandboxes' /30s leave the host as the host. */
     "add rule inet cove postrouting ip saddr 100.100.0.0/16 oifname != \"cv*\" masquerade\n"
+    /* From a sandbox's link only IPv4 from that link's own /30 (the
+     * strict reverse-path lookup: the route back to the source must be
+     * the link it came in on), whatever cove-egress let through. */
+    "add rule inet cove forward iifname \"cv*\" meta nfproto != ipv4 drop\n"
+    "add rule inet cove forward iifname \"cv*\" ip saddr != 100.100.0.0/16 drop\n"
+    "add rule inet cove forward iifname \"cv*\" fib saddr . iif oif missing drop\n"
     /* One sandbox never reaches another. */
     "add rule inet cove forward iifname \"cv*\" oifname \"cv*\" drop\n"
+    /* The always-denied ranges again (the sandbox's table has them too),
+     * but the upstream resolvers, which may be private. */
+    "add rule inet cove forward iifname \"cv*\" meta l4proto { tcp, udp } "
+    "ip daddr . th dport @dns accept\n"
+    "add rule inet cove forward iifname \"cv*\" ip daddr @always4 drop\n"
     /* Nor the host itself: replies, and DNS to the upstreams, only. */
+    "add rule inet cove input iifname \"cv*\" meta nfproto != ipv4 drop\n"
+    "add rule inet cove input iifname \"cv*\" ip saddr != 100.100.0.0/16 drop\n"
+    "add rule inet cove input iifname \"cv*\" fib saddr . iif oif missing drop\n"
     "add rule inet cove input iifname \"cv*\" ct state established,related accept\n"
     "add rule inet cove input iifname \"cv*\" meta l4proto { tcp, udp } "
     "ip daddr . th dport @dns accept\n"
     "add rule inet cove input iifname \"cv*\" drop\n";
+
+char *net_host_rules_text(const struct net_upstream *up, size_t nup)
+{
+	const struct netrule *t;
+	size_t nal = net_always_denied_ranges(AF_INET, &t);
+	size_t cap = sizeof(host_table) + 64 + nup * 32 + nal * 24;
+	char *text = malloc(cap);
+	if (!text)
+		return NULL;
+	size_t n = (size_t)snprintf(text, cap, "%s", host_table);
+	for (size_t i = 0; i < nal; i++) {
+		const uint8_t *a = t[i].addr.a;
+		n += (size_t)snprintf(text + n, cap - n, "%s%u.%u.%u.%u/%u",
+		                      i ? ", " : "add element inet cove always4 { ", a[0], a[1],
+		                      a[2], a[3], t[i].prefix);
+	}
+	if (nal)
+		n += (size_t)snprintf(text + n, cap - n, " }\n");
+	for (size_t i = 0; i < nup; i++) {
+		char a[16];
+		net_ntoa(up[i].addr, a);
+		n += (size_t)snprintf(text + n, cap - n, "%s%s . %u",
+		                      i ? ", " : "add element inet cove dns { ", a, up[i].port);
+	}
+	if (nup)
+		snprintf(text + n, cap - n, " }\n");
+	return text;
+}
 
 /* Runs one transaction; the first line of nft's complaint into err. */
 static int nft_run(const char *text, bool dry, const char *what, char *err, size_t errlen)
@@ -154,10 +203,10 @@ static int record_read(const char *path, const char *boot, uint64_t handle,
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return -1;
-	char b[40];
+	char b[48];
 	unsigned long long h;
 	int n = -1;
-	if (fscanf(f, "%39s %llu", b, &h) == 2 && strcmp(b, boot) == 0 && h == handle) {
+	if (fscanf(f, "%47s %llu", b, &h) == 2 && strcmp(b, boot) == 0 && h == handle) {
 		unsigned int a, port;
 		n = 0;
 		while ((size_t)n < cap && fscanf(f, "%u %u", &a, &port) == 2 && port <= 65535)
@@ -207,9 +256,12 @@ static int ip_forward_on(char *err, size_t errlen)
 int net_host_rules(const char *path, const struct net_upstream *up, size_t nup, char *err,
                    size_t errlen)
 {
-	char boot[40];
+	char boot[48];
 	struct net_upstream rec[2 * NET_DNS_MAX];
 	boot_id(boot);
+	/* The record names the boot and the rules' version ("BOOTID/r2"). */
+	if (boot[0])
+		snprintf(boot + strlen(boot), sizeof(boot) - strlen(boot), "/" HOST_RULES_VERSION);
 	uint64_t handle = boot[0] ? host_table_handle() : 0;
 	int nrec = handle ? record_read(path, boot, handle, rec, sizeof(rec) / sizeof(rec[0])) : -1;
 	bool known = nrec >= 0;
@@ -233,19 +285,9 @@ int net_host_rules(const char *path, const struct net_upstream *up, size_t nup, 
 
 static int host_rules_make(const struct net_upstream *up, size_t nup, char *err, size_t errlen)
 {
-	size_t cap = sizeof(host_table) + 64 + nup * 32;
-	char *text = malloc(cap);
+	char *text = net_host_rules_text(up, nup);
 	if (!text)
 		return errf(err, errlen, -ENOMEM, "out of memory");
-	size_t n = (size_t)snprintf(text, cap, "%s", host_table);
-	for (size_t i = 0; i < nup; i++) {
-		char a[16];
-		net_ntoa(up[i].addr, a);
-		n += (size_t)snprintf(text + n, cap - n, "%s%s . %u",
-		                      i ? ", " : "add element inet cove dns { ", a, up[i].port);
-	}
-	if (nup)
-		snprintf(text + n, cap - n, " }\n");
 	int r = nft_run(text, false, "the host's nftables table inet cove", err, errlen);
 	free(text);
 	return r;

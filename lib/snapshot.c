@@ -204,15 +204,26 @@ int cove_snapshot(struct cove_sandbox *sb, const char *dir, bool stop_after, cha
 		         (unsigned)root.st_uid, strerror(errno));
 		goto fail;
 	}
+	/* A VMM with a jail uid gets a copy it cannot walk out of with "..". */
+	int vfd = -1;
+	if (root.st_uid != geteuid() && (vfd = jail_dirfd_beneath(dfd)) < 0) {
+		r = errf(err, errlen, vfd, "cannot make a directory fd for the jail of '%s': %s",
+		         abs, strerror(-vfd));
+		goto fail;
+	}
 	struct cgroup_raise mem;
 	if ((r = cgroup_memory_raise(sb->name, &mem)) < 0) {
+		if (vfd >= 0)
+			close(vfd);
 		r = errf(err, errlen, r, "cannot make room in the sandbox's memory.max: %s",
 		         strerror(-r));
 		goto fail;
 	}
 	json_t *req = json_pack("{s:s, s:s, s:s, s:b}", "op", "snapshot", "dir", abs, "then",
 	                        stop_after ? "stop" : "resume", "dirfd", 1);
-	r = vmm_api_call_fd(sb->api, req, dfd, NULL, API_SNAPSHOT_MS, err, errlen);
+	r = vmm_api_call_fd(sb->api, req, vfd >= 0 ? vfd : dfd, NULL, API_SNAPSHOT_MS, err, errlen);
+	if (vfd >= 0)
+		close(vfd);
 	if (!stop_after || r < 0)
 		cgroup_memory_settle(sb->name, &mem);
 	if (r < 0 || (r = take_back(dfd, abs, err, errlen)) < 0)

@@ -200,13 +200,14 @@ static json_t *stats(struct vm *vm, int smaps_fd)
 		struct vnet_stats ns;
 		vnet_get_stats(vm_net(vm), &ns);
 		json_t *net = json_pack(
-		    "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "rx_packets",
+		    "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "rx_packets",
 		    (json_int_t)ns.rx_packets, "rx_bytes", (json_int_t)ns.rx_bytes, "rx_dropped",
 		    (json_int_t)ns.rx_dropped, "rx_bad_chains", (json_int_t)ns.rx_bad_chains,
 		    "rx_throttled", (json_int_t)ns.rx_throttled, "tx_packets",
 		    (json_int_t)ns.tx_packets, "tx_bytes", (json_int_t)ns.tx_bytes, "tx_dropped",
 		    (json_int_t)ns.tx_dropped, "tx_bad_chains", (json_int_t)ns.tx_bad_chains,
-		    "tx_throttled", (json_int_t)ns.tx_throttled);
+		    "tx_throttled", (json_int_t)ns.tx_throttled, "tx_bad_headers",
+		    (json_int_t)ns.tx_bad_headers);
 		if (net)
 			json_object_set_new(o, "net", net);
 	}

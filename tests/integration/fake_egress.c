@@ -47,6 +47,22 @@ int main(int argc, char **argv)
 	json_t *policy = json_incref(json_object_get(c, "policy"));
 	const char *mode = json_string_value(json_object_get(policy, "mode"));
 	char line[256];
+	/* Until the table is in ("ok" below), the namespace forwards nothing:
+	 * a new one copies the host's ip_forward, which lib/net.c turns off. */
+	char fwd = '?';
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_forward", "re");
+	if (f) {
+		fwd = (char)fgetc(f);
+		fclose(f);
+	}
+	if (fwd != '0') {
+		snprintf(line, sizeof(line),
+		         "fake-egress: the sandbox's namespace forwards before its table is in "
+		         "(ip_forward %c)\n",
+		         fwd);
+		say(ready, line);
+		return 1;
+	}
 	if (!if_nametoindex("tap0") || !if_nametoindex("up0") || getuid() != 0) {
 		snprintf(line, sizeof(line),
 		         "namespace not as promised (tap0 %u, up0 %u, uid %u)\n",

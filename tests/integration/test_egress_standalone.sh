@@ -15,7 +15,7 @@ done
 
 source tests/integration/egress/world.sh
 egress_world ceg
-for a in 198.51.100.8 198.51.100.9 198.51.100.53; do in_i ip addr add $a/24 dev in1; done
+for a in 198.51.100.8 198.51.100.9 198.51.100.53 198.51.100.91; do in_i ip addr add $a/24 dev in1; done
 in_i ip link set in1 up
 in_i ip link set lo up
 in_i ip route add default via 198.51.100.254
@@ -61,7 +61,8 @@ wait_port $G 172.16.0.2 8000
 for _ in $(seq 50); do [ -s "$WORK/dnsmasq.log" ] && break; sleep 0.1; done
 
 cat >"$WORK/config.json" <<JSON
-{"guest":"172.16.0.2","gateway":"172.16.0.1","tap":"tap0","uplink":"up0",
+{"guest":"172.16.0.2","gateway":"172.16.0.1","tap":"tap0","uplink":"up0","uplink_addr":"100.100.0.2",
+ "guest_mac":"06:00:ac:10:00:02",
  "host_addrs":["100.100.0.1"],"upstream":["198.51.100.53:53"],
  "policy":{"mode":"none"}}
 JSON
@@ -159,6 +160,60 @@ works "rules: pinned.test:2222 after the lookup" in_g curl -sf -m 8 http://198.5
 fails_fast "rules: the pin is for port 2222 only" in_g curl -s -m 8 http://198.51.100.8:9001/
 r=$(ctl '{"op":"status"}')
 echo "$r" | grep -q '"pins":[1-9]' && ok "status: $r" || not_ok "status: $r"
+
+# --- anti-spoofing (issue 26): a guest root forges its source ---
+# The policy allows allowed.test and 198.51.100.0/24:9000 now.  From the
+# guest's NIC, raw frames: a DNS query to the resolver from 198.51.100.91
+# whose name carries a mark, a TCP SYN to an allowed address from
+# 198.51.100.92, UDP from a foreign source MAC, an ARP claiming the
+# guest's address for that MAC.  A UDP server on 198.51.100.91 and a
+# capture in the host's namespace (every link) must see none of it.
+MARK=m4rk$T
+in_i python3 $D/spoof.py listen 198.51.100.91 9001 5 "$WORK/l9001" &
+pids+=($!)
+in_i python3 $D/spoof.py listen 198.51.100.91 9000 5 "$WORK/l9000" &
+pids+=($!)
+in_h python3 $D/spoof.py sniff 5 $MARK "$WORK/sniff" &
+sniffer=$!
+pids+=($sniffer)
+for _ in $(seq 50); do [ -e "$WORK/l9001" ] && [ -e "$WORK/l9000" ] && [ -e "$WORK/sniff" ] && break; sleep 0.1; done
+nic_before=$(grep -c '"via":"nic"' "$LOG")
+in_g python3 $D/spoof.py send gv0 "$(in_sb ip -br link show tap0 | awk '{print $3}')" $MARK ||
+	not_ok "spoof.py send failed"
+# From the sandbox's namespace itself, a datagram with the gateway's source
+# out of up0 (what a reply to a forged query would be): the output chain
+# lets only up0's own address leave.
+in_sb python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("172.16.0.1", 0)); s.sendto(b"'$MARK'-gw", ("198.51.100.91", 9001))' 2>/dev/null
+wait $sniffer
+sleep 0.3
+[ ! -s "$WORK/l9001" ] && ok "spoof: no DNS reply reached the forged source 198.51.100.91:9001" ||
+	not_ok "spoof: the forged source got: $(head -c 300 "$WORK/l9001")"
+[ ! -s "$WORK/l9000" ] && ok "spoof: the frame with a foreign source MAC went nowhere" ||
+	not_ok "spoof: foreign MAC reached 198.51.100.91:9000: $(head -c 300 "$WORK/l9000")"
+[ ! -s "$WORK/sniff" ] && ok "spoof: the host's namespace saw none of the forged traffic" ||
+	not_ok "spoof: the host saw $(wc -l <"$WORK/sniff") frames: $(head -3 "$WORK/sniff")"
+n=$(in_sb ip neigh show 172.16.0.2 dev tap0)
+echo "$n" | grep -qi 02:00:00:00:00:99 && not_ok "spoof: ARP moved the guest's address: $n" ||
+	ok "spoof: ARP with a foreign sender changed nothing ($n)"
+grep -q "$MARK" "$WORK/dnsmasq.log" && not_ok "spoof: the forged query went upstream" ||
+	ok "spoof: the forged query's name never went upstream"
+nic=$(($(grep -c '"via":"nic"' "$LOG") - nic_before))
+for v in '"rule":"spoofed-source".*"src":"198.51.100.91"' '"rule":"spoofed-source".*"src":"198.51.100.92"' \
+	'"dst":"198.51.100.91","port":9000.*"rule":"spoofed-source"'; do
+	grep -qE "$v" "$LOG" && ok "spoof: log has $v" || not_ok "spoof: log lacks $v"
+done
+[ $nic -ge 9 ] && ok "spoof: egress.log counted $nic dropped frames (via nic)" ||
+	not_ok "spoof: egress.log counted $nic dropped frames"
+# The resolver answers the guest's address only: a query from the sandbox's
+# own namespace (source 172.16.0.1, over lo, past every nft check) gets nothing.
+r=$(DNSQ_TIMEOUT=1 in_sb python3 $D/dnsq.py 172.16.0.1 allowed.test)
+[ "${r%% *}" = error ] && ok "spoof: the resolver does not answer 172.16.0.1 ($r)" ||
+	not_ok "spoof: the resolver answered a source that is not the guest: $r"
+# The guest itself still resolves, over UDP and TCP.
+r=$(dns allowed.test)
+[ "$r" = "NOERROR 198.51.100.7" ] && ok "spoof: the guest's own query still resolves: $r" || not_ok "spoof: guest DNS: $r"
+r=$(dns allowed.test A tcp)
+[ "$r" = "NOERROR 198.51.100.7" ] && ok "spoof: the guest's own query over TCP: $r" || not_ok "spoof: guest DNS/TCP: $r"
 
 # --- a bad policy changes nothing ---
 r=$(ctl '{"op":"policy","policy":{"mode":"rules","allow":["198.51.100.7/24"]}}')

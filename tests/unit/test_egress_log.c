@@ -70,6 +70,7 @@ START_TEST(nflog_packets)
 	ck_assert_int_eq(k.port, 9000);
 	char t[64];
 	ck_assert_str_eq(netaddr_format(&k.dst, t, sizeof(t)), "198.51.100.7");
+	ck_assert_str_eq(netaddr_format(&k.src, t, sizeof(t)), "172.16.0.2");
 	/* Too short for ports: none. */
 	ck_assert_int_eq(nflog_parse_ip(v4, 22, &k), 0);
 	ck_assert_int_eq(k.port, -1);
@@ -92,6 +93,59 @@ START_TEST(nflog_packets)
 }
 END_TEST
 
+/* The log stops at its cap with one line saying so, and only one. */
+START_TEST(cap)
+{
+	char path[] = "/tmp/cove-elog-XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	struct netaddr a, src;
+	ck_assert_int_eq(netaddr_parse("198.51.100.7", &a), 0);
+	ck_assert_int_eq(netaddr_parse("198.51.100.91", &src), 0);
+	struct elog_rec r = { .proto = "udp",
+		              .dst = &a,
+		              .port = 53,
+		              .rule = "spoofed-source",
+		              .via = "nic",
+		              .src = &src,
+		              .bytes_out = -1 };
+	for (int i = 0; i < 200; i++)
+		elog_write_capped(fd, &r, 4096);
+	off_t size = lseek(fd, 0, SEEK_END);
+	ck_assert_int_le(size, 4096);
+	ck_assert_int_gt(size, 4096 - 2 * ELOG_CAP_RESERVE);
+	char buf[8192];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	ck_assert_int_eq(n, size);
+	buf[n] = 0;
+	ck_assert(strstr(buf, "\"rule\":\"spoofed-source\",\"verdict\":\"deny\",\"via\":\"nic\","
+	                      "\"bytes\":null,\"src\":\"198.51.100.91\"}\n"));
+	const char *note = "\"note\":\"egress.log reached its cap of 4096 bytes: no more lines are "
+	                   "written\"}\n";
+	char *first = strstr(buf, note);
+	ck_assert_ptr_nonnull(first);
+	ck_assert_ptr_null(strstr(first + 1, note));
+	ck_assert_int_eq(first + strlen(note) - buf, n); /* the last line */
+	/* Emptied by its reader: lines again. */
+	ck_assert_int_eq(ftruncate(fd, 0), 0);
+	elog_write_capped(fd, &r, 4096);
+	ck_assert_int_gt(lseek(fd, 0, SEEK_END), 0);
+	close(fd);
+	/* A pipe is not capped. */
+	int p[2];
+	ck_assert_int_eq(pipe(p), 0);
+	for (int i = 0; i < 40; i++)
+		elog_write_capped(p[1], &r, 1024);
+	close(p[1]);
+	size_t total = 0;
+	while ((n = read(p[0], buf, sizeof(buf))) > 0)
+		total += (size_t)n;
+	close(p[0]);
+	ck_assert_uint_gt(total, 4096);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("egress_log");
@@ -99,6 +153,7 @@ static Suite *make_suite(void)
 	tcase_add_test(t, time_stamps);
 	tcase_add_test(t, one_line);
 	tcase_add_test(t, nflog_packets);
+	tcase_add_test(t, cap);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -16,7 +16,8 @@ static char *ruleset(const char *pol, struct egress_config *c)
 	char cfg[1024];
 	snprintf(cfg, sizeof(cfg),
 	         "{\"guest\":\"172.16.0.2\",\"gateway\":\"172.16.0.1\",\"tap\":\"tap0\","
-	         "\"uplink\":\"up0\",\"host_addrs\":[\"192.0.2.5\",\"100.100.0.1\"],"
+	         "\"uplink\":\"up0\",\"uplink_addr\":\"100.100.0.2\",\"host_addrs\":[\"192.0.2.5\","
+	         "\"100.100.0.1\"],"
 	         "\"upstream\":[\"198.51.100.53\"],\"policy\":%s}",
 	         pol);
 	int r = egress_config_parse(cfg, strlen(cfg), c, err, sizeof(err));
@@ -44,7 +45,9 @@ START_TEST(rules_mode)
 	    !strncmp(s, "table inet cove_sb\ndelete table inet cove_sb\ntable inet cove_sb {", 62));
 	HAS(s, "set always4 { type ipv4_addr; flags interval; elements = { 0.0.0.0-0.255.255.255, "
 	       "10.0.0.0-10.255.255.255, 100.64.0.0-100.127.255.255, ");
-	HAS(s, "192.0.2.5, 192.168.0.0-192.168.255.255, 224.0.0.0-255.255.255.255 }");
+	HAS(s, "127.0.0.0-127.255.255.255, 168.63.129.16, 169.254.0.0-169.254.255.255, ");
+	HAS(s, "192.0.0.0-192.0.0.255, 192.0.2.5, 192.168.0.0-192.168.255.255, "
+	       "198.18.0.0-198.19.255.255, 224.0.0.0-255.255.255.255 }");
 	HAS(s, "fc00::-fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff");
 	/* Overlapping allows cut into disjoint pieces; nested portless ones merged. */
 	HAS(s, "set allow4p { type ipv4_addr . inet_service; flags interval; elements = { "
@@ -63,7 +66,8 @@ START_TEST(rules_mode)
 	HAS(s, "\t\tip daddr @deny4 jump to_proxy\n");
 	HAS(s, "\t\tip daddr . tcp dport @allow4p return\n\t\tjump to_proxy\n");
 	HAS(s, "tcp dport 443 redirect to :15443");
-	HAS(s, "ip daddr 172.16.0.1 tcp dport { 53, 15080, 15443 } accept");
+	HAS(s, "ip saddr 172.16.0.2 ip daddr 172.16.0.1 udp dport 53 accept");
+	HAS(s, "ip saddr 172.16.0.2 ip daddr 172.16.0.1 tcp dport { 53, 15080, 15443 } accept");
 	HAS(s, "meta l4proto 6 reject with tcp reset\n\t\treject with icmpx type admin-prohibited");
 	HAS(s, "ip daddr @always4 log prefix \"cove:deny:always\" group 14 jump refuse");
 	HAS(s, "ip daddr . meta l4proto . th dport @pinned log prefix \"cove:allow:pin\" group 14 "
@@ -71,6 +75,28 @@ START_TEST(rules_mode)
 	HAS(s, "log prefix \"cove:deny:default\" group 14 jump refuse\n\t}");
 	HAS(s, "oifname \"up0\" masquerade");
 	LACKS(s, "allow:open");
+	/* Anti-spoofing: tap0's ingress (netdev, before conntrack) takes the
+	 * guest's MAC, its ARP and its IPv4 source only, IPv6 not at all. */
+	HAS(s, "}\ntable netdev cove_nic\ndelete table netdev cove_nic\ntable netdev cove_nic {\n");
+	HAS(s, "\tchain spoofed {\n\t\tcounter\n\t\tlimit rate 10/second burst 20 packets log "
+	       "prefix \"cove:deny:spoofed\" group 14\n\t\tdrop\n\t}\n");
+	HAS(s, "\tchain ingress {\n"
+	       "\t\ttype filter hook ingress device \"tap0\" priority -500; policy drop;\n"
+	       "\t\tether saddr != 06:00:ac:10:00:02 jump spoofed\n"
+	       "\t\tether type arp arp htype 1 arp ptype 0x0800 arp hlen 6 arp plen 4 arp saddr "
+	       "ether 06:00:ac:10:00:02 arp saddr ip 172.16.0.2 accept\n"
+	       "\t\tether type arp jump spoofed\n"
+	       "\t\tether type ip ip saddr 172.16.0.2 accept\n"
+	       "\t\tether type ip jump spoofed\n"
+	       "\t\tether type ip6 jump ipv6\n"
+	       "\t\tcounter drop\n");
+	/* ... and again in the inet table, before conntrack (priority raw). */
+	HAS(s, "\tchain guard {\n\t\ttype filter hook prerouting priority raw; policy accept;\n"
+	       "\t\tiifname != \"tap0\" return\n\t\tip saddr != 172.16.0.2 drop\n"
+	       "\t\tmeta nfproto != ipv4 drop\n\t}\n");
+	/* Nothing leaves up0 but from up0's address. */
+	HAS(s, "\t\toifname \"lo\" accept\n\t\toifname \"up0\" ip saddr != 100.100.0.2 drop\n"
+	       "\t\toifname \"tap0\" accept\n");
 	/* Deny before allow in the forward chain. */
 	ck_assert(strstr(s, "@deny4p log") < strstr(s, "@allow4 log"));
 	free(s);
@@ -97,6 +123,29 @@ START_TEST(other_modes)
 	                  "\"policy\":{\"mode\":\"none\"}}";
 	ck_assert_int_eq(egress_config_parse(bad, strlen(bad), &c, err, sizeof(err)), -EINVAL);
 	ck_assert(strstr(err, "interface name"));
+	/* A given MAC goes into the NIC's chain; a multicast one is refused;
+	 * without uplink_addr at least the gateway's address never leaves up0. */
+	const char *mac = "{\"guest\":\"172.16.0.2\",\"gateway\":\"172.16.0.1\",\"tap\":\"tap0\","
+	                  "\"guest_mac\":\"02:AB:cd:00:00:09\",\"uplink\":\"up0\",\"upstream\":"
+	                  "[\"198.51.100.53\"],\"policy\":{\"mode\":\"none\"}}";
+	ck_assert_int_eq(egress_config_parse(mac, strlen(mac), &c, err, sizeof(err)), 0);
+	s = nftgen_ruleset(&c, &c.policy, NULL, 0);
+	HAS(s, "ether saddr != 02:ab:cd:00:00:09 jump spoofed");
+	HAS(s, "oifname \"up0\" ip saddr 172.16.0.1 drop\n");
+	free(s);
+	egress_config_free(&c);
+	const char *badmac[] = { "03:00:00:00:00:01", "06:00:ac:10:00", "06:00:ac:10:00:0g",
+		                 "06-00-ac-10-00-02", " 6:00:ac:10:00:02" };
+	for (size_t i = 0; i < sizeof(badmac) / sizeof(badmac[0]); i++) {
+		char t[512];
+		snprintf(t, sizeof(t),
+		         "{\"guest\":\"172.16.0.2\",\"gateway\":\"172.16.0.1\",\"tap\":\"tap0\","
+		         "\"guest_mac\":\"%s\",\"uplink\":\"up0\",\"upstream\":[\"198.51.100.53\"],"
+		         "\"policy\":{\"mode\":\"none\"}}",
+		         badmac[i]);
+		ck_assert_int_eq(egress_config_parse(t, strlen(t), &c, err, sizeof(err)), -EINVAL);
+		ck_assert_msg(strstr(err, "guest_mac"), "%s: %s", badmac[i], err);
+	}
 	const char *unk = "{\"guest\":\"172.16.0.2\",\"x\":1}";
 	ck_assert_int_eq(egress_config_parse(unk, strlen(unk), &c, err, sizeof(err)), -EINVAL);
 	ck_assert(strstr(err, "unknown key \"x\""));

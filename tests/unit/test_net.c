@@ -6,6 +6,7 @@
  * spread over mergeable buffers with num_buffers set; without buffers the
  * TAP is not polled until the driver adds some; the rate limiter defers
  * with its timer; the MAC survives save/restore. */
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include "base/ratelimit.h"
 #include "unit.h"
 #include "virtio/net.h"
+#include "virtio/net_hdr.h"
 
 #define RAM_SIZE (4 * 1024 * 1024)
 #define BASE     0xd0000000ULL
@@ -226,7 +228,8 @@ START_TEST(test_tx_frame_goes_out_whole)
 	struct drv d;
 	drv_init(&d);
 	/* Header and payload in separate descriptors, payload split in two. */
-	uint8_t hdr[VNET_HDR_LEN] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0, 0 };
+	/* TCPv4 GSO, checksum partial at 34 + 16, headers 54 bytes, MSS 1448. */
+	uint8_t hdr[VNET_HDR_LEN] = { 1, 1, 54, 0, 0xa8, 0x05, 34, 0, 16, 0, 0, 0 };
 	uint8_t payload[1500];
 	fill_pattern(payload, sizeof(payload), 3);
 	ck_assert_int_eq(gmem_write(&d.mem, BUF_GPA, hdr, sizeof(hdr)), 0);
@@ -285,6 +288,127 @@ START_TEST(test_tx_malformed_chains_dropped)
 	ck_assert_int_lt(host_recv(&d, got, sizeof(got)), 0); /* nothing else went out */
 	struct vnet_stats s = stats(&d);
 	ck_assert_uint_eq(s.tx_bad_chains, 6);
+	ck_assert_uint_eq(s.tx_packets, 1);
+	drv_fini(&d);
+}
+END_TEST
+
+/* The transmit header check alone, on fabricated headers. */
+START_TEST(test_tx_hdr_check)
+{
+	const uint64_t all = 1ULL << VIRTIO_NET_F_CSUM | 1ULL << VIRTIO_NET_F_HOST_TSO4 |
+	                     1ULL << VIRTIO_NET_F_HOST_TSO6 | 1ULL << VIRTIO_NET_F_HOST_ECN;
+	struct virtio_net_hdr_v1 plain = { 0 };
+	struct virtio_net_hdr_v1 tso = { .flags = VIRTIO_NET_HDR_F_NEEDS_CSUM,
+		                         .gso_type = VIRTIO_NET_HDR_GSO_TCPV4,
+		                         .hdr_len = htole16(54),
+		                         .gso_size = htole16(1448),
+		                         .csum_start = htole16(34),
+		                         .csum_offset = htole16(16) };
+	ck_assert_int_eq(vnet_tx_hdr_check(&plain, 60, 0), 0);
+	ck_assert_int_eq(vnet_tx_hdr_check(&plain, 13, all), -EINVAL); /* a runt */
+	ck_assert_int_eq(vnet_tx_hdr_check(&tso, 65000, all), 0);
+	struct virtio_net_hdr_v1 h = tso;
+	h.gso_type = VIRTIO_NET_HDR_GSO_TCPV6 | VIRTIO_NET_HDR_GSO_ECN;
+	ck_assert_int_eq(vnet_tx_hdr_check(&h, 65000, all), 0);
+	/* Not negotiated. */
+	ck_assert_int_eq(vnet_tx_hdr_check(&tso, 65000, all & ~(1ULL << VIRTIO_NET_F_HOST_TSO4)),
+	                 -EINVAL);
+	ck_assert_int_eq(vnet_tx_hdr_check(&h, 65000, all & ~(1ULL << VIRTIO_NET_F_HOST_ECN)),
+	                 -EINVAL);
+	ck_assert_int_eq(vnet_tx_hdr_check(&tso, 65000, all & ~(1ULL << VIRTIO_NET_F_CSUM)),
+	                 -EINVAL);
+	/* GSO types never offered, unknown ones, ECN without GSO. */
+	static const uint8_t bad_types[] = {
+		VIRTIO_NET_HDR_GSO_UDP, VIRTIO_NET_HDR_GSO_UDP_L4, 2, 6, 0x7f,
+		VIRTIO_NET_HDR_GSO_ECN
+	};
+	for (size_t i = 0; i < sizeof(bad_types); i++) {
+		h = tso;
+		h.gso_type = bad_types[i];
+		ck_assert_msg(vnet_tx_hdr_check(&h, 65000, all) == -EINVAL, "gso_type %u",
+		              bad_types[i]);
+	}
+	/* Flags of the receive side, unknown flags. */
+	static const uint8_t bad_flags[] = { 2, 3, 4, 0x80 };
+	for (size_t i = 0; i < sizeof(bad_flags); i++) {
+		h = plain;
+		h.flags = bad_flags[i];
+		ck_assert_msg(vnet_tx_hdr_check(&h, 1500, all) == -EINVAL, "flags %u",
+		              bad_flags[i]);
+	}
+	/* Offsets against the frame's length. */
+	h = tso;
+	h.csum_start = htole16(1490);
+	h.csum_offset = htole16(16);
+	ck_assert_int_eq(vnet_tx_hdr_check(&h, 1500, all), -EINVAL);
+	h.csum_start = htole16(1482); /* 1482 + 16 + 2 == 1500: the last byte */
+	ck_assert_int_eq(vnet_tx_hdr_check(&h, 1500, all), 0);
+	h.csum_start = htole16(0xffff);
+	h.csum_offset = htole16(0xffff); /* no 16-bit wrap */
+	ck_assert_int_eq(vnet_tx_hdr_check(&h, 65000, all), -EINVAL);
+	h = tso;
+	h.csum_start = htole16(6); /* inside the Ethernet header */
+	ck_assert_int_eq(vnet_tx_hdr_check(&h, 1500, all), -EINVAL);
+	h = tso;
+	h.hdr_len = htole16(1501);
+	ck_assert_int_eq(vnet_tx_hdr_check(&h, 1500, all), -EINVAL);
+	h = plain;
+	h.hdr_len = htole16(61);
+	ck_assert_int_eq(vnet_tx_hdr_check(&h, 60, all), -EINVAL);
+	h = tso;
+	h.gso_size = 0;
+	ck_assert_int_eq(vnet_tx_hdr_check(&h, 1500, all), -EINVAL);
+	h.gso_size = htole16(1501);
+	ck_assert_int_eq(vnet_tx_hdr_check(&h, 1500, all), -EINVAL);
+	h = tso;
+	h.flags = 0; /* GSO without a partial checksum */
+	ck_assert_int_eq(vnet_tx_hdr_check(&h, 65000, all), -EINVAL);
+}
+END_TEST
+
+/* A refused header drops that frame alone, counted; a header split over
+ * two descriptors still goes out whole. */
+START_TEST(test_tx_bad_header_dropped)
+{
+	struct drv d;
+	drv_init_opts(&d, 1ULL << VIRTIO_NET_F_HOST_TSO6, false);
+	uint8_t bad[VNET_HDR_LEN] = { 1, VIRTIO_NET_HDR_GSO_UDP, 54, 0, 0xa8, 0x05, 34, 0, 6, 0 };
+	uint8_t tso6[VNET_HDR_LEN] = {
+		1, VIRTIO_NET_HDR_GSO_TCPV6, 74, 0, 0xa0, 0x05, 54, 0, 16, 0
+	};
+	uint8_t good[VNET_HDR_LEN] = {
+		1, VIRTIO_NET_HDR_GSO_TCPV4, 54, 0, 0xa8, 0x05, 34, 0, 16, 0
+	};
+	uint8_t payload[1500];
+	fill_pattern(payload, sizeof(payload), 5);
+	ck_assert_int_eq(gmem_write(&d.mem, BUF_GPA, bad, sizeof(bad)), 0);
+	ck_assert_int_eq(gmem_write(&d.mem, BUF_GPA + 0x100, tso6, sizeof(tso6)), 0);
+	ck_assert_int_eq(gmem_write(&d.mem, BUF_GPA + 0x200, good, sizeof(good)), 0);
+	ck_assert_int_eq(gmem_write(&d.mem, BUF_GPA + 0x1000, payload, sizeof(payload)), 0);
+	put_desc(&d, VNET_TXQ, 0, BUF_GPA, VNET_HDR_LEN, VIRTQ_DESC_F_NEXT, 1);
+	put_desc(&d, VNET_TXQ, 1, BUF_GPA + 0x1000, 1500, 0, 0);
+	/* TCPv6 GSO: the driver did not take HOST_TSO6. */
+	put_desc(&d, VNET_TXQ, 2, BUF_GPA + 0x100, VNET_HDR_LEN, VIRTQ_DESC_F_NEXT, 3);
+	put_desc(&d, VNET_TXQ, 3, BUF_GPA + 0x1000, 1500, 0, 0);
+	/* The good header in two pieces of 5 and 7 bytes. */
+	put_desc(&d, VNET_TXQ, 4, BUF_GPA + 0x200, 5, VIRTQ_DESC_F_NEXT, 5);
+	put_desc(&d, VNET_TXQ, 5, BUF_GPA + 0x205, 7, VIRTQ_DESC_F_NEXT, 6);
+	put_desc(&d, VNET_TXQ, 6, BUF_GPA + 0x1000, 1500, 0, 0);
+	offer(&d, VNET_TXQ, 0);
+	offer(&d, VNET_TXQ, 2);
+	offer(&d, VNET_TXQ, 4);
+	notify(&d, VNET_TXQ);
+	ck_assert(!needs_reset(&d));
+	ck_assert_uint_eq(used_idx(&d, VNET_TXQ), 3);
+	uint8_t got[2048];
+	ck_assert_int_eq(host_recv(&d, got, sizeof(got)), VNET_HDR_LEN + 1500);
+	ck_assert_mem_eq(got, good, VNET_HDR_LEN);
+	ck_assert_mem_eq(got + VNET_HDR_LEN, payload, 1500);
+	ck_assert_int_lt(host_recv(&d, got, sizeof(got)), 0); /* nothing else went out */
+	struct vnet_stats s = stats(&d);
+	ck_assert_uint_eq(s.tx_bad_headers, 2);
+	ck_assert_uint_eq(s.tx_bad_chains, 0);
 	ck_assert_uint_eq(s.tx_packets, 1);
 	drv_fini(&d);
 }
@@ -585,6 +709,8 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, test_config_space);
 	tcase_add_test(tc, test_tx_frame_goes_out_whole);
 	tcase_add_test(tc, test_tx_malformed_chains_dropped);
+	tcase_add_test(tc, test_tx_hdr_check);
+	tcase_add_test(tc, test_tx_bad_header_dropped);
 	tcase_add_test(tc, test_broken_ring_needs_reset);
 	tcase_add_test(tc, test_rx_mergeable_spreads_frame);
 	tcase_add_test(tc, test_rx_backpressure_without_buffers);

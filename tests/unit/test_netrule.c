@@ -144,6 +144,10 @@ START_TEST(always_denied)
 		                 "240.0.0.1",
 		                 "255.255.255.255",
 		                 "192.0.2.5",
+		                 "192.0.0.9",
+		                 "198.18.0.1",
+		                 "198.19.255.255",
+		                 "168.63.129.16",
 		                 "::1",
 		                 "::",
 		                 "fc00::1",
@@ -155,8 +159,9 @@ START_TEST(always_denied)
 		struct netaddr a = A(denied[i]);
 		ck_assert_msg(net_always_denied(&a, &host, 1), "%s", denied[i]);
 	}
-	const char *open[] = { "198.51.100.7", "203.0.113.1", "100.128.0.1", "172.32.0.1",
-		               "192.0.2.6",    "2001:db8::1", "11.0.0.1" };
+	const char *open[] = { "198.51.100.7",  "203.0.113.1", "100.128.0.1", "172.32.0.1",
+		               "192.0.2.6",     "2001:db8::1", "11.0.0.1",    "198.20.0.1",
+		               "168.63.129.17", "192.0.1.255" };
 	for (size_t i = 0; i < sizeof(open) / sizeof(open[0]); i++) {
 		struct netaddr a = A(open[i]);
 		ck_assert_msg(!net_always_denied(&a, &host, 1), "%s", open[i]);

@@ -13,6 +13,7 @@
 
 #include "base/ratelimit.h"
 #include "virtio/iov.h"
+#include "virtio/net_hdr.h"
 
 _Static_assert(sizeof(struct virtio_net_hdr_v1) == VNET_HDR_LEN, "virtio_net_hdr_v1 is 12 bytes");
 _Static_assert(VNET_HDR_LEN == TAP_VNET_HDR_LEN, "the TAP's vnet header is the device's");
@@ -45,6 +46,10 @@ struct vnet {
 	struct tap tap;
 	struct virtio_net_config config;
 	struct virtq_req req; /* scratch for the chain in hand */
+	/* Transmit: the checked copy of the header, then the frame's segments. */
+	struct virtio_net_hdr_v1 tx_hdr;
+	struct iovec tx_iov[VIRTQ_MAX_SIZE + 1];
+	uint32_t tx_niov;
 
 	/* Receive: the chains taken in this pass, in ring order.  [chain0,
 	 * nchains) are taken but unused: exactly the ring entries just below
@@ -464,14 +469,34 @@ static void requeue(struct vnet *n, uint16_t queue)
 		(void)eventfd_write(fd, 1);
 }
 
+/* The chain's header copied into n->tx_hdr and checked against the
+ * negotiated features @feats, and n->tx_iov made of that copy and the
+ * frame's segments.  0, or -EINVAL for a header the TAP must not see. */
+static int tx_take_hdr(struct vnet *n, struct virtq_req *r, uint64_t feats)
+{
+	struct iovec *rest = virtq_req_out(r);
+	uint32_t nrest = r->n_out;
+	if (iov_to_buf(rest, nrest, 0, &n->tx_hdr, VNET_HDR_LEN) != VNET_HDR_LEN ||
+	    vnet_tx_hdr_check(&n->tx_hdr, (uint32_t)(r->out_len - VNET_HDR_LEN), feats) < 0)
+		return -EINVAL;
+	(void)iov_drop_front(&rest, &nrest, VNET_HDR_LEN);
+	n->tx_iov[0] = (struct iovec){ .iov_base = &n->tx_hdr, .iov_len = VNET_HDR_LEN };
+	memcpy(n->tx_iov + 1, rest, nrest * sizeof(*rest));
+	n->tx_niov = nrest + 1;
+	return 0;
+}
+
 /**
  * tx_pass() - send the guest's frames to the TAP
  * @n:	the device, lock held
  *
- * Each chain's readable segments (header first) go out in one writev.  A
- * chain that is malformed, shorter than a header or longer than a frame is
- * dropped and counted; a write the TAP refuses is dropped and counted.
- * Either way the chain goes back to the guest.
+ * Each chain's readable segments go out in one writev, the header as a
+ * copy taken once and checked (vnet_tx_hdr_check: a racing guest cannot
+ * change it after), the frame from guest memory.  A chain that is
+ * malformed, shorter than a header or longer than a frame is dropped and
+ * counted (tx_bad_chains), as is one whose header is refused
+ * (tx_bad_headers); a write the TAP refuses is dropped and counted.  Either
+ * way the chain goes back to the guest.
  */
 static void tx_pass(struct vnet *n)
 {
@@ -481,6 +506,12 @@ static void tx_pass(struct vnet *n)
 	if (n->tx_throttled)
 		return;
 	bool limited = n->tx_timer >= 0 && rl_enabled(&n->tx_rl);
+	static const unsigned int offered[] = { VIRTIO_NET_F_CSUM, VIRTIO_NET_F_HOST_TSO4,
+		                                VIRTIO_NET_F_HOST_TSO6, VIRTIO_NET_F_HOST_ECN };
+	uint64_t feats = 0;
+	for (size_t i = 0; i < sizeof(offered) / sizeof(offered[0]); i++)
+		if (has(n, offered[i]))
+			feats |= 1ULL << offered[i];
 	for (unsigned int chains = 0;; chains++) {
 		if (chains >= VNET_BATCH) {
 			requeue(n, VNET_TXQ);
@@ -496,6 +527,8 @@ static void tx_pass(struct vnet *n)
 		if (rc < 0 || r->n_out == 0 || r->out_len < VNET_HDR_LEN ||
 		    r->out_len > VNET_FRAME_MAX) {
 			count(&n->stats.tx_bad_chains, 1);
+		} else if (tx_take_hdr(n, r, feats) < 0) {
+			count(&n->stats.tx_bad_headers, 1);
 		} else {
 			uint64_t bytes = r->out_len - VNET_HDR_LEN;
 			if (limited) {
@@ -508,7 +541,7 @@ static void tx_pass(struct vnet *n)
 				}
 			}
 			/* #syscalls: writev (I/O thread) */
-			ssize_t w = writev(n->tap.fd, virtq_req_out(r), (int)r->n_out);
+			ssize_t w = writev(n->tap.fd, n->tx_iov, (int)n->tx_niov);
 			if (w < 0) {
 				count(&n->stats.tx_dropped, 1);
 			} else {

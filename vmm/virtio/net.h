@@ -6,7 +6,8 @@
  * kernel's and the guest's business, never a per-packet cost here.
  *
  * Transmit: on the queue's ioeventfd, each chain's readable buffers go to
- * the TAP in one writev (zero copy).  Receive: the TAP fd is watched on the
+ * the TAP in one writev (zero copy but for the 12-byte header, which is
+ * copied and checked first).  Receive: the TAP fd is watched on the
  * I/O loop.  With room for the largest frame in the guest's buffers, one
  * readv fills them directly; otherwise the frame is read into a host
  * buffer and copied once the guest has room (mergeable buffers spread it
@@ -15,8 +16,9 @@
  * the guest adds buffers and notifies.
  *
  * Malformed chains (bad descriptors, readable buffers on the receive
- * queue, a transmit chain shorter than the header or longer than a frame)
- * fail that packet alone: it is handed back with used length 0 and
+ * queue, a transmit chain shorter than the header or longer than a frame,
+ * a transmit header with offloads not negotiated or offsets outside the
+ * frame: virtio/net_hdr.h) fail that packet alone: it is handed back with used length 0 and
  * counted.  A broken ring marks the device DEVICE_NEEDS_RESET.  Neither
  * stops the VMM.
  *
@@ -109,6 +111,7 @@ struct vnet_limits {
 struct vnet_stats {
 	uint64_t rx_packets, rx_bytes, rx_dropped, rx_bad_chains, rx_throttled;
 	uint64_t tx_packets, tx_bytes, tx_dropped, tx_bad_chains, tx_throttled;
+	uint64_t tx_bad_headers; /* refused by vnet_tx_hdr_check (virtio/net_hdr.h) */
 };
 
 struct vnet;

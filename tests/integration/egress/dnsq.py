@@ -4,6 +4,7 @@ name and the A/AAAA addresses of the answer, e.g. "NOERROR 198.51.100.7".
 tcp2 sends the query twice in one write (pipelined) and reads both
 answers; it prints the second, or "MISMATCH" if the two differ."""
 import random
+import os
 import socket
 import struct
 import sys
@@ -44,7 +45,7 @@ if tcp:
             sys.exit(0)
 else:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.settimeout(8)
+    s.settimeout(float(os.environ.get("DNSQ_TIMEOUT", "8")))
     s.sendto(q, (server, 53))
     try:
         r, _ = s.recvfrom(4096)

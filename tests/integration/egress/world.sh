@@ -42,6 +42,8 @@ egress_world() {
 	ip link add up0 type veth peer name cv0 && ip link set up0 netns $SB && ip link set cv0 netns $H
 	ip link add in0 type veth peer name in1 && ip link set in0 netns $H && ip link set in1 netns $I
 
+	# The guest's MAC, as cove-vmm gives it: tap0's ingress takes no other.
+	in_g ip link set gv0 address 06:00:ac:10:00:02
 	in_g ip addr add 172.16.0.2/30 dev gv0
 	in_g ip link set gv0 up
 	in_g ip link set lo up
