@@ -1,4 +1,5 @@
 #include "config.h"
+#include "hex.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -13,24 +14,13 @@ static const char *const keys[] = { "guest",       "gateway",    "tap",      "up
 	                            "uplink_addr", "host_addrs", "upstream", "policy", "ctl_fd",
 	                            "log_fd",      "publish",    "ready_fd" };
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* XX:XX:XX:XX:XX:XX, unicast (the guest's NIC). */
 static int parse_mac(const char *s, uint8_t mac[6])
 {
 	if (!s || strlen(s) != 17)
 		return -EINVAL;
 	for (int i = 0; i < 6; i++) {
-		int hi = hexval(s[3 * i]), lo = hexval(s[3 * i + 1]);
+		int hi = hex_digit(s[3 * i]), lo = hex_digit(s[3 * i + 1]);
 		if (hi < 0 || lo < 0 || (i < 5 && s[3 * i + 2] != ':'))
 			return -EINVAL;
 		mac[i] = (uint8_t)(hi << 4 | lo);

@@ -1,21 +1,11 @@
 /* RFC 3986 6.2.2.2 (percent-encoding normalisation) and 5.2.4
  * (remove_dot_segments) over an origin-form path. */
 #include "httppath.h"
+#include "hex.h"
 
 #include <errno.h>
 #include <stdbool.h>
 #include <string.h>
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 static bool unreserved(unsigned char c)
 {
@@ -118,8 +108,8 @@ long httppath_normalize(const char *in, size_t len, char *out, size_t outlen)
 			out[o++] = (char)c;
 			continue;
 		}
-		int hi = i + 2 < len ? hexval(in[i + 1]) : -1;
-		int lo = hi >= 0 ? hexval(in[i + 2]) : -1;
+		int hi = i + 2 < len ? hex_digit(in[i + 1]) : -1;
+		int lo = hi >= 0 ? hex_digit(in[i + 2]) : -1;
 		if (lo < 0)
 			return -EINVAL;
 		unsigned char v = (unsigned char)(hi << 4 | lo);

@@ -2,6 +2,7 @@
  * request is checked here, before anything touches the system. */
 #include "request.h"
 #include "errf.h"
+#include "hex.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -150,17 +151,6 @@ static int parse_exec(struct agent_exec_req *x, const json_t *o, char *err, size
 	if (pty && !json_is_null(pty))
 		return bad(err, errlen, "\"pty\" must be an object {\"rows\", \"cols\"}");
 	return 0;
-}
-
-static int hex_digit(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
 }
 
 /* A sandbox id: a host name's rules plus '_', which sandbox names may

@@ -123,25 +123,13 @@ START_TEST(fork_timeout)
 }
 END_TEST
 
-static char *write_tmp(const char *text, mode_t mode)
-{
-	static char path[64];
-	snprintf(path, sizeof(path), "/tmp/coved-unit.XXXXXX");
-	int fd = mkstemp(path);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-	fchmod(fd, mode);
-	close(fd);
-	return path;
-}
-
 START_TEST(config_file)
 {
 	struct coved_config c;
 	ck_assert_int_eq(coved_config_load(NULL, &c, err, sizeof(err)), 0);
 	ck_assert(c.max_body == 1 << 20 && c.network && c.on_timeout == COVED_ON_TIMEOUT_KILL);
 	coved_config_free(&c);
-	char *p = write_tmp(
+	char *p = unit_write_tmp(
 	    "{\"tcp\":\"127.0.0.1:3000\",\"on_timeout\":\"pause\",\"max_creates\":4}", 0600);
 	ck_assert_int_eq(coved_config_load(p, &c, err, sizeof(err)), 0);
 	ck_assert_str_eq(c.tcp, "127.0.0.1:3000");
@@ -156,7 +144,7 @@ START_TEST(config_file)
 		              "{\"cpus\":9}",
 		              NULL };
 	for (int i = 0; bad[i]; i++) {
-		p = write_tmp(bad[i], 0600);
+		p = unit_write_tmp(bad[i], 0600);
 		ck_assert_msg(coved_config_load(p, &c, err, sizeof(err)) == -EINVAL, "%s accepted",
 		              bad[i]);
 		coved_config_free(&c);
@@ -169,7 +157,7 @@ START_TEST(keys_file)
 {
 	struct coved_key *keys;
 	size_t n;
-	char *p = write_tmp("# comment\nkey-one-0123456789\n\nkey-two-0123456789\n", 0644);
+	char *p = unit_write_tmp("# comment\nkey-one-0123456789\n\nkey-two-0123456789\n", 0644);
 	ck_assert_int_eq(coved_keys_load(p, &keys, &n, err, sizeof(err)), -EPERM);
 	chmod(p, 0600);
 	ck_assert_int_eq(coved_keys_load(p, &keys, &n, err, sizeof(err)), 0);
@@ -177,7 +165,7 @@ START_TEST(keys_file)
 	ck_assert_str_eq(keys[1].key, "key-two-0123456789");
 	coved_keys_free(keys, n);
 	unlink(p);
-	p = write_tmp("short\n", 0600);
+	p = unit_write_tmp("short\n", 0600);
 	ck_assert_int_eq(coved_keys_load(p, &keys, &n, err, sizeof(err)), -EINVAL);
 	unlink(p);
 	ck_assert(coved_secret_eq("abc", "abc"));

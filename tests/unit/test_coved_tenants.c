@@ -14,21 +14,9 @@
 
 static char err[512];
 
-static char *write_tmp(const char *text, mode_t mode)
-{
-	static char path[64];
-	snprintf(path, sizeof(path), "/tmp/coved-tenants-XXXXXX");
-	int fd = mkstemp(path);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-	fchmod(fd, mode);
-	close(fd);
-	return path;
-}
-
 static int keys_of(const char *text, mode_t mode, struct coved_key **k, size_t *n)
 {
-	char *p = write_tmp(text, mode);
+	char *p = unit_write_tmp(text, mode);
 	int r = coved_keys_load(p, k, n, err, sizeof(err));
 	unlink(p);
 	return r;
@@ -108,7 +96,7 @@ END_TEST
 
 static int config_of(const char *text, struct coved_config *c)
 {
-	char *p = write_tmp(text, 0600);
+	char *p = unit_write_tmp(text, 0600);
 	int r = coved_config_load(p, c, err, sizeof(err));
 	unlink(p);
 	return r;

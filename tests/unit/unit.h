@@ -4,7 +4,25 @@
 #define COVE_UNIT_H
 
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* unit_write_tmp() - @text in a new file under /tmp with @mode; its path
+ * (a static buffer: the next call reuses it).  The caller unlinks it. */
+static inline char *unit_write_tmp(const char *text, mode_t mode)
+{
+	static char path[64];
+	snprintf(path, sizeof(path), "/tmp/cove-unit.XXXXXX");
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	fchmod(fd, mode);
+	close(fd);
+	return path;
+}
 
 #define UNIT_MAIN()                                          \
 	int main(void)                                       \
