@@ -39,12 +39,12 @@ static const char *put(const uint8_t *data, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	const char *path = put(data, size);
+	const char *file = put(data, size);
 	char err[600];
 	struct coved_key *keys;
 	size_t n;
 	err[0] = 0;
-	if (coved_keys_load(path, &keys, &n, err, sizeof(err)) == 0) {
+	if (coved_keys_load(file, &keys, &n, err, sizeof(err)) == 0) {
 		assert(n >= 1 && n <= COVED_KEYS_MAX);
 		for (size_t i = 0; i < n; i++) {
 			assert(keys[i].key && keys[i].key[0]);
@@ -57,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	struct coved_config cfg;
 	err[0] = 0;
-	if (coved_config_load(path, &cfg, err, sizeof(err)) == 0) {
+	if (coved_config_load(file, &cfg, err, sizeof(err)) == 0) {
 		assert(!cfg.tls_cert == !cfg.tls_key);
 		assert(cfg.cpus <= cfg.max_cpus && cfg.memory_mib <= cfg.max_memory_mib);
 	} else {
