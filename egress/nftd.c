@@ -135,6 +135,9 @@ int nftd_fork(struct egress *e)
 		 * its pid namespace's init, the kernel sees to that as well). */
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) || getppid() != parent)
 			_exit(1);
+		/* Its own name in ps and pgrep: "cove-egress" stays one per
+		 * sandbox, the process libcove tracks. */
+		prctl(PR_SET_NAME, "cove-egress-nft", 0, 0, 0);
 		close(rpc[0]);
 		close(push[0]);
 		e->keeper = true;

@@ -65,8 +65,9 @@ members | grep -qx "$pa" && not_ok "the taken VMM is still a member" || ok "the 
 
 out=$(api POST "/sandboxes/$a/fork" '{"count":2}')
 [ "$(code)" = 201 ] || { not_ok "fork: $out"; finish; }
-f1=$(jget "$out" 'o[0]["sandbox"]["sandboxID"]')
-f2=$(jget "$out" 'o[1]["sandbox"]["sandboxID"]')
+f1=$(jget "$out" 'o[0]["sandbox"]["sandboxID"]' 2>/dev/null)
+f2=$(jget "$out" 'o[1]["sandbox"]["sandboxID"]' 2>/dev/null)
+[ -n "$f1" ] && [ -n "$f2" ] || not_ok "a fork failed: $out"
 [ "$(metric coved_pool_hits_total)" = 3 ] && ok "both forks (restores of its snapshot) were served by members" || not_ok "hits=$(metric coved_pool_hits_total) misses=$(metric coved_pool_misses_total)"
 o1=$(x "$f1" 'cat /root/p; echo one > /root/q; cat /root/q')
 o2=$(x "$f2" 'cat /root/p; cat /root/q 2>&1 | grep -c "No such"')

@@ -267,6 +267,9 @@ if [ -n "$KP" ] && [ "$KP" -gt 0 ] 2>/dev/null; then
 	[ "$st" = "0000000000001000 0000000000001000 0000000000001000 1 2 " ] &&
 		ok "the nft keeper ($KP) has CAP_NET_ADMIN alone, NoNewPrivs 1, Seccomp 2" ||
 		not_ok "the keeper: CapEff CapPrm CapBnd NoNewPrivs Seccomp = $st"
+	[ "$(cat /proc/$EP/comm) $(cat /proc/$KP/comm)" = "cove-egress cove-egress-nft" ] &&
+		ok "ps tells them apart: cove-egress and cove-egress-nft" ||
+		not_ok "names: $(cat /proc/$EP/comm) $(cat /proc/$KP/comm)"
 	# The parser holds no netlink socket but NFLOG's (nf_tables' is the keeper's).
 	netlink_of() { ls -l /proc/$1/fd 2>/dev/null | grep -o 'socket:\[[0-9]*\]' | tr -dc '0-9\n' |
 		while read -r i; do awk -v i=$i '$10==i{print $2}' /proc/$1/net/netlink; done | sort | tr '\n' ' '; }
