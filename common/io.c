@@ -6,6 +6,8 @@
 #include <linux/fs.h>
 #include <poll.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -194,4 +196,39 @@ DIR *opendir_dup(int dfd)
 	if (d)
 		rewinddir(d);
 	return d;
+}
+
+char *file_slurp(const char *path, size_t max, size_t *len, struct stat *st, int *e)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	char *buf = NULL;
+	*e = 0;
+	if (fd < 0 || fstat(fd, st) < 0) {
+		*e = errno;
+		goto out;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		*e = EINVAL;
+		goto out;
+	}
+	if ((uint64_t)st->st_size > max) {
+		*e = EFBIG;
+		goto out;
+	}
+	buf = malloc(max + 1);
+	ssize_t n = buf ? read_full(fd, buf, max + 1) : -1;
+	if (n < 0 || (size_t)n > max) {
+		*e = n < 0 ? EIO : EFBIG;
+		if (buf)
+			explicit_bzero(buf, max + 1);
+		free(buf);
+		buf = NULL;
+		goto out;
+	}
+	buf[n] = 0;
+	*len = (size_t)n;
+out:
+	if (fd >= 0)
+		close(fd);
+	return buf;
 }

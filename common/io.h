@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* Writes all len bytes (retrying short writes and EINTR); 0 or -errno
@@ -23,6 +24,13 @@ int pread_all(int fd, void *buf, size_t len, off_t off) __attribute__((warn_unus
  * that take what there is (a header that may be short, a pipe whose writer
  * may die). */
 ssize_t read_full(int fd, void *buf, size_t len) __attribute__((warn_unused_result));
+
+/* file_slurp() - the regular file @path, at most @max bytes, in memory
+ * (malloc'ed, NUL-ended; *@len its length, *@st its stat).  NULL with *@e
+ * set: an errno, EINVAL when it is not a regular file, EFBIG when it is
+ * over @max.  A buffer given up on is wiped first (callers read secrets).
+ * The caller wipes and frees the result. */
+char *file_slurp(const char *path, size_t max, size_t *len, struct stat *st, int *e);
 
 /* Copies the regular file src to dst, which must not exist, across file
  * systems too: a reflink (FICLONE) where the file system offers one, else

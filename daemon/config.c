@@ -447,6 +447,19 @@ int coved_keys_load(const char *path, struct coved_key **keys, size_t *n, char *
 	return 0;
 }
 
+bool coved_tenant_name_ok(const char *s, size_t len)
+{
+	if (len == 0 || len > COVED_TENANT_LEN || (len <= 2 && strncmp(s, "..", len) == 0))
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '.' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
 bool coved_secret_eq(const char *a, const char *b)
 {
 	size_t la = strlen(a), lb = strlen(b);

@@ -12,11 +12,11 @@
 
 #include "body.h"
 #include "coved.h"
-#include "tenant_name.h"
 
 #define COVED_ID_LEN       20 /* sandbox ids: [a-z0-9], as E2B's look */
 #define COVED_TOKEN_LEN    64 /* access tokens: 32 random bytes in hex */
 #define COVED_KEYS_MAX     64
+#define COVED_TENANT_LEN   64 /* tenant names: [A-Za-z0-9_.-], 1 to 64 */
 #define COVED_ENVD_VERSION "0.5.7"
 
 enum coved_on_timeout { COVED_ON_TIMEOUT_KILL, COVED_ON_TIMEOUT_PAUSE };
@@ -111,6 +111,9 @@ void coved_config_free(struct coved_config *cfg);
 int coved_keys_load(const char *path, struct coved_key **keys, size_t *n, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 void coved_keys_free(struct coved_key *keys, size_t n);
+/* coved_tenant_name_ok() - whether s[0..len) is a tenant name: 1 to 64 of
+ * A-Z a-z 0-9 _ . -, not "." or ".." (names go into logs and records). */
+bool coved_tenant_name_ok(const char *s, size_t len);
 /* The quota of tenant name: its "tenants" entry, else tenant_default. */
 void coved_config_quota(const struct coved_config *cfg, const char *name, struct coved_quota *q);
 /* coved_quota_check() - whether a tenant holding used may take want more.

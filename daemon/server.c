@@ -26,6 +26,7 @@
 #include "coved_priv.h"
 #include "envd.h"
 #include "errf.h"
+#include "io.h"
 
 #define URL_MAX       2048
 #define HEADER_MEMORY (64 * 1024) /* per connection: bounds the request head */
@@ -265,33 +266,26 @@ static struct MHD_Daemon *start(struct coved *d, int fd, const struct sockaddr *
 static int read_pem(const char *what, const char *path, const char *marker, bool secret, char **out,
                     char *err, size_t errlen)
 {
-	*out = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errf(err, errlen, -errno, "%s %s: %s", what, path, strerror(errno));
 	struct stat st;
+	size_t len = 0;
+	int e;
+	char *buf = file_slurp(path, TLS_PEM_MAX, &len, &st, &e);
 	int r = 0;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		r = errf(err, errlen, -EINVAL, "%s %s is not a regular file", what, path);
-	} else if (secret && (st.st_mode & 077)) {
+	*out = NULL;
+	if (!buf)
+		return e == EFBIG ? errf(err, errlen, -EINVAL, "%s %s is over %d bytes", what, path,
+		                         TLS_PEM_MAX)
+		       : e == EINVAL
+		           ? errf(err, errlen, -EINVAL, "%s %s is not a regular file", what, path)
+		           : errf(err, errlen, -e, "%s %s: %s", what, path, strerror(e));
+	if (secret && (st.st_mode & 077))
 		r = errf(err, errlen, -EPERM,
 		         "%s %s is readable by others (mode %03o): chmod 600 it", what, path,
 		         (unsigned)(st.st_mode & 0777));
-	} else if (st.st_size <= 0 || st.st_size > TLS_PEM_MAX) {
-		r = errf(err, errlen, -EINVAL, "%s %s is empty or over %d bytes", what, path,
-		         TLS_PEM_MAX);
-	}
-	char *buf = r ? NULL : calloc(1, (size_t)st.st_size + 1);
-	if (!r && !buf)
-		r = errf(err, errlen, -ENOMEM, "out of memory");
-	if (!r && read(fd, buf, (size_t)st.st_size) != st.st_size)
-		r = errf(err, errlen, -EIO, "%s %s: short read", what, path);
-	if (!r && !strstr(buf, marker))
+	else if (!strstr(buf, marker))
 		r = errf(err, errlen, -EINVAL, "%s %s holds no PEM '%s' block", what, path, marker);
-	close(fd);
 	if (r < 0) {
-		if (buf)
-			explicit_bzero(buf, (size_t)st.st_size);
+		explicit_bzero(buf, len);
 		free(buf);
 		return r;
 	}

@@ -48,23 +48,38 @@ static char *fail(const char *msg)
 	return reply_str(json_pack("{s:b, s:s}", "ok", 0, "error", msg));
 }
 
+/* request_load() - a request line as a JSON object, with its "op" (NULL
+ * when absent) and, for {"op":"policy","policy":{...}}, *@policy.  NULL
+ * when the line is no JSON object. */
+static json_t *request_load(const char *line, size_t len, const char **op, json_t **policy)
+{
+	json_error_t je;
+	json_t *req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+	if (!json_is_object(req)) {
+		json_decref(req);
+		return NULL;
+	}
+	*op = json_string_value(json_object_get(req, "op"));
+	*policy = *op && !strcmp(*op, "policy") && json_object_size(req) == 2
+	              ? json_object_get(req, "policy")
+	              : NULL;
+	return req;
+}
+
 /* The parser's requests: those the keeper forwards.  A "policy" here is
  * one the keeper has applied; only the policy in force changes. */
 char *ctl_handle(struct egress *e, const char *line, size_t len)
 {
-	json_error_t je;
-	json_t *req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+	const char *op;
+	json_t *pol;
+	json_t *req = request_load(line, len, &op, &pol);
 	char err[320];
-	if (!json_is_object(req)) {
-		json_decref(req);
+	if (!req)
 		return fail("the request is not a JSON object");
-	}
-	const char *op = json_string_value(json_object_get(req, "op"));
 	char *out;
-	if (op && !strcmp(op, "policy") && json_object_size(req) == 2 &&
-	    json_object_get(req, "policy")) {
+	if (pol) {
 		struct netpolicy p;
-		int r = netpolicy_from_json(json_object_get(req, "policy"), &p, err, sizeof(err));
+		int r = netpolicy_from_json(pol, &p, err, sizeof(err));
 		if (!r)
 			egress_take_policy(e, &p);
 		out = r ? fail(err) : reply_str(json_pack("{s:b}", "ok", 1));
@@ -101,15 +116,13 @@ static void wipe_secrets(json_t *req)
  * (NULL, *@fwd set). */
 static char *route(struct egress *e, const char *line, size_t len, bool *fwd)
 {
-	json_error_t je;
-	json_t *req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+	const char *op;
+	json_t *pol;
+	json_t *req = request_load(line, len, &op, &pol);
 	char err[320];
 	*fwd = false;
-	if (!json_is_object(req)) {
-		json_decref(req);
+	if (!req)
 		return fail("the request is not a JSON object");
-	}
-	const char *op = json_string_value(json_object_get(req, "op"));
 	char *out = NULL;
 	if (op && !strcmp(op, "status") && json_object_size(req) == 1) {
 		pins_expire(&e->pins, loop_now_ms());
@@ -117,10 +130,9 @@ static char *route(struct egress *e, const char *line, size_t len, bool *fwd)
 		out = p ? reply_str(json_pack("{s:b, s:o, s:I}", "ok", 1, "policy", p, "pins",
 		                              (json_int_t)e->pins.n))
 		        : NULL;
-	} else if (op && !strcmp(op, "policy") && json_object_size(req) == 2 &&
-	           json_object_get(req, "policy")) {
+	} else if (pol) {
 		struct netpolicy p;
-		int r = netpolicy_from_json(json_object_get(req, "policy"), &p, err, sizeof(err));
+		int r = netpolicy_from_json(pol, &p, err, sizeof(err));
 		if (!r) {
 			r = egress_apply_policy(e, &p, err, sizeof(err));
 			netpolicy_free(&p);

@@ -18,41 +18,6 @@
 #include "proxyrule.h"
 
 /* A small regular file, whole.  Returns its bytes (NUL-terminated). */
-static char *slurp(const char *path, size_t max, size_t *len, struct stat *st, int *e)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	char *buf = NULL;
-	*e = 0;
-	if (fd < 0 || fstat(fd, st) < 0) {
-		*e = errno;
-		goto out;
-	}
-	if (!S_ISREG(st->st_mode)) {
-		*e = EINVAL;
-		goto out;
-	}
-	if ((uint64_t)st->st_size > max) {
-		*e = EFBIG;
-		goto out;
-	}
-	buf = malloc(max + 1);
-	ssize_t n = buf ? read_full(fd, buf, max + 1) : -1;
-	if (n < 0 || (size_t)n > max) {
-		*e = n < 0 ? EIO : EFBIG;
-		if (buf)
-			explicit_bzero(buf, max + 1);
-		free(buf);
-		buf = NULL;
-		goto out;
-	}
-	buf[n] = 0;
-	*len = (size_t)n;
-out:
-	if (fd >= 0)
-		close(fd);
-	return buf;
-}
-
 /* @p relative to the rules file's directory @base, made absolute. */
 static int absolute(const char *base, const char *p, char *out, size_t len)
 {
@@ -106,7 +71,7 @@ static int read_secret(const struct proxy_source *s, const char *base, json_t *r
 			            strerror(-r));
 		struct stat st;
 		int e;
-		val = slurp(abs, PROXY_VALUE_MAX + 2, &len, &st, &e);
+		val = file_slurp(abs, PROXY_VALUE_MAX + 2, &len, &st, &e);
 		if (!val)
 			return errf(err, errlen, -EINVAL, "%s: secret '%s': %s: %s", path, s->name,
 			            abs, e == EFBIG ? "too large" : strerror(e));
@@ -147,7 +112,7 @@ int proxy_load_file(const char *path, struct proxy_load *out, char *err, size_t 
 	struct stat st;
 	size_t len = 0;
 	int e;
-	char *text = slurp(path, PROXY_RULES_LIMIT, &len, &st, &e);
+	char *text = file_slurp(path, PROXY_RULES_LIMIT, &len, &st, &e);
 	if (!text)
 		return errf(err, errlen, -EINVAL, "--proxy-rules %s: %s", path,
 		            e == EFBIG ? "over 48 KiB" : strerror(e));
@@ -179,7 +144,7 @@ int proxy_load_file(const char *path, struct proxy_load *out, char *err, size_t 
 		char abs[PATH_MAX];
 		size_t n = 0;
 		r = absolute(base, rs.upstream_ca, abs, sizeof(abs));
-		if (!r && !(out->upstream_ca = slurp(abs, PROXY_CA_LIMIT, &n, &st, &e)))
+		if (!r && !(out->upstream_ca = file_slurp(abs, PROXY_CA_LIMIT, &n, &st, &e)))
 			r = -e;
 		if (r) {
 			r = errf(err, errlen, -EINVAL, "%s: upstream_ca %s: %s", path,
@@ -250,7 +215,7 @@ int proxy_copy(const char *from, const char *to)
 	struct stat st;
 	size_t len = 0;
 	int e;
-	char *text = slurp(src, PROXY_RULES_LIMIT, &len, &st, &e);
+	char *text = file_slurp(src, PROXY_RULES_LIMIT, &len, &st, &e);
 	if (!text)
 		return e == ENOENT ? 0 : -e;
 	int fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
