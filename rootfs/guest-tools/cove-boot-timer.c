@@ -2,7 +2,7 @@
  * writing the boot-timer magic to its I/O port (vmm/devices/boot_timer.h).
  * Freestanding (no libc) so it costs one tiny exec at boot.  Under another
  * VMM the port is unassigned and the write is ignored. */
-#include "devices/boot_timer.h"
+#include "boot_timer_abi.h"
 
 #define SYS_exit   60
 #define SYS_ioperm 173
