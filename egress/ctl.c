@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "nftd.h"
+#include "policy.h"
 #include "proxyset.h"
 
 struct ctlc {

@@ -1,6 +1,7 @@
 /* cove-egress's state: one process per sandbox, one of these per process,
  * shared by its modules (resolver, proxy, publish, ctl, nflog).  Single
- * event thread: nothing here is locked. */
+ * event thread: nothing here is locked.  Types and limits only: each
+ * module's functions are in its own header. */
 #ifndef COVE_EGRESS_EGRESS_H
 #define COVE_EGRESS_EGRESS_H
 
@@ -64,33 +65,5 @@ struct egress {
 	uint32_t nftd_seq;
 	struct ev rpc_ev, push_ev;
 };
-
-/* egress_proxy_host() - the rule whose hosts cover @name, or NULL. */
-const struct proxy_rule *egress_proxy_host(const struct egress *e, const char *name);
-
-/* egress_apply_policy() - build and apply the table for @p (the pins it
- * still allows carried over) in one transaction; on success @p becomes
- * the policy in force (moved in: the caller's struct is emptied).
- * On failure nothing changes and @err says why.  0 or -errno. */
-int egress_apply_policy(struct egress *e, struct netpolicy *p, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-
-/* egress_take_policy() - in the parser: @p (which the keeper has just
- * applied) becomes the policy in force (moved in), and the pins it no
- * longer allows are forgotten. */
-void egress_take_policy(struct egress *e, struct netpolicy *p);
-
-/* egress_pin() - pin @addrs (IPv4 A answers for @name, TTL each) for
- * every NAME:PORT rule of the policy @name matches, tcp and udp, for
- * max(TTL, 30 s), in one transaction.  0 or -errno. */
-struct dns_pin;
-int egress_pin(struct egress *e, const char *name, const struct dns_pin *addrs, size_t n)
-    __attribute__((warn_unused_result));
-
-/* egress_listen_gw() - a nonblocking @type socket bound to the gateway's
- * @port (listening, backlog 128, when it is a stream), in @e's loop as
- * @ev with @fn.  0 or -errno (then @ev->fd is -1). */
-int egress_listen_gw(struct egress *e, int type, uint16_t port, struct ev *ev,
-                     void (*fn)(struct ev *, uint32_t)) __attribute__((warn_unused_result));
 
 #endif

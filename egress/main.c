@@ -19,9 +19,11 @@
 #include "elog.h"
 #include "errf.h"
 #include "io.h"
+#include "keeper.h"
 #include "nflog.h"
 #include "nft.h"
 #include "nftd.h"
+#include "policy.h"
 #include "proxy.h"
 #include "resolver.h"
 #include "tlsca.h"
@@ -104,7 +106,7 @@ static int setup(struct egress *e, char *err, size_t errlen)
 	if (e->cfg.ctl_fd >= 0)
 		close(e->cfg.ctl_fd);
 	e->cfg.ctl_fd = -1;
-	if ((r = nftd_watch(e)))
+	if ((r = keeper_watch(e)))
 		return errf(err, errlen, r, "the nft keeper's pair: %s", strerror(-r));
 	if ((r = resolver_open(e)))
 		return errf(err, errlen, r, "resolver on the gateway's port 53: %s", strerror(-r));
@@ -173,7 +175,7 @@ int main(int argc, char **argv)
 	/* The privilege split: the child keeps nf_tables, we the parsers. */
 	r = nftd_fork(&e);
 	if (r == 0)
-		return nftd_main(&e, seccomp_log);
+		return keeper_main(&e, seccomp_log);
 	if (r < 0) {
 		snprintf(err, sizeof(err), "fork the nft keeper: %s", strerror(-r));
 		report(e.cfg.ready_fd, err);

@@ -19,7 +19,8 @@
  * (nftd_pins_allowed(): a NAME:PORT rule must cover each pin, and no
  * always-denied address), so the parser at worst pins an address for a
  * name and port the policy already allows.  Each half exits when the
- * other does (PR_SET_PDEATHSIG, EOF on the pair). */
+ * other does (PR_SET_PDEATHSIG, EOF on the pair).  Here: the wire and
+ * the pairs; the loops that serve them are egress/keeper.h's. */
 #ifndef COVE_EGRESS_NFTD_H
 #define COVE_EGRESS_NFTD_H
 
@@ -103,18 +104,13 @@ int nftd_pins_allowed(const struct netpolicy *policy, const struct netaddr *host
  * -errno on failure (nothing forked). */
 int nftd_fork(struct egress *e) __attribute__((warn_unused_result));
 
-/* nftd_main() - the keeper, in the child of nftd_fork(): close what it
- * does not need, confine (@seccomp_log as confine()), say ready, serve
- * until the parser goes.  Return: main()'s exit status. */
-int nftd_main(struct egress *e, int seccomp_log);
-
 /* nftd_wait_ready() - in the parser: the keeper's ready line within
  * NFTD_READY_MS.  0, or -errno with its reason in @err. */
 int nftd_wait_ready(struct egress *e, char *err, size_t errlen) __attribute__((warn_unused_result));
 
-/* nftd_watch() - in the parser: serve the push pair (forwarded ctl
- * requests) and stop the loop when the keeper goes.  0 or -errno. */
-int nftd_watch(struct egress *e) __attribute__((warn_unused_result));
+/* nftd_gone() - in the parser: the keeper is gone (it closed its end):
+ * say so, mark @e and stop the loop (main() then exits 1). */
+void nftd_gone(struct egress *e);
 
 /* nftd_pin() - in the parser: ask the keeper to pin @n pins for @name and
  * wait for its answer (the guest gets its DNS answer only once the pins
@@ -122,10 +118,6 @@ int nftd_watch(struct egress *e) __attribute__((warn_unused_result));
  * #syscalls: sendmsg recvmsg ppoll */
 int nftd_pin(struct egress *e, const char *name, const struct nft_pin *pins, size_t n)
     __attribute__((warn_unused_result));
-
-/* nftd_apply_pins() - in the keeper: note @m's pins and add (or refresh)
- * the new ones in one transaction each.  Return: 0 or -errno. */
-int nftd_apply_pins(struct egress *e, const struct nftd_msg *m) __attribute__((warn_unused_result));
 
 /* nftd_forward() - in the keeper: hand ctl request @line (@len bytes) and
  * its connection @fd to the parser.  Return: 0 or -errno. */

@@ -17,6 +17,9 @@
 int egress_set_proxy(struct egress *e, json_t *req, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
+/* egress_proxy_host() - the rule whose hosts cover @name, or NULL. */
+const struct proxy_rule *egress_proxy_host(const struct egress *e, const char *name);
+
 /* egress_proxy_clear() - drop the rules and wipe the secrets. */
 void egress_proxy_clear(struct egress *e);
 

@@ -9,6 +9,9 @@
 #include <unistd.h>
 
 #include "elog.h"
+#include "listen.h"
+#include "policy.h"
+#include "proxyset.h"
 #include "upstream.h"
 
 #define TCP_QUERY_MAX 4096 /* a query over TCP is a question: no more */

@@ -5,31 +5,9 @@
 #ifndef COVE_AGENT_H
 #define COVE_AGENT_H
 
-#include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
 
-#define AGENT_NAME "cove-agent"
-
-/* Output still unread when an exec's process has exited (a background child
- * holds the pipes) is forwarded for this long, then EXIT is sent. */
-#define AGENT_DRAIN_GRACE_MS 200
-
-#define AGENT_SEED_BYTES 32
-
-/* A RESTORED notice (docs/protocol.md), as the request parser validated it:
- * what makes one fork of a snapshot unlike its siblings. */
-struct agent_restore_req {
-	uint64_t time_ns;       /* the host's CLOCK_REALTIME, 1 .. INT64_MAX */
-	const char *hostname;   /* agent_hostname_valid() */
-	const char *sandbox_id; /* 1-64 of [A-Za-z0-9._-] */
-	uint8_t seed[AGENT_SEED_BYTES];
-};
-
-struct agent_restore_result {
-	bool reseeded;        /* the kernel's CRNG was reseeded after the new input */
-	uint32_t hwrng_bytes; /* bytes from /dev/hwrng mixed in with the seed */
-};
+#include "restore.h"
 
 struct agent_config {
 	/* Called on the connection's thread once the OK reply to SHUTDOWN has

@@ -21,8 +21,8 @@
 
 #include "ca.h"
 #include "clock.h"
-#include "conn.h"
 #include "errf.h"
+#include "exec.h"
 #include "proto_json.h"
 #include "spawn.h"
 

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "conn.h"
+#include "files.h"
 #include "io.h"
 #include "proto_json.h"
 

@@ -1,7 +1,7 @@
 /* PID 1 grows the root file system to its disk: a sandbox started with
  * `cove run --disk-size` has a block device larger than the image's ext4,
  * and ext4 grows online through one ioctl (no resize2fs in the guest). */
-#include "sys.h"
+#include "grow.h"
 
 #include <errno.h>
 #include <fcntl.h>

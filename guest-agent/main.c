@@ -28,6 +28,7 @@
 #include "spawn.h"
 #include "sys.h"
 
+#define AGENT_NAME        "cove-agent"
 #define READY_TRIES       20
 #define READY_BACKOFF_MS  10 /* doubled per try, up to READY_BACKOFF_MAX */
 #define READY_BACKOFF_MAX 500

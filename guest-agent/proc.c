@@ -29,8 +29,9 @@
 
 #include "ca.h"
 #include "clock.h"
-#include "conn.h"
 #include "errf.h"
+#include "exec.h"
+#include "proc.h"
 #include "proc_ring.h"
 #include "proto_json.h"
 #include "spawn.h"

@@ -9,11 +9,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent.h"
 #include "proto.h"
 
 #define AGENT_DEFAULT_ROWS 24
 #define AGENT_DEFAULT_COLS 80
+
+#define AGENT_SEED_BYTES 32
+
+/* A RESTORED notice (docs/protocol.md), as the request parser validated it:
+ * what makes one fork of a snapshot unlike its siblings. */
+struct agent_restore_req {
+	uint64_t time_ns;       /* the host's CLOCK_REALTIME, 1 .. INT64_MAX */
+	const char *hostname;   /* agent_hostname_valid() */
+	const char *sandbox_id; /* 1-64 of [A-Za-z0-9._-] */
+	uint8_t seed[AGENT_SEED_BYTES];
+};
 
 struct agent_exec_req {
 	const char **argv; /* NULL-terminated; strings owned by the request's JSON */

@@ -5,16 +5,22 @@
 #ifndef COVE_AGENT_RESTORE_H
 #define COVE_AGENT_RESTORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent.h"
+#include "request.h"
 
 #define AGENT_RUN_DIR         "/run/cove"
 #define AGENT_SANDBOX_ID_FILE "sandbox-id" /* in AGENT_RUN_DIR */
 #define AGENT_HOSTNAME_FILE   "/etc/hostname"
 #define AGENT_HWRNG_PATH      "/dev/hwrng"
 #define AGENT_HWRNG_BYTES     64 /* taken from the virtio-rng per notice */
+
+struct agent_restore_result {
+	bool reseeded;        /* the kernel's CRNG was reseeded after the new input */
+	uint32_t hwrng_bytes; /* bytes from /dev/hwrng mixed in with the seed */
+};
 
 /* The agent_config.restored hook (opaque unused): in order, sets
  * CLOCK_REALTIME to req->time_ns; sets the host name and rewrites

@@ -17,6 +17,7 @@
 #endif
 
 #include "boot_timer_abi.h"
+#include "grow.h"
 #include "net.h"
 
 #define CMDLINE_MAX  4096

@@ -31,11 +31,4 @@ bool agent_hostname_valid(const char *name);
  * to stderr and skipped: a guest with less is still worth serving. */
 void agent_sys_setup(bool pid1);
 
-/* When / is ext4 on a block device larger than the file system (a sandbox
- * given --disk-size), grows it online to the whole device
- * (EXT4_IOC_RESIZE_FS) and says so in one console line.  Needs /sys and
- * /dev mounted; anything else (another file system, no room) does
- * nothing. */
-void agent_grow_root(void);
-
 #endif

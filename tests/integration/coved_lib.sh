@@ -86,6 +86,9 @@ jget() {
 	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2"
 }
 
+# metric NAME: the value of coved's metric NAME (GET /metrics).
+metric() { api GET /metrics | awk -v m="$1" '$1 == m { print $2 }'; }
+
 # until_true SECONDS 'shell condition': polls once a second until it holds.
 until_true() {
 	local n=$1 cond=$2 i

@@ -92,6 +92,34 @@ vmm() {
 	timeout -k 5 120 "$VMM" "$@" >"$out" 2>&1 </dev/null
 }
 
+# gx NAME 'shell command': runs it in sandbox NAME (2 min limit); prints
+# stdout and stderr together and returns its status.
+gx() {
+	timeout -k 5 120 $cove exec "$1" -- sh -c "$2" 2>&1
+}
+
+# check NAME WANT_STATUS WANT_STDOUT CMD...: CMD gives that status and
+# exactly that stdout.
+check() {
+	local name=$1 want=$2 want_out=$3
+	shift 3
+	local out rc
+	out=$("$@" 2>"$WORK/stderr")
+	rc=$?
+	if [ "$rc" = "$want" ] && [ "$out" = "$want_out" ]; then ok "$name"; else
+		not_ok "$name: status $rc (want $want), stdout '$out' (want '$want_out'), stderr: $(head -c 300 "$WORK/stderr")"
+	fi
+}
+
+# meta_pid NAME [RUNTIME_DIR]: the pid of sandbox NAME's cove-vmm, from its
+# meta.json (in $COVE_RUNTIME_DIR by default).
+meta_pid() {
+	sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "${2:-$COVE_RUNTIME_DIR}/$1/meta.json"
+}
+
+# sha TEXT: TEXT's SHA-256 in hex.
+sha() { printf '%s' "$1" | sha256sum | cut -d' ' -f1; }
+
 finish() {
 	[ "$FAILED" = 0 ]
 	exit $?

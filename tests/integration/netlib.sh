@@ -6,6 +6,8 @@
 # tests/integration/fakenet.py (HTTP, HTTPS from a test CA, TCP, UDP echo,
 # "metadata") and dnsmasq for *.test at 198.51.100.53, which logs every query
 # it receives to $FAKENET/dns.log.  Only these addresses are ever used.
+# fake_egress_env serves the tests that need no fake internet: a stand-in
+# cove-egress instead of the real one.
 FAKENET=/run/cove-fakenet
 FAKENET_DNS=198.51.100.53
 FAKENET_CA=$FAKENET/ca.pem
@@ -59,6 +61,25 @@ fakenet_up() {
 	}
 }
 
+# fake_egress_env: cove_env with the stand-in cove-egress
+# (build/itest/fake_egress, copied as cove-egress) for the tests of
+# libcove's network set-up without the fake internet.  Needs root.
+fake_egress_env() {
+	cove_env
+	need build/itest/fake_egress
+	[ "$(id -u)" = 0 ] || { echo "skip: needs root"; exit 77; }
+	mkdir -p "$WORK/bin"
+	cp build/itest/fake_egress "$WORK/bin/cove-egress"
+	chmod 755 "$WORK/bin/cove-egress"
+	export COVE_EGRESS=$WORK/bin/cove-egress COVE_DNS_UPSTREAM=198.51.100.53
+}
+
+# meta NAME: sandbox NAME's meta.json (nothing when it has none).
+meta() { cat "$COVE_RUNTIME_DIR/$1/meta.json" 2>/dev/null; }
+
+# links: the host's cv<K> links, one a line.
+links() { ip -o link show | awk -F': ' '{print $2}' | grep '^cv' | sed 's/@.*//'; }
+
 # dns_seen NAME: did the fake upstream receive a query for NAME?
 dns_seen() {
 	grep -qiF "query[A] $1 " "$FAKENET/dns.log" || grep -qiF "query[AAAA] $1 " "$FAKENET/dns.log"
@@ -72,12 +93,6 @@ net_env() {
 	need build/bin/cove-egress
 	fakenet_up || exit 1
 	export COVE_DNS_UPSTREAM=$FAKENET_DNS
-}
-
-# gx NAME 'shell command': runs it in sandbox NAME (2 min limit); prints
-# stdout and stderr together and returns its status.
-gx() {
-	timeout -k 5 120 $cove exec "$1" -- sh -c "$2" 2>&1
 }
 
 # fast_fail NAME WHAT 'shell command' [WANT_REGEX]: the command must fail,

@@ -9,23 +9,22 @@
 # which print strerror(errno).
 source tests/integration/lib.sh
 cove_env
-x() { $cove exec full -- sh -c "$1" 2>&1; }
 
 $cove start --name full >/dev/null || { not_ok "start"; finish; }
-out=$(x 'dd if=/dev/urandom of=/root/big bs=1M count=200; echo "status $?"')
+out=$(gx full 'dd if=/dev/urandom of=/root/big bs=1M count=200; echo "status $?"')
 echo "$out" | sed 's/^/  guest: /'
 if [[ $out == *"No space left on device"* ]] && [[ $out == *"status 1"* ]]; then
 	ok "filling the disk fails with ENOSPC"; else not_ok "filling the disk: $out"; fi
-size=$(x 'stat -c %s /root/big')
+size=$(gx full 'stat -c %s /root/big')
 if [ "$size" -gt $((40 * 1024 * 1024)) ] 2>/dev/null; then ok "$size bytes written before the disk was full"; else
 	not_ok "only '$size' bytes written"; fi
-out=$(x 'cat /dev/zero > /root/second; echo "status $?"')
+out=$(gx full 'cat /dev/zero > /root/second; echo "status $?"')
 if [[ $out == *"No space left on device"* ]]; then ok "a second file gets ENOSPC too"; else
 	not_ok "second file: $out"; fi
-errs=$(x 'dmesg | grep -ciE "I/O error|EXT4-fs error|buffer_io_error"')
+errs=$(gx full 'dmesg | grep -ciE "I/O error|EXT4-fs error|buffer_io_error"')
 if [ "$errs" = 0 ]; then ok "the guest kernel logged no I/O error"; else
-	not_ok "guest kernel I/O errors: $(x 'dmesg | grep -iE "I/O error|EXT4-fs error" | head -3')"; fi
-out=$(x 'rm /root/big /root/second; sync; dd if=/dev/zero of=/root/after bs=1M count=8 2>&1 && sync && echo wrote-again')
+	not_ok "guest kernel I/O errors: $(gx full 'dmesg | grep -iE "I/O error|EXT4-fs error" | head -3')"; fi
+out=$(gx full 'rm /root/big /root/second; sync; dd if=/dev/zero of=/root/after bs=1M count=8 2>&1 && sync && echo wrote-again')
 if [[ $out == *wrote-again* ]]; then ok "freed space is usable again"; else not_ok "after freeing: $out"; fi
 disk=$COVE_RUNTIME_DIR/full/root/disk0.qcow2
 if ! command -v qemu-img >/dev/null; then

@@ -6,24 +6,23 @@
 # disk size.  A size smaller than the image is refused in one line.
 source tests/integration/lib.sh
 cove_env
-x() { $cove exec dsz -- sh -c "$1" 2>&1; }
 out=$($cove run --cold --disk-size 16M -- true 2>&1)
 rc=$?
 if [ "$rc" != 0 ] && [[ $out == *"smaller than the image"* ]] && [ "$(echo "$out" | wc -l)" = 1 ]; then
 	ok "a size below the image's is refused: $out"; else not_ok "status $rc: $out"; fi
 $cove start --name dsz --disk-size 256M >/dev/null || { not_ok "start"; finish; }
-total=$(x 'df -k / | tail -1' | awk '{print $2}')
+total=$(gx dsz 'df -k / | tail -1' | awk '{print $2}')
 echo "  df: / has $total KiB"
 [ "$total" -gt $((230 * 1024)) ] 2>/dev/null && ok "the guest sees a grown / ($total KiB)" || not_ok "df total '$total' KiB"
 grep -q "grew / on /dev/vda from 64 MiB to 256 MiB" "$COVE_RUNTIME_DIR/dsz/console.log" &&
 	ok "the agent logged the resize" || not_ok "no resize line on the console"
-out=$(x 'dd if=/dev/zero of=/root/big bs=1M count=400; echo "status $?"')
+out=$(gx dsz 'dd if=/dev/zero of=/root/big bs=1M count=400; echo "status $?"')
 echo "$out" | tail -3 | sed 's/^/  guest: /'
 if [[ $out == *"No space left on device"* ]] && [[ $out == *"status 1"* ]]; then
 	ok "filling the disk fails with ENOSPC"; else not_ok "filling the disk: $out"; fi
-written=$(x 'stat -c %s /root/big')
+written=$(gx dsz 'stat -c %s /root/big')
 [ "$written" -gt $((200 * 1024 * 1024)) ] 2>/dev/null && ok "$written bytes written first" || not_ok "written '$written'"
-x sync >/dev/null
+gx dsz sync >/dev/null
 pid=$($cove ls --json | python3 -c 'import json,sys; print([s["pid"] for s in json.load(sys.stdin) if s["name"]=="dsz"][0])')
 cap=$(tr '\0' '\n' <"/proc/$pid/cmdline" | grep -o 'max_file=[0-9]*' | cut -d= -f2)
 disk=$COVE_RUNTIME_DIR/dsz/root/disk0.qcow2

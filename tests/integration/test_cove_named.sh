@@ -5,22 +5,6 @@
 source tests/integration/lib.sh
 cove_env # whatever the outcome, no VMM outlives the test
 
-meta_pid() {
-	sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$COVE_RUNTIME_DIR/$1/meta.json"
-}
-
-# check NAME WANT_STATUS WANT_STDOUT CMD...
-check() {
-	local name=$1 want=$2 want_out=$3
-	shift 3
-	local out rc
-	out=$("$@" 2>"$WORK/stderr")
-	rc=$?
-	if [ "$rc" = "$want" ] && [ "$out" = "$want_out" ]; then ok "$name"; else
-		not_ok "$name: status $rc (want $want), stdout '$out' (want '$want_out'), stderr: $(head -c 300 "$WORK/stderr")"
-	fi
-}
-
 check "start alpha prints its name" 0 "alpha" $cove start --name alpha
 check "start beta (2 CPUs, 384 MiB)" 0 "beta" $cove start --name beta --cpus 2 --memory 384
 apid=$(meta_pid alpha)

@@ -10,18 +10,6 @@ export COVE_IMAGE=$(stage_shared minimal.ext4 build/images/minimal.ext4)
 export COVE_VMM=$PWD/$BIN/cove-vmm
 cove=$BIN/cove
 
-# check NAME WANT_STATUS WANT_STDOUT CMD...
-check() {
-	local name=$1 want=$2 want_out=$3
-	shift 3
-	local out rc
-	out=$("$@" 2>"$WORK/stderr")
-	rc=$?
-	if [ "$rc" = "$want" ] && [ "$out" = "$want_out" ]; then ok "$name"; else
-		not_ok "$name: status $rc (want $want), stdout '$out' (want '$want_out'), stderr: $(head -c 300 "$WORK/stderr")"
-	fi
-}
-
 check "echo" 0 "hello world" $cove run -- echo hello world
 check "exit 0" 0 "" $cove run -- true
 check "exit 3" 3 "" $cove run -- sh -c 'exit 3'

@@ -6,7 +6,6 @@
 # and fork with the disk's content, and the running sandbox goes on.
 source tests/integration/lib.sh
 cove_env "$(mktemp -d /run/cove-xfs.XXXXXX)"
-x() { $cove exec "$1" -- sh -c "$2" 2>&1; }
 
 snap=$WORK/snap
 if [ "$(stat -c %d "$COVE_RUNTIME_DIR")" = "$(stat -c %d "$WORK")" ]; then
@@ -14,7 +13,7 @@ if [ "$(stat -c %d "$COVE_RUNTIME_DIR")" = "$(stat -c %d "$WORK")" ]; then
 	exit 77
 fi
 $cove start --name a >/dev/null || { not_ok "start"; finish; }
-x a 'echo on-disk > /root/kept; sync' >/dev/null
+gx a 'echo on-disk > /root/kept; sync' >/dev/null
 if $cove snapshot a "$snap" 2>"$WORK/err"; then
 	ok "snapshot from $(df --output=target "$COVE_RUNTIME_DIR" | tail -1) to $(df --output=target "$WORK" | tail -1)"
 else
@@ -27,11 +26,11 @@ if [ -f "$snap/state" ] && [ -f "$snap/disk0.qcow2" ] && [ "$(stat -c %a "$snap/
 	not_ok "snapshot contents: $(ls -l "$snap" | tr '\n' ' ')"; fi
 if command -v qemu-img >/dev/null && qemu-img check -q "$snap/disk0.qcow2"; then
 	ok "the copied disk passes qemu-img check"; fi
-if [ "$(x a 'cat /root/kept; echo more >> /root/kept; sync; cat /root/kept' | tr '\n' ' ')" = "on-disk on-disk more " ]; then
+if [ "$(gx a 'cat /root/kept; echo more >> /root/kept; sync; cat /root/kept' | tr '\n' ' ')" = "on-disk on-disk more " ]; then
 	ok "the original goes on writing its disk"; else not_ok "original after snapshot"; fi
 $cove stop a >/dev/null
 if $cove fork "$snap" --count 2 --prefix b >/dev/null 2>"$WORK/err"; then
-	got1=$(x b-1 'cat /root/kept') got2=$(x b-2 'cat /root/kept')
+	got1=$(gx b-1 'cat /root/kept') got2=$(gx b-2 'cat /root/kept')
 	if [ "$got1" = on-disk ] && [ "$got2" = on-disk ]; then ok "forks see the disk as snapshotted"; else
 		not_ok "forks read '$got1' '$got2'"; fi
 else

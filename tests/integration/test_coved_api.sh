@@ -41,7 +41,6 @@ envd() {
 		-H 'Content-Type: application/json' "${data[@]}" -o "$WORK/ebody" -w '%{http_code}' "http://coved$1"
 }
 
-x() { $cove exec "$1" -- sh -c "$2" 2>&1; }
 expect() { # expect CODE WHAT
 	if [ "$(code)" = "$1" ]; then ok "$2 -> $1"; else not_ok "$2: got $(code), want $1: $(cat "$WORK/body")"; fi
 }
@@ -91,7 +90,7 @@ id=$(jget "$out" 'o["sandboxID"]')
 tok=$(jget "$out" 'o["envdAccessToken"]')
 [ "$(jget "$out" 'o["envdVersion"]')" = 0.5.7 ] && [ ${#tok} = 64 ] && [ "$(jget "$out" 'o["templateID"]')" = base ] &&
 	ok "create answers sandboxID $id, envdVersion 0.5.7, a token" || not_ok "create reply: $out"
-[ "$(x "$id" 'echo alive')" = alive ] && ok "the sandbox runs (cove exec $id)" || not_ok "exec in $id"
+[ "$(gx "$id" 'echo alive')" = alive ] && ok "the sandbox runs (cove exec $id)" || not_ok "exec in $id"
 out=$(api POST /sandboxes '{"templateID":"minimal","metadata":{"team":"b"}}')
 expect 201 "create (v1 path)"
 id2=$(jget "$out" 'o["sandboxID"]')
@@ -120,7 +119,7 @@ api POST "/sandboxes/$id/timeout" '{}' >/dev/null; expect 400 "set timeout witho
 api POST /sandboxes/nosuchsandbox/timeout '{"timeout":5}' >/dev/null; expect 404 "timeout of an unknown sandbox"
 
 # ---- pause, connect ----
-x "$id" 'echo before-pause > /root/p' >/dev/null
+gx "$id" 'echo before-pause > /root/p' >/dev/null
 api POST "/sandboxes/$id/pause" '{}' >/dev/null; expect 204 "pause"
 api POST "/sandboxes/$id/pause" '{}' >/dev/null; expect 409 "pause when paused"
 [ "$(jget "$(api GET "/sandboxes/$id")" 'o["state"]')" = paused ] && ok "state paused" || not_ok "state after pause"
@@ -128,7 +127,7 @@ $cove ls 2>/dev/null | grep -q "$id" && not_ok "a paused sandbox still has a cov
 out=$(api POST "/v2/sandboxes/$id/connect" '{"timeout":600}')
 expect 201 "connect resumes"
 [ "$(jget "$out" 'o["envdAccessToken"]')" = "$tok" ] && ok "same access token after resume" || not_ok "token changed"
-[ "$(x "$id" 'cat /root/p')" = before-pause ] && ok "the file written before the pause is there" || not_ok "file after resume"
+[ "$(gx "$id" 'cat /root/p')" = before-pause ] && ok "the file written before the pause is there" || not_ok "file after resume"
 api POST "/v2/sandboxes/$id/connect" '{}' >/dev/null; expect 200 "connect to a running sandbox"
 api POST "/sandboxes/$id2/resume" '{}' >/dev/null; expect 409 "v1 resume of a running sandbox"
 
@@ -139,12 +138,12 @@ snap=$(jget "$out" 'o["snapshotID"]')
 out=$(api POST /v2/sandboxes "{\"templateID\":\"$snap\"}")
 expect 201 "create from snapshot $snap"
 id3=$(jget "$out" 'o["sandboxID"]')
-[ "$(x "$id3" 'cat /root/p')" = before-pause ] && ok "the snapshot's sandbox has the file" || not_ok "file in $id3"
+[ "$(gx "$id3" 'cat /root/p')" = before-pause ] && ok "the snapshot's sandbox has the file" || not_ok "file in $id3"
 out=$(api POST "/sandboxes/$id/fork" '{"count":2}')
 expect 201 "fork count 2"
 f1=$(jget "$out" 'o[0]["sandbox"]["sandboxID"]')
 f2=$(jget "$out" 'o[1]["sandbox"]["sandboxID"]')
-[ -n "$f1" ] && [ "$f1" != "$f2" ] && [ "$(x "$f2" 'cat /root/p')" = before-pause ] && ok "two forks, each with the file" || not_ok "forks: $out"
+[ -n "$f1" ] && [ "$f1" != "$f2" ] && [ "$(gx "$f2" 'cat /root/p')" = before-pause ] && ok "two forks, each with the file" || not_ok "forks: $out"
 api POST "/sandboxes/$id/fork" '{"count":1000}' >/dev/null; expect 400 "fork count 1000"
 
 # ---- tenants: bob and alice's sandbox $id ----
@@ -190,7 +189,7 @@ c=$(envd "/process.Process/List" "$id" "$KEYB" '{}')
 c=$(envd /filesystem.Filesystem/ListDir "$id" "$tok" '{"path":"/root"}')
 [ "$c" = 200 ] && grep -q '"name":"p"' "$WORK/ebody" && ok "envd: alice's own token lists /root" || not_ok "envd own token: $c $(cat "$WORK/ebody")"
 out=$(api GET "/sandboxes/$id")
-[ "$(jget "$out" 'o["state"]')" = running ] && [ "$(x "$id" 'cat /root/p')" = before-pause ] &&
+[ "$(jget "$out" 'o["state"]')" = running ] && [ "$(gx "$id" 'cat /root/p')" = before-pause ] &&
 	ok "alice's sandbox still runs, untouched" || not_ok "alice's sandbox after bob: $out"
 grep -q '"tenant":"alice"' "$STATE/sandboxes/$id.json" && ok "the record names its tenant" || not_ok "record: no tenant"
 apib POST /v2/sandboxes '{}' >/dev/null

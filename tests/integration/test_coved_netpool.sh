@@ -13,7 +13,6 @@ net_env
 coved_env
 RT=$COVE_RUNTIME_DIR
 
-metric() { api GET /metrics | awk -v m="$1" '$1 == m { print $2 }'; }
 # until_metric NAME VALUE SECONDS
 until_metric() {
 	local i

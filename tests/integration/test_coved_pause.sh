@@ -8,15 +8,14 @@ source tests/integration/lib.sh
 source tests/integration/coved_lib.sh
 coved_env
 coved_start '"memory_mib": 256, "disk_mib": 256' || { not_ok "coved starts"; finish; }
-x() { $cove exec "$1" -- sh -c "$2" 2>&1; }
 
 out=$(api POST /v2/sandboxes '{"templateID":"base","timeout":3600}')
 [ "$(code)" = 201 ] || { not_ok "create: $out"; finish; }
 id=$(jget "$out" 'o["sandboxID"]')
 tok=$(jget "$out" 'o["envdAccessToken"]')
-x "$id" 'mkdir -p /root/d && for i in 0 1 2 3 4 5 6 7 8 9; do head -c $((i * 1000 + 17)) /dev/urandom > /root/d/f$i; done
+gx "$id" 'mkdir -p /root/d && for i in 0 1 2 3 4 5 6 7 8 9; do head -c $((i * 1000 + 17)) /dev/urandom > /root/d/f$i; done
 head -c 52428800 /dev/urandom > /root/big' >/dev/null
-sums() { x "$id" 'cd /root && sha256sum d/f0 d/f1 d/f2 d/f3 d/f4 d/f5 d/f6 d/f7 d/f8 d/f9 big'; }
+sums() { gx "$id" 'cd /root && sha256sum d/f0 d/f1 d/f2 d/f3 d/f4 d/f5 d/f6 d/f7 d/f8 d/f9 big'; }
 before=$(sums)
 [ "$(echo "$before" | grep -c '^[0-9a-f]\{64\} ')" = 11 ] && ok "10 files and 50 MB written, no sync" || { not_ok "writes: $before"; finish; }
 api POST "/sandboxes/$id/pause" '{}' >/dev/null
@@ -29,19 +28,19 @@ after=$(sums)
 $before
 --
 $after"
-x "$id" 'sync; echo 3 > /proc/sys/vm/drop_caches' >/dev/null
+gx "$id" 'sync; echo 3 > /proc/sys/vm/drop_caches' >/dev/null
 cold=$(sums)
 [ "$before" = "$cold" ] && ok "and after sync + drop_caches (read back from the disk)" || not_ok "cold checksums differ"
 # A second pause of the resumed sandbox, after more writes: its memory is
 # a private mapping of the first pause's file, and the new memory file's
 # pages are charged to its cgroup (libcove raises memory.max for the
 # snapshot; before that the kernel killed cove-vmm mid-snapshot).
-x "$id" 'head -c 20971520 /dev/urandom > /root/big2; sync; echo 3 > /proc/sys/vm/drop_caches' >/dev/null
-before2=$(x "$id" 'sha256sum /root/big2')
+gx "$id" 'head -c 20971520 /dev/urandom > /root/big2; sync; echo 3 > /proc/sys/vm/drop_caches' >/dev/null
+before2=$(gx "$id" 'sha256sum /root/big2')
 api POST "/sandboxes/$id/pause" '{}' >/dev/null
 [ "$(code)" = 204 ] && ok "paused again after the resume" || { not_ok "second pause: $(code) $(cat "$WORK/body")"; finish; }
 api POST "/v2/sandboxes/$id/connect" '{"timeout":3600}' >/dev/null
-[ "$(code)" = 201 ] && [ "$(x "$id" 'sha256sum /root/big2')" = "$before2" ] && [ "$(sums)" = "$before" ] &&
+[ "$(code)" = 201 ] && [ "$(gx "$id" 'sha256sum /root/big2')" = "$before2" ] && [ "$(sums)" = "$before" ] &&
 	ok "resumed again: every checksum matches" || not_ok "second resume: $(code) $(cat "$WORK/body")"
 api DELETE "/sandboxes/$id" >/dev/null
 [ "$(code)" = 204 ] && ok "deleted" || not_ok "delete: $(code)"

@@ -9,8 +9,6 @@ source tests/integration/lib.sh
 source tests/integration/coved_lib.sh
 coved_env
 coved_start '"pool_size": 2, "pool_cpus": 1, "memory_mib": 64' || { not_ok "coved starts"; finish; }
-x() { $cove exec "$1" -- sh -c "$2" 2>&1; }
-metric() { api GET /metrics | awk -v m="$1" '$1 == m { print $2 }'; }
 # The pids of cove-vmm --pool processes still waiting: started with
 # --pool and still in a member's cgroup (.pool-XXXXXX; a taken one is in
 # its sandbox's).
@@ -50,7 +48,7 @@ a=$(jget "$out" 'o["sandboxID"]')
 pa=$(vmm_of "$a")
 seen_list=$(tr '\n' ' ' <"$seen")
 grep -qx "$pa" "$seen" && ok "its cove-vmm, pid $pa, was a ready member" || not_ok "pid $pa was no member: $seen_list"
-o=$(x "$a" 'echo hi > /root/p; cat /root/p')
+o=$(gx "$a" 'echo hi > /root/p; cat /root/p')
 [ "$o" = hi ] && ok "commands run in it" || not_ok "exec in $a: $o"
 grep -q 'confinement: namespaces' "$COVE_RUNTIME_DIR/$a/vmm.log" && grep -q 'cove-vmm: jail:' "$COVE_RUNTIME_DIR/$a/vmm.log" &&
 	ok "it is jailed as a spawned one is" || not_ok "vmm.log: $(cat "$COVE_RUNTIME_DIR/$a/vmm.log")"
@@ -69,8 +67,8 @@ f1=$(jget "$out" 'o[0]["sandbox"]["sandboxID"]' 2>/dev/null)
 f2=$(jget "$out" 'o[1]["sandbox"]["sandboxID"]' 2>/dev/null)
 [ -n "$f1" ] && [ -n "$f2" ] || not_ok "a fork failed: $out"
 [ "$(metric coved_pool_hits_total)" = 3 ] && ok "both forks (restores of its snapshot) were served by members" || not_ok "hits=$(metric coved_pool_hits_total) misses=$(metric coved_pool_misses_total)"
-o1=$(x "$f1" 'cat /root/p; echo one > /root/q; cat /root/q')
-o2=$(x "$f2" 'cat /root/p; cat /root/q 2>&1 | grep -c "No such"')
+o1=$(gx "$f1" 'cat /root/p; echo one > /root/q; cat /root/q')
+o2=$(gx "$f2" 'cat /root/p; cat /root/q 2>&1 | grep -c "No such"')
 [ "$o1" = "hi
 one" ] && [ "$o2" = "hi
 1" ] && ok "both restored members run commands, each its own disk" ||

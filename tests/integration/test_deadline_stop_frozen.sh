@@ -5,7 +5,7 @@
 source tests/integration/lib.sh
 cove_env
 $cove start --name f >/dev/null 2>"$WORK/err" || { not_ok "start: $(cat "$WORK/err")"; finish; }
-pid=$(sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$COVE_RUNTIME_DIR/f/meta.json")
+pid=$(meta_pid f)
 kill -STOP "$pid"
 t0=$(date +%s.%N)
 timeout -k 1 60 $cove stop f 2>"$WORK/err"

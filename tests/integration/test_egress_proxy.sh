@@ -12,12 +12,6 @@
 # logged apart); a secret must follow the rule's host, never the guest's
 # Host or absolute-form target, nor a dot-segment path out of match_paths.
 source tests/integration/lib.sh
-need build/bin/cove-egress
-[ "$(id -u)" = 0 ] || { echo "skip: needs root"; exit 77; }
-for t in ip nft dnsmasq python3 curl openssl unshare nsenter; do
-	command -v $t >/dev/null || { echo "skip: no $t"; exit 77; }
-done
-
 source tests/integration/egress/world.sh
 egress_world cep
 in_i ip addr add 198.51.100.53/24 dev in1
@@ -55,8 +49,6 @@ ready=$(nsenter -t $SB -U -n -m python3 $D/launch.py "$PWD/build/bin/cove-egress
 	"$WORK/config.json" "$CTL" "$LOG" 18001 8000 "$WORK/egress.pid" 2>"$WORK/egress.err")
 [ "$ready" = ok ] && ok "cove-egress is ready" || { not_ok "cove-egress: '$ready' $(cat "$WORK/egress.err")"; finish; }
 EP=$(cat "$WORK/egress.pid")
-ctl() { vmm_api "$CTL" "$1"; }
-sha() { printf '%s' "$1" | sha256sum | cut -d' ' -f1; }
 TOK_A=tok-A-$RANDOM$RANDOM
 TOK_B=tok-B-$RANDOM$RANDOM
 CA_JSON=$(python3 -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read()))' "$WORK/ca.pem")
@@ -86,7 +78,6 @@ for n in api.test acct.test free.test; do
 	for p in 80 443; do RES+=(--resolve "$n:$p:198.51.100.7"); done
 done
 gcurl() { in_g curl -s -m 10 "${RES[@]}" --cacert "$WORK/sandbox-ca.pem" "$@"; }
-dns() { in_g python3 $D/dnsq.py 172.16.0.1 "$@"; }
 r=$(dns api.test)
 [ "$r" = "NOERROR 198.51.100.7" ] && ok "DNS api.test (a rule's host, not in the policy): $r" || not_ok "DNS api.test: $r"
 r=$(dns other.test)

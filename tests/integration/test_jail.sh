@@ -8,7 +8,6 @@ source tests/integration/lib.sh
 cove_env
 
 field() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$2/status"; }
-meta_pid() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$1/meta.json"; }
 
 # check_vmm PID WANT_UID LABEL: the confinement every cove-vmm has.
 check_vmm() {
@@ -42,7 +41,7 @@ check_vmm() {
 
 # Root launches it: a uid from the jail range.
 $cove start --name j >/dev/null 2>"$WORK/err" || { not_ok "start: $(cat "$WORK/err")"; finish; }
-pid=$(meta_pid "$COVE_RUNTIME_DIR/j")
+pid=$(meta_pid j)
 uid=$(field Uid "$pid")
 if [ "$uid" -ge 1900000000 ]; then ok "root's sandbox runs as uid $uid, from the jail range"; else
 	not_ok "root's sandbox runs as uid $uid"; fi
@@ -71,7 +70,7 @@ chmod 0644 "$COVE_KERNEL" "$COVE_IMAGE"
 chmod 0755 "$(dirname "$COVE_KERNEL")"
 as_user() { setpriv --reuid $user --regid $user --clear-groups env COVE_RUNTIME_DIR="$urt" "$@"; }
 if as_user $cove start --name u >/dev/null 2>"$WORK/uerr"; then
-	upid=$(meta_pid "$urt/u")
+	upid=$(meta_pid u "$urt")
 	check_vmm "$upid" "$user" "an unprivileged user's sandbox"
 	if grep -q "user namespace" "$urt/u/vmm.log"; then ok "its start log names the user namespace"; else
 		not_ok "user start log: $(head -2 "$urt/u/vmm.log")"; fi
@@ -87,7 +86,7 @@ fi
 max=$(cat /proc/sys/user/max_user_namespaces)
 echo 0 >/proc/sys/user/max_user_namespaces
 if as_user $cove start --name v >/dev/null 2>"$WORK/verr"; then
-	vpid=$(meta_pid "$urt/v")
+	vpid=$(meta_pid v "$urt")
 	bad=""
 	[ "$(field CapEff "$vpid")" = 0000000000000000 ] || bad+=" CapEff"
 	[ "$(field NoNewPrivs "$vpid")" = 1 ] || bad+=" NoNewPrivs"

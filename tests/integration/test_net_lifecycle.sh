@@ -7,16 +7,10 @@
 # nothing behind; after kill -9 of cove-vmm and cove-egress, cove ls
 # cleans the leftovers; bad input and a failing egress leave nothing.
 source tests/integration/lib.sh
-cove_env
-need build/itest/fake_egress
-[ "$(id -u)" = 0 ] || { echo "skip: needs root"; exit 77; }
-mkdir -p "$WORK/bin"
-cp build/itest/fake_egress "$WORK/bin/cove-egress"
-chmod 755 "$WORK/bin/cove-egress"
-export COVE_EGRESS=$WORK/bin/cove-egress COVE_DNS_UPSTREAM=198.51.100.53
+source tests/integration/netlib.sh
+fake_egress_env
 rt=$COVE_RUNTIME_DIR
 
-meta() { cat "$rt/$1/meta.json" 2>/dev/null; }
 meta_num() { meta "$1" | sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p"; }
 # until_ok SECONDS 'shell test': polls every 0.1 s.
 until_ok() {
@@ -27,7 +21,6 @@ until_ok() {
 	done
 	return 1
 }
-links() { ip -o link show | awk -F': ' '{print $2}' | grep '^cv' | sed 's/@.*//'; }
 
 out=$($cove start --name n1 --allow 198.51.100.0/24:8000 2>"$WORK/err")
 rc=$?

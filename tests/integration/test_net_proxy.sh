@@ -23,7 +23,6 @@ export COVE_TEST_TOK_B=$TOK_B
 umask 077
 printf '%s\n' "$TOK_A" >"$WORK/tok_a"
 umask 022
-sha() { printf '%s' "$1" | sha256sum | cut -d' ' -f1; }
 sha "Bearer $TOK_A" >"$FAKENET/echo-www/.auth"
 # A git repository for git's dumb HTTP protocol under https://api.test/git/.
 rm -rf "$FAKENET/echo-www/repo.git" "$WORK/src"

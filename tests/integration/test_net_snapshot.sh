@@ -4,17 +4,10 @@
 # its own index, link, cove-egress and a copy of the policy, or the one
 # its own flags give; a snapshot without networking refuses --allow.
 source tests/integration/lib.sh
-cove_env
-need build/itest/fake_egress
-[ "$(id -u)" = 0 ] || { echo "skip: needs root"; exit 77; }
-mkdir -p "$WORK/bin"
-cp build/itest/fake_egress "$WORK/bin/cove-egress"
-chmod 755 "$WORK/bin/cove-egress"
-export COVE_EGRESS=$WORK/bin/cove-egress COVE_DNS_UPSTREAM=198.51.100.53
+source tests/integration/netlib.sh
+fake_egress_env
 rt=$COVE_RUNTIME_DIR
-meta() { cat "$rt/$1/meta.json" 2>/dev/null; }
 index() { meta "$1" | sed -n 's/.*"index":\([0-9]*\).*/\1/p'; }
-links() { ip -o link show | awk -F': ' '{print $2}' | grep '^cv' | sed 's/@.*//'; }
 
 $cove start --name src --allow 198.51.100.0/24:8000 --net-limit rx_bps=10000000 >/dev/null 2>"$WORK/err" ||
 	not_ok "start src: $(cat "$WORK/err") $(tail -2 "$rt/src/vmm.log")"

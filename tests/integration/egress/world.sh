@@ -4,8 +4,14 @@
 # namespaces, held by sleep: pid $SB), the "host" $H and the fake internet
 # $I with 198.51.100.7 (the test adds its other addresses and sets in1
 # up), their veths and addresses; the helpers in_g, in_h, in_i, in_sb; a
-# cleanup trap that also kills "${pids[@]}" and $WORK/egress.pid.
+# cleanup trap that also kills "${pids[@]}" and $WORK/egress.pid.  Skips
+# (77) unless root with cove-egress built and the tools it needs.
 egress_world() {
+	need build/bin/cove-egress
+	[ "$(id -u)" = 0 ] || { echo "skip: needs root"; exit 77; }
+	for t in ip nft dnsmasq python3 curl openssl unshare nsenter; do
+		command -v $t >/dev/null || { echo "skip: no $t"; exit 77; }
+	done
 	D=$PWD/tests/integration/egress
 	T=$$
 	G=$1-g$T H=$1-h$T I=$1-i$T
@@ -62,3 +68,9 @@ egress_world() {
 	in_h sysctl -qw net.ipv4.ip_forward=1
 	in_i ip addr add 198.51.100.7/24 dev in1
 }
+
+# dns NAME...: a DNS query from the guest to the sandbox's resolver
+# (dnsq.py prints the answer).
+dns() { in_g python3 $D/dnsq.py 172.16.0.1 "$@"; }
+# ctl JSON: one request to cove-egress's ctl socket $CTL.
+ctl() { vmm_api "$CTL" "$1"; }
