@@ -1,3 +1,4 @@
+#include "core/vm_devices.h"
 #include "core/vm_priv.h"
 #include "errf.h"
 

@@ -25,8 +25,9 @@
 #include "devices/serial.h"
 
 #define VM_MAX_VCPUS       64
-#define VM_EXIT_DETAIL_LEN 384 /* one line: why the VM stopped */
-#define VM_MAX_DISKS       12  /* leaves GSIs for vsock, net and rng */
+#define VM_EXIT_DETAIL_LEN 384                /* one line: why the VM stopped */
+#define VM_MAX_DISKS       12                 /* leaves GSIs for vsock, net and rng */
+#define VM_MAX_DEVICES     (VM_MAX_DISKS + 4) /* virtio devices: disks, vsock, rng, net */
 
 /* A console file is kept under this many bytes unless told otherwise
  * (--console-max): past it, the older half is dropped. */
@@ -111,12 +112,17 @@ struct vcpu {
 	struct exit_hist hist; /* PIO and MMIO exits by address */
 };
 
-struct vblk;
 struct disk;
-struct vsock;
-struct vrng;
-struct vnet;
 struct tap;
+struct vm_device_type;
+
+/* One virtio device of a VM: its row of the device table
+ * (core/vm_devices.h), the device, and which one of its type it is. */
+struct vm_device {
+	const struct vm_device_type *type;
+	void *dev;
+	unsigned int index;
+};
 
 struct vm {
 	int kvm_fd;
@@ -158,13 +164,13 @@ struct vm {
 	uint64_t t_first_run_us;                  /* vCPU 0 enters KVM_RUN for the first time */
 	struct disk *disk_backends[VM_MAX_DISKS]; /* opened, not yet given to a device */
 	char *disk_paths[VM_MAX_DISKS];           /* as configured; a snapshot moves them */
-	struct vblk *disks[VM_MAX_DISKS];
-	unsigned int ndisks;
-	struct vsock *vsock;
+	unsigned int ndisks;                      /* disks opened */
 	uint64_t vsock_cid;
-	struct vrng *rng;
-	struct vnet *net;
 	struct tap *net_backend; /* opened, not yet given to the device */
+	/* The virtio devices in slot order, as the device table
+	 * (core/vm_devices.h) made them. */
+	struct vm_device devs[VM_MAX_DEVICES];
+	unsigned int ndevs;
 	int signal_fd;
 	/* The vCPU threads' seccomp filter (base/seccomp.h); OFF after
 	 * vm_create(), set it before vm_start(). */

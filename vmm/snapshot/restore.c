@@ -20,7 +20,6 @@
 #include "qcow2_create.h"
 #include "snapshot/format.h"
 #include "snapshot/prefetch.h"
-#include "virtio/vsock.h"
 #include "wsrec.h"
 
 static bool str_ok(const char *s, size_t cap)
@@ -337,29 +336,35 @@ static int snapshot_restore_devices(struct snapshot *s, struct vm *vm, char *err
 	pthread_mutex_lock(&vm->i8042.lock);
 	vm->i8042.s = *ks;
 	pthread_mutex_unlock(&vm->i8042.lock);
-	struct virtio_mmio *tr[VM_MAX_DISKS + 4];
-	unsigned int ntr = vm_devices_transports(vm, tr, sizeof(tr) / sizeof(tr[0]));
-	if (ntr != s->conf->ndevices)
+	if (vm->ndevs != s->conf->ndevices)
 		return errf(err, errlen, -EINVAL, "the restored VM has %u devices, the snapshot %u",
-		            ntr, s->conf->ndevices);
-	if (vm_net(vm) && s->net)
-		vnet_restore(vm_net(vm), s->net);
-	for (unsigned int i = 0; i < ntr; i++) {
+		            vm->ndevs, s->conf->ndevices);
+	for (unsigned int i = 0; i < vm->ndevs; i++) {
+		const struct vm_device *d = &vm->devs[i];
+		const struct vdev_ops *ops = d->type->ops;
+		const void *st = ops->state_size ? sf_find(&s->sf, SF_TAG_STR(d->type->tag),
+		                                           d->index, ops->state_size)
+		                                 : NULL;
+		if (st)
+			ops->restore(d->dev, st);
+	}
+	for (unsigned int i = 0; i < vm->ndevs; i++) {
 		const struct virtio_mmio_state *ms =
 		    sf_find(&s->sf, TAG_MMIO, i, sizeof(struct virtio_mmio_state));
-		int r = virtio_mmio_restore(tr[i], ms);
+		int r = virtio_mmio_restore(vm_device_transport(&vm->devs[i]), ms);
 		if (r < 0)
 			return errf(err, errlen, r, "cannot restore virtio device %u: %s", i,
 			            r == -EINVAL ? "its saved queues do not fit guest memory"
 			                         : strerror(-r));
 	}
-	/* Connections the guest had are gone: tell it (it resets them and its
-	 * listeners stay), then catch up on notifications the saved VMM had
-	 * not processed yet. */
-	if (vm->vsock)
-		vsock_transport_reset(vm->vsock);
-	for (unsigned int i = 0; i < ntr; i++)
-		virtio_mmio_kick_all(tr[i]);
+	/* Then what each device does after (the vsock tells the guest its
+	 * connections are gone), and catch up on notifications the saved VMM
+	 * had not processed yet. */
+	for (unsigned int i = 0; i < vm->ndevs; i++)
+		if (vm->devs[i].type->ops->restored)
+			vm->devs[i].type->ops->restored(vm->devs[i].dev);
+	for (unsigned int i = 0; i < vm->ndevs; i++)
+		virtio_mmio_kick_all(vm_device_transport(&vm->devs[i]));
 	return 0;
 }
 

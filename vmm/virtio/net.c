@@ -827,3 +827,31 @@ int vnet_cmdline(const struct vnet *n, char *buf, size_t len)
 {
 	return virtio_mmio_cmdline(&n->t, buf, len);
 }
+
+static struct virtio_mmio *net_vdev_transport(void *dev)
+{
+	return vnet_transport(dev);
+}
+
+static void net_vdev_destroy(void *dev)
+{
+	vnet_destroy(dev);
+}
+
+static void net_vdev_save(void *dev, void *out)
+{
+	vnet_save(dev, out);
+}
+
+static void net_vdev_restore(void *dev, const void *in)
+{
+	vnet_restore(dev, in);
+}
+
+const struct vdev_ops vnet_vdev_ops = {
+	.transport = net_vdev_transport,
+	.destroy = net_vdev_destroy,
+	.state_size = sizeof(struct vnet_state),
+	.save = net_vdev_save,
+	.restore = net_vdev_restore,
+};

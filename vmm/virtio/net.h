@@ -39,6 +39,7 @@
 #include <stdint.h>
 
 #include "backend/tap.h"
+#include "virtio/device.h"
 #include "virtio/mmio.h"
 
 /* Feature bits (5.1.3). */
@@ -154,6 +155,9 @@ struct virtio_mmio *vnet_transport(struct vnet *n);
  * (after vnet_create, before virtio_mmio_restore of the transport). */
 void vnet_save(struct vnet *n, struct vnet_state *out);
 void vnet_restore(struct vnet *n, const struct vnet_state *in);
+
+/* The device as the machine's device table sees it (virtio/device.h). */
+extern const struct vdev_ops vnet_vdev_ops;
 
 void vnet_get_stats(struct vnet *n, struct vnet_stats *out);
 

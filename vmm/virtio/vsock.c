@@ -705,3 +705,26 @@ unsigned int vsock_pending_count(struct vsock *v)
 	pthread_mutex_unlock(&v->t.lock);
 	return n;
 }
+
+static struct virtio_mmio *vsock_vdev_transport(void *dev)
+{
+	return vsock_transport(dev);
+}
+
+static void vsock_vdev_destroy(void *dev)
+{
+	vsock_destroy(dev);
+}
+
+/* Connections the guest had are gone: tell it (it resets them and its
+ * listeners stay). */
+static void vsock_vdev_restored(void *dev)
+{
+	vsock_transport_reset(dev);
+}
+
+const struct vdev_ops vsock_vdev_ops = {
+	.transport = vsock_vdev_transport,
+	.destroy = vsock_vdev_destroy,
+	.restored = vsock_vdev_restored,
+};

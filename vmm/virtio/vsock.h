@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "virtio/device.h"
 #include "virtio/mmio.h"
 
 #define VSOCK_QUEUE_RX    0
@@ -130,6 +131,9 @@ struct virtio_mmio *vsock_transport(struct vsock *v);
  * lock: call from any thread except inside this device's own callbacks,
  * e.g. right after virtio_mmio_restore() with the loop stopped. */
 void vsock_transport_reset(struct vsock *v);
+
+/* The device as the machine's device table sees it (virtio/device.h). */
+extern const struct vdev_ops vsock_vdev_ops;
 
 /* Writes this device's "virtio_mmio.device=4K@0x<base>:<gsi>" kernel
  * command-line entry.  Returns its length or -ENOSPC. */
