@@ -61,11 +61,17 @@ void vdrv_up(struct vdrv *d, uint64_t want, uint32_t num_max)
 	vdrv_wr(d, VIRTIO_MMIO_STATUS, st | VIRTIO_STATUS_DRIVER_OK);
 }
 
+void vdrv_put_desc_at(struct vdrv *d, uint64_t table, uint16_t i, uint64_t addr, uint32_t len,
+                      uint16_t flags, uint16_t next)
+{
+	struct virtq_desc v = { .addr = addr, .len = len, .flags = flags, .next = next };
+	ck_assert_int_eq(gmem_write(d->mem, table + 16ULL * i, &v, sizeof(v)), 0);
+}
+
 void vdrv_put_desc(struct vdrv *d, unsigned int q, uint16_t i, uint64_t addr, uint32_t len,
                    uint16_t flags, uint16_t next)
 {
-	struct virtq_desc v = { .addr = addr, .len = len, .flags = flags, .next = next };
-	ck_assert_int_eq(gmem_write(d->mem, d->q[q].desc + 16ULL * i, &v, sizeof(v)), 0);
+	vdrv_put_desc_at(d, d->q[q].desc, i, addr, len, flags, next);
 }
 
 void vdrv_put16(struct vdrv *d, uint64_t gpa, uint16_t v)

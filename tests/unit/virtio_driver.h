@@ -43,9 +43,12 @@ void vdrv_wr(struct vdrv *d, uint64_t reg, uint32_t v);
  * read back), then DRIVER_OK. */
 void vdrv_up(struct vdrv *d, uint64_t want, uint32_t num_max);
 
-/* Descriptor i of queue q's table. */
+/* Descriptor i of queue q's table, or of the table at gpa table (an
+ * indirect one). */
 void vdrv_put_desc(struct vdrv *d, unsigned int q, uint16_t i, uint64_t addr, uint32_t len,
                    uint16_t flags, uint16_t next);
+void vdrv_put_desc_at(struct vdrv *d, uint64_t table, uint16_t i, uint64_t addr, uint32_t len,
+                      uint16_t flags, uint16_t next);
 
 /* 16-bit guest memory access at gpa. */
 void vdrv_put16(struct vdrv *d, uint64_t gpa, uint16_t v);
