@@ -41,19 +41,7 @@
 #include "backend/tap.h"
 #include "virtio/device.h"
 #include "virtio/mmio.h"
-
-/* Feature bits (5.1.3). */
-#define VIRTIO_NET_F_CSUM       0
-#define VIRTIO_NET_F_GUEST_CSUM 1
-#define VIRTIO_NET_F_MAC        5
-#define VIRTIO_NET_F_GUEST_TSO4 7
-#define VIRTIO_NET_F_GUEST_TSO6 8
-#define VIRTIO_NET_F_GUEST_ECN  9
-#define VIRTIO_NET_F_HOST_TSO4  11
-#define VIRTIO_NET_F_HOST_TSO6  12
-#define VIRTIO_NET_F_HOST_ECN   13
-#define VIRTIO_NET_F_MRG_RXBUF  15
-#define VIRTIO_NET_F_STATUS     16
+#include "virtio/net_hdr.h"
 
 #define VIRTIO_NET_S_LINK_UP 1
 
@@ -61,7 +49,6 @@
 #define VNET_TXQ 1
 
 #define VNET_QUEUE_SIZE 256
-#define VNET_HDR_LEN    12 /* struct virtio_net_hdr_v1 */
 /* The largest frame with its header: a 64 KiB GSO packet plus Ethernet
  * and VLAN headers, with room to spare.  Larger transmit chains are
  * malformed; the receive buffer holds this much. */
@@ -76,16 +63,6 @@
 	{                                          \
 		0x06, 0x00, 0xac, 0x10, 0x00, 0x02 \
 	}
-
-struct virtio_net_hdr_v1 {
-	uint8_t flags;
-	uint8_t gso_type;
-	uint16_t hdr_len;
-	uint16_t gso_size;
-	uint16_t csum_start;
-	uint16_t csum_offset;
-	uint16_t num_buffers;
-};
 
 /* Config space (5.1.4); max_virtqueue_pairs reads 1 (no multiqueue). */
 struct virtio_net_config {

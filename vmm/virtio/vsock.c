@@ -14,7 +14,7 @@
 
 #include "clock.h"
 #include "virtio/iov.h"
-#include "virtio/vsock_priv.h"
+#include "virtio/vsock_host.h"
 
 _Static_assert(sizeof(struct virtio_vsock_hdr) == 44, "vsock header is 44 bytes");
 _Static_assert(sizeof(struct virtio_vsock_config) == 8, "vsock config is 8 bytes");
@@ -47,7 +47,9 @@ static void conn_release(struct vsock *v, struct vsock_conn *c)
 	v->dead_conns = c;
 }
 
-void vsock_conn_reset(struct vsock *v, struct vsock_conn *c)
+/* Closes c's socket and queues an RST to the guest; c is freed once the
+ * RST is out. */
+static void vsock_conn_reset(struct vsock *v, struct vsock_conn *c)
 {
 	if (c->dead || c->state == VSOCK_CONN_CLOSING)
 		return;
@@ -98,7 +100,9 @@ static bool conn_finished(const struct vsock_conn *c)
 	return c->guest_no_tx && c->host_eof && !(c->pending & VSOCK_PEND_SHUTDOWN);
 }
 
-void vsock_conn_refresh(struct vsock *v, struct vsock_conn *c)
+/* Re-evaluates c after any change: finishes a connection both sides are
+ * done with, updates its epoll interest and its place on the rx work list. */
+static void vsock_conn_refresh(struct vsock *v, struct vsock_conn *c)
 {
 	if (c->dead)
 		return;
@@ -128,7 +132,8 @@ static void drop_all_conns(struct vsock *v)
 	v->tx_stalled = false;
 }
 
-void vsock_reap(struct vsock *v)
+/* Frees what was released during this callback. */
+static void vsock_reap(struct vsock *v)
 {
 	while (v->dead_conns) {
 		struct vsock_conn *c = v->dead_conns;
@@ -491,7 +496,9 @@ static void post_event(struct vsock *v)
 		virtio_mmio_signal_used(&v->t);
 }
 
-void vsock_run(struct vsock *v)
+/* Runs the queues: rx (packets for the guest), tx when it waited for rx,
+ * the event queue, and interrupts. */
+static void vsock_run(struct vsock *v)
 {
 	process_rx(v);
 	while (v->tx_stalled && v->rst_len < VSOCK_RST_RING && queue_live(v, VSOCK_QUEUE_TX)) {
@@ -598,6 +605,14 @@ int vsock_set_uds_path(struct vsock *v, const char *path)
 	return 0;
 }
 
+/* What the host side calls back (vsock_host.h). */
+static const struct vsock_proto guest_proto = {
+	.refresh = vsock_conn_refresh,
+	.reset = vsock_conn_reset,
+	.run = vsock_run,
+	.reap = vsock_reap,
+};
+
 int vsock_create(const struct virtio_mmio_cfg *cfg, uint64_t guest_cid, const char *uds_path,
                  struct vsock **out)
 {
@@ -608,6 +623,7 @@ int vsock_create(const struct virtio_mmio_cfg *cfg, uint64_t guest_cid, const ch
 	struct vsock *v = calloc(1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
+	v->proto = &guest_proto;
 	v->config.guest_cid = guest_cid;
 	v->loop = cfg->loop;
 	v->epfd = v->listen_fd = v->timer_fd = -1;
