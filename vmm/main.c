@@ -18,6 +18,7 @@
 #include "base/seccomp.h"
 #include "config.h"
 #include "core/vm.h"
+#include "core/vm_devices.h"
 #include "devices/boot_timer.h"
 #include "errf.h"
 #include "jail/jail.h"

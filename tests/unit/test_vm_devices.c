@@ -16,7 +16,7 @@
 
 #include "backend/disk_open.h"
 #include "core/vm_devices.h"
-#include "core/vm_priv.h"
+
 #include "qcow2_create.h"
 #include "unit.h"
 #include "virtio/blk.h"

@@ -1,5 +1,6 @@
 #include "core/vm_devices.h"
-#include "core/vm_priv.h"
+
+#include "core/vm_state.h"
 
 #include <errno.h>
 #include <fcntl.h>

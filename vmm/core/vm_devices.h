@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "core/vm.h"
+#include "core/machine.h"
 #include "virtio/device.h"
 #include "virtio/mmio.h"
 
@@ -50,6 +50,13 @@ int vm_devices_create(struct vm *vm, const struct vm_config *cfg, char *err, siz
  * now, after any snapshot's swap); safe after vm_devices_open_disks()
  * alone or a partial vm_devices_create(). */
 void vm_devices_destroy(struct vm *vm);
+
+/* Renames the paths the VM opens again while it runs (writable disks a
+ * snapshot freezes, the vsock socket's "_<port>" siblings) to the names
+ * they have inside root once cove-vmm has pivoted into it.  Before
+ * jail_enter(); 0, or -errno with a message in err. */
+int vm_enter_root(struct vm *vm, const char *root, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 
 /* The transport of a VM's device. */
 struct virtio_mmio *vm_device_transport(const struct vm_device *d);
