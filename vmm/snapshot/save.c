@@ -243,6 +243,41 @@ static int freeze_disk_into(struct vm *vm, unsigned int i, int dirfd, bool resum
 	return 0;
 }
 
+/* Every disk into conf: a read-only one by name, a writable one frozen
+ * into the snapshot (into dirfd when the caller gave the directory as a
+ * descriptor, else into dir by path).  *moved once a disk has left its
+ * place. */
+static int save_disks(struct vm *vm, const char *dir, int dirfd, bool resume,
+                      struct snap_conf *conf, bool *moved, char *err, size_t errlen)
+{
+	for (unsigned int i = 0; i < vm->ndisks; i++) {
+		struct snap_disk *sd = &conf->disks[i];
+		struct disk *d = vblk_disk(vm_disk(vm, i));
+		memcpy(sd->id, d->id, DISK_ID_LEN + 1);
+		sd->size = d->size;
+		sd->read_only = d->read_only;
+		if (d->read_only) {
+			snprintf(sd->format, sizeof(sd->format), "%s",
+			         is_qcow2(d) ? "qcow2" : "raw");
+			/* Jailed, the path is the one it was given (no realpath:
+			 * the filter allows no path lookups there). */
+			char *abs = vm->root_fd >= 0 ? NULL : realpath(vm->disk_paths[i], NULL);
+			snprintf(sd->file, sizeof(sd->file), "%s", abs ? abs : vm->disk_paths[i]);
+			free(abs);
+			continue;
+		}
+		int r;
+		if (dirfd >= 0)
+			r = freeze_disk_into(vm, i, dirfd, resume, sd, err, errlen);
+		else
+			r = freeze_disk(vm, i, dir, resume, sd, err, errlen);
+		if (r < 0)
+			return r;
+		*moved = true;
+	}
+	return 0;
+}
+
 /* Every virtio device's transport, in slot order, then the devices' own
  * sections under their types' tags (today only the NIC's, NETD 0). */
 static int save_devices(struct vm *vm, struct sf_writer *w)
@@ -372,30 +407,10 @@ int vm_snapshot(struct vm *vm, const char *dir, int given_dirfd, bool resume,
 	conf->has_vsock = vm_device_find(vm, "vsock", 0) != NULL;
 	conf->vsock_cid = vm->vsock_cid;
 	conf->ndevices = vm->ndevs;
-	for (unsigned int i = 0; i < vm->ndisks; i++) {
-		struct snap_disk *sd = &conf->disks[i];
-		struct disk *d = vblk_disk(vm_disk(vm, i));
-		memcpy(sd->id, d->id, DISK_ID_LEN + 1);
-		sd->size = d->size;
-		sd->read_only = d->read_only;
-		if (d->read_only) {
-			snprintf(sd->format, sizeof(sd->format), "%s",
-			         is_qcow2(d) ? "qcow2" : "raw");
-			/* Jailed, the path is the one it was given (no realpath:
-			 * the filter allows no path lookups there). */
-			char *abs = vm->root_fd >= 0 ? NULL : realpath(vm->disk_paths[i], NULL);
-			snprintf(sd->file, sizeof(sd->file), "%s", abs ? abs : vm->disk_paths[i]);
-			free(abs);
-			continue;
-		}
-		if (given_dirfd >= 0)
-			r = freeze_disk_into(vm, i, dirfd, resume, sd, err, errlen);
-		else
-			r = freeze_disk(vm, i, dir, resume, sd, err, errlen);
-		if (r < 0)
-			goto out;
-		disks_moved = true;
-	}
+	r = save_disks(vm, dir, given_dirfd >= 0 ? dirfd : -1, resume, conf, &disks_moved, err,
+	               errlen);
+	if (r < 0)
+		goto out;
 	sf_add(&w, TAG_CONF, 0, conf, sizeof(*conf));
 	r = sf_write_file(&w, dirfd, SNAPSHOT_STATE_FILE);
 	if (r < 0) {
