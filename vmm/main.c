@@ -17,6 +17,7 @@
 #include "api.h"
 #include "base/seccomp.h"
 #include "config.h"
+#include "config_flags.h"
 #include "core/vm.h"
 #include "core/vm_devices.h"
 #include "devices/boot_timer.h"
