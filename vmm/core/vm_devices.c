@@ -354,14 +354,36 @@ static int create_net(struct vm *vm, const struct vm_config *cfg, unsigned int i
 	return 0;
 }
 
+/* A restored NIC needs a new TAP (--net), and none without one; it keeps
+ * the snapshot's MAC. */
+static int restore_net_config(struct vm_config *cfg, const void *state, char *err, size_t errlen)
+{
+	struct vm_net_config *net = &cfg->net;
+	const struct vnet_state *st = state;
+	if (!st) {
+		if (net->enabled)
+			return errf(err, errlen, -EINVAL, "the snapshot has no NIC (drop --net)");
+		return 0;
+	}
+	if (!net->enabled)
+		return errf(err, errlen, -EINVAL,
+		            "the snapshot has a NIC: give --net fd=N or --net tap=NAME");
+	if (net->mac_set && memcmp(net->mac, st->mac, 6))
+		return errf(err, errlen, -EINVAL,
+		            "--net mac= differs from the snapshot's MAC (leave it out)");
+	memcpy(net->mac, st->mac, 6);
+	net->mac_set = true;
+	return 0;
+}
+
 /* The device table.  Its order is the slot order, which snapshots keep:
  * disks, vsock, rng, then the NIC (last, so the slots of snapshots without
  * one stay put).  A new type goes at the end. */
 static const struct vm_device_type device_types[] = {
-	{ "disks", "", &vblk_vdev_ops, count_disks, create_disk },
-	{ "vsock", "", &vsock_vdev_ops, count_vsock, create_vsock },
-	{ "rng", "", &vrng_vdev_ops, count_one, create_rng },
-	{ "net", "NETD", &vnet_vdev_ops, count_net, create_net },
+	{ "disks", "", &vblk_vdev_ops, count_disks, create_disk, NULL },
+	{ "vsock", "", &vsock_vdev_ops, count_vsock, create_vsock, NULL },
+	{ "rng", "", &vrng_vdev_ops, count_one, create_rng, NULL },
+	{ "net", "NETD", &vnet_vdev_ops, count_net, create_net, restore_net_config },
 };
 #define NTYPES (sizeof(device_types) / sizeof(device_types[0]))
 
@@ -370,6 +392,34 @@ unsigned int vm_devices_count(const struct vm *vm, const struct vm_config *cfg)
 	unsigned int n = 0;
 	for (size_t t = 0; t < NTYPES; t++)
 		n += device_types[t].count(vm, cfg);
+	return n;
+}
+
+int vm_devices_restore_config(struct vm_config *cfg, vm_devices_state_fn state, void *ctx,
+                              char *err, size_t errlen)
+{
+	for (size_t t = 0; t < NTYPES; t++) {
+		const struct vm_device_type *type = &device_types[t];
+		if (!type->tag[0] || !type->restore_config)
+			continue;
+		const void *st = state(ctx, type->tag, 0, type->ops->state_size);
+		int r = type->restore_config(cfg, st, err, errlen);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+unsigned int vm_devices_saved_sections(vm_devices_state_fn state, void *ctx)
+{
+	unsigned int n = 0;
+	for (size_t t = 0; t < NTYPES; t++) {
+		const struct vm_device_type *type = &device_types[t];
+		if (!type->tag[0])
+			continue;
+		while (state(ctx, type->tag, n, type->ops->state_size))
+			n++;
+	}
 	return n;
 }
 

@@ -24,7 +24,24 @@ struct vm_device_type {
 	 * with the set).  0, or -errno with a line in err. */
 	int (*create)(struct vm *vm, const struct vm_config *cfg, unsigned int i,
 	              const struct virtio_mmio_cfg *mc, void **out, char *err, size_t errlen);
+	/* A restore: checks cfg against the type's saved section (NULL: the
+	 * snapshot has none) and takes what the device keeps from it (the
+	 * NIC's MAC).  NULL: nothing to check.  0, or -EINVAL with err. */
+	int (*restore_config)(struct vm_config *cfg, const void *state, char *err, size_t errlen);
 };
+
+/* Looks up a saved section of a device type: tag, which device of the
+ * type, its size; NULL when the snapshot has none (snapshot/restore.c). */
+typedef const void *(*vm_devices_state_fn)(void *ctx, const char *tag, unsigned int index,
+                                           size_t size);
+
+/* Checks cfg against the devices' saved sections and fills in what they
+ * keep (restore_config of each type with a tag).  0, or -EINVAL with err. */
+int vm_devices_restore_config(struct vm_config *cfg, vm_devices_state_fn state, void *ctx,
+                              char *err, size_t errlen) __attribute__((warn_unused_result));
+
+/* How many devices have a saved section of their own in a snapshot. */
+unsigned int vm_devices_saved_sections(vm_devices_state_fn state, void *ctx);
 
 /* Opens every disk of cfg, and the TAP (before any KVM object exists, so
  * a bad path is reported early).  Fills vm->ndisks. */

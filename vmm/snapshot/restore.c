@@ -27,7 +27,14 @@ static bool str_ok(const char *s, size_t cap)
 	return memchr(s, '\0', cap) != NULL && s[0] != '\0';
 }
 
-static int check_conf(const struct snap_conf *c, bool has_net, char *err, size_t errlen)
+/* A device's own section (vm_devices_state_fn), or NULL. */
+static const void *saved_section(void *ctx, const char *tag, unsigned int index, size_t size)
+{
+	struct snapshot *s = ctx;
+	return sf_find(&s->sf, SF_TAG_STR(tag), index, size);
+}
+
+static int check_conf(const struct snap_conf *c, unsigned int nsaved, char *err, size_t errlen)
 {
 	if (c->cpus < 1 || c->cpus > VM_MAX_VCPUS)
 		return errf(err, errlen, -EINVAL, "snapshot has %u vCPUs", c->cpus);
@@ -37,7 +44,7 @@ static int check_conf(const struct snap_conf *c, bool has_net, char *err, size_t
 	    c->memory_bytes > (1ull << 40) || c->memory_bytes % PAGE)
 		return errf(err, errlen, -EINVAL, "snapshot has a bad memory size (%llu bytes)",
 		            (unsigned long long)c->memory_bytes);
-	if (c->ndevices != c->ndisks + (c->has_vsock ? 1 : 0) + 1 + (has_net ? 1 : 0))
+	if (c->ndevices != c->ndisks + (c->has_vsock ? 1 : 0) + 1 + nsaved)
 		return errf(err, errlen, -EINVAL, "snapshot's device list is inconsistent");
 	for (unsigned int i = 0; i < c->ndisks; i++) {
 		const struct snap_disk *d = &c->disks[i];
@@ -144,8 +151,7 @@ int snapshot_open(const char *dir, const char *memory, struct snapshot **out, ch
 		         s->conf ? "VM" : "configuration");
 		goto fail;
 	}
-	s->net = sf_find(&s->sf, TAG_NETD, 0, sizeof(*s->net));
-	r = check_conf(s->conf, s->net != NULL, msg, sizeof(msg));
+	r = check_conf(s->conf, vm_devices_saved_sections(saved_section, s), msg, sizeof(msg));
 	if (r < 0) {
 		errf(err, errlen, r, "snapshot '%s' refused: %s", dir, msg);
 		goto fail;
@@ -279,23 +285,9 @@ int snapshot_vm_config(struct snapshot *s, const char *overlay_dir, struct vm_co
 	return 0;
 }
 
-int snapshot_net_config(const struct snapshot *s, struct vm_net_config *net, char *err,
-                        size_t errlen)
+int snapshot_devices_config(struct snapshot *s, struct vm_config *cfg, char *err, size_t errlen)
 {
-	if (!s->net) {
-		if (net->enabled)
-			return errf(err, errlen, -EINVAL, "the snapshot has no NIC (drop --net)");
-		return 0;
-	}
-	if (!net->enabled)
-		return errf(err, errlen, -EINVAL,
-		            "the snapshot has a NIC: give --net fd=N or --net tap=NAME");
-	if (net->mac_set && memcmp(net->mac, s->net->mac, 6))
-		return errf(err, errlen, -EINVAL,
-		            "--net mac= differs from the snapshot's MAC (leave it out)");
-	memcpy(net->mac, s->net->mac, 6);
-	net->mac_set = true;
-	return 0;
+	return vm_devices_restore_config(cfg, saved_section, s, err, errlen);
 }
 
 bool snapshot_has_vsock(const struct snapshot *s)
