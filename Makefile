@@ -158,8 +158,13 @@ ENVD_PURE_SRCS := $(sort $(wildcard daemon/connect*.c daemon/multipart*.c daemon
 LIBS_MHD := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
 $(B)/asan/libenvd.a: $(call asan_obj,$(ENVD_SRCS))
 
-UNIT_ARCHIVES := $(B)/asan/libvmm.a $(B)/asan/libagent.a $(B)/asan/libcove.a $(B)/asan/libegress.a \
-                 $(B)/asan/libdaemon.a $(B)/asan/libenvd.a $(B)/asan/libcommon.a
+# What the unit tests share: every tests/unit/*.c that is not a test.
+UNIT_HELPER_SRCS := $(filter-out $(UNIT_SRCS),$(sort $(wildcard tests/unit/*.c)))
+$(B)/asan/libunit.a: $(call asan_obj,$(UNIT_HELPER_SRCS))
+
+UNIT_ARCHIVES := $(B)/asan/libunit.a $(B)/asan/libvmm.a $(B)/asan/libagent.a $(B)/asan/libcove.a \
+                 $(B)/asan/libegress.a $(B)/asan/libdaemon.a $(B)/asan/libenvd.a \
+                 $(B)/asan/libcommon.a
 $(B)/unit/%: tests/unit/%.c $(UNIT_ARCHIVES)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  TEST    $@")

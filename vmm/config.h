@@ -38,12 +38,6 @@ struct vmm_config {
 /* The longest --ttl: ten years, far from any overflow of a timerfd. */
 #define VMM_TTL_MAX (10ULL * 366 * 86400)
 
-/* Parses argv.  Flags and --config may be mixed; later ones override
- * earlier ones, and every --disk adds a disk.  Returns 0, or -EINVAL with
- * a one-line message in err. */
-int vmm_config_parse(struct vmm_config *c, int argc, char **argv, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-
 /* Loads a JSON config file into c (unknown keys are errors). */
 int vmm_config_load_json(struct vmm_config *c, const char *path, char *err, size_t errlen)
     __attribute__((warn_unused_result));

@@ -17,7 +17,9 @@
 #include "api.h"
 #include "base/seccomp.h"
 #include "config.h"
+#include "config_flags.h"
 #include "core/vm.h"
+#include "core/vm_devices.h"
 #include "devices/boot_timer.h"
 #include "errf.h"
 #include "jail/jail.h"
@@ -52,7 +54,7 @@ static int run(struct vmm_config *c, struct vm *prepared, struct vmm_api *api,
 			r = -EINVAL, snprintf(err, sizeof(err),
 			                      "the snapshot has a vsock device: give --vsock PATH");
 		if (r == 0)
-			r = snapshot_net_config(snap, &c->vm.net, err, sizeof(err));
+			r = snapshot_devices_config(snap, &c->vm, err, sizeof(err));
 		boot_phase("snapshot_opened");
 		if (r == 0) {
 			handed = true;

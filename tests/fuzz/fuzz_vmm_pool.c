@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "config_flags.h"
 #include "pool.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -13,6 +13,7 @@
 #include "base/guest_mem.h"
 #include "unit.h"
 #include "virtio/blk.h"
+#include "virtio_driver.h"
 
 #define RAM_SIZE   (1024 * 1024)
 #define DISK_SIZE  (1024 * 1024) /* 2048 sectors */
@@ -34,8 +35,7 @@ struct drv {
 	struct disk *disk;
 	struct vblk *blk;
 	char path[64];
-	uint64_t base;
-	uint16_t avail_idx;
+	struct vdrv v;
 };
 
 static void make_image(char *path, size_t len)
@@ -45,42 +45,6 @@ static void make_image(char *path, size_t len)
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(ftruncate(fd, DISK_SIZE), 0);
 	close(fd);
-}
-
-static uint32_t rd(struct drv *d, uint64_t reg)
-{
-	uint32_t v;
-	ck_assert(bus_access(d->bus, d->base + reg, (uint8_t *)&v, 4, false));
-	return v;
-}
-
-static void wr(struct drv *d, uint64_t reg, uint32_t v)
-{
-	ck_assert(bus_access(d->bus, d->base + reg, (uint8_t *)&v, 4, true));
-}
-
-/* Brings the device up as the Linux driver does, taking every feature. */
-static void driver_up(struct drv *d)
-{
-	wr(d, VIRTIO_MMIO_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
-	for (uint32_t sel = 0; sel < 2; sel++) {
-		wr(d, VIRTIO_MMIO_DEVICE_FEATURES_SEL, sel);
-		uint32_t f = rd(d, VIRTIO_MMIO_DEVICE_FEATURES);
-		wr(d, VIRTIO_MMIO_DRIVER_FEATURES_SEL, sel);
-		wr(d, VIRTIO_MMIO_DRIVER_FEATURES, f);
-	}
-	uint32_t st = VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK;
-	wr(d, VIRTIO_MMIO_STATUS, st);
-	ck_assert(rd(d, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_FEATURES_OK);
-	wr(d, VIRTIO_MMIO_QUEUE_SEL, 0);
-	ck_assert_uint_eq(rd(d, VIRTIO_MMIO_QUEUE_NUM_MAX), VBLK_QUEUE_SIZE);
-	wr(d, VIRTIO_MMIO_QUEUE_NUM, QSIZE);
-	wr(d, VIRTIO_MMIO_QUEUE_DESC_LOW, DESC_GPA);
-	wr(d, VIRTIO_MMIO_QUEUE_DRIVER_LOW, AVAIL_GPA);
-	wr(d, VIRTIO_MMIO_QUEUE_DEVICE_LOW, USED_GPA);
-	wr(d, VIRTIO_MMIO_QUEUE_READY, 1);
-	ck_assert_uint_eq(rd(d, VIRTIO_MMIO_QUEUE_READY), 1);
-	wr(d, VIRTIO_MMIO_STATUS, st | VIRTIO_STATUS_DRIVER_OK);
 }
 
 static void drv_attach(struct drv *d, struct guest_mem *mem, struct bus *bus, uint64_t base,
@@ -94,7 +58,8 @@ static void drv_attach(struct drv *d, struct guest_mem *mem, struct bus *bus, ui
 		.base = base, .gsi = gsi, .vm_fd = -1, .mem = mem, .bus = bus
 	};
 	ck_assert_int_eq(vblk_create(&cfg, d->disk, &d->blk), 0);
-	d->base = base;
+	vdrv_init(&d->v, mem, bus, base);
+	vdrv_ring(&d->v, 0, DESC_GPA, AVAIL_GPA, USED_GPA, QSIZE);
 }
 
 static void drv_init(struct drv *d, bool read_only)
@@ -104,7 +69,7 @@ static void drv_init(struct drv *d, bool read_only)
 	d->bus = &d->own_bus;
 	ck_assert_int_eq(gmem_create(d->mem, RAM_SIZE, X86_MMIO_HOLE), 0);
 	drv_attach(d, d->mem, d->bus, BASE, 5, read_only);
-	driver_up(d);
+	vdrv_up(&d->v, ~0ULL, VBLK_QUEUE_SIZE);
 }
 
 static void drv_detach(struct drv *d)
@@ -120,36 +85,14 @@ static void drv_fini(struct drv *d)
 	gmem_destroy(d->mem);
 }
 
-static void put_desc(struct drv *d, uint16_t i, uint64_t addr, uint32_t len, uint16_t flags,
-                     uint16_t next)
-{
-	struct virtq_desc v = { .addr = addr, .len = len, .flags = flags, .next = next };
-	ck_assert_int_eq(gmem_write(d->mem, DESC_GPA + 16ULL * i, &v, sizeof(v)), 0);
-}
-
-static void put16(struct drv *d, uint64_t gpa, uint16_t v)
-{
-	ck_assert_int_eq(gmem_write(d->mem, gpa, &v, sizeof(v)), 0);
-}
-
-static uint16_t used_idx(struct drv *d)
-{
-	uint16_t v;
-	ck_assert_int_eq(gmem_read(d->mem, USED_GPA + 2, &v, sizeof(v)), 0);
-	return v;
-}
-
 /* Offers the chain at `head`, notifies, and returns the used element. */
 static struct virtq_used_elem kick(struct drv *d, uint16_t head)
 {
-	uint16_t before = used_idx(d);
-	put16(d, AVAIL_GPA + 4 + 2 * (d->avail_idx % QSIZE), head);
-	d->avail_idx++;
-	put16(d, AVAIL_GPA + 2, d->avail_idx);
-	wr(d, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
-	ck_assert_uint_eq(used_idx(d), (uint16_t)(before + 1));
-	struct virtq_used_elem e;
-	ck_assert_int_eq(gmem_read(d->mem, USED_GPA + 4 + 8 * (before % QSIZE), &e, sizeof(e)), 0);
+	uint16_t before = vdrv_used_idx(&d->v, 0);
+	vdrv_offer(&d->v, 0, head);
+	vdrv_wr(&d->v, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
+	ck_assert_uint_eq(vdrv_used_idx(&d->v, 0), (uint16_t)(before + 1));
+	struct virtq_used_elem e = vdrv_used_elem(&d->v, 0, before);
 	ck_assert_uint_eq(e.id, head);
 	return e;
 }
@@ -170,13 +113,13 @@ static uint8_t submit(struct drv *d, uint32_t type, uint64_t sector, uint64_t da
 	uint8_t poison = 0xee;
 	ck_assert_int_eq(gmem_write(d->mem, STATUS_GPA, &poison, 1), 0);
 	if (data_len) {
-		put_desc(d, 0, HDR_GPA, sizeof(h), VIRTQ_DESC_F_NEXT, 1);
-		put_desc(d, 1, data_gpa, data_len,
-		         VIRTQ_DESC_F_NEXT | (device_writes ? VIRTQ_DESC_F_WRITE : 0), 2);
+		vdrv_put_desc(&d->v, 0, 0, HDR_GPA, sizeof(h), VIRTQ_DESC_F_NEXT, 1);
+		vdrv_put_desc(&d->v, 0, 1, data_gpa, data_len,
+		              VIRTQ_DESC_F_NEXT | (device_writes ? VIRTQ_DESC_F_WRITE : 0), 2);
 	} else {
-		put_desc(d, 0, HDR_GPA, sizeof(h), VIRTQ_DESC_F_NEXT, 2);
+		vdrv_put_desc(&d->v, 0, 0, HDR_GPA, sizeof(h), VIRTQ_DESC_F_NEXT, 2);
 	}
-	put_desc(d, 2, STATUS_GPA, 1, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_put_desc(&d->v, 0, 2, STATUS_GPA, 1, VIRTQ_DESC_F_WRITE, 0);
 	struct virtq_used_elem e = kick(d, 0);
 	if (used_len)
 		*used_len = e.len;
@@ -232,7 +175,7 @@ START_TEST(write_then_read)
 	ck_assert_mem_eq(data, want, sizeof(want));
 	/* the guest asked for interrupts (used_event 0), so it got one */
 	ck_assert_uint_ge(vblk_transport(d.blk)->irq_count, 1);
-	ck_assert(rd(&d, VIRTIO_MMIO_INTERRUPT_STATUS) & VIRTIO_MMIO_INT_VRING);
+	ck_assert(vdrv_rd(&d.v, VIRTIO_MMIO_INTERRUPT_STATUS) & VIRTIO_MMIO_INT_VRING);
 	drv_fini(&d);
 }
 END_TEST
@@ -247,20 +190,20 @@ START_TEST(split_header_and_scattered_data)
 	ck_assert_int_eq(gmem_write(d.mem, HDR_GPA, &h, sizeof(h)), 0);
 	uint8_t *data = gmem_ptr(d.mem, DATA_GPA, 1024);
 	pattern(data, 1024, 9);
-	put_desc(&d, 0, HDR_GPA, 5, VIRTQ_DESC_F_NEXT, 1);
-	put_desc(&d, 1, HDR_GPA + 5, 11, VIRTQ_DESC_F_NEXT, 2);
-	put_desc(&d, 2, DATA_GPA, 100, VIRTQ_DESC_F_NEXT, 3);
-	put_desc(&d, 3, DATA_GPA + 100, 924, VIRTQ_DESC_F_NEXT, 4);
-	put_desc(&d, 4, STATUS_GPA, 1, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_put_desc(&d.v, 0, 0, HDR_GPA, 5, VIRTQ_DESC_F_NEXT, 1);
+	vdrv_put_desc(&d.v, 0, 1, HDR_GPA + 5, 11, VIRTQ_DESC_F_NEXT, 2);
+	vdrv_put_desc(&d.v, 0, 2, DATA_GPA, 100, VIRTQ_DESC_F_NEXT, 3);
+	vdrv_put_desc(&d.v, 0, 3, DATA_GPA + 100, 924, VIRTQ_DESC_F_NEXT, 4);
+	vdrv_put_desc(&d.v, 0, 4, STATUS_GPA, 1, VIRTQ_DESC_F_WRITE, 0);
 	kick(&d, 0);
 	ck_assert_uint_eq(status_byte(&d), VIRTIO_BLK_S_OK);
 
 	h.type = VIRTIO_BLK_T_IN;
 	ck_assert_int_eq(gmem_write(d.mem, HDR_GPA, &h, sizeof(h)), 0);
 	fill(&d, DATA_GPA + 4096, 0, 1025);
-	put_desc(&d, 0, HDR_GPA, 16, VIRTQ_DESC_F_NEXT, 1);
-	put_desc(&d, 1, DATA_GPA + 4096, 1000, VIRTQ_DESC_F_NEXT | VIRTQ_DESC_F_WRITE, 2);
-	put_desc(&d, 2, DATA_GPA + 4096 + 1000, 25, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_put_desc(&d.v, 0, 0, HDR_GPA, 16, VIRTQ_DESC_F_NEXT, 1);
+	vdrv_put_desc(&d.v, 0, 1, DATA_GPA + 4096, 1000, VIRTQ_DESC_F_NEXT | VIRTQ_DESC_F_WRITE, 2);
+	vdrv_put_desc(&d.v, 0, 2, DATA_GPA + 4096 + 1000, 25, VIRTQ_DESC_F_WRITE, 0);
 	struct virtq_used_elem e = kick(&d, 0);
 	ck_assert_uint_eq(e.len, 1025);
 	ck_assert_mem_eq(gmem_ptr(d.mem, DATA_GPA + 4096, 1024), data, 1024);
@@ -351,9 +294,9 @@ START_TEST(read_only_disk)
 {
 	struct drv d;
 	drv_init(&d, true);
-	wr(&d, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 0);
-	ck_assert(rd(&d, VIRTIO_MMIO_DEVICE_FEATURES) & VIRTIO_BIT(VIRTIO_BLK_F_RO));
-	ck_assert(!(rd(&d, VIRTIO_MMIO_DEVICE_FEATURES) & VIRTIO_BIT(VIRTIO_BLK_F_DISCARD)));
+	vdrv_wr(&d.v, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 0);
+	ck_assert(vdrv_rd(&d.v, VIRTIO_MMIO_DEVICE_FEATURES) & VIRTIO_BIT(VIRTIO_BLK_F_RO));
+	ck_assert(!(vdrv_rd(&d.v, VIRTIO_MMIO_DEVICE_FEATURES) & VIRTIO_BIT(VIRTIO_BLK_F_DISCARD)));
 	ck_assert_uint_eq(submit(&d, VIRTIO_BLK_T_OUT, 0, DATA_GPA, 512, false, NULL),
 	                  VIRTIO_BLK_S_IOERR);
 	struct virtio_blk_discard_seg s = { .sector = 0, .num_sectors = 1 };
@@ -387,8 +330,8 @@ START_TEST(bad_requests_fail_alone)
 	ck_assert_uint_eq(submit(&d, VIRTIO_BLK_T_IN, 0, DATA_GPA, 512, false, NULL),
 	                  VIRTIO_BLK_S_OK);
 	/* Short header. */
-	put_desc(&d, 0, HDR_GPA, 8, VIRTQ_DESC_F_NEXT, 2);
-	put_desc(&d, 2, STATUS_GPA, 1, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_put_desc(&d.v, 0, 0, HDR_GPA, 8, VIRTQ_DESC_F_NEXT, 2);
+	vdrv_put_desc(&d.v, 0, 2, STATUS_GPA, 1, VIRTQ_DESC_F_WRITE, 0);
 	kick(&d, 0);
 	ck_assert_uint_eq(status_byte(&d), VIRTIO_BLK_S_IOERR);
 	/* The last request still works. */
@@ -403,37 +346,37 @@ START_TEST(malformed_chains_get_ioerr)
 	struct drv d;
 	drv_init(&d, false);
 	/* header -> status (writable) -> header again: readable after writable */
-	put_desc(&d, 0, HDR_GPA, 16, VIRTQ_DESC_F_NEXT, 2);
-	put_desc(&d, 2, STATUS_GPA, 1, VIRTQ_DESC_F_WRITE | VIRTQ_DESC_F_NEXT, 0);
+	vdrv_put_desc(&d.v, 0, 0, HDR_GPA, 16, VIRTQ_DESC_F_NEXT, 2);
+	vdrv_put_desc(&d.v, 0, 2, STATUS_GPA, 1, VIRTQ_DESC_F_WRITE | VIRTQ_DESC_F_NEXT, 0);
 	fill(&d, STATUS_GPA, 0xee, 1);
 	struct virtq_used_elem e = kick(&d, 0);
 	ck_assert_uint_eq(status_byte(&d), VIRTIO_BLK_S_IOERR);
 	ck_assert_uint_eq(e.len, 1);
 	/* a writable descriptor looping on itself */
-	put_desc(&d, 2, STATUS_GPA, 1, VIRTQ_DESC_F_WRITE | VIRTQ_DESC_F_NEXT, 2);
+	vdrv_put_desc(&d.v, 0, 2, STATUS_GPA, 1, VIRTQ_DESC_F_WRITE | VIRTQ_DESC_F_NEXT, 2);
 	fill(&d, STATUS_GPA, 0xee, 1);
 	kick(&d, 0);
 	ck_assert_uint_eq(status_byte(&d), VIRTIO_BLK_S_IOERR);
 	/* no writable byte at all: completed with nothing written */
-	put_desc(&d, 0, HDR_GPA, 16, VIRTQ_DESC_F_NEXT, 0);
+	vdrv_put_desc(&d.v, 0, 0, HDR_GPA, 16, VIRTQ_DESC_F_NEXT, 0);
 	e = kick(&d, 0);
 	ck_assert_uint_eq(e.len, 0);
-	put_desc(&d, 0, HDR_GPA, 16, 0, 0);
+	vdrv_put_desc(&d.v, 0, 0, HDR_GPA, 16, 0, 0);
 	e = kick(&d, 0);
 	ck_assert_uint_eq(e.len, 0);
 	/* data outside RAM */
 	ck_assert_uint_eq(submit(&d, VIRTIO_BLK_T_IN, 0, RAM_SIZE - 256, 512, true, NULL),
 	                  VIRTIO_BLK_S_IOERR);
 	/* a status byte outside RAM: nothing to write, nothing written */
-	put_desc(&d, 0, HDR_GPA, 16, VIRTQ_DESC_F_NEXT, 1);
-	put_desc(&d, 1, DATA_GPA, 512, VIRTQ_DESC_F_NEXT | VIRTQ_DESC_F_WRITE, 2);
-	put_desc(&d, 2, RAM_SIZE, 1, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_put_desc(&d.v, 0, 0, HDR_GPA, 16, VIRTQ_DESC_F_NEXT, 1);
+	vdrv_put_desc(&d.v, 0, 1, DATA_GPA, 512, VIRTQ_DESC_F_NEXT | VIRTQ_DESC_F_WRITE, 2);
+	vdrv_put_desc(&d.v, 0, 2, RAM_SIZE, 1, VIRTQ_DESC_F_WRITE, 0);
 	fill(&d, DATA_GPA, 0x5a, 512);
 	e = kick(&d, 0);
 	ck_assert_uint_eq(e.len, 0);
 	ck_assert(all_bytes(gmem_ptr(d.mem, DATA_GPA, 512), 0x5a, 512));
 	/* and the device is still healthy */
-	ck_assert(!(rd(&d, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET));
+	ck_assert(!(vdrv_rd(&d.v, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET));
 	ck_assert_uint_eq(submit(&d, VIRTIO_BLK_T_FLUSH, 0, 0, 0, false, NULL), VIRTIO_BLK_S_OK);
 	drv_fini(&d);
 }
@@ -443,16 +386,16 @@ START_TEST(broken_ring_needs_reset)
 {
 	struct drv d;
 	drv_init(&d, false);
-	put16(&d, AVAIL_GPA + 2, QSIZE + 5);
-	wr(&d, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
-	ck_assert(rd(&d, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET);
-	ck_assert(rd(&d, VIRTIO_MMIO_INTERRUPT_STATUS) & VIRTIO_MMIO_INT_CONFIG);
-	ck_assert_uint_eq(used_idx(&d), 0);
+	vdrv_put16(&d.v, AVAIL_GPA + 2, QSIZE + 5);
+	vdrv_wr(&d.v, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
+	ck_assert(vdrv_rd(&d.v, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET);
+	ck_assert(vdrv_rd(&d.v, VIRTIO_MMIO_INTERRUPT_STATUS) & VIRTIO_MMIO_INT_CONFIG);
+	ck_assert_uint_eq(vdrv_used_idx(&d.v, 0), 0);
 	/* The driver resets and starts over. */
-	wr(&d, VIRTIO_MMIO_STATUS, 0);
+	vdrv_wr(&d.v, VIRTIO_MMIO_STATUS, 0);
 	memset(gmem_ptr(d.mem, AVAIL_GPA, 0x2000), 0, 0x2000);
-	d.avail_idx = 0;
-	driver_up(&d);
+	d.v.q[0].avail_idx = 0;
+	vdrv_up(&d.v, ~0ULL, VBLK_QUEUE_SIZE);
 	ck_assert_uint_eq(submit(&d, VIRTIO_BLK_T_FLUSH, 0, 0, 0, false, NULL), VIRTIO_BLK_S_OK);
 	drv_fini(&d);
 }
@@ -467,13 +410,13 @@ START_TEST(event_idx_suppresses_interrupts)
 	ck_assert_uint_eq(submit(&d, VIRTIO_BLK_T_FLUSH, 0, 0, 0, false, NULL), VIRTIO_BLK_S_OK);
 	uint64_t irqs = t->irq_count;
 	ck_assert_uint_eq(irqs, 1);
-	put16(&d, AVAIL_GPA + 4 + 2 * QSIZE, 10); /* used_event: wake me at 10 */
+	vdrv_put16(&d.v, AVAIL_GPA + 4 + 2 * QSIZE, 10); /* used_event: wake me at 10 */
 	ck_assert_uint_eq(submit(&d, VIRTIO_BLK_T_FLUSH, 0, 0, 0, false, NULL), VIRTIO_BLK_S_OK);
 	ck_assert_uint_eq(t->irq_count, irqs);
 	/* the device asked to be notified for the next entry */
 	uint16_t avail_event;
 	ck_assert_int_eq(gmem_read(d.mem, USED_GPA + 4 + 8 * QSIZE, &avail_event, 2), 0);
-	ck_assert_uint_eq(avail_event, d.avail_idx);
+	ck_assert_uint_eq(avail_event, d.v.q[0].avail_idx);
 	drv_fini(&d);
 }
 END_TEST
@@ -485,9 +428,9 @@ START_TEST(config_space)
 	uint64_t cap = 0;
 	ck_assert(bus_access(d.bus, BASE + VIRTIO_MMIO_CONFIG, (uint8_t *)&cap, 8, false));
 	ck_assert_uint_eq(cap, DISK_SIZE / 512);
-	uint32_t v = rd(&d, VIRTIO_MMIO_CONFIG + 12); /* seg_max */
+	uint32_t v = vdrv_rd(&d.v, VIRTIO_MMIO_CONFIG + 12); /* seg_max */
 	ck_assert_uint_eq(v, VBLK_SEG_MAX);
-	v = rd(&d, VIRTIO_MMIO_CONFIG + 40); /* max_discard_seg */
+	v = vdrv_rd(&d.v, VIRTIO_MMIO_CONFIG + 40); /* max_discard_seg */
 	ck_assert_uint_eq(v, VBLK_MAX_DISCARD_SEG);
 	char buf[64];
 	ck_assert_int_gt(vblk_cmdline(d.blk, buf, sizeof(buf)), 0);
@@ -506,13 +449,13 @@ START_TEST(several_disks_per_vm)
 	drv_attach(&b, &mem, &bus, BASE + VIRTIO_MMIO_SIZE, 6, false);
 	/* Both drivers share RAM, so give b its rings elsewhere by running
 	 * them one after the other with a reset in between. */
-	driver_up(&a);
+	vdrv_up(&a.v, ~0ULL, VBLK_QUEUE_SIZE);
 	pattern(gmem_ptr(&mem, DATA_GPA, 512), 512, 0x40);
 	ck_assert_uint_eq(submit(&a, VIRTIO_BLK_T_OUT, 1, DATA_GPA, 512, false, NULL),
 	                  VIRTIO_BLK_S_OK);
-	wr(&a, VIRTIO_MMIO_STATUS, 0);
+	vdrv_wr(&a.v, VIRTIO_MMIO_STATUS, 0);
 	memset(gmem_ptr(&mem, AVAIL_GPA, 0x2000), 0, 0x2000);
-	driver_up(&b);
+	vdrv_up(&b.v, ~0ULL, VBLK_QUEUE_SIZE);
 	pattern(gmem_ptr(&mem, DATA_GPA, 512), 512, 0x80);
 	ck_assert_uint_eq(submit(&b, VIRTIO_BLK_T_OUT, 1, DATA_GPA, 512, false, NULL),
 	                  VIRTIO_BLK_S_OK);

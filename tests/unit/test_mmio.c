@@ -8,6 +8,7 @@
 #include "base/guest_mem.h"
 #include "unit.h"
 #include "virtio/mmio.h"
+#include "virtio_driver.h"
 
 #define BASE      0xd0000000ULL
 #define RAM_SIZE  (1024 * 1024)
@@ -71,6 +72,7 @@ struct rig {
 	struct bus bus;
 	struct virtio_mmio t;
 	struct fake f;
+	struct vdrv v;
 };
 
 static void rig_init(struct rig *r)
@@ -81,6 +83,7 @@ static void rig_init(struct rig *r)
 		.base = BASE, .gsi = 5, .vm_fd = -1, .mem = &r->mem, .bus = &r->bus
 	};
 	ck_assert_int_eq(virtio_mmio_init(&r->t, &cfg, &fake_ops, &r->f), 0);
+	vdrv_init(&r->v, &r->mem, &r->bus, BASE);
 }
 
 static void rig_fini(struct rig *r)
@@ -89,42 +92,30 @@ static void rig_fini(struct rig *r)
 	gmem_destroy(&r->mem);
 }
 
-static uint32_t rd(struct rig *r, uint64_t reg)
-{
-	uint32_t v = 0xdeadbeef;
-	ck_assert(bus_access(&r->bus, BASE + reg, (uint8_t *)&v, 4, false));
-	return v;
-}
-
-static void wr(struct rig *r, uint64_t reg, uint32_t v)
-{
-	ck_assert(bus_access(&r->bus, BASE + reg, (uint8_t *)&v, 4, true));
-}
-
 /* Negotiates `features` and returns the status the device kept. */
 static uint32_t negotiate(struct rig *r, uint64_t features)
 {
-	wr(r, VIRTIO_MMIO_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
-	wr(r, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 0);
-	wr(r, VIRTIO_MMIO_DRIVER_FEATURES, (uint32_t)features);
-	wr(r, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 1);
-	wr(r, VIRTIO_MMIO_DRIVER_FEATURES, (uint32_t)(features >> 32));
-	wr(r, VIRTIO_MMIO_STATUS,
-	   VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK);
-	return rd(r, VIRTIO_MMIO_STATUS);
+	vdrv_wr(&r->v, VIRTIO_MMIO_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
+	vdrv_wr(&r->v, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 0);
+	vdrv_wr(&r->v, VIRTIO_MMIO_DRIVER_FEATURES, (uint32_t)features);
+	vdrv_wr(&r->v, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 1);
+	vdrv_wr(&r->v, VIRTIO_MMIO_DRIVER_FEATURES, (uint32_t)(features >> 32));
+	vdrv_wr(&r->v, VIRTIO_MMIO_STATUS,
+	        VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK);
+	return vdrv_rd(&r->v, VIRTIO_MMIO_STATUS);
 }
 
 static void setup_queue(struct rig *r, uint32_t sel, uint32_t num, uint64_t base)
 {
-	wr(r, VIRTIO_MMIO_QUEUE_SEL, sel);
-	wr(r, VIRTIO_MMIO_QUEUE_NUM, num);
-	wr(r, VIRTIO_MMIO_QUEUE_DESC_LOW, (uint32_t)base);
-	wr(r, VIRTIO_MMIO_QUEUE_DESC_HIGH, (uint32_t)(base >> 32));
-	wr(r, VIRTIO_MMIO_QUEUE_DRIVER_LOW, (uint32_t)(base + 0x1000));
-	wr(r, VIRTIO_MMIO_QUEUE_DRIVER_HIGH, 0);
-	wr(r, VIRTIO_MMIO_QUEUE_DEVICE_LOW, (uint32_t)(base + 0x2000));
-	wr(r, VIRTIO_MMIO_QUEUE_DEVICE_HIGH, 0);
-	wr(r, VIRTIO_MMIO_QUEUE_READY, 1);
+	vdrv_wr(&r->v, VIRTIO_MMIO_QUEUE_SEL, sel);
+	vdrv_wr(&r->v, VIRTIO_MMIO_QUEUE_NUM, num);
+	vdrv_wr(&r->v, VIRTIO_MMIO_QUEUE_DESC_LOW, (uint32_t)base);
+	vdrv_wr(&r->v, VIRTIO_MMIO_QUEUE_DESC_HIGH, (uint32_t)(base >> 32));
+	vdrv_wr(&r->v, VIRTIO_MMIO_QUEUE_DRIVER_LOW, (uint32_t)(base + 0x1000));
+	vdrv_wr(&r->v, VIRTIO_MMIO_QUEUE_DRIVER_HIGH, 0);
+	vdrv_wr(&r->v, VIRTIO_MMIO_QUEUE_DEVICE_LOW, (uint32_t)(base + 0x2000));
+	vdrv_wr(&r->v, VIRTIO_MMIO_QUEUE_DEVICE_HIGH, 0);
+	vdrv_wr(&r->v, VIRTIO_MMIO_QUEUE_READY, 1);
 }
 
 static const uint32_t STATUS_ALL = VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
@@ -134,13 +125,13 @@ START_TEST(identity_registers)
 {
 	struct rig r;
 	rig_init(&r);
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_MAGIC_VALUE), 0x74726976);
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_VERSION), 2);
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_DEVICE_ID), 42);
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_VENDOR_ID), VIRTIO_COVE_VENDOR_ID);
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_STATUS), 0);
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_INTERRUPT_STATUS), 0);
-	ck_assert_uint_eq(rd(&r, 0x0ac), 0); /* reserved: reads as zero */
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_MAGIC_VALUE), 0x74726976);
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_VERSION), 2);
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_DEVICE_ID), 42);
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_VENDOR_ID), VIRTIO_COVE_VENDOR_ID);
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_STATUS), 0);
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_INTERRUPT_STATUS), 0);
+	ck_assert_uint_eq(vdrv_rd(&r.v, 0x0ac), 0); /* reserved: reads as zero */
 	rig_fini(&r);
 }
 END_TEST
@@ -152,12 +143,12 @@ START_TEST(device_features_by_selector)
 	uint64_t want = FAKE_FEAT | VIRTIO_BIT(VIRTIO_F_VERSION_1) |
 	                VIRTIO_BIT(VIRTIO_RING_F_EVENT_IDX) |
 	                VIRTIO_BIT(VIRTIO_RING_F_INDIRECT_DESC);
-	wr(&r, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 0);
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_DEVICE_FEATURES), (uint32_t)want);
-	wr(&r, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 1);
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_DEVICE_FEATURES), (uint32_t)(want >> 32));
-	wr(&r, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 2);
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_DEVICE_FEATURES), 0);
+	vdrv_wr(&r.v, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 0);
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_DEVICE_FEATURES), (uint32_t)want);
+	vdrv_wr(&r.v, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 1);
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_DEVICE_FEATURES), (uint32_t)(want >> 32));
+	vdrv_wr(&r.v, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 2);
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_DEVICE_FEATURES), 0);
 	rig_fini(&r);
 }
 END_TEST
@@ -171,19 +162,19 @@ START_TEST(feature_negotiation)
 	ck_assert(virtio_mmio_has_feature(&r.t, 3));
 	ck_assert(!virtio_mmio_has_feature(&r.t, VIRTIO_RING_F_EVENT_IDX));
 	/* Features are frozen after FEATURES_OK. */
-	wr(&r, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 0);
-	wr(&r, VIRTIO_MMIO_DRIVER_FEATURES, 0);
+	vdrv_wr(&r.v, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 0);
+	vdrv_wr(&r.v, VIRTIO_MMIO_DRIVER_FEATURES, 0);
 	ck_assert(virtio_mmio_has_feature(&r.t, 3));
 
-	wr(&r, VIRTIO_MMIO_STATUS, 0);
+	vdrv_wr(&r.v, VIRTIO_MMIO_STATUS, 0);
 	/* A bit the device never offered: FEATURES_OK does not stick. */
 	ck_assert(!(negotiate(&r, ok | VIRTIO_BIT(7)) & VIRTIO_STATUS_FEATURES_OK));
-	wr(&r, VIRTIO_MMIO_STATUS, 0);
+	vdrv_wr(&r.v, VIRTIO_MMIO_STATUS, 0);
 	/* A legacy driver (no VERSION_1) is refused too. */
 	ck_assert(!(negotiate(&r, VIRTIO_BIT(3)) & VIRTIO_STATUS_FEATURES_OK));
 	/* DRIVER_OK without FEATURES_OK is not accepted. */
-	wr(&r, VIRTIO_MMIO_STATUS, VIRTIO_STATUS_DRIVER_OK);
-	ck_assert(!(rd(&r, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DRIVER_OK));
+	vdrv_wr(&r.v, VIRTIO_MMIO_STATUS, VIRTIO_STATUS_DRIVER_OK);
+	ck_assert(!(vdrv_rd(&r.v, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DRIVER_OK));
 	ck_assert_int_eq(r.f.activations, 0);
 	rig_fini(&r);
 }
@@ -196,31 +187,31 @@ START_TEST(queue_setup)
 	ck_assert(
 	    negotiate(&r, VIRTIO_BIT(VIRTIO_F_VERSION_1) | VIRTIO_BIT(VIRTIO_RING_F_EVENT_IDX)) &
 	    VIRTIO_STATUS_FEATURES_OK);
-	wr(&r, VIRTIO_MMIO_QUEUE_SEL, 0);
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_QUEUE_NUM_MAX), 64);
-	wr(&r, VIRTIO_MMIO_QUEUE_SEL, 2); /* no such queue */
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_QUEUE_NUM_MAX), 0);
-	wr(&r, VIRTIO_MMIO_QUEUE_READY, 1);
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_QUEUE_READY), 0);
+	vdrv_wr(&r.v, VIRTIO_MMIO_QUEUE_SEL, 0);
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_QUEUE_NUM_MAX), 64);
+	vdrv_wr(&r.v, VIRTIO_MMIO_QUEUE_SEL, 2); /* no such queue */
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_QUEUE_NUM_MAX), 0);
+	vdrv_wr(&r.v, VIRTIO_MMIO_QUEUE_READY, 1);
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_QUEUE_READY), 0);
 
 	setup_queue(&r, 0, 32, 0x10000);
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_QUEUE_READY), 1);
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_QUEUE_READY), 1);
 	ck_assert(r.t.st.queues[0].event_idx);
 	ck_assert_uint_eq(r.t.st.queues[0].avail_gpa, 0x11000);
 	/* Layout registers are frozen while the queue is ready. */
-	wr(&r, VIRTIO_MMIO_QUEUE_NUM, 8);
+	vdrv_wr(&r.v, VIRTIO_MMIO_QUEUE_NUM, 8);
 	ck_assert_uint_eq(r.t.st.queues[0].size, 32);
 
 	setup_queue(&r, 1, 48, 0x20000); /* not a power of two */
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_QUEUE_READY), 0);
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_QUEUE_READY), 0);
 	setup_queue(&r, 1, 128, 0x20000); /* above QueueNumMax */
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_QUEUE_READY), 0);
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_QUEUE_READY), 0);
 	setup_queue(&r, 1, 16, RAM_SIZE - 0x1000); /* rings past RAM */
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_QUEUE_READY), 0);
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_QUEUE_READY), 0);
 	setup_queue(&r, 1, 16, 0x20000);
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_QUEUE_READY), 1);
-	wr(&r, VIRTIO_MMIO_QUEUE_READY, 0);
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_QUEUE_READY), 0);
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_QUEUE_READY), 1);
+	vdrv_wr(&r.v, VIRTIO_MMIO_QUEUE_READY, 0);
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_QUEUE_READY), 0);
 	rig_fini(&r);
 }
 END_TEST
@@ -231,15 +222,15 @@ START_TEST(notify_only_when_live)
 	rig_init(&r);
 	ck_assert(negotiate(&r, VIRTIO_BIT(VIRTIO_F_VERSION_1)) & VIRTIO_STATUS_FEATURES_OK);
 	setup_queue(&r, 0, 16, 0x10000);
-	wr(&r, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
+	vdrv_wr(&r.v, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
 	ck_assert_int_eq(r.f.notified[0], 0); /* before DRIVER_OK */
-	wr(&r, VIRTIO_MMIO_STATUS, STATUS_ALL);
+	vdrv_wr(&r.v, VIRTIO_MMIO_STATUS, STATUS_ALL);
 	ck_assert_int_eq(r.f.activations, 1);
-	wr(&r, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
+	vdrv_wr(&r.v, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
 	ck_assert_int_eq(r.f.notified[0], 1);
-	wr(&r, VIRTIO_MMIO_QUEUE_NOTIFY, 1); /* queue 1 not ready */
-	wr(&r, VIRTIO_MMIO_QUEUE_NOTIFY, 7); /* no such queue */
-	wr(&r, VIRTIO_MMIO_QUEUE_NOTIFY, 0xffffffff);
+	vdrv_wr(&r.v, VIRTIO_MMIO_QUEUE_NOTIFY, 1); /* queue 1 not ready */
+	vdrv_wr(&r.v, VIRTIO_MMIO_QUEUE_NOTIFY, 7); /* no such queue */
+	vdrv_wr(&r.v, VIRTIO_MMIO_QUEUE_NOTIFY, 0xffffffff);
 	ck_assert_int_eq(r.f.notified[1], 0);
 	ck_assert_int_eq(r.f.notified[0], 1);
 	rig_fini(&r);
@@ -251,17 +242,17 @@ START_TEST(interrupts_and_ack)
 	struct rig r;
 	rig_init(&r);
 	virtio_mmio_signal_used(&r.t);
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_INTERRUPT_STATUS), VIRTIO_MMIO_INT_VRING);
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_INTERRUPT_STATUS), VIRTIO_MMIO_INT_VRING);
 	ck_assert_uint_eq(r.t.irq_count, 1);
-	uint32_t gen = rd(&r, VIRTIO_MMIO_CONFIG_GENERATION);
+	uint32_t gen = vdrv_rd(&r.v, VIRTIO_MMIO_CONFIG_GENERATION);
 	virtio_mmio_config_changed(&r.t);
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_CONFIG_GENERATION), gen + 1);
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_INTERRUPT_STATUS),
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_CONFIG_GENERATION), gen + 1);
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_INTERRUPT_STATUS),
 	                  VIRTIO_MMIO_INT_VRING | VIRTIO_MMIO_INT_CONFIG);
-	wr(&r, VIRTIO_MMIO_INTERRUPT_ACK, VIRTIO_MMIO_INT_VRING);
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_INTERRUPT_STATUS), VIRTIO_MMIO_INT_CONFIG);
-	wr(&r, VIRTIO_MMIO_INTERRUPT_STATUS, 0); /* read-only */
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_INTERRUPT_STATUS), VIRTIO_MMIO_INT_CONFIG);
+	vdrv_wr(&r.v, VIRTIO_MMIO_INTERRUPT_ACK, VIRTIO_MMIO_INT_VRING);
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_INTERRUPT_STATUS), VIRTIO_MMIO_INT_CONFIG);
+	vdrv_wr(&r.v, VIRTIO_MMIO_INTERRUPT_STATUS, 0); /* read-only */
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_INTERRUPT_STATUS), VIRTIO_MMIO_INT_CONFIG);
 	ck_assert_uint_eq(r.t.irq_count, 2);
 	rig_fini(&r);
 }
@@ -273,17 +264,17 @@ START_TEST(reset_clears_everything)
 	rig_init(&r);
 	ck_assert(negotiate(&r, VIRTIO_BIT(VIRTIO_F_VERSION_1)) & VIRTIO_STATUS_FEATURES_OK);
 	setup_queue(&r, 0, 16, 0x10000);
-	wr(&r, VIRTIO_MMIO_STATUS, STATUS_ALL);
+	vdrv_wr(&r.v, VIRTIO_MMIO_STATUS, STATUS_ALL);
 	virtio_mmio_signal_used(&r.t);
-	wr(&r, VIRTIO_MMIO_STATUS, 0);
+	vdrv_wr(&r.v, VIRTIO_MMIO_STATUS, 0);
 	ck_assert_int_eq(r.f.resets, 1);
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_STATUS), 0);
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_INTERRUPT_STATUS), 0);
-	wr(&r, VIRTIO_MMIO_QUEUE_SEL, 0);
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_QUEUE_READY), 0);
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_QUEUE_DESC_LOW), 0);
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_STATUS), 0);
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_INTERRUPT_STATUS), 0);
+	vdrv_wr(&r.v, VIRTIO_MMIO_QUEUE_SEL, 0);
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_QUEUE_READY), 0);
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_QUEUE_DESC_LOW), 0);
 	ck_assert(!virtio_mmio_has_feature(&r.t, VIRTIO_F_VERSION_1));
-	wr(&r, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
+	vdrv_wr(&r.v, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
 	ck_assert_int_eq(r.f.notified[0], 0);
 	rig_fini(&r);
 }
@@ -304,7 +295,7 @@ START_TEST(odd_accesses_are_ignored)
 	ck_assert_uint_eq(b[0], 0);
 	b[0] = VIRTIO_STATUS_ACKNOWLEDGE;
 	ck_assert(bus_access(&r.bus, BASE + VIRTIO_MMIO_STATUS, b, 1, true));
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_STATUS), 0);
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_STATUS), 0);
 	/* Config space: any natural width inside it; outside reads zero. */
 	memcpy(r.f.config, "\x11\x22\x33\x44\x55\x66\x77\x88", 8);
 	ck_assert(bus_access(&r.bus, BASE + VIRTIO_MMIO_CONFIG + 2, b, 2, false));
@@ -332,13 +323,13 @@ START_TEST(activate_failure_needs_reset)
 	r.f.activate_ret = -EIO;
 	ck_assert(negotiate(&r, VIRTIO_BIT(VIRTIO_F_VERSION_1)) & VIRTIO_STATUS_FEATURES_OK);
 	setup_queue(&r, 0, 16, 0x10000);
-	wr(&r, VIRTIO_MMIO_STATUS, STATUS_ALL);
-	ck_assert(rd(&r, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET);
-	ck_assert(rd(&r, VIRTIO_MMIO_INTERRUPT_STATUS) & VIRTIO_MMIO_INT_CONFIG);
-	wr(&r, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
+	vdrv_wr(&r.v, VIRTIO_MMIO_STATUS, STATUS_ALL);
+	ck_assert(vdrv_rd(&r.v, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET);
+	ck_assert(vdrv_rd(&r.v, VIRTIO_MMIO_INTERRUPT_STATUS) & VIRTIO_MMIO_INT_CONFIG);
+	vdrv_wr(&r.v, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
 	ck_assert_int_eq(r.f.notified[0], 0);
-	wr(&r, VIRTIO_MMIO_STATUS, 0);
-	ck_assert_uint_eq(rd(&r, VIRTIO_MMIO_STATUS), 0);
+	vdrv_wr(&r.v, VIRTIO_MMIO_STATUS, 0);
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_STATUS), 0);
 	rig_fini(&r);
 }
 END_TEST
@@ -374,7 +365,7 @@ START_TEST(save_restore_roundtrip)
 	rig_init(&r);
 	ck_assert(negotiate(&r, VIRTIO_BIT(VIRTIO_F_VERSION_1)) & VIRTIO_STATUS_FEATURES_OK);
 	setup_queue(&r, 0, 16, 0x10000);
-	wr(&r, VIRTIO_MMIO_STATUS, STATUS_ALL);
+	vdrv_wr(&r.v, VIRTIO_MMIO_STATUS, STATUS_ALL);
 	struct virtio_mmio_state st;
 	virtio_mmio_save(&r.t, &st);
 
@@ -382,8 +373,8 @@ START_TEST(save_restore_roundtrip)
 	rig_init(&r2);
 	ck_assert_int_eq(virtio_mmio_restore(&r2.t, &st), 0);
 	ck_assert_int_eq(r2.f.activations, 1);
-	ck_assert_uint_eq(rd(&r2, VIRTIO_MMIO_STATUS), STATUS_ALL);
-	wr(&r2, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
+	ck_assert_uint_eq(vdrv_rd(&r2.v, VIRTIO_MMIO_STATUS), STATUS_ALL);
+	vdrv_wr(&r2.v, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
 	ck_assert_int_eq(r2.f.notified[0], 1);
 	/* A state whose ring is not in RAM is refused. */
 	st.queues[0].used_gpa = RAM_SIZE;

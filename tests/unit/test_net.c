@@ -23,6 +23,7 @@
 #include "unit.h"
 #include "virtio/net.h"
 #include "virtio/net_hdr.h"
+#include "virtio_driver.h"
 
 #define RAM_SIZE (4 * 1024 * 1024)
 #define BASE     0xd0000000ULL
@@ -42,45 +43,8 @@ struct drv {
 	bool with_loop;
 	struct vnet *net;
 	int peer; /* the "host" end of the stand-in TAP */
-	uint16_t avail_idx[2];
+	struct vdrv v;
 };
-
-static uint32_t rd(struct drv *d, uint64_t reg)
-{
-	uint32_t v;
-	ck_assert(bus_access(&d->bus, BASE + reg, (uint8_t *)&v, 4, false));
-	return v;
-}
-
-static void wr(struct drv *d, uint64_t reg, uint32_t v)
-{
-	ck_assert(bus_access(&d->bus, BASE + reg, (uint8_t *)&v, 4, true));
-}
-
-/* Brings the device up taking the offered features, less `drop`. */
-static void driver_up(struct drv *d, uint64_t drop)
-{
-	wr(d, VIRTIO_MMIO_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
-	for (uint32_t sel = 0; sel < 2; sel++) {
-		wr(d, VIRTIO_MMIO_DEVICE_FEATURES_SEL, sel);
-		uint32_t f = rd(d, VIRTIO_MMIO_DEVICE_FEATURES) & ~(uint32_t)(drop >> (32 * sel));
-		wr(d, VIRTIO_MMIO_DRIVER_FEATURES_SEL, sel);
-		wr(d, VIRTIO_MMIO_DRIVER_FEATURES, f);
-	}
-	uint32_t st = VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK;
-	wr(d, VIRTIO_MMIO_STATUS, st);
-	ck_assert(rd(d, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_FEATURES_OK);
-	for (uint32_t q = 0; q < 2; q++) {
-		wr(d, VIRTIO_MMIO_QUEUE_SEL, q);
-		ck_assert_uint_eq(rd(d, VIRTIO_MMIO_QUEUE_NUM_MAX), VNET_QUEUE_SIZE);
-		wr(d, VIRTIO_MMIO_QUEUE_NUM, QSIZE);
-		wr(d, VIRTIO_MMIO_QUEUE_DESC_LOW, (uint32_t)ring_gpa[q][0]);
-		wr(d, VIRTIO_MMIO_QUEUE_DRIVER_LOW, (uint32_t)ring_gpa[q][1]);
-		wr(d, VIRTIO_MMIO_QUEUE_DEVICE_LOW, (uint32_t)ring_gpa[q][2]);
-		wr(d, VIRTIO_MMIO_QUEUE_READY, 1);
-	}
-	wr(d, VIRTIO_MMIO_STATUS, st | VIRTIO_STATUS_DRIVER_OK);
-}
 
 static void drv_init_opts(struct drv *d, uint64_t drop, bool with_loop)
 {
@@ -106,7 +70,10 @@ static void drv_init_opts(struct drv *d, uint64_t drop, bool with_loop)
 	static const uint8_t mac[6] = VNET_DEFAULT_MAC;
 	ck_assert_int_eq(vnet_create(&cfg, &t, mac, &d->net), 0);
 	ck_assert_int_eq(t.fd, -1); /* the device's now */
-	driver_up(d, drop);
+	vdrv_init(&d->v, &d->mem, &d->bus, BASE);
+	for (unsigned int q = 0; q < 2; q++)
+		vdrv_ring(&d->v, q, ring_gpa[q][0], ring_gpa[q][1], ring_gpa[q][2], QSIZE);
+	vdrv_up(&d->v, ~drop, VNET_QUEUE_SIZE);
 }
 
 static void drv_init(struct drv *d)
@@ -123,45 +90,6 @@ static void drv_fini(struct drv *d)
 	gmem_destroy(&d->mem);
 }
 
-static void put_desc(struct drv *d, int q, uint16_t i, uint64_t addr, uint32_t len, uint16_t flags,
-                     uint16_t next)
-{
-	struct virtq_desc v = { .addr = addr, .len = len, .flags = flags, .next = next };
-	ck_assert_int_eq(gmem_write(&d->mem, ring_gpa[q][0] + 16ULL * i, &v, sizeof(v)), 0);
-}
-
-static void put16(struct drv *d, uint64_t gpa, uint16_t v)
-{
-	ck_assert_int_eq(gmem_write(&d->mem, gpa, &v, sizeof(v)), 0);
-}
-
-static uint16_t used_idx(struct drv *d, int q)
-{
-	uint16_t v;
-	ck_assert_int_eq(gmem_read(&d->mem, ring_gpa[q][2] + 2, &v, sizeof(v)), 0);
-	return v;
-}
-
-static struct virtq_used_elem used_elem(struct drv *d, int q, uint16_t n)
-{
-	struct virtq_used_elem e;
-	ck_assert_int_eq(gmem_read(&d->mem, ring_gpa[q][2] + 4 + 8 * (n % QSIZE), &e, sizeof(e)),
-	                 0);
-	return e;
-}
-
-static void offer(struct drv *d, int q, uint16_t head)
-{
-	put16(d, ring_gpa[q][1] + 4 + 2 * (d->avail_idx[q] % QSIZE), head);
-	d->avail_idx[q]++;
-	put16(d, ring_gpa[q][1] + 2, d->avail_idx[q]);
-}
-
-static void notify(struct drv *d, int q)
-{
-	wr(d, VIRTIO_MMIO_QUEUE_NOTIFY, (uint32_t)q);
-}
-
 static struct vnet_stats stats(struct drv *d)
 {
 	struct vnet_stats s;
@@ -171,7 +99,7 @@ static struct vnet_stats stats(struct drv *d)
 
 static bool needs_reset(struct drv *d)
 {
-	return rd(d, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET;
+	return vdrv_rd(&d->v, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET;
 }
 
 static void fill_pattern(uint8_t *p, size_t n, uint8_t seed)
@@ -212,9 +140,9 @@ START_TEST(test_config_space)
 	uint16_t status;
 	ck_assert(bus_access(&d.bus, BASE + VIRTIO_MMIO_CONFIG + 6, (uint8_t *)&status, 2, false));
 	ck_assert_uint_eq(status, VIRTIO_NET_S_LINK_UP);
-	ck_assert_uint_eq(rd(&d, VIRTIO_MMIO_DEVICE_ID), VIRTIO_ID_NET);
-	wr(&d, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 0);
-	uint32_t f = rd(&d, VIRTIO_MMIO_DEVICE_FEATURES);
+	ck_assert_uint_eq(vdrv_rd(&d.v, VIRTIO_MMIO_DEVICE_ID), VIRTIO_ID_NET);
+	vdrv_wr(&d.v, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 0);
+	uint32_t f = vdrv_rd(&d.v, VIRTIO_MMIO_DEVICE_FEATURES);
 	ck_assert(f & (1u << VIRTIO_NET_F_MRG_RXBUF));
 	ck_assert(f & (1u << VIRTIO_NET_F_HOST_TSO4));
 	ck_assert(f & (1u << VIRTIO_NET_F_GUEST_TSO6));
@@ -235,19 +163,19 @@ START_TEST(test_tx_frame_goes_out_whole)
 	ck_assert_int_eq(gmem_write(&d.mem, BUF_GPA, hdr, sizeof(hdr)), 0);
 	ck_assert_int_eq(gmem_write(&d.mem, BUF_GPA + 0x1000, payload, 1000), 0);
 	ck_assert_int_eq(gmem_write(&d.mem, BUF_GPA + 0x2000, payload + 1000, 500), 0);
-	put_desc(&d, VNET_TXQ, 0, BUF_GPA, VNET_HDR_LEN, VIRTQ_DESC_F_NEXT, 1);
-	put_desc(&d, VNET_TXQ, 1, BUF_GPA + 0x1000, 1000, VIRTQ_DESC_F_NEXT, 2);
-	put_desc(&d, VNET_TXQ, 2, BUF_GPA + 0x2000, 500, 0, 0);
-	offer(&d, VNET_TXQ, 0);
-	notify(&d, VNET_TXQ);
+	vdrv_put_desc(&d.v, VNET_TXQ, 0, BUF_GPA, VNET_HDR_LEN, VIRTQ_DESC_F_NEXT, 1);
+	vdrv_put_desc(&d.v, VNET_TXQ, 1, BUF_GPA + 0x1000, 1000, VIRTQ_DESC_F_NEXT, 2);
+	vdrv_put_desc(&d.v, VNET_TXQ, 2, BUF_GPA + 0x2000, 500, 0, 0);
+	vdrv_offer(&d.v, VNET_TXQ, 0);
+	vdrv_notify(&d.v, VNET_TXQ);
 	uint8_t got[2048];
 	ssize_t n = host_recv(&d, got, sizeof(got));
 	ck_assert_int_eq(n, VNET_HDR_LEN + 1500);
 	ck_assert_mem_eq(got, hdr, VNET_HDR_LEN);
 	ck_assert_mem_eq(got + VNET_HDR_LEN, payload, 1500);
-	ck_assert_uint_eq(used_idx(&d, VNET_TXQ), 1);
-	ck_assert_uint_eq(used_elem(&d, VNET_TXQ, 0).id, 0);
-	ck_assert_uint_eq(used_elem(&d, VNET_TXQ, 0).len, 0);
+	ck_assert_uint_eq(vdrv_used_idx(&d.v, VNET_TXQ), 1);
+	ck_assert_uint_eq(vdrv_used_elem(&d.v, VNET_TXQ, 0).id, 0);
+	ck_assert_uint_eq(vdrv_used_elem(&d.v, VNET_TXQ, 0).len, 0);
 	struct vnet_stats s = stats(&d);
 	ck_assert_uint_eq(s.tx_packets, 1);
 	ck_assert_uint_eq(s.tx_bytes, 1500);
@@ -260,29 +188,29 @@ START_TEST(test_tx_malformed_chains_dropped)
 	struct drv d;
 	drv_init(&d);
 	/* 0: shorter than a header. */
-	put_desc(&d, VNET_TXQ, 0, BUF_GPA, 4, 0, 0);
+	vdrv_put_desc(&d.v, VNET_TXQ, 0, BUF_GPA, 4, 0, 0);
 	/* 1: outside guest RAM. */
-	put_desc(&d, VNET_TXQ, 1, RAM_SIZE - 8, 64, 0, 0);
+	vdrv_put_desc(&d.v, VNET_TXQ, 1, RAM_SIZE - 8, 64, 0, 0);
 	/* 2 -> 3 -> 2: a loop. */
-	put_desc(&d, VNET_TXQ, 2, BUF_GPA, 64, VIRTQ_DESC_F_NEXT, 3);
-	put_desc(&d, VNET_TXQ, 3, BUF_GPA, 64, VIRTQ_DESC_F_NEXT, 2);
+	vdrv_put_desc(&d.v, VNET_TXQ, 2, BUF_GPA, 64, VIRTQ_DESC_F_NEXT, 3);
+	vdrv_put_desc(&d.v, VNET_TXQ, 3, BUF_GPA, 64, VIRTQ_DESC_F_NEXT, 2);
 	/* 4: only a writable buffer. */
-	put_desc(&d, VNET_TXQ, 4, BUF_GPA, 64, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_put_desc(&d.v, VNET_TXQ, 4, BUF_GPA, 64, VIRTQ_DESC_F_WRITE, 0);
 	/* 5: a next index past the table. */
-	put_desc(&d, VNET_TXQ, 5, BUF_GPA, 64, VIRTQ_DESC_F_NEXT, 200);
+	vdrv_put_desc(&d.v, VNET_TXQ, 5, BUF_GPA, 64, VIRTQ_DESC_F_NEXT, 200);
 	/* 6: longer than any frame (two 40 KiB halves). */
-	put_desc(&d, VNET_TXQ, 6, BIG_GPA, 40000, VIRTQ_DESC_F_NEXT, 7);
-	put_desc(&d, VNET_TXQ, 7, BIG_GPA, 40000, 0, 0);
+	vdrv_put_desc(&d.v, VNET_TXQ, 6, BIG_GPA, 40000, VIRTQ_DESC_F_NEXT, 7);
+	vdrv_put_desc(&d.v, VNET_TXQ, 7, BIG_GPA, 40000, 0, 0);
 	/* 8: a good one after all of them. */
-	put_desc(&d, VNET_TXQ, 8, BUF_GPA, 100, 0, 0);
+	vdrv_put_desc(&d.v, VNET_TXQ, 8, BUF_GPA, 100, 0, 0);
 	for (uint16_t h = 0; h <= 8; h++)
 		if (h != 3 && h != 7)
-			offer(&d, VNET_TXQ, h);
-	notify(&d, VNET_TXQ);
+			vdrv_offer(&d.v, VNET_TXQ, h);
+	vdrv_notify(&d.v, VNET_TXQ);
 	ck_assert(!needs_reset(&d));
-	ck_assert_uint_eq(used_idx(&d, VNET_TXQ), 7);
+	ck_assert_uint_eq(vdrv_used_idx(&d.v, VNET_TXQ), 7);
 	for (uint16_t i = 0; i < 7; i++)
-		ck_assert_uint_eq(used_elem(&d, VNET_TXQ, i).len, 0);
+		ck_assert_uint_eq(vdrv_used_elem(&d.v, VNET_TXQ, i).len, 0);
 	uint8_t got[256];
 	ck_assert_int_eq(host_recv(&d, got, sizeof(got)), 100);
 	ck_assert_int_lt(host_recv(&d, got, sizeof(got)), 0); /* nothing else went out */
@@ -386,21 +314,21 @@ START_TEST(test_tx_bad_header_dropped)
 	ck_assert_int_eq(gmem_write(&d.mem, BUF_GPA + 0x100, tso6, sizeof(tso6)), 0);
 	ck_assert_int_eq(gmem_write(&d.mem, BUF_GPA + 0x200, good, sizeof(good)), 0);
 	ck_assert_int_eq(gmem_write(&d.mem, BUF_GPA + 0x1000, payload, sizeof(payload)), 0);
-	put_desc(&d, VNET_TXQ, 0, BUF_GPA, VNET_HDR_LEN, VIRTQ_DESC_F_NEXT, 1);
-	put_desc(&d, VNET_TXQ, 1, BUF_GPA + 0x1000, 1500, 0, 0);
+	vdrv_put_desc(&d.v, VNET_TXQ, 0, BUF_GPA, VNET_HDR_LEN, VIRTQ_DESC_F_NEXT, 1);
+	vdrv_put_desc(&d.v, VNET_TXQ, 1, BUF_GPA + 0x1000, 1500, 0, 0);
 	/* TCPv6 GSO: the driver did not take HOST_TSO6. */
-	put_desc(&d, VNET_TXQ, 2, BUF_GPA + 0x100, VNET_HDR_LEN, VIRTQ_DESC_F_NEXT, 3);
-	put_desc(&d, VNET_TXQ, 3, BUF_GPA + 0x1000, 1500, 0, 0);
+	vdrv_put_desc(&d.v, VNET_TXQ, 2, BUF_GPA + 0x100, VNET_HDR_LEN, VIRTQ_DESC_F_NEXT, 3);
+	vdrv_put_desc(&d.v, VNET_TXQ, 3, BUF_GPA + 0x1000, 1500, 0, 0);
 	/* The good header in two pieces of 5 and 7 bytes. */
-	put_desc(&d, VNET_TXQ, 4, BUF_GPA + 0x200, 5, VIRTQ_DESC_F_NEXT, 5);
-	put_desc(&d, VNET_TXQ, 5, BUF_GPA + 0x205, 7, VIRTQ_DESC_F_NEXT, 6);
-	put_desc(&d, VNET_TXQ, 6, BUF_GPA + 0x1000, 1500, 0, 0);
-	offer(&d, VNET_TXQ, 0);
-	offer(&d, VNET_TXQ, 2);
-	offer(&d, VNET_TXQ, 4);
-	notify(&d, VNET_TXQ);
+	vdrv_put_desc(&d.v, VNET_TXQ, 4, BUF_GPA + 0x200, 5, VIRTQ_DESC_F_NEXT, 5);
+	vdrv_put_desc(&d.v, VNET_TXQ, 5, BUF_GPA + 0x205, 7, VIRTQ_DESC_F_NEXT, 6);
+	vdrv_put_desc(&d.v, VNET_TXQ, 6, BUF_GPA + 0x1000, 1500, 0, 0);
+	vdrv_offer(&d.v, VNET_TXQ, 0);
+	vdrv_offer(&d.v, VNET_TXQ, 2);
+	vdrv_offer(&d.v, VNET_TXQ, 4);
+	vdrv_notify(&d.v, VNET_TXQ);
 	ck_assert(!needs_reset(&d));
-	ck_assert_uint_eq(used_idx(&d, VNET_TXQ), 3);
+	ck_assert_uint_eq(vdrv_used_idx(&d.v, VNET_TXQ), 3);
 	uint8_t got[2048];
 	ck_assert_int_eq(host_recv(&d, got, sizeof(got)), VNET_HDR_LEN + 1500);
 	ck_assert_mem_eq(got, good, VNET_HDR_LEN);
@@ -418,8 +346,8 @@ START_TEST(test_broken_ring_needs_reset)
 {
 	struct drv d;
 	drv_init(&d);
-	put16(&d, ring_gpa[VNET_TXQ][1] + 2, QSIZE + 5); /* avail idx jumps past the ring */
-	notify(&d, VNET_TXQ);
+	vdrv_put16(&d.v, ring_gpa[VNET_TXQ][1] + 2, QSIZE + 5); /* avail idx jumps past the ring */
+	vdrv_notify(&d.v, VNET_TXQ);
 	ck_assert(needs_reset(&d));
 	drv_fini(&d);
 }
@@ -432,8 +360,9 @@ static void offer_rx(struct drv *d, uint16_t first, unsigned int n, uint32_t len
 {
 	for (unsigned int i = 0; i < n; i++) {
 		uint16_t h = (uint16_t)(first + i);
-		put_desc(d, VNET_RXQ, h, BUF_GPA + 0x1000ULL * h, len, VIRTQ_DESC_F_WRITE, 0);
-		offer(d, VNET_RXQ, h);
+		vdrv_put_desc(&d->v, VNET_RXQ, h, BUF_GPA + 0x1000ULL * h, len, VIRTQ_DESC_F_WRITE,
+		              0);
+		vdrv_offer(&d->v, VNET_RXQ, h);
 	}
 }
 
@@ -448,12 +377,12 @@ START_TEST(test_rx_mergeable_spreads_frame)
 	drv_init(&d);
 	host_send(&d, 3000, 9);
 	offer_rx(&d, 0, 4, 1024);
-	notify(&d, VNET_RXQ);
-	ck_assert_uint_eq(used_idx(&d, VNET_RXQ), 3);
+	vdrv_notify(&d.v, VNET_RXQ);
+	ck_assert_uint_eq(vdrv_used_idx(&d.v, VNET_RXQ), 3);
 	uint32_t lens[3] = { 1024, 1024, 3000 - 2048 };
 	for (uint16_t i = 0; i < 3; i++) {
-		ck_assert_uint_eq(used_elem(&d, VNET_RXQ, i).id, i);
-		ck_assert_uint_eq(used_elem(&d, VNET_RXQ, i).len, lens[i]);
+		ck_assert_uint_eq(vdrv_used_elem(&d.v, VNET_RXQ, i).id, i);
+		ck_assert_uint_eq(vdrv_used_elem(&d.v, VNET_RXQ, i).len, lens[i]);
 	}
 	struct virtio_net_hdr_v1 h;
 	read_rx(&d, 0, 0, &h, sizeof(h));
@@ -467,9 +396,9 @@ START_TEST(test_rx_mergeable_spreads_frame)
 	/* The fourth buffer went back to the ring: the next frame gets it. */
 	host_send(&d, 200, 1);
 	vnet_poll_rx(d.net);
-	ck_assert_uint_eq(used_idx(&d, VNET_RXQ), 4);
-	ck_assert_uint_eq(used_elem(&d, VNET_RXQ, 3).id, 3);
-	ck_assert_uint_eq(used_elem(&d, VNET_RXQ, 3).len, 200);
+	ck_assert_uint_eq(vdrv_used_idx(&d.v, VNET_RXQ), 4);
+	ck_assert_uint_eq(vdrv_used_elem(&d.v, VNET_RXQ, 3).id, 3);
+	ck_assert_uint_eq(vdrv_used_elem(&d.v, VNET_RXQ, 3).len, 200);
 	read_rx(&d, 3, 0, &h, sizeof(h));
 	ck_assert_uint_eq(h.num_buffers, 1);
 	ck_assert_uint_eq(stats(&d).rx_packets, 2);
@@ -484,24 +413,24 @@ START_TEST(test_rx_backpressure_without_buffers)
 	drv_init(&d);
 	host_send(&d, 500, 1);
 	host_send(&d, 600, 2);
-	notify(&d, VNET_RXQ); /* no buffers yet: one frame waits, polling stops */
+	vdrv_notify(&d.v, VNET_RXQ); /* no buffers yet: one frame waits, polling stops */
 	ck_assert(!vnet_rx_polling(d.net));
-	ck_assert_uint_eq(used_idx(&d, VNET_RXQ), 0);
+	ck_assert_uint_eq(vdrv_used_idx(&d.v, VNET_RXQ), 0);
 	vnet_poll_rx(d.net); /* not polled: nothing happens */
-	ck_assert_uint_eq(used_idx(&d, VNET_RXQ), 0);
+	ck_assert_uint_eq(vdrv_used_idx(&d.v, VNET_RXQ), 0);
 	offer_rx(&d, 0, 1, 2048);
-	notify(&d, VNET_RXQ);
-	ck_assert_uint_eq(used_idx(&d, VNET_RXQ), 1);
-	ck_assert_uint_eq(used_elem(&d, VNET_RXQ, 0).len, 500);
+	vdrv_notify(&d.v, VNET_RXQ);
+	ck_assert_uint_eq(vdrv_used_idx(&d.v, VNET_RXQ), 1);
+	ck_assert_uint_eq(vdrv_used_elem(&d.v, VNET_RXQ, 0).len, 500);
 	uint8_t got[600], want[600];
 	fill_pattern(want, sizeof(want), 1);
 	read_rx(&d, 0, VNET_HDR_LEN, got, 500 - VNET_HDR_LEN);
 	ck_assert_mem_eq(got, want, 500 - VNET_HDR_LEN);
 	ck_assert(!vnet_rx_polling(d.net)); /* the second frame waits now */
 	offer_rx(&d, 1, 1, 2048);
-	notify(&d, VNET_RXQ);
-	ck_assert_uint_eq(used_idx(&d, VNET_RXQ), 2);
-	ck_assert_uint_eq(used_elem(&d, VNET_RXQ, 1).len, 600);
+	vdrv_notify(&d.v, VNET_RXQ);
+	ck_assert_uint_eq(vdrv_used_idx(&d.v, VNET_RXQ), 2);
+	ck_assert_uint_eq(vdrv_used_elem(&d.v, VNET_RXQ, 1).len, 600);
 	fill_pattern(want, sizeof(want), 2);
 	read_rx(&d, 1, VNET_HDR_LEN, got, 600 - VNET_HDR_LEN);
 	ck_assert_mem_eq(got, want, 600 - VNET_HDR_LEN);
@@ -519,10 +448,10 @@ START_TEST(test_rx_not_mergeable)
 	host_send(&d, 1514 + VNET_HDR_LEN, 4);
 	host_send(&d, 4000, 5); /* larger than any buffer: dropped */
 	host_send(&d, 100, 6);
-	notify(&d, VNET_RXQ);
-	ck_assert_uint_eq(used_idx(&d, VNET_RXQ), 2);
-	ck_assert_uint_eq(used_elem(&d, VNET_RXQ, 0).len, 1514 + VNET_HDR_LEN);
-	ck_assert_uint_eq(used_elem(&d, VNET_RXQ, 1).len, 100);
+	vdrv_notify(&d.v, VNET_RXQ);
+	ck_assert_uint_eq(vdrv_used_idx(&d.v, VNET_RXQ), 2);
+	ck_assert_uint_eq(vdrv_used_elem(&d.v, VNET_RXQ, 0).len, 1514 + VNET_HDR_LEN);
+	ck_assert_uint_eq(vdrv_used_elem(&d.v, VNET_RXQ, 1).len, 100);
 	struct virtio_net_hdr_v1 h;
 	read_rx(&d, 0, 0, &h, sizeof(h));
 	ck_assert_uint_eq(h.num_buffers, 1);
@@ -537,22 +466,22 @@ START_TEST(test_rx_malformed_chains)
 	drv_init(&d);
 	/* 0: a readable buffer, 1: too short for a header, 2: outside RAM,
 	 * 3: good. */
-	put_desc(&d, VNET_RXQ, 0, BUF_GPA, 2048, 0, 0);
-	put_desc(&d, VNET_RXQ, 1, BUF_GPA + 0x1000, 8, VIRTQ_DESC_F_WRITE, 0);
-	put_desc(&d, VNET_RXQ, 2, RAM_SIZE - 16, 2048, VIRTQ_DESC_F_WRITE, 0);
-	put_desc(&d, VNET_RXQ, 3, BUF_GPA + 0x3000, 2048, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_put_desc(&d.v, VNET_RXQ, 0, BUF_GPA, 2048, 0, 0);
+	vdrv_put_desc(&d.v, VNET_RXQ, 1, BUF_GPA + 0x1000, 8, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_put_desc(&d.v, VNET_RXQ, 2, RAM_SIZE - 16, 2048, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_put_desc(&d.v, VNET_RXQ, 3, BUF_GPA + 0x3000, 2048, VIRTQ_DESC_F_WRITE, 0);
 	for (uint16_t h = 0; h < 4; h++)
-		offer(&d, VNET_RXQ, h);
+		vdrv_offer(&d.v, VNET_RXQ, h);
 	host_send(&d, 300, 7);
-	notify(&d, VNET_RXQ);
+	vdrv_notify(&d.v, VNET_RXQ);
 	ck_assert(!needs_reset(&d));
-	ck_assert_uint_eq(used_idx(&d, VNET_RXQ), 4);
+	ck_assert_uint_eq(vdrv_used_idx(&d.v, VNET_RXQ), 4);
 	/* The frame first (its buffers stay consecutive), then the bad ones. */
-	ck_assert_uint_eq(used_elem(&d, VNET_RXQ, 0).id, 3);
-	ck_assert_uint_eq(used_elem(&d, VNET_RXQ, 0).len, 300);
+	ck_assert_uint_eq(vdrv_used_elem(&d.v, VNET_RXQ, 0).id, 3);
+	ck_assert_uint_eq(vdrv_used_elem(&d.v, VNET_RXQ, 0).len, 300);
 	for (uint16_t i = 1; i < 4; i++) {
-		ck_assert_uint_eq(used_elem(&d, VNET_RXQ, i).id, i - 1);
-		ck_assert_uint_eq(used_elem(&d, VNET_RXQ, i).len, 0);
+		ck_assert_uint_eq(vdrv_used_elem(&d.v, VNET_RXQ, i).id, i - 1);
+		ck_assert_uint_eq(vdrv_used_elem(&d.v, VNET_RXQ, i).len, 0);
 	}
 	ck_assert_uint_eq(stats(&d).rx_bad_chains, 3);
 	drv_fini(&d);
@@ -564,14 +493,14 @@ START_TEST(test_rx_direct_into_large_buffer)
 	struct drv d;
 	drv_init(&d);
 	/* One chain bigger than any frame: readv straight into it. */
-	put_desc(&d, VNET_RXQ, 0, BIG_GPA, 70000, VIRTQ_DESC_F_WRITE | VIRTQ_DESC_F_NEXT, 1);
-	put_desc(&d, VNET_RXQ, 1, BIG_GPA + 70000, 1000, VIRTQ_DESC_F_WRITE, 0);
-	offer(&d, VNET_RXQ, 0);
-	notify(&d, VNET_RXQ);
+	vdrv_put_desc(&d.v, VNET_RXQ, 0, BIG_GPA, 70000, VIRTQ_DESC_F_WRITE | VIRTQ_DESC_F_NEXT, 1);
+	vdrv_put_desc(&d.v, VNET_RXQ, 1, BIG_GPA + 70000, 1000, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_offer(&d.v, VNET_RXQ, 0);
+	vdrv_notify(&d.v, VNET_RXQ);
 	host_send(&d, 65000, 8);
 	vnet_poll_rx(d.net);
-	ck_assert_uint_eq(used_idx(&d, VNET_RXQ), 1);
-	ck_assert_uint_eq(used_elem(&d, VNET_RXQ, 0).len, 65000);
+	ck_assert_uint_eq(vdrv_used_idx(&d.v, VNET_RXQ), 1);
+	ck_assert_uint_eq(vdrv_used_elem(&d.v, VNET_RXQ, 0).len, 65000);
 	static uint8_t got[65000], want[65000];
 	fill_pattern(want, sizeof(want), 8);
 	ck_assert_int_eq(gmem_read(&d.mem, BIG_GPA + VNET_HDR_LEN, got, 65000 - VNET_HDR_LEN), 0);
@@ -580,14 +509,14 @@ START_TEST(test_rx_direct_into_large_buffer)
 	ck_assert_int_eq(gmem_read(&d.mem, BIG_GPA, &h, sizeof(h)), 0);
 	ck_assert_uint_eq(h.num_buffers, 1);
 	/* A large frame came: the next one is read straight into the ring. */
-	put_desc(&d, VNET_RXQ, 2, BIG_GPA + 0x20000, 70000, VIRTQ_DESC_F_WRITE, 0);
-	offer(&d, VNET_RXQ, 2);
-	notify(&d, VNET_RXQ);
+	vdrv_put_desc(&d.v, VNET_RXQ, 2, BIG_GPA + 0x20000, 70000, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_offer(&d.v, VNET_RXQ, 2);
+	vdrv_notify(&d.v, VNET_RXQ);
 	host_send(&d, 64000, 9);
 	vnet_poll_rx(d.net);
-	ck_assert_uint_eq(used_idx(&d, VNET_RXQ), 2);
-	ck_assert_uint_eq(used_elem(&d, VNET_RXQ, 1).id, 2);
-	ck_assert_uint_eq(used_elem(&d, VNET_RXQ, 1).len, 64000);
+	ck_assert_uint_eq(vdrv_used_idx(&d.v, VNET_RXQ), 2);
+	ck_assert_uint_eq(vdrv_used_elem(&d.v, VNET_RXQ, 1).id, 2);
+	ck_assert_uint_eq(vdrv_used_elem(&d.v, VNET_RXQ, 1).len, 64000);
 	fill_pattern(want, sizeof(want), 9);
 	ck_assert_int_eq(
 	    gmem_read(&d.mem, BIG_GPA + 0x20000 + VNET_HDR_LEN, got, 64000 - VNET_HDR_LEN), 0);
@@ -615,17 +544,17 @@ START_TEST(test_tx_rate_limit_defers_with_timer)
 	const struct vnet_limits l = { .tx_pps = 20, .tx_pps_burst = 1 };
 	ck_assert_int_eq(vnet_set_limits(d.net, &l), 0);
 	for (uint16_t h = 0; h < 5; h++) {
-		put_desc(&d, VNET_TXQ, h, BUF_GPA, 64, 0, 0);
-		offer(&d, VNET_TXQ, h);
+		vdrv_put_desc(&d.v, VNET_TXQ, h, BUF_GPA, 64, 0, 0);
+		vdrv_offer(&d.v, VNET_TXQ, h);
 	}
 	uint64_t t0 = mono_ms_now();
-	notify(&d, VNET_TXQ);
-	ck_assert_uint_eq(used_idx(&d, VNET_TXQ), 3); /* bucket and one-time burst */
+	vdrv_notify(&d.v, VNET_TXQ);
+	ck_assert_uint_eq(vdrv_used_idx(&d.v, VNET_TXQ), 3); /* bucket and one-time burst */
 	ck_assert_uint_eq(stats(&d).tx_throttled, 1);
 	/* The rest go as the timer fires (every 50 ms), none before. */
-	for (int i = 0; i < 100 && used_idx(&d, VNET_TXQ) < 5; i++)
+	for (int i = 0; i < 100 && vdrv_used_idx(&d.v, VNET_TXQ) < 5; i++)
 		ck_assert_int_ge(evloop_run_once(&d.loop, 200), 0);
-	ck_assert_uint_eq(used_idx(&d, VNET_TXQ), 5);
+	ck_assert_uint_eq(vdrv_used_idx(&d.v, VNET_TXQ), 5);
 	ck_assert_uint_ge(mono_ms_now() - t0, 80);
 	ck_assert_uint_eq(stats(&d).tx_packets, 5);
 	ck_assert_uint_ge(stats(&d).tx_throttled, 2);
@@ -644,12 +573,12 @@ START_TEST(test_rx_rate_limit_defers_with_timer)
 	host_send(&d, 900 + VNET_HDR_LEN, 1);
 	host_send(&d, 900 + VNET_HDR_LEN, 2);
 	uint64_t t0 = mono_ms_now();
-	notify(&d, VNET_RXQ);
-	ck_assert_uint_eq(used_idx(&d, VNET_RXQ), 1);
+	vdrv_notify(&d.v, VNET_RXQ);
+	ck_assert_uint_eq(vdrv_used_idx(&d.v, VNET_RXQ), 1);
 	ck_assert(!vnet_rx_polling(d.net)); /* the second frame waits for tokens */
-	for (int i = 0; i < 100 && used_idx(&d, VNET_RXQ) < 2; i++)
+	for (int i = 0; i < 100 && vdrv_used_idx(&d.v, VNET_RXQ) < 2; i++)
 		ck_assert_int_ge(evloop_run_once(&d.loop, 200), 0);
-	ck_assert_uint_eq(used_idx(&d, VNET_RXQ), 2);
+	ck_assert_uint_eq(vdrv_used_idx(&d.v, VNET_RXQ), 2);
 	ck_assert_uint_ge(mono_ms_now() - t0, 60); /* 800 missing bytes at 10 KB/s */
 	ck_assert_uint_eq(stats(&d).rx_throttled, 1);
 	drv_fini(&d);
@@ -686,16 +615,16 @@ START_TEST(test_save_restore_mac)
 	ck_assert(bus_access(&d.bus, BASE + VIRTIO_MMIO_CONFIG + 5, &b, 1, false));
 	ck_assert_uint_eq(b, 0x77);
 	/* A reset and a new bring-up keep it, and the device works again. */
-	wr(&d, VIRTIO_MMIO_STATUS, 0);
-	d.avail_idx[0] = d.avail_idx[1] = 0;
-	put16(&d, ring_gpa[VNET_TXQ][1] + 2, 0);
-	put16(&d, ring_gpa[VNET_RXQ][1] + 2, 0);
-	driver_up(&d, 0);
+	vdrv_wr(&d.v, VIRTIO_MMIO_STATUS, 0);
+	d.v.q[0].avail_idx = d.v.q[1].avail_idx = 0;
+	vdrv_put16(&d.v, ring_gpa[VNET_TXQ][1] + 2, 0);
+	vdrv_put16(&d.v, ring_gpa[VNET_RXQ][1] + 2, 0);
+	vdrv_up(&d.v, ~0ULL, VNET_QUEUE_SIZE);
 	ck_assert(bus_access(&d.bus, BASE + VIRTIO_MMIO_CONFIG + 5, &b, 1, false));
 	ck_assert_uint_eq(b, 0x77);
-	put_desc(&d, VNET_TXQ, 0, BUF_GPA, 64, 0, 0);
-	offer(&d, VNET_TXQ, 0);
-	notify(&d, VNET_TXQ);
+	vdrv_put_desc(&d.v, VNET_TXQ, 0, BUF_GPA, 64, 0, 0);
+	vdrv_offer(&d.v, VNET_TXQ, 0);
+	vdrv_notify(&d.v, VNET_TXQ);
 	ck_assert_uint_eq(stats(&d).tx_packets, 1);
 	drv_fini(&d);
 }

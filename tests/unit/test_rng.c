@@ -12,6 +12,7 @@
 #include "base/guest_mem.h"
 #include "unit.h"
 #include "virtio/rng.h"
+#include "virtio_driver.h"
 
 #define RAM_SIZE  (4 * 1024 * 1024)
 #define BASE      0xd0000000ULL
@@ -29,44 +30,8 @@ struct drv {
 	struct guest_mem mem;
 	struct bus bus;
 	struct vrng *rng;
-	uint16_t avail_idx;
+	struct vdrv v;
 };
-
-static uint32_t rd(struct drv *d, uint64_t reg)
-{
-	uint32_t v;
-	ck_assert(bus_access(&d->bus, BASE + reg, (uint8_t *)&v, 4, false));
-	return v;
-}
-
-static void wr(struct drv *d, uint64_t reg, uint32_t v)
-{
-	ck_assert(bus_access(&d->bus, BASE + reg, (uint8_t *)&v, 4, true));
-}
-
-/* Brings the device up as the Linux driver does, taking every feature. */
-static void driver_up(struct drv *d)
-{
-	wr(d, VIRTIO_MMIO_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
-	for (uint32_t sel = 0; sel < 2; sel++) {
-		wr(d, VIRTIO_MMIO_DEVICE_FEATURES_SEL, sel);
-		uint32_t f = rd(d, VIRTIO_MMIO_DEVICE_FEATURES);
-		wr(d, VIRTIO_MMIO_DRIVER_FEATURES_SEL, sel);
-		wr(d, VIRTIO_MMIO_DRIVER_FEATURES, f);
-	}
-	uint32_t st = VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK;
-	wr(d, VIRTIO_MMIO_STATUS, st);
-	ck_assert(rd(d, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_FEATURES_OK);
-	wr(d, VIRTIO_MMIO_QUEUE_SEL, 0);
-	ck_assert_uint_eq(rd(d, VIRTIO_MMIO_QUEUE_NUM_MAX), VRNG_QUEUE_SIZE);
-	wr(d, VIRTIO_MMIO_QUEUE_NUM, QSIZE);
-	wr(d, VIRTIO_MMIO_QUEUE_DESC_LOW, DESC_GPA);
-	wr(d, VIRTIO_MMIO_QUEUE_DRIVER_LOW, AVAIL_GPA);
-	wr(d, VIRTIO_MMIO_QUEUE_DEVICE_LOW, USED_GPA);
-	wr(d, VIRTIO_MMIO_QUEUE_READY, 1);
-	ck_assert_uint_eq(rd(d, VIRTIO_MMIO_QUEUE_READY), 1);
-	wr(d, VIRTIO_MMIO_STATUS, st | VIRTIO_STATUS_DRIVER_OK);
-}
 
 static void drv_init(struct drv *d)
 {
@@ -76,7 +41,9 @@ static void drv_init(struct drv *d)
 		.base = BASE, .gsi = GSI, .vm_fd = -1, .mem = &d->mem, .bus = &d->bus
 	};
 	ck_assert_int_eq(vrng_create(&cfg, &d->rng), 0);
-	driver_up(d);
+	vdrv_init(&d->v, &d->mem, &d->bus, BASE);
+	vdrv_ring(&d->v, 0, DESC_GPA, AVAIL_GPA, USED_GPA, QSIZE);
+	vdrv_up(&d->v, ~0ULL, VRNG_QUEUE_SIZE);
 }
 
 static void drv_fini(struct drv *d)
@@ -85,48 +52,14 @@ static void drv_fini(struct drv *d)
 	gmem_destroy(&d->mem);
 }
 
-static void put_desc(struct drv *d, uint16_t i, uint64_t addr, uint32_t len, uint16_t flags,
-                     uint16_t next)
-{
-	struct virtq_desc v = { .addr = addr, .len = len, .flags = flags, .next = next };
-	ck_assert_int_eq(gmem_write(&d->mem, DESC_GPA + 16ULL * i, &v, sizeof(v)), 0);
-}
-
-static void put16(struct drv *d, uint64_t gpa, uint16_t v)
-{
-	ck_assert_int_eq(gmem_write(&d->mem, gpa, &v, sizeof(v)), 0);
-}
-
-static uint16_t used_idx(struct drv *d)
-{
-	uint16_t v;
-	ck_assert_int_eq(gmem_read(&d->mem, USED_GPA + 2, &v, sizeof(v)), 0);
-	return v;
-}
-
-static struct virtq_used_elem used_elem(struct drv *d, uint16_t n)
-{
-	struct virtq_used_elem e;
-	ck_assert_int_eq(gmem_read(&d->mem, USED_GPA + 4 + 8 * (n % QSIZE), &e, sizeof(e)), 0);
-	return e;
-}
-
-/* Makes `head` available without notifying. */
-static void offer(struct drv *d, uint16_t head)
-{
-	put16(d, AVAIL_GPA + 4 + 2 * (d->avail_idx % QSIZE), head);
-	d->avail_idx++;
-	put16(d, AVAIL_GPA + 2, d->avail_idx);
-}
-
 /* Offers the chain at `head`, notifies, and returns its used length. */
 static uint32_t kick(struct drv *d, uint16_t head)
 {
-	uint16_t before = used_idx(d);
-	offer(d, head);
-	wr(d, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
-	ck_assert_uint_eq(used_idx(d), (uint16_t)(before + 1));
-	struct virtq_used_elem e = used_elem(d, before);
+	uint16_t before = vdrv_used_idx(&d->v, 0);
+	vdrv_offer(&d->v, 0, head);
+	vdrv_wr(&d->v, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
+	ck_assert_uint_eq(vdrv_used_idx(&d->v, 0), (uint16_t)(before + 1));
+	struct virtq_used_elem e = vdrv_used_elem(&d->v, 0, before);
 	ck_assert_uint_eq(e.id, head);
 	return e.len;
 }
@@ -161,12 +94,12 @@ START_TEST(identity_and_config)
 {
 	struct drv d;
 	drv_init(&d);
-	ck_assert_uint_eq(rd(&d, VIRTIO_MMIO_MAGIC_VALUE), VIRTIO_MMIO_MAGIC);
-	ck_assert_uint_eq(rd(&d, VIRTIO_MMIO_DEVICE_ID), VIRTIO_ID_RNG);
-	wr(&d, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 0);
-	ck_assert_uint_eq(rd(&d, VIRTIO_MMIO_DEVICE_FEATURES),
-	                  (uint32_t)VIRTIO_TRANSPORT_FEATURES); /* nothing device-specific */
-	ck_assert_uint_eq(rd(&d, VIRTIO_MMIO_CONFIG), 0);       /* no config space */
+	ck_assert_uint_eq(vdrv_rd(&d.v, VIRTIO_MMIO_MAGIC_VALUE), VIRTIO_MMIO_MAGIC);
+	ck_assert_uint_eq(vdrv_rd(&d.v, VIRTIO_MMIO_DEVICE_ID), VIRTIO_ID_RNG);
+	vdrv_wr(&d.v, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 0);
+	ck_assert_uint_eq(vdrv_rd(&d.v, VIRTIO_MMIO_DEVICE_FEATURES),
+	                  (uint32_t)VIRTIO_TRANSPORT_FEATURES);  /* nothing device-specific */
+	ck_assert_uint_eq(vdrv_rd(&d.v, VIRTIO_MMIO_CONFIG), 0); /* no config space */
 	char buf[64];
 	ck_assert_int_gt(vrng_cmdline(d.rng, buf, sizeof(buf)), 0);
 	ck_assert_str_eq(buf, "virtio_mmio.device=4K@0xd0000000:9");
@@ -180,19 +113,19 @@ START_TEST(fills_buffers)
 	struct drv d;
 	drv_init(&d);
 	uint8_t *a = poison(&d, BUF_GPA, 256);
-	put_desc(&d, 0, BUF_GPA, 256, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_put_desc(&d.v, 0, 0, BUF_GPA, 256, VIRTQ_DESC_F_WRITE, 0);
 	ck_assert_uint_eq(kick(&d, 0), 256);
 	ck_assert(looks_random(a, 256));
 	ck_assert(!all_bytes(a, 0, 256));
 
 	uint8_t *b = poison(&d, BUF2_GPA, 256);
-	put_desc(&d, 1, BUF2_GPA, 256, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_put_desc(&d.v, 0, 1, BUF2_GPA, 256, VIRTQ_DESC_F_WRITE, 0);
 	ck_assert_uint_eq(kick(&d, 1), 256);
 	ck_assert(looks_random(b, 256));
 	ck_assert(memcmp(a, b, 256) != 0);
 	/* the guest asked for interrupts (used_event 0), so it got them */
 	ck_assert_uint_ge(vrng_transport(d.rng)->irq_count, 1);
-	ck_assert(rd(&d, VIRTIO_MMIO_INTERRUPT_STATUS) & VIRTIO_MMIO_INT_VRING);
+	ck_assert(vdrv_rd(&d.v, VIRTIO_MMIO_INTERRUPT_STATUS) & VIRTIO_MMIO_INT_VRING);
 	drv_fini(&d);
 }
 END_TEST
@@ -204,9 +137,9 @@ START_TEST(scattered_writable_chain)
 	struct drv d;
 	drv_init(&d);
 	uint8_t *p = poison(&d, BUF_GPA, 4096);
-	put_desc(&d, 0, BUF_GPA, 7, VIRTQ_DESC_F_WRITE | VIRTQ_DESC_F_NEXT, 1);
-	put_desc(&d, 1, BUF_GPA + 100, 0, VIRTQ_DESC_F_WRITE | VIRTQ_DESC_F_NEXT, 2);
-	put_desc(&d, 2, BUF_GPA + 1000, 1000, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_put_desc(&d.v, 0, 0, BUF_GPA, 7, VIRTQ_DESC_F_WRITE | VIRTQ_DESC_F_NEXT, 1);
+	vdrv_put_desc(&d.v, 0, 1, BUF_GPA + 100, 0, VIRTQ_DESC_F_WRITE | VIRTQ_DESC_F_NEXT, 2);
+	vdrv_put_desc(&d.v, 0, 2, BUF_GPA + 1000, 1000, VIRTQ_DESC_F_WRITE, 0);
 	ck_assert_uint_eq(kick(&d, 0), 1007);
 	ck_assert(looks_random(p + 1000, 1000));
 	ck_assert(all_bytes(p + 7, POISON, 993)); /* nothing between the segments */
@@ -221,17 +154,17 @@ START_TEST(readable_descriptor_refused)
 	drv_init(&d);
 	/* one driver-readable buffer */
 	uint8_t *p = poison(&d, BUF_GPA, 512);
-	put_desc(&d, 0, BUF_GPA, 512, 0, 0);
+	vdrv_put_desc(&d.v, 0, 0, BUF_GPA, 512, 0, 0);
 	ck_assert_uint_eq(kick(&d, 0), 0);
 	ck_assert(all_bytes(p, POISON, 512));
 	/* readable then writable: the writable part is not touched either */
-	put_desc(&d, 0, BUF_GPA, 16, VIRTQ_DESC_F_NEXT, 1);
-	put_desc(&d, 1, BUF_GPA + 16, 256, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_put_desc(&d.v, 0, 0, BUF_GPA, 16, VIRTQ_DESC_F_NEXT, 1);
+	vdrv_put_desc(&d.v, 0, 1, BUF_GPA + 16, 256, VIRTQ_DESC_F_WRITE, 0);
 	ck_assert_uint_eq(kick(&d, 0), 0);
 	ck_assert(all_bytes(p, POISON, 512));
 	/* the device is still healthy and serves the next request */
-	ck_assert(!(rd(&d, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET));
-	put_desc(&d, 0, BUF_GPA, 64, VIRTQ_DESC_F_WRITE, 0);
+	ck_assert(!(vdrv_rd(&d.v, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET));
+	vdrv_put_desc(&d.v, 0, 0, BUF_GPA, 64, VIRTQ_DESC_F_WRITE, 0);
 	ck_assert_uint_eq(kick(&d, 0), 64);
 	drv_fini(&d);
 }
@@ -242,26 +175,26 @@ START_TEST(malformed_chains_fail_alone)
 	struct drv d;
 	drv_init(&d);
 	/* a buffer outside RAM */
-	put_desc(&d, 0, RAM_SIZE - 16, 64, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_put_desc(&d.v, 0, 0, RAM_SIZE - 16, 64, VIRTQ_DESC_F_WRITE, 0);
 	ck_assert_uint_eq(kick(&d, 0), 0);
 	/* writable, then outside RAM: the good part is not filled either */
 	uint8_t *p = poison(&d, BUF_GPA, 64);
-	put_desc(&d, 0, BUF_GPA, 64, VIRTQ_DESC_F_WRITE | VIRTQ_DESC_F_NEXT, 1);
-	put_desc(&d, 1, 1ULL << 40, 64, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_put_desc(&d.v, 0, 0, BUF_GPA, 64, VIRTQ_DESC_F_WRITE | VIRTQ_DESC_F_NEXT, 1);
+	vdrv_put_desc(&d.v, 0, 1, 1ULL << 40, 64, VIRTQ_DESC_F_WRITE, 0);
 	ck_assert_uint_eq(kick(&d, 0), 0);
 	ck_assert(all_bytes(p, POISON, 64));
 	/* a chain that loops */
-	put_desc(&d, 0, BUF_GPA, 8, VIRTQ_DESC_F_WRITE | VIRTQ_DESC_F_NEXT, 1);
-	put_desc(&d, 1, BUF_GPA, 8, VIRTQ_DESC_F_WRITE | VIRTQ_DESC_F_NEXT, 0);
+	vdrv_put_desc(&d.v, 0, 0, BUF_GPA, 8, VIRTQ_DESC_F_WRITE | VIRTQ_DESC_F_NEXT, 1);
+	vdrv_put_desc(&d.v, 0, 1, BUF_GPA, 8, VIRTQ_DESC_F_WRITE | VIRTQ_DESC_F_NEXT, 0);
 	ck_assert_uint_eq(kick(&d, 0), 0);
 	/* a next index past the table */
-	put_desc(&d, 0, BUF_GPA, 8, VIRTQ_DESC_F_WRITE | VIRTQ_DESC_F_NEXT, QSIZE + 3);
+	vdrv_put_desc(&d.v, 0, 0, BUF_GPA, 8, VIRTQ_DESC_F_WRITE | VIRTQ_DESC_F_NEXT, QSIZE + 3);
 	ck_assert_uint_eq(kick(&d, 0), 0);
 	/* an empty buffer: nothing to fill */
-	put_desc(&d, 0, BUF_GPA, 0, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_put_desc(&d.v, 0, 0, BUF_GPA, 0, VIRTQ_DESC_F_WRITE, 0);
 	ck_assert_uint_eq(kick(&d, 0), 0);
-	ck_assert(!(rd(&d, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET));
-	put_desc(&d, 0, BUF_GPA, 32, VIRTQ_DESC_F_WRITE, 0);
+	ck_assert(!(vdrv_rd(&d.v, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET));
+	vdrv_put_desc(&d.v, 0, 0, BUF_GPA, 32, VIRTQ_DESC_F_WRITE, 0);
 	ck_assert_uint_eq(kick(&d, 0), 32);
 	drv_fini(&d);
 }
@@ -273,15 +206,15 @@ START_TEST(oversized_length_capped)
 	drv_init(&d);
 	size_t len = 4 * VRNG_MAX_CHAIN_BYTES;
 	uint8_t *p = poison(&d, BIG_GPA, len);
-	put_desc(&d, 0, BIG_GPA, (uint32_t)len, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_put_desc(&d.v, 0, 0, BIG_GPA, (uint32_t)len, VIRTQ_DESC_F_WRITE, 0);
 	ck_assert_uint_eq(kick(&d, 0), VRNG_MAX_CHAIN_BYTES);
 	ck_assert(looks_random(p + VRNG_MAX_CHAIN_BYTES - 256, 256));
 	ck_assert(all_bytes(p + VRNG_MAX_CHAIN_BYTES, POISON, len - VRNG_MAX_CHAIN_BYTES));
 	/* the cap counts across segments too */
 	poison(&d, BIG_GPA, len);
-	put_desc(&d, 0, BIG_GPA, VRNG_MAX_CHAIN_BYTES - 10, VIRTQ_DESC_F_WRITE | VIRTQ_DESC_F_NEXT,
-	         1);
-	put_desc(&d, 1, BIG_GPA + VRNG_MAX_CHAIN_BYTES, 100, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_put_desc(&d.v, 0, 0, BIG_GPA, VRNG_MAX_CHAIN_BYTES - 10,
+	              VIRTQ_DESC_F_WRITE | VIRTQ_DESC_F_NEXT, 1);
+	vdrv_put_desc(&d.v, 0, 1, BIG_GPA + VRNG_MAX_CHAIN_BYTES, 100, VIRTQ_DESC_F_WRITE, 0);
 	ck_assert_uint_eq(kick(&d, 0), VRNG_MAX_CHAIN_BYTES);
 	ck_assert(all_bytes(p + VRNG_MAX_CHAIN_BYTES + 10, POISON, 90));
 	drv_fini(&d);
@@ -299,15 +232,16 @@ START_TEST(batch_capped_per_notification)
 	ck_assert_uint_le(n, QSIZE);
 	for (unsigned int i = 0; i < n; i++) {
 		/* every chain names the same buffer: only the lengths matter */
-		put_desc(&d, (uint16_t)i, BIG_GPA, VRNG_MAX_CHAIN_BYTES, VIRTQ_DESC_F_WRITE, 0);
-		offer(&d, (uint16_t)i);
+		vdrv_put_desc(&d.v, 0, (uint16_t)i, BIG_GPA, VRNG_MAX_CHAIN_BYTES,
+		              VIRTQ_DESC_F_WRITE, 0);
+		vdrv_offer(&d.v, 0, (uint16_t)i);
 	}
-	wr(&d, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
-	ck_assert_uint_eq(used_idx(&d), per_batch);
-	wr(&d, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
-	ck_assert_uint_eq(used_idx(&d), n);
+	vdrv_wr(&d.v, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
+	ck_assert_uint_eq(vdrv_used_idx(&d.v, 0), per_batch);
+	vdrv_wr(&d.v, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
+	ck_assert_uint_eq(vdrv_used_idx(&d.v, 0), n);
 	for (unsigned int i = 0; i < n; i++) {
-		struct virtq_used_elem e = used_elem(&d, (uint16_t)i);
+		struct virtq_used_elem e = vdrv_used_elem(&d.v, 0, (uint16_t)i);
 		ck_assert_uint_eq(e.id, i);
 		ck_assert_uint_eq(e.len, VRNG_MAX_CHAIN_BYTES);
 	}
@@ -319,25 +253,25 @@ START_TEST(broken_ring_needs_reset)
 {
 	struct drv d;
 	drv_init(&d);
-	put16(&d, AVAIL_GPA + 2, QSIZE + 5); /* avail idx jumped past the ring */
-	wr(&d, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
-	ck_assert(rd(&d, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET);
-	ck_assert(rd(&d, VIRTIO_MMIO_INTERRUPT_STATUS) & VIRTIO_MMIO_INT_CONFIG);
-	ck_assert_uint_eq(used_idx(&d), 0);
+	vdrv_put16(&d.v, AVAIL_GPA + 2, QSIZE + 5); /* avail idx jumped past the ring */
+	vdrv_wr(&d.v, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
+	ck_assert(vdrv_rd(&d.v, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET);
+	ck_assert(vdrv_rd(&d.v, VIRTIO_MMIO_INTERRUPT_STATUS) & VIRTIO_MMIO_INT_CONFIG);
+	ck_assert_uint_eq(vdrv_used_idx(&d.v, 0), 0);
 	/* a head index out of range breaks the ring too */
-	wr(&d, VIRTIO_MMIO_STATUS, 0);
+	vdrv_wr(&d.v, VIRTIO_MMIO_STATUS, 0);
 	memset(gmem_ptr(&d.mem, AVAIL_GPA, 0x2000), 0, 0x2000);
-	d.avail_idx = 0;
-	driver_up(&d);
-	offer(&d, QSIZE + 1);
-	wr(&d, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
-	ck_assert(rd(&d, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET);
+	d.v.q[0].avail_idx = 0;
+	vdrv_up(&d.v, ~0ULL, VRNG_QUEUE_SIZE);
+	vdrv_offer(&d.v, 0, QSIZE + 1);
+	vdrv_wr(&d.v, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
+	ck_assert(vdrv_rd(&d.v, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET);
 	/* the driver resets and starts over */
-	wr(&d, VIRTIO_MMIO_STATUS, 0);
+	vdrv_wr(&d.v, VIRTIO_MMIO_STATUS, 0);
 	memset(gmem_ptr(&d.mem, AVAIL_GPA, 0x2000), 0, 0x2000);
-	d.avail_idx = 0;
-	driver_up(&d);
-	put_desc(&d, 0, BUF_GPA, 16, VIRTQ_DESC_F_WRITE, 0);
+	d.v.q[0].avail_idx = 0;
+	vdrv_up(&d.v, ~0ULL, VRNG_QUEUE_SIZE);
+	vdrv_put_desc(&d.v, 0, 0, BUF_GPA, 16, VIRTQ_DESC_F_WRITE, 0);
 	ck_assert_uint_eq(kick(&d, 0), 16);
 	drv_fini(&d);
 }
@@ -347,7 +281,7 @@ START_TEST(save_restore)
 {
 	struct drv d;
 	drv_init(&d);
-	put_desc(&d, 0, BUF_GPA, 32, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_put_desc(&d.v, 0, 0, BUF_GPA, 32, VIRTQ_DESC_F_WRITE, 0);
 	ck_assert_uint_eq(kick(&d, 0), 32);
 	struct virtio_mmio_state st;
 	virtio_mmio_save(vrng_transport(d.rng), &st);
@@ -361,11 +295,11 @@ START_TEST(save_restore)
 	struct vrng *r2;
 	ck_assert_int_eq(vrng_create(&cfg, &r2), 0);
 	ck_assert_int_eq(virtio_mmio_restore(vrng_transport(r2), &st), 0);
-	offer(&d, 0);
+	vdrv_offer(&d.v, 0, 0);
 	uint32_t v = 0;
 	ck_assert(bus_access(&bus2, BASE + VIRTIO_MMIO_QUEUE_NOTIFY, (uint8_t *)&v, 4, true));
-	ck_assert_uint_eq(used_idx(&d), 2);
-	ck_assert_uint_eq(used_elem(&d, 1).len, 32);
+	ck_assert_uint_eq(vdrv_used_idx(&d.v, 0), 2);
+	ck_assert_uint_eq(vdrv_used_elem(&d.v, 0, 1).len, 32);
 	/* a state with a second queue does not fit this device */
 	st.queues[1] = st.queues[0];
 	ck_assert_int_eq(virtio_mmio_restore(vrng_transport(r2), &st), -EINVAL);

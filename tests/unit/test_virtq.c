@@ -7,6 +7,7 @@
 #include "base/guest_mem.h"
 #include "unit.h"
 #include "virtio/queue.h"
+#include "virtio_driver.h"
 
 #define RAM_SIZE   (1024 * 1024)
 #define DESC_GPA   0x1000
@@ -20,7 +21,7 @@
 struct ring {
 	struct guest_mem mem;
 	struct virtq q;
-	uint16_t avail_idx;
+	struct vdrv v; /* the driver's side of the ring */
 };
 
 static void ring_init(struct ring *r, uint64_t ram, uint16_t size, bool event_idx)
@@ -34,38 +35,13 @@ static void ring_init(struct ring *r, uint64_t ram, uint16_t size, bool event_id
 		               .event_idx = event_idx };
 	ck_assert_int_eq(virtq_check(&r->q, &r->mem, VIRTQ_MAX_SIZE), 0);
 	r->q.ready = true;
+	vdrv_init(&r->v, &r->mem, NULL, 0);
+	vdrv_ring(&r->v, 0, DESC_GPA, AVAIL_GPA, USED_GPA, size);
 }
 
 static void ring_fini(struct ring *r)
 {
 	gmem_destroy(&r->mem);
-}
-
-static void put_desc(struct ring *r, uint64_t table, uint16_t i, uint64_t addr, uint32_t len,
-                     uint16_t flags, uint16_t next)
-{
-	struct virtq_desc d = { .addr = addr, .len = len, .flags = flags, .next = next };
-	ck_assert_int_eq(gmem_write(&r->mem, table + 16ULL * i, &d, sizeof(d)), 0);
-}
-
-static void put16(struct ring *r, uint64_t gpa, uint16_t v)
-{
-	ck_assert_int_eq(gmem_write(&r->mem, gpa, &v, sizeof(v)), 0);
-}
-
-static uint16_t get16(struct ring *r, uint64_t gpa)
-{
-	uint16_t v;
-	ck_assert_int_eq(gmem_read(&r->mem, gpa, &v, sizeof(v)), 0);
-	return v;
-}
-
-/* Offers `head` in the next avail slot and publishes the index. */
-static void offer(struct ring *r, uint16_t head)
-{
-	put16(r, AVAIL_GPA + 4 + 2ULL * (r->avail_idx % r->q.size), head);
-	r->avail_idx++;
-	put16(r, AVAIL_GPA + 2, r->avail_idx);
 }
 
 static uint64_t used_event_gpa(const struct ring *r)
@@ -84,10 +60,11 @@ START_TEST(pops_simple_chain)
 	struct virtq_req req;
 	ring_init(&r, RAM_SIZE, QSIZE, false);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), 0);
-	put_desc(&r, DESC_GPA, 3, BUF_GPA, 16, VIRTQ_DESC_F_NEXT, 7);
-	put_desc(&r, DESC_GPA, 7, BUF_GPA + 16, 512, VIRTQ_DESC_F_NEXT | VIRTQ_DESC_F_WRITE, 9);
-	put_desc(&r, DESC_GPA, 9, BUF_GPA + 1024, 1, VIRTQ_DESC_F_WRITE, 0);
-	offer(&r, 3);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 3, BUF_GPA, 16, VIRTQ_DESC_F_NEXT, 7);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 7, BUF_GPA + 16, 512,
+	                 VIRTQ_DESC_F_NEXT | VIRTQ_DESC_F_WRITE, 9);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 9, BUF_GPA + 1024, 1, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_offer(&r.v, 0, 3);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), 1);
 	ck_assert(req.has_head);
 	ck_assert_uint_eq(req.head, 3);
@@ -108,17 +85,17 @@ START_TEST(loop_via_next_fails_the_request)
 	struct ring r;
 	struct virtq_req req;
 	ring_init(&r, RAM_SIZE, QSIZE, false);
-	put_desc(&r, DESC_GPA, 0, BUF_GPA, 16, VIRTQ_DESC_F_NEXT, 1);
-	put_desc(&r, DESC_GPA, 1, BUF_GPA, 16, VIRTQ_DESC_F_NEXT, 0);
-	offer(&r, 0);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 0, BUF_GPA, 16, VIRTQ_DESC_F_NEXT, 1);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 1, BUF_GPA, 16, VIRTQ_DESC_F_NEXT, 0);
+	vdrv_offer(&r.v, 0, 0);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), -ELOOP);
 	ck_assert(req.has_head);
 	ck_assert_uint_eq(req.head, 0);
 	ck_assert(!r.q.broken);
 	/* The head was consumed and can be completed; the queue goes on. */
 	ck_assert_int_eq(virtq_push(&r.q, &r.mem, req.head, 0), 0);
-	put_desc(&r, DESC_GPA, 2, BUF_GPA, 16, 0, 0);
-	offer(&r, 2);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 2, BUF_GPA, 16, 0, 0);
+	vdrv_offer(&r.v, 0, 2);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), 1);
 	ck_assert_uint_eq(req.head, 2);
 	ring_fini(&r);
@@ -130,13 +107,13 @@ START_TEST(self_loop_and_bad_next)
 	struct ring r;
 	struct virtq_req req;
 	ring_init(&r, RAM_SIZE, QSIZE, false);
-	put_desc(&r, DESC_GPA, 5, BUF_GPA, 1, VIRTQ_DESC_F_NEXT, 5);
-	offer(&r, 5);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 5, BUF_GPA, 1, VIRTQ_DESC_F_NEXT, 5);
+	vdrv_offer(&r.v, 0, 5);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), -ELOOP);
 	/* at most queue-size segments were ever collected */
 	ck_assert_uint_le(req.n_out + req.n_in, QSIZE);
-	put_desc(&r, DESC_GPA, 6, BUF_GPA, 1, VIRTQ_DESC_F_NEXT, QSIZE);
-	offer(&r, 6);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 6, BUF_GPA, 1, VIRTQ_DESC_F_NEXT, QSIZE);
+	vdrv_offer(&r.v, 0, 6);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), -EINVAL);
 	ck_assert_uint_eq(req.head, 6);
 	ring_fini(&r);
@@ -148,21 +125,22 @@ START_TEST(buffer_outside_ram_or_wrapping)
 	struct ring r;
 	struct virtq_req req;
 	ring_init(&r, RAM_SIZE, QSIZE, false);
-	put_desc(&r, DESC_GPA, 0, RAM_SIZE - 8, 16, 0, 0); /* straddles the end */
-	offer(&r, 0);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 0, RAM_SIZE - 8, 16, 0, 0); /* straddles the end */
+	vdrv_offer(&r.v, 0, 0);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), -EFAULT);
-	put_desc(&r, DESC_GPA, 1, UINT64_MAX - 15, 0xffffffff, 0, 0); /* wraps 2^64 */
-	offer(&r, 1);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 1, UINT64_MAX - 15, 0xffffffff, 0, 0); /* wraps 2^64 */
+	vdrv_offer(&r.v, 0, 1);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), -EFAULT);
-	put_desc(&r, DESC_GPA, 2, X86_MMIO_HOLE_START, 4, 0, 0);
-	offer(&r, 2);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 2, X86_MMIO_HOLE_START, 4, 0, 0);
+	vdrv_offer(&r.v, 0, 2);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), -EFAULT);
 	/* The walk goes on past a bad buffer, leaving a placeholder, so the
 	 * chain's real last writable byte is still known. */
-	put_desc(&r, DESC_GPA, 3, BUF_GPA, 16, VIRTQ_DESC_F_NEXT, 4);
-	put_desc(&r, DESC_GPA, 4, RAM_SIZE, 512, VIRTQ_DESC_F_NEXT | VIRTQ_DESC_F_WRITE, 5);
-	put_desc(&r, DESC_GPA, 5, BUF_GPA + 100, 1, VIRTQ_DESC_F_WRITE, 0);
-	offer(&r, 3);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 3, BUF_GPA, 16, VIRTQ_DESC_F_NEXT, 4);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 4, RAM_SIZE, 512, VIRTQ_DESC_F_NEXT | VIRTQ_DESC_F_WRITE,
+	                 5);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 5, BUF_GPA + 100, 1, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_offer(&r.v, 0, 3);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), -EFAULT);
 	ck_assert(req.has_head);
 	ck_assert_uint_eq(req.n_in, 2);
@@ -179,9 +157,9 @@ START_TEST(write_then_read_is_refused)
 	struct ring r;
 	struct virtq_req req;
 	ring_init(&r, RAM_SIZE, QSIZE, false);
-	put_desc(&r, DESC_GPA, 0, BUF_GPA, 16, VIRTQ_DESC_F_NEXT | VIRTQ_DESC_F_WRITE, 1);
-	put_desc(&r, DESC_GPA, 1, BUF_GPA + 16, 16, 0, 0);
-	offer(&r, 0);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 0, BUF_GPA, 16, VIRTQ_DESC_F_NEXT | VIRTQ_DESC_F_WRITE, 1);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 1, BUF_GPA + 16, 16, 0, 0);
+	vdrv_offer(&r.v, 0, 0);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), -EINVAL);
 	/* The writable part seen before the fault is reported. */
 	ck_assert_uint_eq(req.n_in, 1);
@@ -194,13 +172,14 @@ START_TEST(indirect_table)
 	struct ring r;
 	struct virtq_req req;
 	ring_init(&r, RAM_SIZE, QSIZE, false);
-	put_desc(&r, TABLE_GPA, 0, BUF_GPA, 16, VIRTQ_DESC_F_NEXT, 2);
-	put_desc(&r, TABLE_GPA, 2, BUF_GPA + 16, 4096, VIRTQ_DESC_F_NEXT | VIRTQ_DESC_F_WRITE, 1);
-	put_desc(&r, TABLE_GPA, 1, BUF_GPA + 8192, 1, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_put_desc_at(&r.v, TABLE_GPA, 0, BUF_GPA, 16, VIRTQ_DESC_F_NEXT, 2);
+	vdrv_put_desc_at(&r.v, TABLE_GPA, 2, BUF_GPA + 16, 4096,
+	                 VIRTQ_DESC_F_NEXT | VIRTQ_DESC_F_WRITE, 1);
+	vdrv_put_desc_at(&r.v, TABLE_GPA, 1, BUF_GPA + 8192, 1, VIRTQ_DESC_F_WRITE, 0);
 	/* a direct descriptor may precede the table */
-	put_desc(&r, DESC_GPA, 4, BUF_GPA + 9000, 8, VIRTQ_DESC_F_NEXT, 5);
-	put_desc(&r, DESC_GPA, 5, TABLE_GPA, 3 * 16, VIRTQ_DESC_F_INDIRECT, 0);
-	offer(&r, 4);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 4, BUF_GPA + 9000, 8, VIRTQ_DESC_F_NEXT, 5);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 5, TABLE_GPA, 3 * 16, VIRTQ_DESC_F_INDIRECT, 0);
+	vdrv_offer(&r.v, 0, 4);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), 1);
 	ck_assert_uint_eq(req.head, 4);
 	ck_assert_uint_eq(req.n_out, 2);
@@ -217,35 +196,36 @@ START_TEST(malicious_indirect_tables)
 	struct virtq_req req;
 	ring_init(&r, RAM_SIZE, QSIZE, false);
 	/* table pointing out of RAM */
-	put_desc(&r, DESC_GPA, 0, RAM_SIZE - 16, 64, VIRTQ_DESC_F_INDIRECT, 0);
-	offer(&r, 0);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 0, RAM_SIZE - 16, 64, VIRTQ_DESC_F_INDIRECT, 0);
+	vdrv_offer(&r.v, 0, 0);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), -EFAULT);
 	/* indirect inside indirect */
-	put_desc(&r, TABLE_GPA, 0, TABLE2_GPA, 16, VIRTQ_DESC_F_INDIRECT, 0);
-	put_desc(&r, DESC_GPA, 1, TABLE_GPA, 16, VIRTQ_DESC_F_INDIRECT, 0);
-	offer(&r, 1);
+	vdrv_put_desc_at(&r.v, TABLE_GPA, 0, TABLE2_GPA, 16, VIRTQ_DESC_F_INDIRECT, 0);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 1, TABLE_GPA, 16, VIRTQ_DESC_F_INDIRECT, 0);
+	vdrv_offer(&r.v, 0, 1);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), -EINVAL);
 	/* INDIRECT together with NEXT */
-	put_desc(&r, DESC_GPA, 2, TABLE_GPA, 16, VIRTQ_DESC_F_INDIRECT | VIRTQ_DESC_F_NEXT, 3);
-	offer(&r, 2);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 2, TABLE_GPA, 16,
+	                 VIRTQ_DESC_F_INDIRECT | VIRTQ_DESC_F_NEXT, 3);
+	vdrv_offer(&r.v, 0, 2);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), -EINVAL);
 	/* table length not a whole number of descriptors, or empty */
-	put_desc(&r, DESC_GPA, 3, TABLE_GPA, 24, VIRTQ_DESC_F_INDIRECT, 0);
-	offer(&r, 3);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 3, TABLE_GPA, 24, VIRTQ_DESC_F_INDIRECT, 0);
+	vdrv_offer(&r.v, 0, 3);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), -EINVAL);
-	put_desc(&r, DESC_GPA, 4, TABLE_GPA, 0, VIRTQ_DESC_F_INDIRECT, 0);
-	offer(&r, 4);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 4, TABLE_GPA, 0, VIRTQ_DESC_F_INDIRECT, 0);
+	vdrv_offer(&r.v, 0, 4);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), -EINVAL);
 	/* next past the end of the table */
-	put_desc(&r, TABLE_GPA, 0, BUF_GPA, 1, VIRTQ_DESC_F_NEXT, 2);
-	put_desc(&r, DESC_GPA, 5, TABLE_GPA, 32, VIRTQ_DESC_F_INDIRECT, 0);
-	offer(&r, 5);
+	vdrv_put_desc_at(&r.v, TABLE_GPA, 0, BUF_GPA, 1, VIRTQ_DESC_F_NEXT, 2);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 5, TABLE_GPA, 32, VIRTQ_DESC_F_INDIRECT, 0);
+	vdrv_offer(&r.v, 0, 5);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), -EINVAL);
 	/* a loop inside the table */
-	put_desc(&r, TABLE_GPA, 0, BUF_GPA, 1, VIRTQ_DESC_F_NEXT, 1);
-	put_desc(&r, TABLE_GPA, 1, BUF_GPA, 1, VIRTQ_DESC_F_NEXT, 0);
-	put_desc(&r, DESC_GPA, 6, TABLE_GPA, 32, VIRTQ_DESC_F_INDIRECT, 0);
-	offer(&r, 6);
+	vdrv_put_desc_at(&r.v, TABLE_GPA, 0, BUF_GPA, 1, VIRTQ_DESC_F_NEXT, 1);
+	vdrv_put_desc_at(&r.v, TABLE_GPA, 1, BUF_GPA, 1, VIRTQ_DESC_F_NEXT, 0);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 6, TABLE_GPA, 32, VIRTQ_DESC_F_INDIRECT, 0);
+	vdrv_offer(&r.v, 0, 6);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), -ELOOP);
 	ring_fini(&r);
 }
@@ -258,14 +238,15 @@ START_TEST(more_descriptors_than_queue_size)
 	ring_init(&r, RAM_SIZE, QSIZE, false);
 	/* A loop-free indirect chain of QSIZE + 1 descriptors. */
 	for (uint16_t i = 0; i <= QSIZE; i++)
-		put_desc(&r, TABLE_GPA, i, BUF_GPA, 8, i < QSIZE ? VIRTQ_DESC_F_NEXT : 0, i + 1);
-	put_desc(&r, DESC_GPA, 0, TABLE_GPA, 16 * (QSIZE + 1), VIRTQ_DESC_F_INDIRECT, 0);
-	offer(&r, 0);
+		vdrv_put_desc_at(&r.v, TABLE_GPA, i, BUF_GPA, 8, i < QSIZE ? VIRTQ_DESC_F_NEXT : 0,
+		                 i + 1);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 0, TABLE_GPA, 16 * (QSIZE + 1), VIRTQ_DESC_F_INDIRECT, 0);
+	vdrv_offer(&r.v, 0, 0);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), -ELOOP);
 	/* Exactly QSIZE is allowed. */
-	put_desc(&r, TABLE_GPA, QSIZE - 1, BUF_GPA, 8, 0, 0);
-	put_desc(&r, DESC_GPA, 1, TABLE_GPA, 16 * QSIZE, VIRTQ_DESC_F_INDIRECT, 0);
-	offer(&r, 1);
+	vdrv_put_desc_at(&r.v, TABLE_GPA, QSIZE - 1, BUF_GPA, 8, 0, 0);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 1, TABLE_GPA, 16 * QSIZE, VIRTQ_DESC_F_INDIRECT, 0);
+	vdrv_offer(&r.v, 0, 1);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), 1);
 	ck_assert_uint_eq(req.n_out, QSIZE);
 	ring_fini(&r);
@@ -280,10 +261,10 @@ START_TEST(chain_over_4gib_is_refused)
 	const uint64_t ram = 32ULL << 20, chunk = 16ULL << 20, table = 0x8000;
 	ring_init(&r, ram, 256, false);
 	for (uint16_t i = 0; i < 256; i++)
-		put_desc(&r, table, i, 1ULL << 20, (uint32_t)chunk, i < 255 ? VIRTQ_DESC_F_NEXT : 0,
-		         i + 1);
-	put_desc(&r, DESC_GPA, 0, table, 16 * 256, VIRTQ_DESC_F_INDIRECT, 0);
-	offer(&r, 0);
+		vdrv_put_desc_at(&r.v, table, i, 1ULL << 20, (uint32_t)chunk,
+		                 i < 255 ? VIRTQ_DESC_F_NEXT : 0, i + 1);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 0, table, 16 * 256, VIRTQ_DESC_F_INDIRECT, 0);
+	vdrv_offer(&r.v, 0, 0);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), -E2BIG);
 	ring_fini(&r);
 }
@@ -294,7 +275,7 @@ START_TEST(avail_jump_breaks_the_ring)
 	struct ring r;
 	struct virtq_req req;
 	ring_init(&r, RAM_SIZE, QSIZE, false);
-	put16(&r, AVAIL_GPA + 2, QSIZE + 1);
+	vdrv_put16(&r.v, AVAIL_GPA + 2, QSIZE + 1);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), -EPROTO);
 	ck_assert(!req.has_head);
 	ck_assert(r.q.broken);
@@ -312,7 +293,7 @@ START_TEST(head_out_of_range_breaks_the_ring)
 	struct ring r;
 	struct virtq_req req;
 	ring_init(&r, RAM_SIZE, QSIZE, false);
-	offer(&r, QSIZE);
+	vdrv_offer(&r.v, 0, QSIZE);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), -EPROTO);
 	ck_assert(!req.has_head);
 	ring_fini(&r);
@@ -325,8 +306,8 @@ START_TEST(exactly_queue_size_outstanding_is_fine)
 	struct virtq_req req;
 	ring_init(&r, RAM_SIZE, QSIZE, false);
 	for (uint16_t i = 0; i < QSIZE; i++) {
-		put_desc(&r, DESC_GPA, i, BUF_GPA + i, 1, 0, 0);
-		offer(&r, i);
+		vdrv_put_desc_at(&r.v, DESC_GPA, i, BUF_GPA + i, 1, 0, 0);
+		vdrv_offer(&r.v, 0, i);
 	}
 	for (uint16_t i = 0; i < QSIZE; i++) {
 		ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), 1);
@@ -343,10 +324,10 @@ START_TEST(index_wraps_at_65536)
 	struct virtq_req req;
 	ring_init(&r, RAM_SIZE, QSIZE, false);
 	r.q.last_avail_idx = 65534;
-	r.avail_idx = 65534;
-	put_desc(&r, DESC_GPA, 0, BUF_GPA, 1, 0, 0);
+	r.v.q[0].avail_idx = 65534;
+	vdrv_put_desc_at(&r.v, DESC_GPA, 0, BUF_GPA, 1, 0, 0);
 	for (int i = 0; i < 4; i++)
-		offer(&r, 0);
+		vdrv_offer(&r.v, 0, 0);
 	for (int i = 0; i < 4; i++)
 		ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), 1);
 	ck_assert_uint_eq(r.q.last_avail_idx, 2);
@@ -390,7 +371,7 @@ START_TEST(push_publishes_used_entries)
 	ring_init(&r, RAM_SIZE, QSIZE, false);
 	ck_assert_int_eq(virtq_push(&r.q, &r.mem, 5, 513), 0);
 	ck_assert_int_eq(virtq_push(&r.q, &r.mem, 9, 1), 0);
-	ck_assert_uint_eq(get16(&r, USED_GPA + 2), 2);
+	ck_assert_uint_eq(vdrv_get16(&r.v, USED_GPA + 2), 2);
 	struct virtq_used_elem e[2];
 	ck_assert_int_eq(gmem_read(&r.mem, USED_GPA + 4, e, sizeof(e)), 0);
 	ck_assert_uint_eq(e[0].id, 5);
@@ -409,7 +390,7 @@ START_TEST(interrupt_without_event_idx)
 	ck_assert_int_eq(virtq_push(&r.q, &r.mem, 0, 0), 0);
 	ck_assert(virtq_needs_interrupt(&r.q, &r.mem));
 	ck_assert(!virtq_needs_interrupt(&r.q, &r.mem)); /* already told */
-	put16(&r, AVAIL_GPA, VIRTQ_AVAIL_F_NO_INTERRUPT);
+	vdrv_put16(&r.v, AVAIL_GPA, VIRTQ_AVAIL_F_NO_INTERRUPT);
 	ck_assert_int_eq(virtq_push(&r.q, &r.mem, 0, 0), 0);
 	ck_assert(!virtq_needs_interrupt(&r.q, &r.mem));
 	ring_fini(&r);
@@ -421,16 +402,16 @@ START_TEST(interrupt_with_event_idx)
 	struct ring r;
 	ring_init(&r, RAM_SIZE, QSIZE, true);
 	/* The driver wants to hear once used idx passes 2. */
-	put16(&r, used_event_gpa(&r), 2);
-	put16(&r, AVAIL_GPA, VIRTQ_AVAIL_F_NO_INTERRUPT);    /* ignored with event idx */
-	ck_assert_int_eq(virtq_push(&r.q, &r.mem, 0, 0), 0); /* used idx 1 */
+	vdrv_put16(&r.v, used_event_gpa(&r), 2);
+	vdrv_put16(&r.v, AVAIL_GPA, VIRTQ_AVAIL_F_NO_INTERRUPT); /* ignored with event idx */
+	ck_assert_int_eq(virtq_push(&r.q, &r.mem, 0, 0), 0);     /* used idx 1 */
 	ck_assert(!virtq_needs_interrupt(&r.q, &r.mem));
 	ck_assert_int_eq(virtq_push(&r.q, &r.mem, 0, 0), 0); /* 2 */
 	ck_assert(!virtq_needs_interrupt(&r.q, &r.mem));
 	ck_assert_int_eq(virtq_push(&r.q, &r.mem, 0, 0), 0); /* 3: crosses used_event 2 */
 	ck_assert(virtq_needs_interrupt(&r.q, &r.mem));
 	/* A batch that jumps over used_event still interrupts once. */
-	put16(&r, used_event_gpa(&r), 4);
+	vdrv_put16(&r.v, used_event_gpa(&r), 4);
 	for (int i = 0; i < 4; i++)
 		ck_assert_int_eq(virtq_push(&r.q, &r.mem, 0, 0), 0); /* 3 -> 7 */
 	ck_assert(virtq_needs_interrupt(&r.q, &r.mem));
@@ -446,14 +427,14 @@ START_TEST(event_idx_rearms_avail_event)
 	struct ring r;
 	struct virtq_req req;
 	ring_init(&r, RAM_SIZE, QSIZE, true);
-	put_desc(&r, DESC_GPA, 0, BUF_GPA, 1, 0, 0);
-	offer(&r, 0);
-	offer(&r, 0);
+	vdrv_put_desc_at(&r.v, DESC_GPA, 0, BUF_GPA, 1, 0, 0);
+	vdrv_offer(&r.v, 0, 0);
+	vdrv_offer(&r.v, 0, 0);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), 1);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), 1);
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), 0);
 	/* The driver is asked to notify when it makes entry 2 available. */
-	ck_assert_uint_eq(get16(&r, avail_event_gpa(&r)), 2);
+	ck_assert_uint_eq(vdrv_get16(&r.v, avail_event_gpa(&r)), 2);
 	ring_fini(&r);
 }
 END_TEST
@@ -463,7 +444,7 @@ START_TEST(not_ready_queue_has_nothing)
 	struct ring r;
 	struct virtq_req req;
 	ring_init(&r, RAM_SIZE, QSIZE, false);
-	offer(&r, 0);
+	vdrv_offer(&r.v, 0, 0);
 	r.q.ready = false;
 	ck_assert_int_eq(virtq_pop(&r.q, &r.mem, &req), 0);
 	ring_fini(&r);

@@ -15,7 +15,8 @@
 #include <unistd.h>
 
 #include "backend/disk_open.h"
-#include "core/vm_priv.h"
+#include "core/vm_devices.h"
+
 #include "qcow2_create.h"
 #include "unit.h"
 #include "virtio/blk.h"
@@ -119,7 +120,7 @@ START_TEST(destroy_closes_the_disks_the_devices_hold)
 	ck_assert_int_eq(vm_devices_open_disks(vm, &f.cfg, err, sizeof(err)), 0);
 	ck_assert_int_eq(vm_devices_create(vm, &f.cfg, err, sizeof(err)), 0);
 	ck_assert_uint_eq(vm->ndisks, 2);
-	ck_assert_ptr_nonnull(vblk_disk(vm->disks[0]));
+	ck_assert_ptr_nonnull(vblk_disk(vm_disk(vm, 0)));
 	/* While the VM holds them, a second writer is refused. */
 	struct disk *d = NULL;
 	ck_assert_int_eq(disk_open_format(f.top, "qcow2", false, &d, err, sizeof(err)), -EBUSY);
@@ -142,10 +143,10 @@ START_TEST(destroy_closes_a_swapped_in_disk)
 	char err[256] = "";
 	ck_assert_int_eq(vm_devices_open_disks(vm, &f.cfg, err, sizeof(err)), 0);
 	ck_assert_int_eq(vm_devices_create(vm, &f.cfg, err, sizeof(err)), 0);
-	disk_close(vblk_swap_disk(vm->disks[1], NULL));
+	disk_close(vblk_swap_disk(vm_disk(vm, 1), NULL));
 	struct disk *fresh = NULL;
 	ck_assert_int_eq(disk_open_format(f.raw, "raw", false, &fresh, err, sizeof(err)), 0);
-	ck_assert_ptr_null(vblk_swap_disk(vm->disks[1], fresh));
+	ck_assert_ptr_null(vblk_swap_disk(vm_disk(vm, 1), fresh));
 	vm_devices_destroy(vm);
 	free_vm(vm);
 	ck_assert_int_eq(count_fds(), fds);

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "config_flags.h"
+#include "core/vcpu.h"
 #include "core/vcpu_exit.h"
 #include "core/vm.h"
 #include "devices/i8042.h"

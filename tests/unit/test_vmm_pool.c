@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "config_flags.h"
 #include "cove.h"
 #include "pool.h"
 #include "unit.h"

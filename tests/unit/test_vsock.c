@@ -21,6 +21,7 @@
 #include "unit.h"
 #include "virtio/vsock.h"
 #include "virtio/vsock_conn.h"
+#include "virtio_driver.h"
 
 #define RAM_SIZE    (8 * 1024 * 1024)
 #define BASE        0xd0000000ULL
@@ -45,42 +46,10 @@ struct drv {
 	struct vsock *vs;
 	char dir[64];
 	char path[80];
-	uint16_t avail[VSOCK_NUM_QUEUES];
-	uint16_t used_seen[VSOCK_NUM_QUEUES];
+	struct vdrv v;
 };
 
 /* ---- driver plumbing --------------------------------------------------------- */
-
-static uint32_t rd(struct drv *d, uint64_t reg)
-{
-	uint32_t v;
-	ck_assert(bus_access(&d->bus, BASE + reg, (uint8_t *)&v, 4, false));
-	return v;
-}
-
-static void wr(struct drv *d, uint64_t reg, uint32_t v)
-{
-	ck_assert(bus_access(&d->bus, BASE + reg, (uint8_t *)&v, 4, true));
-}
-
-static void driver_up(struct drv *d)
-{
-	wr(d, VIRTIO_MMIO_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
-	wr(d, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 1);
-	wr(d, VIRTIO_MMIO_DRIVER_FEATURES, 1); /* VERSION_1 */
-	uint32_t st = VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK;
-	wr(d, VIRTIO_MMIO_STATUS, st);
-	ck_assert(rd(d, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_FEATURES_OK);
-	for (uint32_t q = 0; q < VSOCK_NUM_QUEUES; q++) {
-		wr(d, VIRTIO_MMIO_QUEUE_SEL, q);
-		wr(d, VIRTIO_MMIO_QUEUE_NUM, QSIZE);
-		wr(d, VIRTIO_MMIO_QUEUE_DESC_LOW, (uint32_t)DESC(q));
-		wr(d, VIRTIO_MMIO_QUEUE_DRIVER_LOW, (uint32_t)AVAIL(q));
-		wr(d, VIRTIO_MMIO_QUEUE_DEVICE_LOW, (uint32_t)USED(q));
-		wr(d, VIRTIO_MMIO_QUEUE_READY, 1);
-	}
-	wr(d, VIRTIO_MMIO_STATUS, st | VIRTIO_STATUS_DRIVER_OK);
-}
 
 static void drv_init_noup(struct drv *d)
 {
@@ -97,12 +66,15 @@ static void drv_init_noup(struct drv *d)
 		                       .bus = &d->bus,
 		                       .loop = &d->loop };
 	ck_assert_int_eq(vsock_create(&cfg, GUEST_CID, d->path, &d->vs), 0);
+	vdrv_init(&d->v, &d->mem, &d->bus, BASE);
+	for (unsigned int q = 0; q < VSOCK_NUM_QUEUES; q++)
+		vdrv_ring(&d->v, q, DESC(q), AVAIL(q), USED(q), QSIZE);
 }
 
 static void drv_init(struct drv *d)
 {
 	drv_init_noup(d);
-	driver_up(d);
+	vdrv_up(&d->v, VIRTIO_BIT(VIRTIO_F_VERSION_1), 0);
 }
 
 static void drv_fini(struct drv *d)
@@ -116,43 +88,6 @@ static void drv_fini(struct drv *d)
 	char cmd[160];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", d->dir);
 	ck_assert_int_eq(system(cmd), 0);
-}
-
-static void put_desc(struct drv *d, unsigned int q, uint16_t i, uint64_t addr, uint32_t len,
-                     uint16_t flags, uint16_t next)
-{
-	struct virtq_desc v = { .addr = addr, .len = len, .flags = flags, .next = next };
-	ck_assert_int_eq(gmem_write(&d->mem, DESC(q) + 16ULL * i, &v, sizeof(v)), 0);
-}
-
-static void put16(struct drv *d, uint64_t gpa, uint16_t v)
-{
-	ck_assert_int_eq(gmem_write(&d->mem, gpa, &v, sizeof(v)), 0);
-}
-
-static uint16_t get16(struct drv *d, uint64_t gpa)
-{
-	uint16_t v;
-	ck_assert_int_eq(gmem_read(&d->mem, gpa, &v, sizeof(v)), 0);
-	return v;
-}
-
-static void offer(struct drv *d, unsigned int q, uint16_t head)
-{
-	put16(d, AVAIL(q) + 4 + 2 * (d->avail[q] % QSIZE), head);
-	d->avail[q]++;
-	put16(d, AVAIL(q) + 2, d->avail[q]);
-}
-
-/* Takes the next used element of q; false when there is none. */
-static bool take_used(struct drv *d, unsigned int q, struct virtq_used_elem *e)
-{
-	if (get16(d, USED(q) + 2) == d->used_seen[q])
-		return false;
-	ck_assert_int_eq(
-	    gmem_read(&d->mem, USED(q) + 4 + 8 * (d->used_seen[q] % QSIZE), e, sizeof(*e)), 0);
-	d->used_seen[q]++;
-	return true;
 }
 
 /* Turns the I/O loop until nothing is left to do. */
@@ -175,7 +110,7 @@ static void pump_wait(struct drv *d, int ms)
 
 static unsigned int rx_outstanding(struct drv *d)
 {
-	return (uint16_t)(d->avail[VSOCK_QUEUE_RX] - d->used_seen[VSOCK_QUEUE_RX]);
+	return (uint16_t)(d->v.q[VSOCK_QUEUE_RX].avail_idx - d->v.q[VSOCK_QUEUE_RX].used_seen);
 }
 
 /* Posts n rx buffers of `size` bytes (one descriptor each) and notifies. */
@@ -183,11 +118,12 @@ static void rx_post_sized(struct drv *d, unsigned int n, uint32_t size)
 {
 	for (unsigned int i = 0; i < n; i++) {
 		ck_assert_uint_lt(rx_outstanding(d), QSIZE);
-		uint16_t slot = d->avail[VSOCK_QUEUE_RX] % QSIZE;
-		put_desc(d, VSOCK_QUEUE_RX, slot, RXBUF(slot), size, VIRTQ_DESC_F_WRITE, 0);
-		offer(d, VSOCK_QUEUE_RX, slot);
+		uint16_t slot = d->v.q[VSOCK_QUEUE_RX].avail_idx % QSIZE;
+		vdrv_put_desc(&d->v, VSOCK_QUEUE_RX, slot, RXBUF(slot), size, VIRTQ_DESC_F_WRITE,
+		              0);
+		vdrv_offer(&d->v, VSOCK_QUEUE_RX, slot);
 	}
-	wr(d, VIRTIO_MMIO_QUEUE_NOTIFY, VSOCK_QUEUE_RX);
+	vdrv_wr(&d->v, VIRTIO_MMIO_QUEUE_NOTIFY, VSOCK_QUEUE_RX);
 }
 
 static void rx_post(struct drv *d, unsigned int n)
@@ -200,7 +136,7 @@ static void rx_post(struct drv *d, unsigned int n)
 static bool rx_get(struct drv *d, struct virtio_vsock_hdr *h, void *buf, size_t cap)
 {
 	struct virtq_used_elem e;
-	if (!take_used(d, VSOCK_QUEUE_RX, &e))
+	if (!vdrv_take_used(&d->v, VSOCK_QUEUE_RX, &e))
 		return false;
 	ck_assert_uint_ge(e.len, HDR);
 	ck_assert_int_eq(gmem_read(&d->mem, RXBUF(e.id), h, HDR), 0);
@@ -255,15 +191,15 @@ static void tx_raw(struct drv *d, const struct virtio_vsock_hdr *h, uint32_t hdr
 	ck_assert_int_eq(gmem_write(&d->mem, TXHDR, h, sizeof(*h)), 0);
 	if (len) {
 		ck_assert_int_eq(gmem_write(&d->mem, TXDATA, payload, len), 0);
-		put_desc(d, VSOCK_QUEUE_TX, 0, TXHDR, hdr_len, VIRTQ_DESC_F_NEXT, 1);
-		put_desc(d, VSOCK_QUEUE_TX, 1, TXDATA, len, 0, 0);
+		vdrv_put_desc(&d->v, VSOCK_QUEUE_TX, 0, TXHDR, hdr_len, VIRTQ_DESC_F_NEXT, 1);
+		vdrv_put_desc(&d->v, VSOCK_QUEUE_TX, 1, TXDATA, len, 0, 0);
 	} else {
-		put_desc(d, VSOCK_QUEUE_TX, 0, TXHDR, hdr_len, 0, 0);
+		vdrv_put_desc(&d->v, VSOCK_QUEUE_TX, 0, TXHDR, hdr_len, 0, 0);
 	}
-	offer(d, VSOCK_QUEUE_TX, 0);
-	wr(d, VIRTIO_MMIO_QUEUE_NOTIFY, VSOCK_QUEUE_TX);
+	vdrv_offer(&d->v, VSOCK_QUEUE_TX, 0);
+	vdrv_wr(&d->v, VIRTIO_MMIO_QUEUE_NOTIFY, VSOCK_QUEUE_TX);
 	struct virtq_used_elem e;
-	ck_assert(take_used(d, VSOCK_QUEUE_TX, &e));
+	ck_assert(vdrv_take_used(&d->v, VSOCK_QUEUE_TX, &e));
 	ck_assert_uint_eq(e.id, 0);
 }
 
@@ -380,14 +316,15 @@ START_TEST(device_identity_and_config)
 {
 	struct drv d;
 	drv_init_noup(&d);
-	ck_assert_uint_eq(rd(&d, VIRTIO_MMIO_DEVICE_ID), VIRTIO_ID_VSOCK);
-	wr(&d, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 0);
-	ck_assert_uint_eq(rd(&d, VIRTIO_MMIO_DEVICE_FEATURES) & 0xffffff, 0);
-	wr(&d, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 1);
-	ck_assert(rd(&d, VIRTIO_MMIO_DEVICE_FEATURES) & 1);
+	ck_assert_uint_eq(vdrv_rd(&d.v, VIRTIO_MMIO_DEVICE_ID), VIRTIO_ID_VSOCK);
+	vdrv_wr(&d.v, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 0);
+	ck_assert_uint_eq(vdrv_rd(&d.v, VIRTIO_MMIO_DEVICE_FEATURES) & 0xffffff, 0);
+	vdrv_wr(&d.v, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 1);
+	ck_assert(vdrv_rd(&d.v, VIRTIO_MMIO_DEVICE_FEATURES) & 1);
 	for (uint32_t q = 0; q < 4; q++) {
-		wr(&d, VIRTIO_MMIO_QUEUE_SEL, q);
-		ck_assert_uint_eq(rd(&d, VIRTIO_MMIO_QUEUE_NUM_MAX), q < 3 ? VSOCK_QUEUE_SIZE : 0);
+		vdrv_wr(&d.v, VIRTIO_MMIO_QUEUE_SEL, q);
+		ck_assert_uint_eq(vdrv_rd(&d.v, VIRTIO_MMIO_QUEUE_NUM_MAX),
+		                  q < 3 ? VSOCK_QUEUE_SIZE : 0);
 	}
 	uint64_t cid = 0;
 	ck_assert(bus_access(&d.bus, BASE + VIRTIO_MMIO_CONFIG, (uint8_t *)&cid, 8, false));
@@ -671,7 +608,7 @@ START_TEST(connect_before_driver_is_up)
 	int fd = uds_connect(d.path);
 	send_line(fd, "CONNECT 5\n");
 	pump(&d);
-	driver_up(&d);
+	vdrv_up(&d.v, VIRTIO_BIT(VIRTIO_F_VERSION_1), 0);
 	rx_post(&d, 2);
 	struct virtio_vsock_hdr h = rx_expect(&d, VIRTIO_VSOCK_OP_REQUEST);
 	ck_assert_uint_eq(h.dst_port, 5);
@@ -967,7 +904,7 @@ START_TEST(rx_starvation_pauses_and_resumes)
 	send_line(fd, "x");
 	pump(&d);
 	struct virtq_used_elem e;
-	ck_assert(take_used(&d, VSOCK_QUEUE_RX, &e));
+	ck_assert(vdrv_take_used(&d.v, VSOCK_QUEUE_RX, &e));
 	ck_assert_uint_eq(e.len, 0);
 	rx_post(&d, 1);
 	ck_assert(rx_get(&d, &h, buf, sizeof(buf)));
@@ -1009,7 +946,7 @@ START_TEST(malformed_packets_get_rst_or_dropped)
 	for (size_t i = 0; i < 8; i++) {
 		struct virtio_vsock_hdr r;
 		struct virtq_used_elem e;
-		ck_assert(take_used(&d, VSOCK_QUEUE_RX, &e));
+		ck_assert(vdrv_take_used(&d.v, VSOCK_QUEUE_RX, &e));
 		ck_assert_int_eq(gmem_read(&d.mem, RXBUF(e.id), &r, HDR), 0);
 		ck_assert_uint_eq(r.op, VIRTIO_VSOCK_OP_RST);
 		ck_assert_uint_eq(r.src_port, want_ports[i]);
@@ -1025,21 +962,21 @@ START_TEST(malformed_packets_get_rst_or_dropped)
 	tx(&d, h, NULL, 0);
 	tx(&d, ghdr(VIRTIO_VSOCK_OP_RST, 1, 11), NULL, 0);
 	/* A chain pointing outside RAM is completed and dropped. */
-	put_desc(&d, VSOCK_QUEUE_TX, 0, RAM_SIZE + 4096, HDR, 0, 0);
-	offer(&d, VSOCK_QUEUE_TX, 0);
-	wr(&d, VIRTIO_MMIO_QUEUE_NOTIFY, VSOCK_QUEUE_TX);
+	vdrv_put_desc(&d.v, VSOCK_QUEUE_TX, 0, RAM_SIZE + 4096, HDR, 0, 0);
+	vdrv_offer(&d.v, VSOCK_QUEUE_TX, 0);
+	vdrv_wr(&d.v, VIRTIO_MMIO_QUEUE_NOTIFY, VSOCK_QUEUE_TX);
 	struct virtq_used_elem e;
-	ck_assert(take_used(&d, VSOCK_QUEUE_TX, &e));
+	ck_assert(vdrv_take_used(&d.v, VSOCK_QUEUE_TX, &e));
 	/* A looping chain too. */
-	put_desc(&d, VSOCK_QUEUE_TX, 0, TXHDR, HDR, VIRTQ_DESC_F_NEXT, 1);
-	put_desc(&d, VSOCK_QUEUE_TX, 1, TXHDR, HDR, VIRTQ_DESC_F_NEXT, 0);
-	offer(&d, VSOCK_QUEUE_TX, 0);
-	wr(&d, VIRTIO_MMIO_QUEUE_NOTIFY, VSOCK_QUEUE_TX);
-	ck_assert(take_used(&d, VSOCK_QUEUE_TX, &e));
+	vdrv_put_desc(&d.v, VSOCK_QUEUE_TX, 0, TXHDR, HDR, VIRTQ_DESC_F_NEXT, 1);
+	vdrv_put_desc(&d.v, VSOCK_QUEUE_TX, 1, TXHDR, HDR, VIRTQ_DESC_F_NEXT, 0);
+	vdrv_offer(&d.v, VSOCK_QUEUE_TX, 0);
+	vdrv_wr(&d.v, VIRTIO_MMIO_QUEUE_NOTIFY, VSOCK_QUEUE_TX);
+	ck_assert(vdrv_take_used(&d.v, VSOCK_QUEUE_TX, &e));
 	pump(&d);
 	rx_expect_none(&d);
 	ck_assert_uint_eq(vsock_conn_count(d.vs), 0);
-	ck_assert(!(rd(&d, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET));
+	ck_assert(!(vdrv_rd(&d.v, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET));
 	drv_fini(&d);
 }
 END_TEST
@@ -1082,15 +1019,16 @@ START_TEST(rst_backlog_stalls_tx_instead_of_dropping)
 	 * tx once it owes too many RSTs, and resumes when rx buffers come. */
 	struct virtio_vsock_hdr h = ghdr(VIRTIO_VSOCK_OP_RW, 1, 1);
 	ck_assert_int_eq(gmem_write(&d.mem, TXHDR, &h, sizeof(h)), 0);
-	put_desc(&d, VSOCK_QUEUE_TX, 0, TXHDR, HDR, 0, 0);
+	vdrv_put_desc(&d.v, VSOCK_QUEUE_TX, 0, TXHDR, HDR, 0, 0);
 	unsigned int sent = 0, done = 0;
 	for (; sent < 100; sent++) {
-		if ((uint16_t)(d.avail[VSOCK_QUEUE_TX] - d.used_seen[VSOCK_QUEUE_TX]) == QSIZE)
+		if ((uint16_t)(d.v.q[VSOCK_QUEUE_TX].avail_idx - d.v.q[VSOCK_QUEUE_TX].used_seen) ==
+		    QSIZE)
 			break;
-		offer(&d, VSOCK_QUEUE_TX, 0);
-		wr(&d, VIRTIO_MMIO_QUEUE_NOTIFY, VSOCK_QUEUE_TX);
+		vdrv_offer(&d.v, VSOCK_QUEUE_TX, 0);
+		vdrv_wr(&d.v, VIRTIO_MMIO_QUEUE_NOTIFY, VSOCK_QUEUE_TX);
 		struct virtq_used_elem e;
-		while (take_used(&d, VSOCK_QUEUE_TX, &e))
+		while (vdrv_take_used(&d.v, VSOCK_QUEUE_TX, &e))
 			done++;
 	}
 	ck_assert_uint_lt(done, sent);
@@ -1104,7 +1042,7 @@ START_TEST(rst_backlog_stalls_tx_instead_of_dropping)
 			rsts++;
 		}
 		struct virtq_used_elem e;
-		while (take_used(&d, VSOCK_QUEUE_TX, &e))
+		while (vdrv_take_used(&d.v, VSOCK_QUEUE_TX, &e))
 			done++;
 	}
 	ck_assert_uint_eq(rsts, sent);
@@ -1211,24 +1149,24 @@ START_TEST(transport_reset_event)
 	close(fd);
 	ck_assert_uint_eq(vsock_conn_count(d.vs), 0);
 	struct virtq_used_elem e;
-	ck_assert(!take_used(&d, VSOCK_QUEUE_EVENT, &e));
-	put_desc(&d, VSOCK_QUEUE_EVENT, 0, EVBUF(0), 4, VIRTQ_DESC_F_WRITE, 0);
-	put_desc(&d, VSOCK_QUEUE_EVENT, 1, EVBUF(1), 4, VIRTQ_DESC_F_WRITE, 0);
+	ck_assert(!vdrv_take_used(&d.v, VSOCK_QUEUE_EVENT, &e));
+	vdrv_put_desc(&d.v, VSOCK_QUEUE_EVENT, 0, EVBUF(0), 4, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_put_desc(&d.v, VSOCK_QUEUE_EVENT, 1, EVBUF(1), 4, VIRTQ_DESC_F_WRITE, 0);
 	uint32_t poison = 0xffffffff;
 	ck_assert_int_eq(gmem_write(&d.mem, EVBUF(0), &poison, 4), 0);
-	offer(&d, VSOCK_QUEUE_EVENT, 0);
-	offer(&d, VSOCK_QUEUE_EVENT, 1);
-	wr(&d, VIRTIO_MMIO_QUEUE_NOTIFY, VSOCK_QUEUE_EVENT);
-	ck_assert(take_used(&d, VSOCK_QUEUE_EVENT, &e));
+	vdrv_offer(&d.v, VSOCK_QUEUE_EVENT, 0);
+	vdrv_offer(&d.v, VSOCK_QUEUE_EVENT, 1);
+	vdrv_wr(&d.v, VIRTIO_MMIO_QUEUE_NOTIFY, VSOCK_QUEUE_EVENT);
+	ck_assert(vdrv_take_used(&d.v, VSOCK_QUEUE_EVENT, &e));
 	ck_assert_uint_eq(e.id, 0);
 	ck_assert_uint_eq(e.len, 4);
 	uint32_t id;
 	ck_assert_int_eq(gmem_read(&d.mem, EVBUF(0), &id, 4), 0);
 	ck_assert_uint_eq(id, VIRTIO_VSOCK_EVENT_TRANSPORT_RESET);
-	ck_assert(!take_used(&d, VSOCK_QUEUE_EVENT, &e));
+	ck_assert(!vdrv_take_used(&d.v, VSOCK_QUEUE_EVENT, &e));
 	/* With a buffer ready, the event goes out at once. */
 	vsock_transport_reset(d.vs);
-	ck_assert(take_used(&d, VSOCK_QUEUE_EVENT, &e));
+	ck_assert(vdrv_take_used(&d.v, VSOCK_QUEUE_EVENT, &e));
 	ck_assert_uint_eq(e.id, 1);
 	/* A host client now waits until the driver hands the event buffer back
 	 * (it has reset its old connections then): no REQUEST before that. */
@@ -1236,8 +1174,8 @@ START_TEST(transport_reset_event)
 	send_line(early, "CONNECT 32\n");
 	pump(&d);
 	rx_expect_none(&d);
-	offer(&d, VSOCK_QUEUE_EVENT, 1);
-	wr(&d, VIRTIO_MMIO_QUEUE_NOTIFY, VSOCK_QUEUE_EVENT);
+	vdrv_offer(&d.v, VSOCK_QUEUE_EVENT, 1);
+	vdrv_wr(&d.v, VIRTIO_MMIO_QUEUE_NOTIFY, VSOCK_QUEUE_EVENT);
 	pump(&d);
 	struct virtio_vsock_hdr h = rx_expect(&d, VIRTIO_VSOCK_OP_REQUEST);
 	ck_assert_uint_eq(h.dst_port, 32);
@@ -1261,7 +1199,7 @@ START_TEST(driver_reset_drops_connections)
 	pump(&d);
 	int s = accept_timeout(lfd);
 	ck_assert_uint_eq(vsock_conn_count(d.vs), 2);
-	wr(&d, VIRTIO_MMIO_STATUS, 0);
+	vdrv_wr(&d.v, VIRTIO_MMIO_STATUS, 0);
 	expect_closed(fd);
 	expect_closed(s);
 	ck_assert_uint_eq(vsock_conn_count(d.vs), 0);

@@ -22,242 +22,6 @@
 #include "backend/disk_qcow2_priv.h"
 #include "qcow2_create.h"
 
-/* One stderr line per disk, the first time a request meets something this
- * backend refuses, so a guest I/O error can be traced to its cause. */
-int qcow2_bad(struct qcow2 *q, int err, uint64_t guest_off, const char *what)
-{
-	if (!q->warned && !(q->flags & QCOW2_OPEN_QUIET)) {
-		q->warned = true;
-		fprintf(stderr, "qcow2 %s: %s at guest offset %llu; failing the request\n", q->path,
-		        what, (unsigned long long)guest_off);
-	}
-	return err;
-}
-
-/* Whether the image file may grow to `end` bytes: the host's cap
- * (disk.max_file) bounds how much host storage a guest's writes take.
- * Returns 0 or -ENOSPC (with one stderr line per disk). */
-static int check_cap(struct qcow2 *q, uint64_t end)
-{
-	if (!q->d.max_file || end <= q->d.max_file)
-		return 0;
-	if (!q->cap_warned && !(q->flags & QCOW2_OPEN_QUIET)) {
-		q->cap_warned = true;
-		fprintf(stderr,
-		        "qcow2 %s: the image file reached its cap of %llu bytes; failing writes "
-		        "that need more\n",
-		        q->path, (unsigned long long)q->d.max_file);
-	}
-	return -ENOSPC;
-}
-
-/* ---- file I/O --------------------------------------------------------- */
-
-/* All of buf at off; reads past the end of the file give zeros. */
-int qcow2_io_full(int fd, void *buf, size_t len, uint64_t off, bool write)
-{
-	uint8_t *p = buf;
-	while (len) {
-		ssize_t r = write ? pwrite(fd, p, len, (off_t)off) : pread(fd, p, len, (off_t)off);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0) {
-			if (write)
-				return -EIO;
-			memset(p, 0, len);
-			return 0;
-		}
-		p += r;
-		off += (uint64_t)r;
-		len -= (size_t)r;
-	}
-	return 0;
-}
-
-/* All of v[0..n) at off; v is scratch and is consumed.  Reads past the end
- * of the file give zeros. */
-static int io_vec(int fd, uint64_t off, struct iovec *v, int n, bool write)
-{
-	int i = 0;
-	while (i < n) {
-		if (!v[i].iov_len) {
-			i++;
-			continue;
-		}
-		int cnt = n - i < IOV_WINDOW ? n - i : IOV_WINDOW;
-		ssize_t r = write ? pwritev(fd, v + i, cnt, (off_t)off)
-		                  : preadv(fd, v + i, cnt, (off_t)off);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0) {
-			if (write)
-				return -EIO;
-			for (; i < n; i++)
-				memset(v[i].iov_base, 0, v[i].iov_len);
-			return 0;
-		}
-		off += (uint64_t)r;
-		size_t left = (size_t)r;
-		while (left) {
-			size_t t = v[i].iov_len < left ? v[i].iov_len : left;
-			v[i].iov_base = (uint8_t *)v[i].iov_base + t;
-			v[i].iov_len -= t;
-			left -= t;
-			if (!v[i].iov_len)
-				i++;
-		}
-	}
-	return 0;
-}
-
-int qcow2_sync(int fd)
-{
-	while (fdatasync(fd) < 0) {
-		if (errno != EINTR)
-			return -errno;
-	}
-	return 0;
-}
-
-/* ---- request iovecs --------------------------------------------------- */
-
-int qcow2_reserve_iov(struct qcow2 *q, int n)
-{
-	if (n <= q->iov_cap)
-		return 0;
-	struct iovec *v = realloc(q->iov, (size_t)n * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	q->iov = v;
-	q->iov_cap = n;
-	return 0;
-}
-
-/* The next len bytes of c as q->iov[0..return); advances c. */
-static int take(struct qcow2 *q, struct cursor *c, size_t len)
-{
-	int n = 0;
-	while (len && c->idx < c->cnt) {
-		const struct iovec *s = &c->iov[c->idx];
-		size_t t = s->iov_len - c->skip < len ? s->iov_len - c->skip : len;
-		if (t) {
-			q->iov[n].iov_base = (uint8_t *)s->iov_base + c->skip;
-			q->iov[n].iov_len = t;
-			n++;
-		}
-		c->skip += t;
-		len -= t;
-		if (c->skip == s->iov_len) {
-			c->idx++;
-			c->skip = 0;
-		}
-	}
-	return n;
-}
-
-static void iov_zero(const struct iovec *v, int n)
-{
-	for (int i = 0; i < n; i++)
-		memset(v[i].iov_base, 0, v[i].iov_len);
-}
-
-static void iov_gather(uint8_t *dst, const struct iovec *v, int n)
-{
-	for (int i = 0; i < n; i++) {
-		memcpy(dst, v[i].iov_base, v[i].iov_len);
-		dst += v[i].iov_len;
-	}
-}
-
-/* ---- table caches ----------------------------------------------------- */
-
-void qcow2_cache_init(struct tcache *c, uint64_t cs)
-{
-	uint64_t n = CACHE_BYTES / cs;
-	c->nslots = n < 2 ? 2 : n > CACHE_SLOTS ? CACHE_SLOTS : (unsigned int)n;
-}
-
-static void cache_free(struct tcache *c)
-{
-	for (unsigned int i = 0; i < CACHE_SLOTS; i++)
-		free(c->slot[i].buf);
-}
-
-static void cache_forget(struct tcache *c, uint64_t off)
-{
-	for (unsigned int i = 0; i < c->nslots; i++) {
-		if (c->slot[i].off == off)
-			c->slot[i].off = 0;
-	}
-}
-
-/* The cluster at `off`, from the cache or the file; `fresh` gives a zeroed
- * buffer for a table that is being created. */
-static int cache_get(struct qcow2 *q, struct tcache *c, uint64_t off, bool fresh, uint8_t **out)
-{
-	struct tslot *s = NULL;
-	for (unsigned int i = 0; i < c->nslots; i++) {
-		struct tslot *t = &c->slot[i];
-		if (t->off == off) {
-			t->stamp = ++c->clock;
-			if (fresh)
-				memset(t->buf, 0, q->cs);
-			*out = t->buf;
-			return 0;
-		}
-		/* The victim: an empty slot, else the least recently used. */
-		if (!s || (s->off && (!t->off || t->stamp < s->stamp)))
-			s = t;
-	}
-	s->off = 0;
-	if (!s->buf && !(s->buf = malloc(q->cs)))
-		return -ENOMEM;
-	if (fresh) {
-		memset(s->buf, 0, q->cs);
-	} else {
-		int r = qcow2_io_full(q->fd, s->buf, q->cs, off, false);
-		if (r)
-			return r;
-	}
-	s->off = off;
-	s->stamp = ++c->clock;
-	*out = s->buf;
-	return 0;
-}
-
-/* Writes buf[at, at + len) of the cached table at `off` through to the
- * file; on failure the cached copy is dropped, as it no longer matches. */
-static int cache_write(struct qcow2 *q, struct tcache *c, uint64_t off, const uint8_t *buf,
-                       size_t at, size_t len)
-{
-	int r = qcow2_io_full(q->fd, (void *)(buf + at), len, off + at, true);
-	if (r)
-		cache_forget(c, off);
-	return r;
-}
-
-/* ---- validation of offsets found in tables ------------------------------ */
-
-bool qcow2_overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
-{
-	return a < b + blen && b < a + alen;
-}
-
-/* A cluster some table points to: aligned, past the header, inside the
- * file, and clear of the L1 and refcount tables. */
-static bool cluster_ok(const struct qcow2 *q, uint64_t off)
-{
-	if (!off || off & (q->cs - 1) || off >= q->end || q->end - off < q->cs)
-		return false;
-	if (qcow2_overlaps(off, q->cs, q->l1_off, (uint64_t)q->l1_size * 8))
-		return false;
-	return !qcow2_overlaps(off, q->cs, q->rt_off, q->rt_bytes);
-}
-
 /* ---- L1 and L2 -------------------------------------------------------- */
 
 static uint64_t l2_index(const struct qcow2 *q, uint64_t vc)
@@ -279,11 +43,11 @@ static int l2_table(struct qcow2 *q, uint64_t vc, uint8_t **table, uint64_t *tab
 		return qcow2_bad(q, -EIO, vc << q->cluster_bits, "bad L1 entry");
 	if (!off)
 		return 0;
-	if (!cluster_ok(q, off))
+	if (!qcow2_cluster_ok(q, off))
 		return qcow2_bad(q, -EIO, vc << q->cluster_bits,
 		                 "L1 entry points outside the image");
 	*table_off = off;
-	return cache_get(q, &q->l2c, off, false, table);
+	return qcow2_cache_get(q, &q->l2c, off, false, table);
 }
 
 /* Looks up and decodes the L2 entry of guest cluster vc. */
@@ -305,7 +69,7 @@ static int l2_lookup(struct qcow2 *q, uint64_t vc, uint64_t *entry, enum cl_kind
 		                 "compressed clusters are not supported");
 	if (e & QCOW2_L2_RESERVED || (e & QCOW2_ZERO && q->version < 3))
 		return qcow2_bad(q, -EIO, vc << q->cluster_bits, "bad L2 entry");
-	if (*host && !cluster_ok(q, *host))
+	if (*host && !qcow2_cluster_ok(q, *host))
 		return qcow2_bad(q, -EIO, vc << q->cluster_bits,
 		                 "L2 entry points outside the image");
 	if (e & QCOW2_ZERO)
@@ -370,10 +134,10 @@ static int refblock(struct qcow2 *q, uint64_t c, uint8_t **blk, uint64_t *blk_of
 	if (ri >= q->rt_entries || !q->rt[ri])
 		return 0;
 	uint64_t off = q->rt[ri];
-	if (off & QCOW2_RT_RESERVED || !cluster_ok(q, off))
+	if (off & QCOW2_RT_RESERVED || !qcow2_cluster_ok(q, off))
 		return -EIO;
 	*blk_off = off;
-	return cache_get(q, &q->rbc, off, false, blk);
+	return qcow2_cache_get(q, &q->rbc, off, false, blk);
 }
 
 static int refcount_get(struct qcow2 *q, uint64_t c, uint64_t *rc)
@@ -398,7 +162,7 @@ static int refcount_set(struct qcow2 *q, uint64_t c, uint64_t v)
 		return -EIO; /* claim_cluster() made the block; it cannot vanish */
 	size_t at, len;
 	rc_put(b, q->rc_order, c & ((1ULL << q->rb_bits) - 1), v, &at, &len);
-	return cache_write(q, &q->rbc, boff, b, at, len);
+	return qcow2_cache_write(q, &q->rbc, boff, b, at, len);
 }
 
 /* A refcount block for index ri, placed at the end of the file, which is
@@ -407,13 +171,13 @@ static int new_refblock(struct qcow2 *q, uint64_t ri)
 {
 	uint64_t off = q->end;
 	uint8_t *b;
-	int r = cache_get(q, &q->rbc, off, true, &b);
+	int r = qcow2_cache_get(q, &q->rbc, off, true, &b);
 	if (r)
 		return r;
 	size_t at, len;
 	rc_put(b, q->rc_order, (off >> q->cluster_bits) & ((1ULL << q->rb_bits) - 1), 1, &at, &len);
 	q->end += q->cs;
-	r = cache_write(q, &q->rbc, off, b, 0, q->cs);
+	r = qcow2_cache_write(q, &q->rbc, off, b, 0, q->cs);
 	if (r)
 		return r;
 	uint8_t e[8];
@@ -455,7 +219,7 @@ static int grow_reftable(struct qcow2 *q)
 	}
 	if (endc << q->cluster_bits > QCOW2_MAX_HOST_OFFSET)
 		return -ENOSPC;
-	int cap = check_cap(q, endc << q->cluster_bits);
+	int cap = qcow2_check_cap(q, endc << q->cluster_bits);
 	if (cap)
 		return cap;
 
@@ -526,7 +290,7 @@ static int claim_cluster(struct qcow2 *q, uint64_t *out)
 		uint64_t rc = 0;
 		/* Every step below takes the cluster at the end (a new refcount
 		 * block, or the one claimed); a new table checks for itself. */
-		int r = ri < q->rt_entries ? check_cap(q, q->end + q->cs) : 0;
+		int r = ri < q->rt_entries ? qcow2_check_cap(q, q->end + q->cs) : 0;
 		if (r)
 			return r;
 		if (ri >= q->rt_entries)
@@ -573,15 +337,15 @@ static int set_l2(struct qcow2 *q, uint64_t vc, uint64_t entry)
 	size_t at = 8 * (size_t)l2_index(q, vc);
 	if (t) {
 		qcow2_put64(t + at, entry);
-		return cache_write(q, &q->l2c, toff, t, at, 8);
+		return qcow2_cache_write(q, &q->l2c, toff, t, at, 8);
 	}
 	r = claim_cluster(q, &toff);
 	if (!r)
-		r = cache_get(q, &q->l2c, toff, true, &t);
+		r = qcow2_cache_get(q, &q->l2c, toff, true, &t);
 	if (r)
 		return r;
 	qcow2_put64(t + at, entry);
-	r = cache_write(q, &q->l2c, toff, t, 0, q->cs);
+	r = qcow2_cache_write(q, &q->l2c, toff, t, 0, q->cs);
 	if (!r)
 		r = refcount_set(q, toff >> q->cluster_bits, 1);
 	if (r)
@@ -604,12 +368,12 @@ static int read_backing(struct qcow2 *q, uint64_t off, struct cursor *c, size_t 
 	if (q->backing && off < q->backing->size)
 		have = (size_t)min64(len, q->backing->size - off);
 	if (have) {
-		int r = disk_read(q->backing, off, q->iov, take(q, c, have));
+		int r = disk_read(q->backing, off, q->iov, qcow2_take(q, c, have));
 		if (r)
 			return r;
 	}
 	if (len > have)
-		iov_zero(q->iov, take(q, c, len - have));
+		qcow2_iov_zero(q->iov, qcow2_take(q, c, len - have));
 	return 0;
 }
 
@@ -651,9 +415,9 @@ static int qcow2_read(struct disk *d, uint64_t off, const struct iovec *iov, int
 		if (k == CL_UNALLOC)
 			r = read_backing(q, off, &c, n);
 		else if (k == CL_ZERO)
-			iov_zero(q->iov, take(q, &c, n));
+			qcow2_iov_zero(q->iov, qcow2_take(q, &c, n));
 		else
-			r = io_vec(q->fd, host, q->iov, take(q, &c, n), false);
+			r = qcow2_io_vec(q->fd, host, q->iov, qcow2_take(q, &c, n), false);
 		off += n;
 		left -= n;
 	}
@@ -680,7 +444,7 @@ static int fill_bounce(struct qcow2 *q, uint64_t vc, enum cl_kind k)
 static int put_data(struct qcow2 *q, uint64_t host, size_t n, struct cursor *c)
 {
 	if (c)
-		return io_vec(q->fd, host, q->iov, take(q, c, n), true);
+		return qcow2_io_vec(q->fd, host, q->iov, qcow2_take(q, c, n), true);
 	memset(q->bounce, 0, n);
 	return qcow2_io_full(q->fd, q->bounce, n, host, true);
 }
@@ -713,7 +477,7 @@ static int write_cluster(struct qcow2 *q, uint64_t off, size_t n, struct cursor 
 	} else {
 		r = n < q->cs ? fill_bounce(q, vc, k) : 0;
 		if (!r && c)
-			iov_gather(q->bounce + in, q->iov, take(q, c, n));
+			qcow2_iov_gather(q->bounce + in, q->iov, qcow2_take(q, c, n));
 		else if (!r)
 			memset(q->bounce + in, 0, n);
 		if (!r)
@@ -819,8 +583,8 @@ void qcow2_close(struct disk *d)
 	disk_close(q->backing);
 	if (q->fd >= 0)
 		close(q->fd); /* drops the flock too */
-	cache_free(&q->l2c);
-	cache_free(&q->rbc);
+	qcow2_cache_free(&q->l2c);
+	qcow2_cache_free(&q->rbc);
 	free(q->l1);
 	free(q->rt);
 	free(q->bounce);

@@ -237,6 +237,7 @@ static int open_chain(const char *path, bool read_only, unsigned int flags, unsi
 		return errf(err, errlen, -ENOMEM, "out of memory");
 	q->fd = -1;
 	q->flags = flags;
+	q->quiet = flags & QCOW2_OPEN_QUIET;
 	q->d.ops = &qcow2_ops;
 	q->d.read_only = read_only;
 	int r = (q->path = strdup(path)) ? 0 : errf(err, errlen, -ENOMEM, "out of memory");

@@ -1,7 +1,8 @@
-/* Internals of the qcow2 backend, shared by its data path (disk_qcow2.c:
- * caches, L1/L2, refcounts, reads and writes) and its opening
- * (disk_qcow2_open.c: header, extensions, tables, backing chain).  Nothing
- * outside backend/disk_qcow2*.c includes it. */
+/* Internals of the qcow2 backend shared by its data path (disk_qcow2.c:
+ * L1/L2, refcounts, reads and writes) and its opening (disk_qcow2_open.c:
+ * header, extensions, tables, backing chain); the state and file access
+ * both use are disk_qcow2_io.h's.  Nothing outside backend/disk_qcow2*.c
+ * includes it. */
 #ifndef COVE_DISK_QCOW2_PRIV_H
 #define COVE_DISK_QCOW2_PRIV_H
 
@@ -10,92 +11,7 @@
 #include <sys/uio.h>
 
 #include "backend/disk_qcow2.h"
-
-#define IOV_WINDOW      64
-#define CACHE_SLOTS     16
-#define CACHE_BYTES     (8ULL << 20) /* per table cache, at most */
-#define CLAIM_SKIP_MAX  4096         /* in-use clusters skipped past the file end */
-#define BACKING_FMT_MAX 16
-
-enum cl_kind { CL_UNALLOC, CL_ZERO, CL_DATA };
-
-/* A few whole clusters of one kind of table, written through. */
-struct tslot {
-	uint64_t off; /* host offset; 0 = empty (cluster 0 is the header) */
-	uint64_t stamp;
-	uint8_t *buf;
-};
-
-struct tcache {
-	struct tslot slot[CACHE_SLOTS];
-	unsigned int nslots;
-	uint64_t clock;
-};
-
-struct qcow2 {
-	struct disk d; /* first: the disk_ops get &d */
-	int fd;
-	unsigned int flags;
-	bool warned;
-	bool cap_warned; /* the cap's stderr line was written */
-	char *path;
-	unsigned int version;
-	unsigned int cluster_bits;
-	uint64_t cs;          /* cluster size */
-	unsigned int l2_bits; /* log2 of entries per L2 table */
-	unsigned int rc_order;
-	unsigned int rb_bits; /* log2 of entries per refcount block */
-	uint64_t *l1;         /* host byte order */
-	uint32_t l1_size;
-	uint64_t l1_off;
-	uint64_t rt_off;
-	uint64_t rt_bytes;
-	uint64_t *rt; /* refcount table, loaded only when writable */
-	uint64_t rt_entries;
-	uint64_t end; /* cluster-aligned end of the file; new clusters go here */
-	struct tcache l2c;
-	struct tcache rbc;
-	struct disk *backing;
-	uint8_t *bounce; /* one cluster */
-	struct iovec *iov;
-	int iov_cap;
-};
-
-/* Where a request stands in the caller's iovec array. */
-struct cursor {
-	const struct iovec *iov;
-	int cnt;
-	int idx;
-	size_t skip;
-};
-
-static inline struct qcow2 *to_q(struct disk *d)
-{
-	return (struct qcow2 *)d;
-}
-
-static inline uint64_t min64(uint64_t a, uint64_t b)
-{
-	return a < b ? a : b;
-}
-
-/* The file I/O of all of it: all of buf at off (reads past the end of the
- * file give zeros), and fdatasync. */
-int qcow2_io_full(int fd, void *buf, size_t len, uint64_t off, bool write);
-int qcow2_sync(int fd);
-
-/* One stderr line per disk the first time a request meets bad metadata;
- * returns err. */
-int qcow2_bad(struct qcow2 *q, int err, uint64_t guest_off, const char *what);
-
-/* Room for n iovecs in q->iov. */
-int qcow2_reserve_iov(struct qcow2 *q, int n);
-
-/* An empty table cache of cs-byte clusters. */
-void qcow2_cache_init(struct tcache *c, uint64_t cs);
-
-/* Whether [a, a + alen) and [b, b + blen) meet. */
-bool qcow2_overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen);
+#include "backend/disk_qcow2_io.h"
 
 /* The ops table of an open image, and its close (frees q whole). */
 extern const struct disk_ops qcow2_ops;

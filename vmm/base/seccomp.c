@@ -53,7 +53,7 @@
 #define K_ALL  (K_MAIN | K_VCPU | K_IO | K_API)
 
 /* The signal that kicks a vCPU out of KVM_RUN (VCPU_KICK_SIGNAL in
- * core/vm_priv.h, which checks that the two agree). */
+ * core/vm_state.h; the two must agree). */
 #define KICK_SIGNAL SIGUSR1
 
 struct sc_rule {

@@ -2,6 +2,8 @@
  * (vcpu_exit.c) decides what an exit means and vcpu_handle_exit() acts on
  * it.  Pausing and stopping kick a vCPU out of KVM_RUN with immediate_exit
  * plus a signal. */
+#include "core/vcpu.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -10,7 +12,7 @@
 
 #include "base/seccomp.h"
 #include "core/vcpu_exit.h"
-#include "core/vm_priv.h"
+#include "core/vm_state.h"
 #include "kvm_backend.h"
 
 /* The vCPU, I/O and API filters let tgkill send only this signal. */
@@ -227,11 +229,4 @@ int vcpu_start(struct vcpu *v)
 	}
 	v->thread_started = true;
 	return 0;
-}
-
-void vcpu_kick(struct vcpu *v)
-{
-	__atomic_store_n(&v->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
-	if (v->thread_started)
-		pthread_kill(v->thread, VCPU_KICK_SIGNAL);
 }

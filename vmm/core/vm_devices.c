@@ -1,5 +1,6 @@
 #include "core/vm_devices.h"
-#include "core/vm_priv.h"
+
+#include "core/vm_state.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,8 +32,8 @@
 static const uint8_t virtio_gsis[] = { 5, 6, 7, 9, 10, 11, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23 };
 /* VM_MAX_DISKS disks plus vsock, and room for net and rng. */
 
-/* Virtio devices take MMIO slots and GSIs in order: disks, vsock, rng,
- * then the NIC (last, so the slots of snapshots without one stay put). */
+/* Virtio devices take MMIO slots and GSIs in the device table's order
+ * (device_types below). */
 static uint64_t slot_base(unsigned int slot)
 {
 	return X86_MMIO_DEVICES_START + (uint64_t)slot * VIRTIO_MMIO_SIZE;
@@ -49,22 +50,6 @@ static struct virtio_mmio_cfg slot_cfg(struct vm *vm, unsigned int slot)
 		.loop = &vm->loop,
 		.bus = &vm->mmio,
 	};
-}
-
-static unsigned int vsock_slot(const struct vm *vm)
-{
-	return vm->ndisks;
-}
-
-/* Every VM has a virtio-rng, after the disks and the vsock. */
-static unsigned int rng_slot(const struct vm *vm, bool has_vsock)
-{
-	return vm->ndisks + (has_vsock ? 1 : 0);
-}
-
-static unsigned int net_slot(const struct vm *vm, bool has_vsock)
-{
-	return rng_slot(vm, has_vsock) + 1;
 }
 
 /* The TAP is opened with the disks, before KVM: a bad fd or name is bad
@@ -87,7 +72,7 @@ static int open_net(struct vm *vm, const struct vm_net_config *nc, char *err, si
 
 int vm_devices_open_disks(struct vm *vm, const struct vm_config *cfg, char *err, size_t errlen)
 {
-	_Static_assert(sizeof(virtio_gsis) >= VM_MAX_DISKS + 4, "a GSI for every device");
+	_Static_assert(sizeof(virtio_gsis) >= VM_MAX_DEVICES, "a GSI for every device");
 	if (cfg->net.enabled) {
 		int r = open_net(vm, &cfg->net, err, errlen);
 		if (r < 0)
@@ -116,11 +101,6 @@ int vm_devices_open_disks(struct vm *vm, const struct vm_config *cfg, char *err,
 		vm->ndisks = i + 1;
 	}
 	return 0;
-}
-
-unsigned int vm_devices_count(const struct vm *vm, const struct vm_config *cfg)
-{
-	return vm->ndisks + (cfg->vsock_path ? 1 : 0) + 1 + (cfg->net.enabled ? 1 : 0);
 }
 
 int vm_devices_cmdline(const struct vm *vm, unsigned int slot, char *buf, size_t len)
@@ -258,19 +238,107 @@ static int create_console(struct vm *vm, const struct vm_config *cfg, char *err,
 	return 0;
 }
 
-static int create_net(struct vm *vm, const struct vm_config *cfg, char *err, size_t errlen)
+/* ---- the virtio devices: one row per type ---- */
+
+static unsigned int count_disks(const struct vm *vm, const struct vm_config *cfg)
 {
+	(void)cfg;
+	return vm->ndisks;
+}
+
+static int create_disk(struct vm *vm, const struct vm_config *cfg, unsigned int i,
+                       const struct virtio_mmio_cfg *mc, void **out, char *err, size_t errlen)
+{
+	const struct vm_disk_config *dc = &cfg->disks[i];
+	struct vblk *b = NULL;
+	int r = vblk_create(mc, vm->disk_backends[i], &b);
+	if (r < 0)
+		return errf(err, errlen, r, "cannot create virtio-blk for '%s': %s", dc->path,
+		            strerror(-r));
+	/* The device serves it; the VM still owns it (vblk.h: the disk stays
+	 * the caller's), through the device from now on: its ops' destroy
+	 * closes whatever disk the device holds then (a snapshot may have
+	 * swapped in a fresh overlay). */
+	vm->disk_backends[i] = NULL;
+	*out = b;
+	const struct vblk_limits lim = { .bps = dc->bps,
+		                         .bps_burst = dc->bps_burst,
+		                         .iops = dc->iops,
+		                         .iops_burst = dc->iops_burst };
+	if ((r = vblk_set_limits(b, &lim)) < 0)
+		return errf(err, errlen, r, "cannot rate-limit disk '%s': %s", dc->path,
+		            strerror(-r));
+	return 0;
+}
+
+static unsigned int count_vsock(const struct vm *vm, const struct vm_config *cfg)
+{
+	(void)vm;
+	return cfg->vsock_path ? 1 : 0;
+}
+
+static int create_vsock(struct vm *vm, const struct vm_config *cfg, unsigned int i,
+                        const struct virtio_mmio_cfg *mc, void **out, char *err, size_t errlen)
+{
+	(void)i;
+	uint64_t cid = cfg->vsock_cid ? cfg->vsock_cid : VSOCK_DEFAULT_GUEST_CID;
+	vm->vsock_cid = cid;
+	struct vsock *v = NULL;
+	int r = vsock_create(mc, cid, cfg->vsock_path, &v);
+	if (r < 0)
+		return errf(err, errlen, r, "cannot create vsock at '%s': %s", cfg->vsock_path,
+		            r == -EADDRINUSE     ? "in use by a running VMM"
+		            : r == -EEXIST       ? "the path exists and is not a socket"
+		            : r == -ENAMETOOLONG ? "the path is too long for a Unix socket"
+		                                 : strerror(-r));
+	*out = v;
+	return 0;
+}
+
+/* Every VM has a virtio-rng. */
+static unsigned int count_one(const struct vm *vm, const struct vm_config *cfg)
+{
+	(void)vm;
+	(void)cfg;
+	return 1;
+}
+
+static int create_rng(struct vm *vm, const struct vm_config *cfg, unsigned int i,
+                      const struct virtio_mmio_cfg *mc, void **out, char *err, size_t errlen)
+{
+	(void)vm;
+	(void)cfg;
+	(void)i;
+	struct vrng *rng = NULL;
+	int r = vrng_create(mc, &rng);
+	if (r < 0)
+		return errf(err, errlen, r, "cannot create virtio-rng: %s", strerror(-r));
+	*out = rng;
+	return 0;
+}
+
+static unsigned int count_net(const struct vm *vm, const struct vm_config *cfg)
+{
+	(void)vm;
+	return cfg->net.enabled ? 1 : 0;
+}
+
+static int create_net(struct vm *vm, const struct vm_config *cfg, unsigned int i,
+                      const struct virtio_mmio_cfg *mc, void **out, char *err, size_t errlen)
+{
+	(void)i;
 	const struct vm_net_config *nc = &cfg->net;
 	static const uint8_t default_mac[6] = VNET_DEFAULT_MAC;
-	struct virtio_mmio_cfg mc = slot_cfg(vm, net_slot(vm, cfg->vsock_path != NULL));
 	char name[sizeof(vm->net_backend->name)];
 	snprintf(name, sizeof(name), "%s", vm->net_backend->name);
-	int r = vnet_create(&mc, vm->net_backend, nc->mac_set ? nc->mac : default_mac, &vm->net);
+	struct vnet *n = NULL;
+	int r = vnet_create(mc, vm->net_backend, nc->mac_set ? nc->mac : default_mac, &n);
 	free(vm->net_backend); /* its fd is the device's now, or closed */
 	vm->net_backend = NULL;
 	if (r < 0)
 		return errf(err, errlen, r, "cannot create virtio-net on TAP %s: %s", name,
 		            strerror(-r));
+	*out = n;
 	const struct vnet_limits lim = {
 		.rx_bps = nc->rx_bps,
 		.rx_bps_burst = nc->rx_bps_burst,
@@ -281,8 +349,95 @@ static int create_net(struct vm *vm, const struct vm_config *cfg, char *err, siz
 		.tx_pps = nc->tx_pps,
 		.tx_pps_burst = nc->tx_pps_burst,
 	};
-	if ((r = vnet_set_limits(vm->net, &lim)) < 0)
+	if ((r = vnet_set_limits(n, &lim)) < 0)
 		return errf(err, errlen, r, "cannot rate-limit the NIC: %s", strerror(-r));
+	return 0;
+}
+
+/* A restored NIC needs a new TAP (--net), and none without one; it keeps
+ * the snapshot's MAC. */
+static int restore_net_config(struct vm_config *cfg, const void *state, char *err, size_t errlen)
+{
+	struct vm_net_config *net = &cfg->net;
+	const struct vnet_state *st = state;
+	if (!st) {
+		if (net->enabled)
+			return errf(err, errlen, -EINVAL, "the snapshot has no NIC (drop --net)");
+		return 0;
+	}
+	if (!net->enabled)
+		return errf(err, errlen, -EINVAL,
+		            "the snapshot has a NIC: give --net fd=N or --net tap=NAME");
+	if (net->mac_set && memcmp(net->mac, st->mac, 6))
+		return errf(err, errlen, -EINVAL,
+		            "--net mac= differs from the snapshot's MAC (leave it out)");
+	memcpy(net->mac, st->mac, 6);
+	net->mac_set = true;
+	return 0;
+}
+
+/* The device table.  Its order is the slot order, which snapshots keep:
+ * disks, vsock, rng, then the NIC (last, so the slots of snapshots without
+ * one stay put).  A new type goes at the end. */
+static const struct vm_device_type device_types[] = {
+	{ "disks", "", &vblk_vdev_ops, count_disks, create_disk, NULL },
+	{ "vsock", "", &vsock_vdev_ops, count_vsock, create_vsock, NULL },
+	{ "rng", "", &vrng_vdev_ops, count_one, create_rng, NULL },
+	{ "net", "NETD", &vnet_vdev_ops, count_net, create_net, restore_net_config },
+};
+#define NTYPES (sizeof(device_types) / sizeof(device_types[0]))
+
+unsigned int vm_devices_count(const struct vm *vm, const struct vm_config *cfg)
+{
+	unsigned int n = 0;
+	for (size_t t = 0; t < NTYPES; t++)
+		n += device_types[t].count(vm, cfg);
+	return n;
+}
+
+int vm_devices_restore_config(struct vm_config *cfg, vm_devices_state_fn state, void *ctx,
+                              char *err, size_t errlen)
+{
+	for (size_t t = 0; t < NTYPES; t++) {
+		const struct vm_device_type *type = &device_types[t];
+		if (!type->tag[0] || !type->restore_config)
+			continue;
+		const void *st = state(ctx, type->tag, 0, type->ops->state_size);
+		int r = type->restore_config(cfg, st, err, errlen);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+unsigned int vm_devices_saved_sections(vm_devices_state_fn state, void *ctx)
+{
+	unsigned int n = 0;
+	for (size_t t = 0; t < NTYPES; t++) {
+		const struct vm_device_type *type = &device_types[t];
+		if (!type->tag[0])
+			continue;
+		while (state(ctx, type->tag, n, type->ops->state_size))
+			n++;
+	}
+	return n;
+}
+
+static int create_virtio(struct vm *vm, const struct vm_config *cfg, char *err, size_t errlen)
+{
+	for (size_t t = 0; t < NTYPES; t++) {
+		const struct vm_device_type *type = &device_types[t];
+		unsigned int count = type->count(vm, cfg);
+		for (unsigned int i = 0; i < count; i++) {
+			struct virtio_mmio_cfg mc = slot_cfg(vm, vm->ndevs);
+			void *dev = NULL;
+			int r = type->create(vm, cfg, i, &mc, &dev, err, errlen);
+			if (dev)
+				vm->devs[vm->ndevs++] = (struct vm_device){ type, dev, i };
+			if (r < 0)
+				return r;
+		}
+	}
 	return 0;
 }
 
@@ -304,75 +459,37 @@ int vm_devices_create(struct vm *vm, const struct vm_config *cfg, char *err, siz
 		snprintf(err, errlen, "cannot place legacy devices: %s", strerror(-r));
 		return r;
 	}
-	for (unsigned int i = 0; i < vm->ndisks; i++) {
-		struct virtio_mmio_cfg mc = slot_cfg(vm, i);
-		const struct vm_disk_config *dc = &cfg->disks[i];
-		r = vblk_create(&mc, vm->disk_backends[i], &vm->disks[i]);
-		if (r < 0) {
-			snprintf(err, errlen, "cannot create virtio-blk for '%s': %s", dc->path,
-			         strerror(-r));
-			return r;
-		}
-		/* The device serves it; the VM still owns it (vblk.h: the disk
-		 * stays the caller's), through the device from now on:
-		 * vm_devices_destroy() closes whatever disk the device holds then
-		 * (a snapshot may have swapped in a fresh overlay). */
-		vm->disk_backends[i] = NULL;
-		const struct vblk_limits lim = { .bps = dc->bps,
-			                         .bps_burst = dc->bps_burst,
-			                         .iops = dc->iops,
-			                         .iops_burst = dc->iops_burst };
-		if ((r = vblk_set_limits(vm->disks[i], &lim)) < 0) {
-			snprintf(err, errlen, "cannot rate-limit disk '%s': %s", dc->path,
-			         strerror(-r));
-			return r;
-		}
-	}
-	if (cfg->vsock_path) {
-		struct virtio_mmio_cfg mc = slot_cfg(vm, vsock_slot(vm));
-		uint64_t cid = cfg->vsock_cid ? cfg->vsock_cid : VSOCK_DEFAULT_GUEST_CID;
-		vm->vsock_cid = cid;
-		r = vsock_create(&mc, cid, cfg->vsock_path, &vm->vsock);
-		if (r < 0) {
-			snprintf(err, errlen, "cannot create vsock at '%s': %s", cfg->vsock_path,
-			         r == -EADDRINUSE     ? "in use by a running VMM"
-			         : r == -EEXIST       ? "the path exists and is not a socket"
-			         : r == -ENAMETOOLONG ? "the path is too long for a Unix socket"
-			                              : strerror(-r));
-			return r;
-		}
-	}
-	struct virtio_mmio_cfg mc = slot_cfg(vm, rng_slot(vm, cfg->vsock_path != NULL));
-	r = vrng_create(&mc, &vm->rng);
-	if (r < 0) {
-		snprintf(err, errlen, "cannot create virtio-rng: %s", strerror(-r));
-		return r;
-	}
-	if (cfg->net.enabled)
-		return create_net(vm, cfg, err, errlen);
-	return 0;
+	return create_virtio(vm, cfg, err, errlen);
 }
 
-unsigned int vm_devices_transports(struct vm *vm, struct virtio_mmio **out, unsigned int max)
+struct virtio_mmio *vm_device_transport(const struct vm_device *d)
 {
-	unsigned int n = 0;
-	for (unsigned int i = 0; i < vm->ndisks && n < max; i++)
-		out[n++] = vblk_transport(vm->disks[i]);
-	if (vm->vsock && n < max)
-		out[n++] = vsock_transport(vm->vsock);
-	if (vm->rng && n < max)
-		out[n++] = vrng_transport(vm->rng);
-	if (vm->net && n < max)
-		out[n++] = vnet_transport(vm->net);
-	return n;
+	return d->type->ops->transport(d->dev);
 }
 
+void *vm_device_find(struct vm *vm, const char *key, unsigned int index)
+{
+	for (unsigned int i = 0; i < vm->ndevs; i++)
+		if (!strcmp(vm->devs[i].type->key, key) && vm->devs[i].index == index)
+			return vm->devs[i].dev;
+	return NULL;
+}
+
+struct vblk *vm_disk(struct vm *vm, unsigned int i)
+{
+	return vm_device_find(vm, "disks", i);
+}
+
+struct vnet *vm_net(struct vm *vm)
+{
+	return vm_device_find(vm, "net", 0);
+}
 void vm_disk_io(struct vm *vm, uint64_t *read, uint64_t *written)
 {
 	*read = *written = 0;
 	for (unsigned int i = 0; i < vm->ndisks; i++) {
 		uint64_t r, w;
-		vblk_io_counts(vm->disks[i], &r, &w);
+		vblk_io_counts(vm_disk(vm, i), &r, &w);
 		*read += r;
 		*written += w;
 	}
@@ -392,22 +509,18 @@ int vm_enter_root(struct vm *vm, const char *root, char *err, size_t errlen)
 		free(vm->disk_paths[i]);
 		vm->disk_paths[i] = p;
 	}
-	if (!vm->vsock)
+	struct vsock *vsock = vm_device_find(vm, "vsock", 0);
+	if (!vsock)
 		return 0;
-	const char *host = vsock_uds_path(vm->vsock);
+	const char *host = vsock_uds_path(vsock);
 	int r = jail_path(root, host, in, sizeof(in));
 	if (r < 0)
 		return errf(err, errlen, r, "the vsock socket %s is outside the jail %s", host,
 		            root);
-	r = vsock_set_uds_path(vm->vsock, in);
+	r = vsock_set_uds_path(vsock, in);
 	if (r < 0)
 		return errf(err, errlen, r, "vsock path %s: %s", in, strerror(-r));
 	return 0;
-}
-
-struct vnet *vm_net(struct vm *vm)
-{
-	return vm->net;
 }
 
 void vm_disk_throttled(struct vm *vm, uint64_t *events, uint64_t *ns)
@@ -415,7 +528,7 @@ void vm_disk_throttled(struct vm *vm, uint64_t *events, uint64_t *ns)
 	*events = *ns = 0;
 	for (unsigned int i = 0; i < vm->ndisks; i++) {
 		uint64_t e, n;
-		vblk_throttle_counts(vm->disks[i], &e, &n);
+		vblk_throttle_counts(vm_disk(vm, i), &e, &n);
 		*events += e;
 		*ns += n;
 	}
@@ -423,28 +536,18 @@ void vm_disk_throttled(struct vm *vm, uint64_t *events, uint64_t *ns)
 
 void vm_devices_destroy(struct vm *vm)
 {
-	vsock_destroy(vm->vsock);
-	vm->vsock = NULL;
-	vrng_destroy(vm->rng);
-	vm->rng = NULL;
-	vnet_destroy(vm->net);
-	vm->net = NULL;
+	for (unsigned int i = vm->ndevs; i-- > 0;) {
+		vm->devs[i].type->ops->destroy(vm->devs[i].dev);
+		vm->devs[i] = (struct vm_device){ 0 };
+	}
+	vm->ndevs = 0;
 	if (vm->net_backend) {
 		tap_close(vm->net_backend);
 		free(vm->net_backend);
 		vm->net_backend = NULL;
 	}
-	/* Each disk has one owner here: the device slot once vblk_create()
-	 * took it, disk_backends[i] before (a start that failed in between).
-	 * disk_close() releases its lock, descriptors, tables and caches
-	 * (writes went through already; durability is the guest's FLUSH). */
+	/* A disk no device took yet (a start that failed in between). */
 	for (unsigned int i = 0; i < VM_MAX_DISKS; i++) {
-		if (vm->disks[i]) {
-			struct disk *d = vblk_swap_disk(vm->disks[i], NULL);
-			vblk_destroy(vm->disks[i]);
-			disk_close(d);
-		}
-		vm->disks[i] = NULL;
 		disk_close(vm->disk_backends[i]);
 		vm->disk_backends[i] = NULL;
 		free(vm->disk_paths[i]);

@@ -11,7 +11,6 @@
 #include "backend/disk.h"
 #include "core/vm.h"
 #include "snapshot/state_file.h"
-#include "virtio/net.h"
 
 #define TAG_CONF SF_TAG('C', 'O', 'N', 'F')
 #define TAG_VMST SF_TAG('V', 'M', 'S', 'T')
@@ -19,9 +18,11 @@
 #define TAG_SERI SF_TAG('S', 'E', 'R', 'I')
 #define TAG_KBDC SF_TAG('K', 'B', 'D', 'C')
 #define TAG_MMIO SF_TAG('M', 'M', 'I', 'O')
-/* virtio-net's own state (struct vnet_state: the MAC), present only when
- * the VM has a NIC, whose transport is then the last MMIO section. */
-#define TAG_NETD SF_TAG('N', 'E', 'T', 'D')
+/* A device type's own section, under the tag the device table gives it
+ * (core/vm_devices.h), index = which device of the type: today only
+ * virtio-net's "NETD" (the MAC), present when the VM has a NIC, whose
+ * transport is then the last MMIO section. */
+#define SF_TAG_STR(s) SF_TAG((s)[0], (s)[1], (s)[2], (s)[3])
 
 #define PAGE 4096u
 
@@ -50,7 +51,6 @@ struct snapshot {
 	struct sf_reader sf;
 	const struct snap_conf *conf;
 	const struct x86_vm_state *vmst;
-	const struct vnet_state *net; /* NULL: no NIC */
 	int mem_fd;
 	int ws_fd; /* the working-set record (common/wsrec.h), -1: none */
 	char disk_paths[VM_MAX_DISKS][PATH_MAX];

@@ -20,7 +20,6 @@
 #include "qcow2_create.h"
 #include "snapshot/format.h"
 #include "snapshot/prefetch.h"
-#include "virtio/vsock.h"
 #include "wsrec.h"
 
 static bool str_ok(const char *s, size_t cap)
@@ -28,7 +27,14 @@ static bool str_ok(const char *s, size_t cap)
 	return memchr(s, '\0', cap) != NULL && s[0] != '\0';
 }
 
-static int check_conf(const struct snap_conf *c, bool has_net, char *err, size_t errlen)
+/* A device's own section (vm_devices_state_fn), or NULL. */
+static const void *saved_section(void *ctx, const char *tag, unsigned int index, size_t size)
+{
+	struct snapshot *s = ctx;
+	return sf_find(&s->sf, SF_TAG_STR(tag), index, size);
+}
+
+static int check_conf(const struct snap_conf *c, unsigned int nsaved, char *err, size_t errlen)
 {
 	if (c->cpus < 1 || c->cpus > VM_MAX_VCPUS)
 		return errf(err, errlen, -EINVAL, "snapshot has %u vCPUs", c->cpus);
@@ -38,7 +44,7 @@ static int check_conf(const struct snap_conf *c, bool has_net, char *err, size_t
 	    c->memory_bytes > (1ull << 40) || c->memory_bytes % PAGE)
 		return errf(err, errlen, -EINVAL, "snapshot has a bad memory size (%llu bytes)",
 		            (unsigned long long)c->memory_bytes);
-	if (c->ndevices != c->ndisks + (c->has_vsock ? 1 : 0) + 1 + (has_net ? 1 : 0))
+	if (c->ndevices != c->ndisks + (c->has_vsock ? 1 : 0) + 1 + nsaved)
 		return errf(err, errlen, -EINVAL, "snapshot's device list is inconsistent");
 	for (unsigned int i = 0; i < c->ndisks; i++) {
 		const struct snap_disk *d = &c->disks[i];
@@ -145,8 +151,7 @@ int snapshot_open(const char *dir, const char *memory, struct snapshot **out, ch
 		         s->conf ? "VM" : "configuration");
 		goto fail;
 	}
-	s->net = sf_find(&s->sf, TAG_NETD, 0, sizeof(*s->net));
-	r = check_conf(s->conf, s->net != NULL, msg, sizeof(msg));
+	r = check_conf(s->conf, vm_devices_saved_sections(saved_section, s), msg, sizeof(msg));
 	if (r < 0) {
 		errf(err, errlen, r, "snapshot '%s' refused: %s", dir, msg);
 		goto fail;
@@ -280,23 +285,9 @@ int snapshot_vm_config(struct snapshot *s, const char *overlay_dir, struct vm_co
 	return 0;
 }
 
-int snapshot_net_config(const struct snapshot *s, struct vm_net_config *net, char *err,
-                        size_t errlen)
+int snapshot_devices_config(struct snapshot *s, struct vm_config *cfg, char *err, size_t errlen)
 {
-	if (!s->net) {
-		if (net->enabled)
-			return errf(err, errlen, -EINVAL, "the snapshot has no NIC (drop --net)");
-		return 0;
-	}
-	if (!net->enabled)
-		return errf(err, errlen, -EINVAL,
-		            "the snapshot has a NIC: give --net fd=N or --net tap=NAME");
-	if (net->mac_set && memcmp(net->mac, s->net->mac, 6))
-		return errf(err, errlen, -EINVAL,
-		            "--net mac= differs from the snapshot's MAC (leave it out)");
-	memcpy(net->mac, s->net->mac, 6);
-	net->mac_set = true;
-	return 0;
+	return vm_devices_restore_config(cfg, saved_section, s, err, errlen);
 }
 
 bool snapshot_has_vsock(const struct snapshot *s)
@@ -337,29 +328,35 @@ static int snapshot_restore_devices(struct snapshot *s, struct vm *vm, char *err
 	pthread_mutex_lock(&vm->i8042.lock);
 	vm->i8042.s = *ks;
 	pthread_mutex_unlock(&vm->i8042.lock);
-	struct virtio_mmio *tr[VM_MAX_DISKS + 4];
-	unsigned int ntr = vm_devices_transports(vm, tr, sizeof(tr) / sizeof(tr[0]));
-	if (ntr != s->conf->ndevices)
+	if (vm->ndevs != s->conf->ndevices)
 		return errf(err, errlen, -EINVAL, "the restored VM has %u devices, the snapshot %u",
-		            ntr, s->conf->ndevices);
-	if (vm_net(vm) && s->net)
-		vnet_restore(vm_net(vm), s->net);
-	for (unsigned int i = 0; i < ntr; i++) {
+		            vm->ndevs, s->conf->ndevices);
+	for (unsigned int i = 0; i < vm->ndevs; i++) {
+		const struct vm_device *d = &vm->devs[i];
+		const struct vdev_ops *ops = d->type->ops;
+		const void *st = ops->state_size ? sf_find(&s->sf, SF_TAG_STR(d->type->tag),
+		                                           d->index, ops->state_size)
+		                                 : NULL;
+		if (st)
+			ops->restore(d->dev, st);
+	}
+	for (unsigned int i = 0; i < vm->ndevs; i++) {
 		const struct virtio_mmio_state *ms =
 		    sf_find(&s->sf, TAG_MMIO, i, sizeof(struct virtio_mmio_state));
-		int r = virtio_mmio_restore(tr[i], ms);
+		int r = virtio_mmio_restore(vm_device_transport(&vm->devs[i]), ms);
 		if (r < 0)
 			return errf(err, errlen, r, "cannot restore virtio device %u: %s", i,
 			            r == -EINVAL ? "its saved queues do not fit guest memory"
 			                         : strerror(-r));
 	}
-	/* Connections the guest had are gone: tell it (it resets them and its
-	 * listeners stay), then catch up on notifications the saved VMM had
-	 * not processed yet. */
-	if (vm->vsock)
-		vsock_transport_reset(vm->vsock);
-	for (unsigned int i = 0; i < ntr; i++)
-		virtio_mmio_kick_all(tr[i]);
+	/* Then what each device does after (the vsock tells the guest its
+	 * connections are gone), and catch up on notifications the saved VMM
+	 * had not processed yet. */
+	for (unsigned int i = 0; i < vm->ndevs; i++)
+		if (vm->devs[i].type->ops->restored)
+			vm->devs[i].type->ops->restored(vm->devs[i].dev);
+	for (unsigned int i = 0; i < vm->ndevs; i++)
+		virtio_mmio_kick_all(vm_device_transport(&vm->devs[i]));
 	return 0;
 }
 

@@ -152,7 +152,7 @@ static bool is_qcow2(struct disk *d)
 static int freeze_disk(struct vm *vm, unsigned int i, const char *dir, bool reopen,
                        struct snap_disk *sd, char *err, size_t errlen)
 {
-	struct vblk *b = vm->disks[i];
+	struct vblk *b = vm_disk(vm, i);
 	const char *path = vm->disk_paths[i];
 	struct disk *old = vblk_disk(b);
 	char id[DISK_ID_LEN + 1];
@@ -215,7 +215,7 @@ static int freeze_disk_into(struct vm *vm, unsigned int i, int dirfd, bool resum
                             struct snap_disk *sd, char *err, size_t errlen)
 {
 	const char *path = vm->disk_paths[i];
-	struct disk *d = vblk_disk(vm->disks[i]);
+	struct disk *d = vblk_disk(vm_disk(vm, i));
 	int r = disk_flush(d);
 	if (r < 0)
 		return errf(err, errlen, r, "cannot flush disk '%s': %s", path, strerror(-r));
@@ -240,6 +240,65 @@ static int freeze_disk_into(struct vm *vm, unsigned int i, int dirfd, bool resum
 		return errf(err, errlen, r, "disk '%s': cannot copy it into the snapshot: %s", path,
 		            strerror(-r));
 	sd->in_snapshot = 1;
+	return 0;
+}
+
+/* Every disk into conf: a read-only one by name, a writable one frozen
+ * into the snapshot (into dirfd when the caller gave the directory as a
+ * descriptor, else into dir by path).  *moved once a disk has left its
+ * place. */
+static int save_disks(struct vm *vm, const char *dir, int dirfd, bool resume,
+                      struct snap_conf *conf, bool *moved, char *err, size_t errlen)
+{
+	for (unsigned int i = 0; i < vm->ndisks; i++) {
+		struct snap_disk *sd = &conf->disks[i];
+		struct disk *d = vblk_disk(vm_disk(vm, i));
+		memcpy(sd->id, d->id, DISK_ID_LEN + 1);
+		sd->size = d->size;
+		sd->read_only = d->read_only;
+		if (d->read_only) {
+			snprintf(sd->format, sizeof(sd->format), "%s",
+			         is_qcow2(d) ? "qcow2" : "raw");
+			/* Jailed, the path is the one it was given (no realpath:
+			 * the filter allows no path lookups there). */
+			char *abs = vm->root_fd >= 0 ? NULL : realpath(vm->disk_paths[i], NULL);
+			snprintf(sd->file, sizeof(sd->file), "%s", abs ? abs : vm->disk_paths[i]);
+			free(abs);
+			continue;
+		}
+		int r;
+		if (dirfd >= 0)
+			r = freeze_disk_into(vm, i, dirfd, resume, sd, err, errlen);
+		else
+			r = freeze_disk(vm, i, dir, resume, sd, err, errlen);
+		if (r < 0)
+			return r;
+		*moved = true;
+	}
+	return 0;
+}
+
+/* Every virtio device's transport, in slot order, then the devices' own
+ * sections under their types' tags (today only the NIC's, NETD 0). */
+static int save_devices(struct vm *vm, struct sf_writer *w)
+{
+	for (unsigned int i = 0; i < vm->ndevs; i++) {
+		struct virtio_mmio_state ms;
+		virtio_mmio_save(vm_device_transport(&vm->devs[i]), &ms);
+		sf_add(w, TAG_MMIO, i, &ms, sizeof(ms));
+	}
+	for (unsigned int i = 0; i < vm->ndevs; i++) {
+		const struct vm_device *d = &vm->devs[i];
+		const struct vdev_ops *ops = d->type->ops;
+		if (!ops->state_size)
+			continue;
+		void *st = calloc(1, ops->state_size);
+		if (!st)
+			return -ENOMEM;
+		ops->save(d->dev, st);
+		sf_add(w, SF_TAG_STR(d->type->tag), d->index, st, ops->state_size);
+		free(st);
+	}
 	return 0;
 }
 
@@ -326,17 +385,10 @@ int vm_snapshot(struct vm *vm, const char *dir, int given_dirfd, bool resume,
 	ks = vm->i8042.s;
 	pthread_mutex_unlock(&vm->i8042.lock);
 	sf_add(&w, TAG_KBDC, 0, &ks, sizeof(ks));
-	struct virtio_mmio *tr[VM_MAX_DISKS + 4];
-	unsigned int ntr = vm_devices_transports(vm, tr, sizeof(tr) / sizeof(tr[0]));
-	for (unsigned int i = 0; i < ntr; i++) {
-		struct virtio_mmio_state ms;
-		virtio_mmio_save(tr[i], &ms);
-		sf_add(&w, TAG_MMIO, i, &ms, sizeof(ms));
-	}
-	struct vnet_state ns;
-	if (vm_net(vm)) {
-		vnet_save(vm_net(vm), &ns);
-		sf_add(&w, TAG_NETD, 0, &ns, sizeof(ns));
+	r = save_devices(vm, &w);
+	if (r < 0) {
+		errf(err, errlen, r, "out of memory");
+		goto out;
 	}
 
 	/* Memory. */
@@ -352,33 +404,13 @@ int vm_snapshot(struct vm *vm, const char *dir, int given_dirfd, bool resume,
 	conf->cpus = vm->ncpus;
 	conf->memory_bytes = vm->mem.ram_size;
 	conf->ndisks = vm->ndisks;
-	conf->has_vsock = vm->vsock != NULL;
+	conf->has_vsock = vm_device_find(vm, "vsock", 0) != NULL;
 	conf->vsock_cid = vm->vsock_cid;
-	conf->ndevices = ntr;
-	for (unsigned int i = 0; i < vm->ndisks; i++) {
-		struct snap_disk *sd = &conf->disks[i];
-		struct disk *d = vblk_disk(vm->disks[i]);
-		memcpy(sd->id, d->id, DISK_ID_LEN + 1);
-		sd->size = d->size;
-		sd->read_only = d->read_only;
-		if (d->read_only) {
-			snprintf(sd->format, sizeof(sd->format), "%s",
-			         is_qcow2(d) ? "qcow2" : "raw");
-			/* Jailed, the path is the one it was given (no realpath:
-			 * the filter allows no path lookups there). */
-			char *abs = vm->root_fd >= 0 ? NULL : realpath(vm->disk_paths[i], NULL);
-			snprintf(sd->file, sizeof(sd->file), "%s", abs ? abs : vm->disk_paths[i]);
-			free(abs);
-			continue;
-		}
-		if (given_dirfd >= 0)
-			r = freeze_disk_into(vm, i, dirfd, resume, sd, err, errlen);
-		else
-			r = freeze_disk(vm, i, dir, resume, sd, err, errlen);
-		if (r < 0)
-			goto out;
-		disks_moved = true;
-	}
+	conf->ndevices = vm->ndevs;
+	r = save_disks(vm, dir, given_dirfd >= 0 ? dirfd : -1, resume, conf, &disks_moved, err,
+	               errlen);
+	if (r < 0)
+		goto out;
 	sf_add(&w, TAG_CONF, 0, conf, sizeof(*conf));
 	r = sf_write_file(&w, dirfd, SNAPSHOT_STATE_FILE);
 	if (r < 0) {

@@ -65,10 +65,12 @@ int snapshot_open(const char *dir, const char *memory, struct snapshot **out, ch
 int snapshot_vm_config(struct snapshot *s, const char *overlay_dir, struct vm_config *cfg,
                        char *err, size_t errlen) __attribute__((warn_unused_result));
 
-/* Checks --net against the snapshot (a NIC needs a new TAP, no NIC none)
- * and gives net the snapshot's MAC.  0, or -EINVAL with a line in err. */
-int snapshot_net_config(const struct snapshot *s, struct vm_net_config *net, char *err,
-                        size_t errlen) __attribute__((warn_unused_result));
+/* Checks cfg's devices against the snapshot's own sections of them (a
+ * NIC needs --net, no NIC none) and fills in what they keep (the NIC's
+ * MAC): core/vm_devices.h, restore_config.  0, or -EINVAL with a line in
+ * err. */
+int snapshot_devices_config(struct snapshot *s, struct vm_config *cfg, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 
 /* Whether the snapshot's VM had a vsock device. */
 bool snapshot_has_vsock(const struct snapshot *s);

@@ -421,3 +421,23 @@ void vblk_io_counts(struct vblk *b, uint64_t *read, uint64_t *written)
 	*read = __atomic_load_n(&b->bytes_read, __ATOMIC_RELAXED);
 	*written = __atomic_load_n(&b->bytes_written, __ATOMIC_RELAXED);
 }
+
+static struct virtio_mmio *blk_vdev_transport(void *dev)
+{
+	return vblk_transport(dev);
+}
+
+/* The device with the disk it serves then (a snapshot may have swapped in
+ * a fresh overlay): disk_close() releases its lock, descriptors, tables and
+ * caches (writes went through already; durability is the guest's FLUSH). */
+static void blk_vdev_destroy(void *dev)
+{
+	struct disk *d = vblk_swap_disk(dev, NULL);
+	vblk_destroy(dev);
+	disk_close(d);
+}
+
+const struct vdev_ops vblk_vdev_ops = {
+	.transport = blk_vdev_transport,
+	.destroy = blk_vdev_destroy,
+};

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "backend/disk.h"
+#include "virtio/device.h"
 #include "virtio/mmio.h"
 
 /* Feature bits (5.2.3). */
@@ -108,6 +109,9 @@ void vblk_destroy(struct vblk *b);
 /* The transport, for save/restore (virtio_mmio_save/restore: the device
  * keeps no state of its own beyond it) and for tests. */
 struct virtio_mmio *vblk_transport(struct vblk *b);
+
+/* The device as the machine's device table sees it (virtio/device.h). */
+extern const struct vdev_ops vblk_vdev_ops;
 
 /* The disk behind the device, and replacing it (a snapshot freezing the
  * disk and going on with a fresh overlay of the same size).  Swap only

@@ -39,80 +39,10 @@
 #include <stdint.h>
 
 #include "backend/tap.h"
+#include "virtio/device.h"
 #include "virtio/mmio.h"
-
-/* Feature bits (5.1.3). */
-#define VIRTIO_NET_F_CSUM       0
-#define VIRTIO_NET_F_GUEST_CSUM 1
-#define VIRTIO_NET_F_MAC        5
-#define VIRTIO_NET_F_GUEST_TSO4 7
-#define VIRTIO_NET_F_GUEST_TSO6 8
-#define VIRTIO_NET_F_GUEST_ECN  9
-#define VIRTIO_NET_F_HOST_TSO4  11
-#define VIRTIO_NET_F_HOST_TSO6  12
-#define VIRTIO_NET_F_HOST_ECN   13
-#define VIRTIO_NET_F_MRG_RXBUF  15
-#define VIRTIO_NET_F_STATUS     16
-
-#define VIRTIO_NET_S_LINK_UP 1
-
-#define VNET_RXQ 0
-#define VNET_TXQ 1
-
-#define VNET_QUEUE_SIZE 256
-#define VNET_HDR_LEN    12 /* struct virtio_net_hdr_v1 */
-/* The largest frame with its header: a 64 KiB GSO packet plus Ethernet
- * and VLAN headers, with room to spare.  Larger transmit chains are
- * malformed; the receive buffer holds this much. */
-#define VNET_FRAME_MAX (VNET_HDR_LEN + 65536 + 128)
-/* Frames handled per pass of the I/O loop on either queue, so a busy
- * queue cannot keep the thread from the others. */
-#define VNET_BATCH 256
-/* Host iovecs gathered over the receive ring at once (UIO_MAXIOV). */
-#define VNET_RX_IOV_MAX 1024
-
-#define VNET_DEFAULT_MAC                           \
-	{                                          \
-		0x06, 0x00, 0xac, 0x10, 0x00, 0x02 \
-	}
-
-struct virtio_net_hdr_v1 {
-	uint8_t flags;
-	uint8_t gso_type;
-	uint16_t hdr_len;
-	uint16_t gso_size;
-	uint16_t csum_start;
-	uint16_t csum_offset;
-	uint16_t num_buffers;
-};
-
-/* Config space (5.1.4); max_virtqueue_pairs reads 1 (no multiqueue). */
-struct virtio_net_config {
-	uint8_t mac[6];
-	uint16_t status;
-	uint16_t max_virtqueue_pairs;
-} __attribute__((packed));
-
-/* The device's own plain state beyond the transport: what a snapshot keeps. */
-struct vnet_state {
-	uint8_t mac[6];
-	uint8_t pad[2];
-};
-
-/* Host-side limits: bytes/s and packets/s per direction, each with a
- * one-time burst (tokens spent first and never earned back).  0 rates:
- * unlimited.  The buckets themselves hold a tenth of a second's worth. */
-struct vnet_limits {
-	uint64_t rx_bps, rx_bps_burst, rx_pps, rx_pps_burst;
-	uint64_t tx_bps, tx_bps_burst, tx_pps, tx_pps_burst;
-};
-
-/* Counters (read any time; relaxed atomics). */
-struct vnet_stats {
-	uint64_t rx_packets, rx_bytes, rx_dropped, rx_bad_chains, rx_throttled;
-	uint64_t tx_packets, tx_bytes, tx_dropped, tx_bad_chains, tx_throttled;
-	uint64_t tx_bad_headers; /* refused by vnet_tx_hdr_check (virtio/net_hdr.h) */
-};
+#include "virtio/net_hdr.h"
+#include "virtio/net_io.h"
 
 struct vnet;
 
@@ -154,6 +84,9 @@ struct virtio_mmio *vnet_transport(struct vnet *n);
  * (after vnet_create, before virtio_mmio_restore of the transport). */
 void vnet_save(struct vnet *n, struct vnet_state *out);
 void vnet_restore(struct vnet *n, const struct vnet_state *in);
+
+/* The device as the machine's device table sees it (virtio/device.h). */
+extern const struct vdev_ops vnet_vdev_ops;
 
 void vnet_get_stats(struct vnet *n, struct vnet_stats *out);
 

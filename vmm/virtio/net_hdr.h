@@ -9,7 +9,30 @@
 
 #include <stdint.h>
 
-#include "virtio/net.h"
+/* Feature bits (5.1.3). */
+#define VIRTIO_NET_F_CSUM       0
+#define VIRTIO_NET_F_GUEST_CSUM 1
+#define VIRTIO_NET_F_MAC        5
+#define VIRTIO_NET_F_GUEST_TSO4 7
+#define VIRTIO_NET_F_GUEST_TSO6 8
+#define VIRTIO_NET_F_GUEST_ECN  9
+#define VIRTIO_NET_F_HOST_TSO4  11
+#define VIRTIO_NET_F_HOST_TSO6  12
+#define VIRTIO_NET_F_HOST_ECN   13
+#define VIRTIO_NET_F_MRG_RXBUF  15
+#define VIRTIO_NET_F_STATUS     16
+
+#define VNET_HDR_LEN 12 /* struct virtio_net_hdr_v1 */
+
+struct virtio_net_hdr_v1 {
+	uint8_t flags;
+	uint8_t gso_type;
+	uint16_t hdr_len;
+	uint16_t gso_size;
+	uint16_t csum_start;
+	uint16_t csum_offset;
+	uint16_t num_buffers;
+};
 
 #define VIRTIO_NET_HDR_F_NEEDS_CSUM 1
 #define VIRTIO_NET_HDR_GSO_NONE     0

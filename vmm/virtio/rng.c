@@ -156,3 +156,18 @@ int vrng_cmdline(const struct vrng *r, char *buf, size_t len)
 {
 	return virtio_mmio_cmdline(&r->t, buf, len);
 }
+
+static struct virtio_mmio *rng_vdev_transport(void *dev)
+{
+	return vrng_transport(dev);
+}
+
+static void rng_vdev_destroy(void *dev)
+{
+	vrng_destroy(dev);
+}
+
+const struct vdev_ops vrng_vdev_ops = {
+	.transport = rng_vdev_transport,
+	.destroy = rng_vdev_destroy,
+};

@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 
+#include "virtio/device.h"
 #include "virtio/mmio.h"
 
 #define VRNG_QUEUE_SIZE      64
@@ -40,6 +41,9 @@ void vrng_destroy(struct vrng *r);
 /* The transport, for save/restore (virtio_mmio_save/restore: the device
  * keeps no state of its own beyond it) and for tests. */
 struct virtio_mmio *vrng_transport(struct vrng *r);
+
+/* The device as the machine's device table sees it (virtio/device.h). */
+extern const struct vdev_ops vrng_vdev_ops;
 
 /* Writes this device's "virtio_mmio.device=4K@0x<base>:<gsi>" kernel
  * command-line entry.  Returns its length or -ENOSPC. */

@@ -15,7 +15,7 @@
 
 #include "clock.h"
 #include "virtio/iov.h"
-#include "virtio/vsock_priv.h"
+#include "virtio/vsock_host.h"
 
 #define EVENT_BATCH  64
 #define ACCEPT_BATCH 16
@@ -128,8 +128,8 @@ static void timer_expired(struct vsock *v)
 		if (c->deadline_ms > now)
 			break;
 		vsock_link_del(&c->timed_link);
-		vsock_conn_reset(v, c);
-		vsock_conn_refresh(v, c);
+		v->proto->reset(v, c);
+		v->proto->refresh(v, c);
 	}
 	timer_arm(v);
 }
@@ -212,7 +212,7 @@ static void host_connect(struct vsock *v, struct vsock_client *cl, uint32_t port
 	c->deadline_ms = (uint64_t)mono_ms() + v->response_timeout_ms;
 	vsock_link_add_tail(&v->connecting, &c->timed_link);
 	timer_arm(v); /* the response timeout may be the shorter one */
-	vsock_conn_refresh(v, c);
+	v->proto->refresh(v, c);
 }
 
 static void client_ready(struct vsock *v, struct vsock_client *cl)
@@ -258,7 +258,7 @@ void vsock_host_connected(struct vsock *v, struct vsock_conn *c)
 	 * client is gone. */
 	if (n < 0 || send(c->fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n) {
 		c->state = VSOCK_CONN_ESTABLISHED;
-		vsock_conn_reset(v, c);
+		v->proto->reset(v, c);
 		return;
 	}
 	c->state = VSOCK_CONN_ESTABLISHED;
@@ -293,7 +293,7 @@ int vsock_host_guest_connect(struct vsock *v, const struct virtio_vsock_hdr *h)
 	} else {
 		c->state = VSOCK_CONN_GUEST_CONNECTING;
 	}
-	vsock_conn_refresh(v, c);
+	v->proto->refresh(v, c);
 	return 0;
 }
 
@@ -308,7 +308,7 @@ void vsock_host_no_data(struct vsock *v, struct vsock_conn *c, ssize_t n)
 	} else if (errno == EAGAIN || errno == EINTR) {
 		c->data_ready = false;
 	} else {
-		vsock_conn_reset(v, c);
+		v->proto->reset(v, c);
 	}
 }
 
@@ -337,7 +337,7 @@ void vsock_host_send(struct vsock *v, struct vsock_conn *c, struct iovec *iov, u
 	/* All the guest sent that the socket has not taken is in the ring,
 	 * so a guest within its credit always fits. */
 	if (len > c->out.cap - c->out.len) {
-		vsock_conn_reset(v, c);
+		v->proto->reset(v, c);
 		return;
 	}
 	c->rx_cnt += len;
@@ -346,7 +346,7 @@ void vsock_host_send(struct vsock *v, struct vsock_conn *c, struct iovec *iov, u
 		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = n };
 		ssize_t w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0 && errno != EAGAIN && errno != EINTR) {
-			vsock_conn_reset(v, c);
+			v->proto->reset(v, c);
 			return;
 		}
 		sent = w > 0 ? (size_t)w : 0;
@@ -354,7 +354,7 @@ void vsock_host_send(struct vsock *v, struct vsock_conn *c, struct iovec *iov, u
 	if (sent < len) {
 		(void)iov_drop_front(&iov, &n, sent);
 		if (vsock_ring_put(&c->out, iov, n, len - sent) < 0) {
-			vsock_conn_reset(v, c);
+			v->proto->reset(v, c);
 			return;
 		}
 	}
@@ -373,7 +373,7 @@ static void conn_flush(struct vsock *v, struct vsock_conn *c)
 		if (w < 0) {
 			if (errno == EAGAIN || errno == EINTR)
 				break;
-			vsock_conn_reset(v, c);
+			v->proto->reset(v, c);
 			return;
 		}
 		vsock_ring_consume(&c->out, (uint32_t)w);
@@ -393,9 +393,9 @@ static void conn_event(struct vsock *v, struct vsock_conn *c, uint32_t events)
 			c->state = VSOCK_CONN_ESTABLISHED;
 			c->pending |= VSOCK_PEND_RESPONSE;
 		} else {
-			vsock_conn_reset(v, c);
+			v->proto->reset(v, c);
 		}
-		vsock_conn_refresh(v, c);
+		v->proto->refresh(v, c);
 		return;
 	}
 	/* An error or hangup is acted on by whatever we were waiting for:
@@ -406,7 +406,7 @@ static void conn_event(struct vsock *v, struct vsock_conn *c, uint32_t events)
 		c->data_ready = true;
 	if ((events & EPOLLOUT) && c->out.len)
 		conn_flush(v, c);
-	vsock_conn_refresh(v, c);
+	v->proto->refresh(v, c);
 }
 
 /* ---- the loop callback ----------------------------------------------------- */
@@ -439,8 +439,8 @@ void vsock_host_ready(void *opaque, uint32_t events)
 			break;
 		}
 	}
-	vsock_run(v);
-	vsock_reap(v);
+	v->proto->run(v);
+	v->proto->reap(v);
 	maybe_resume_listener(v);
 	pthread_mutex_unlock(&v->t.lock);
 }

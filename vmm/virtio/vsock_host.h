@@ -1,17 +1,19 @@
-/* virtio-vsock internals shared by the guest side (vsock.c: queues and the
- * packet protocol) and the host side (vsock_host.c: Unix sockets, the
- * nested epoll set, timeouts).  Everything here runs with the transport
- * lock held, on the I/O loop thread (or with the loop stopped). */
-#ifndef COVE_VIRTIO_VSOCK_PRIV_H
-#define COVE_VIRTIO_VSOCK_PRIV_H
+/* virtio-vsock's host side (vsock_host.c: Unix sockets, the nested epoll
+ * set, timeouts) and the device state it shares with the guest side
+ * (vsock.c: queues and the packet protocol), which sits above it and
+ * hands it the protocol steps it needs (struct vsock_proto).  Everything
+ * here runs with the transport lock held, on the I/O loop thread (or with
+ * the loop stopped). */
+#ifndef COVE_VIRTIO_VSOCK_HOST_H
+#define COVE_VIRTIO_VSOCK_HOST_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "backend/vsock_unix.h"
 #include "virtio/mmio.h"
-#include "virtio/vsock.h"
 #include "virtio/vsock_conn.h"
+#include "virtio/vsock_wire.h"
 
 /* A host process connected to the listener that has not finished its
  * CONNECT line yet. */
@@ -35,7 +37,21 @@ struct vsock_rst {
 
 #define VSOCK_RST_RING 64 /* when full, tx processing waits for rx buffers */
 
+struct vsock;
+
+/* The guest side's protocol steps the host side calls (vsock.c). */
+struct vsock_proto {
+	/* Re-evaluates c after any change (vsock.c: vsock_conn_refresh). */
+	void (*refresh)(struct vsock *v, struct vsock_conn *c);
+	/* Closes c's socket and queues an RST to the guest. */
+	void (*reset)(struct vsock *v, struct vsock_conn *c);
+	/* Runs the queues, then frees what was released in this callback. */
+	void (*run)(struct vsock *v);
+	void (*reap)(struct vsock *v);
+};
+
 struct vsock {
+	const struct vsock_proto *proto;
 	struct virtio_mmio t;
 	struct virtio_vsock_config config;
 	char *uds_path;
@@ -74,23 +90,6 @@ struct vsock {
 	struct virtq_req req;             /* scratch for the chain in hand */
 	struct iovec iov[VIRTQ_MAX_SIZE]; /* scratch: a payload view of req */
 };
-
-/* ---- guest side (vsock.c) ---- */
-
-/* Re-evaluates c after any change: finishes a connection both sides are
- * done with, updates its epoll interest and its place on the rx work list. */
-void vsock_conn_refresh(struct vsock *v, struct vsock_conn *c);
-
-/* Closes c's socket and queues an RST to the guest; c is freed once the
- * RST is out. */
-void vsock_conn_reset(struct vsock *v, struct vsock_conn *c);
-
-/* Runs the queues: rx (packets for the guest), tx when it waited for rx,
- * the event queue, and interrupts. */
-void vsock_run(struct vsock *v);
-
-/* Frees what was released during this callback. */
-void vsock_reap(struct vsock *v);
 
 /* ---- host side (vsock_host.c) ---- */
 
