@@ -11,6 +11,7 @@
 
 #include "cove.h"
 #include "cove_limits.h"
+#include "errf.h"
 #include "lib/base/handle.h"
 #include "lib/base/text.h"
 #include "lib/config.h"

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cove.h"
+#include "errf.h"
 #include "lib/base/handle.h"
 #include "lib/base/registry.h"
 #include "lib/base/sandbox_net.h"

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cove.h"
+#include "errf.h"
 #include "io.h"
 #include "lib/agent/agent_client.h"
 #include "lib/agent/conn.h"

@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "cove.h"
 #include "cove_limits.h"
+#include "errf.h"
 #include "lib/agent/agent_client.h"
 #include "lib/agent/conn.h"
 #include "lib/base/cgroup.h"

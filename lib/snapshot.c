@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "cove.h"
 #include "cove_limits.h"
+#include "errf.h"
 #include "io.h"
 #include "lib/agent/notice.h"
 #include "lib/base/cgroup.h"

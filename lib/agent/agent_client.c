@@ -108,12 +108,6 @@ int cove_put_file(struct cove_sandbox *sb, const char *local, const char *guest,
 	return r;
 }
 
-int cove_get_file(struct cove_sandbox *sb, const char *guest, const char *local, char *err,
-                  size_t errlen)
-{
-	return cove_get_file_max(sb, guest, local, COVE_GET_MAX_DEFAULT, err, errlen);
-}
-
 /* A file from the guest gets its mode bits & 0755 & ~umask: no set-id,
  * sticky or group/other write bits that the guest chose. */
 static mode_t local_mode(mode_t guest)
@@ -198,3 +192,10 @@ done:
 	close(fd);
 	return r;
 }
+
+int cove_get_file(struct cove_sandbox *sb, const char *guest, const char *local, char *err,
+                  size_t errlen)
+{
+	return cove_get_file_max(sb, guest, local, COVE_GET_MAX_DEFAULT, err, errlen);
+}
+

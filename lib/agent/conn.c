@@ -1,6 +1,7 @@
 /* One connection to cove-agent: the hybrid-vsock handshake, requests and
  * replies, each step within its deadline. */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <poll.h>
 #include <stdio.h>

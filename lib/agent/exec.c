@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "errf.h"
 #include "lib/agent/agent_client.h"
 #include "lib/agent/conn.h"
 #include "lib/agent/notice.h"

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "errf.h"
 #include "lib/agent/conn.h"
 #include "lib/agent/notice.h"
 #include "lib/base/handle.h"

@@ -260,6 +260,30 @@ static void *filler(void *arg)
 	return NULL;
 }
 
+void cove_net_pool_free(struct cove_net_pool *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->stopping = true;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->mu);
+	if (p->filler)
+		pthread_join(p->filler, NULL);
+	while (p->ready) {
+		struct net_slot *s = p->ready;
+		p->ready = s->next;
+		slot_destroy(p, s);
+	}
+	pthread_cond_destroy(&p->cond);
+	pthread_mutex_destroy(&p->mu);
+	for (size_t i = 0; p->dns && p->dns[i]; i++)
+		free(p->dns[i]);
+	free(p->dns);
+	free(p->egress);
+	free(p);
+}
+
 int cove_net_pool_new(const struct cove_config *cfg, unsigned int size, struct cove_net_pool **out,
                       char *err, size_t errlen)
 {
@@ -299,30 +323,6 @@ int cove_net_pool_new(const struct cove_config *cfg, unsigned int size, struct c
 	}
 	*out = p;
 	return 0;
-}
-
-void cove_net_pool_free(struct cove_net_pool *p)
-{
-	if (!p)
-		return;
-	pthread_mutex_lock(&p->mu);
-	p->stopping = true;
-	pthread_cond_broadcast(&p->cond);
-	pthread_mutex_unlock(&p->mu);
-	if (p->filler)
-		pthread_join(p->filler, NULL);
-	while (p->ready) {
-		struct net_slot *s = p->ready;
-		p->ready = s->next;
-		slot_destroy(p, s);
-	}
-	pthread_cond_destroy(&p->cond);
-	pthread_mutex_destroy(&p->mu);
-	for (size_t i = 0; p->dns && p->dns[i]; i++)
-		free(p->dns[i]);
-	free(p->dns);
-	free(p->egress);
-	free(p);
 }
 
 void cove_net_pool_stats(struct cove_net_pool *p, struct cove_net_pool_stats *st)

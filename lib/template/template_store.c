@@ -13,11 +13,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cove.h"
 #include "errf.h"
 #include "io.h"
 #include "lib/base/sha256.h"
 #include "lib/template/template_manifest.h"
-#include "cove.h"
 #include "lib/template/template_store.h"
 
 #define LOCK_RM_WAIT_MS 60000

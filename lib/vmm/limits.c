@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "errf.h"
 #include "lib/base/cove_types.h"
 #include "lib/base/handle.h"
 #include "lib/vmm/limits.h"

@@ -40,6 +40,7 @@
 
 #include "clock.h"
 #include "cove_limits.h"
+#include "errf.h"
 #include "io.h"
 #include "lib/base/cgroup.h"
 #include "lib/base/cove_types.h"
@@ -235,6 +236,35 @@ static void sweep_stale(void)
 	closedir(d);
 }
 
+void cove_vmm_pool_free(struct cove_vmm_pool *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->sh.mu);
+	p->stopping = true;
+	pthread_cond_broadcast(&p->sh.cond);
+	pthread_mutex_unlock(&p->sh.mu);
+	if (p->thread_started)
+		pthread_join(p->thread, NULL);
+	/* Every connection closes first, so all members end at once. */
+	for (unsigned int i = 0; i < p->nshapes; i++)
+		for (struct pool_member *pm = p->ready[i]; pm; pm = pm->next) {
+			close(pm->conn);
+			pm->conn = -1;
+		}
+	for (unsigned int i = 0; i < p->nshapes; i++)
+		free_list(p->ready[i]);
+	for (unsigned int i = 0; i < p->sh.nstale; i++) {
+		cgroup_remove(p->sh.stale_cg[i]);
+		free(p->sh.stale_cg[i]);
+	}
+	pthread_cond_destroy(&p->sh.cond);
+	pthread_cond_destroy(&p->full);
+	pthread_mutex_destroy(&p->sh.mu);
+	free(p->vmm);
+	free(p);
+}
+
 int cove_vmm_pool_new(const struct cove_vmm_pool_opts *o, struct cove_vmm_pool **out, char *err,
                       size_t errlen)
 {
@@ -313,31 +343,3 @@ bool cove_vmm_pool_wait_full(struct cove_vmm_pool *p, unsigned int timeout_ms)
 	}
 }
 
-void cove_vmm_pool_free(struct cove_vmm_pool *p)
-{
-	if (!p)
-		return;
-	pthread_mutex_lock(&p->sh.mu);
-	p->stopping = true;
-	pthread_cond_broadcast(&p->sh.cond);
-	pthread_mutex_unlock(&p->sh.mu);
-	if (p->thread_started)
-		pthread_join(p->thread, NULL);
-	/* Every connection closes first, so all members end at once. */
-	for (unsigned int i = 0; i < p->nshapes; i++)
-		for (struct pool_member *pm = p->ready[i]; pm; pm = pm->next) {
-			close(pm->conn);
-			pm->conn = -1;
-		}
-	for (unsigned int i = 0; i < p->nshapes; i++)
-		free_list(p->ready[i]);
-	for (unsigned int i = 0; i < p->sh.nstale; i++) {
-		cgroup_remove(p->sh.stale_cg[i]);
-		free(p->sh.stale_cg[i]);
-	}
-	pthread_cond_destroy(&p->sh.cond);
-	pthread_cond_destroy(&p->full);
-	pthread_mutex_destroy(&p->sh.mu);
-	free(p->vmm);
-	free(p);
-}

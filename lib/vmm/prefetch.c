@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "errf.h"
 #include "io.h"
 #include "lib/base/handle.h"
 #include "lib/vmm/prefetch.h"

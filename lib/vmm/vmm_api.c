@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "errf.h"
 #include "lib/base/handle.h"
 #include "lib/vmm/vmm_api.h"
 

@@ -26,7 +26,6 @@
 #include "daemon/envd_req.h"
 #include "daemon/multipart.h"
 #include "guest-agent/agent.h"
-#include "libcove.h"
 #include "unit.h"
 
 /* ---- pure parsers ------------------------------------------------------- */

@@ -21,7 +21,6 @@
 #include "guest-agent/agent.h"
 #include "guest-agent/proc_ring.h"
 #include "guest-agent/request.h"
-#include "libcove.h"
 #include "proto.h"
 #include "unit.h"
 
