@@ -130,7 +130,8 @@ static void ab_report(const struct bench *b, double (*ph)[PH_COUNT], const char 
 	qsort(pfl, (size_t)m, sizeof(double), bench_cmp);
 	printf("%s %-3s (n=%d): p50 first_exec %.1f ms, KVM exits %.0f, cove-vmm page faults "
 	       "%.0f\n",
-	       what, on ? "on" : "off", m, bench_pct(fe, m, 50), bench_pct(ex, m, 50), bench_pct(pfl, m, 50));
+	       what, on ? "on" : "off", m, bench_pct(fe, m, 50), bench_pct(ex, m, 50),
+	       bench_pct(pfl, m, 50));
 }
 
 /* A cold sandbox, snapshotted into a fresh directory and stopped. */
@@ -144,7 +145,8 @@ static int make_snapshot(struct bench *b, char *dir, size_t len)
 	}
 	rmdir(dir); /* cove_snapshot wants a new directory */
 	struct cove_sandbox *sb;
-	if (cove_start(&b->cfg, &sb, err, sizeof(err)) < 0 || bench_exec_true(sb, err, sizeof(err)) < 0 ||
+	if (cove_start(&b->cfg, &sb, err, sizeof(err)) < 0 ||
+	    bench_exec_true(sb, err, sizeof(err)) < 0 ||
 	    cove_snapshot(sb, dir, true, err, sizeof(err)) < 0) {
 		fprintf(stderr, "cove bench: making the snapshot: %s\n", err);
 		return -1;
@@ -482,6 +484,65 @@ static const char bench_usage[] =
     "                  [--plot FILE.svg] [--prefetch on|off|ab] [--memcache on|off|ab]\n"
     "                  [--parallel]\n";
 
+/* What cannot be checked option by option: 0, or 2 with a message. */
+static int bench_check(const struct bench *b, bool boot, bool restore, bool fork_)
+{
+	if (b->plot_path && !boot && !restore) {
+		fprintf(stderr, "cove bench: --plot draws boot and restore phases\n");
+		return 2;
+	}
+	if (b->parallel && !fork_) {
+		fprintf(stderr, "cove bench: --parallel is for cove bench fork\n");
+		return 2;
+	}
+	if (b->vs_qemu && !boot) {
+		fprintf(stderr,
+		        "cove bench: --vs qemu compares cold boots only (cove bench boot)\n");
+		return 2;
+	}
+	return 0;
+}
+
+/* The benchmark b->mode names; restore and fork on a snapshot made (and
+ * removed) here.  The exit status. */
+static int bench_run(struct bench *b, bool boot, bool restore, bool exec)
+{
+	int rc;
+	char snap[PATH_MAX] = "";
+	if (boot) {
+		rc = bench_start(b, NULL);
+	} else if (exec) {
+		rc = bench_exec(b);
+	} else if (make_snapshot(b, snap, sizeof(snap)) < 0) {
+		rc = 1;
+	} else if (b->prefetch != AB_OFF && record_working_set(b, snap) < 0) {
+		rc = 1;
+		remove_snapshot(snap);
+	} else {
+		if (b->prefetch == AB_OFF)
+			setenv("COVE_PREFETCH", "0", 1);
+		rc = restore ? bench_start(b, snap) : bench_fork(b, snap);
+		remove_snapshot(snap);
+	}
+	return rc;
+}
+
+/* --json FILE: the samples with the benchmark's shape; the exit status. */
+static int bench_write_json(const struct bench *b)
+{
+	int rc = 0;
+	unsigned int cpus = b->cfg.cpus ? b->cfg.cpus : COVE_CPUS_DEFAULT;
+	uint64_t mib = b->cfg.memory_mib ? b->cfg.memory_mib : COVE_MEMORY_DEFAULT_MIB;
+	json_t *doc = json_pack("{s:s, s:i, s:I, s:O}", "benchmark", b->mode, "cpus", cpus,
+	                        "memory_mib", (json_int_t)mib, "samples", b->samples);
+	if (json_dump_file(doc, b->json_path, JSON_INDENT(1)) < 0) {
+		fprintf(stderr, "cove bench: cannot write '%s'\n", b->json_path);
+		rc = 1;
+	}
+	json_decref(doc);
+	return rc;
+}
+
 int cli_bench(int argc, char **argv)
 {
 	enum {
@@ -592,49 +653,14 @@ int cli_bench(int argc, char **argv)
 	}
 	if (!b.n)
 		b.n = exec ? 100 : fork_ ? 1 : 5;
-	if (b.plot_path && !boot && !restore) {
-		fprintf(stderr, "cove bench: --plot draws boot and restore phases\n");
-		return 2;
+	int rc = bench_check(&b, boot, restore, fork_);
+	if (rc == 0) {
+		b.samples = json_array();
+		rc = bench_run(&b, boot, restore, exec);
+		if (!rc && b.json_path)
+			rc = bench_write_json(&b);
+		json_decref(b.samples);
 	}
-	if (b.parallel && !fork_) {
-		fprintf(stderr, "cove bench: --parallel is for cove bench fork\n");
-		return 2;
-	}
-	if (b.vs_qemu && !boot) {
-		fprintf(stderr,
-		        "cove bench: --vs qemu compares cold boots only (cove bench boot)\n");
-		return 2;
-	}
-	b.samples = json_array();
-	int rc;
-	char snap[PATH_MAX] = "";
-	if (boot) {
-		rc = bench_start(&b, NULL);
-	} else if (exec) {
-		rc = bench_exec(&b);
-	} else if (make_snapshot(&b, snap, sizeof(snap)) < 0) {
-		rc = 1;
-	} else if (b.prefetch != AB_OFF && record_working_set(&b, snap) < 0) {
-		rc = 1;
-		remove_snapshot(snap);
-	} else {
-		if (b.prefetch == AB_OFF)
-			setenv("COVE_PREFETCH", "0", 1);
-		rc = restore ? bench_start(&b, snap) : bench_fork(&b, snap);
-		remove_snapshot(snap);
-	}
-	if (!rc && b.json_path) {
-		unsigned int cpus = b.cfg.cpus ? b.cfg.cpus : COVE_CPUS_DEFAULT;
-		uint64_t mib = b.cfg.memory_mib ? b.cfg.memory_mib : COVE_MEMORY_DEFAULT_MIB;
-		json_t *doc = json_pack("{s:s, s:i, s:I, s:O}", "benchmark", b.mode, "cpus", cpus,
-		                        "memory_mib", (json_int_t)mib, "samples", b.samples);
-		if (json_dump_file(doc, b.json_path, JSON_INDENT(1)) < 0) {
-			fprintf(stderr, "cove bench: cannot write '%s'\n", b.json_path);
-			rc = 1;
-		}
-		json_decref(doc);
-	}
-	json_decref(b.samples);
 	free(image);
 	return rc;
 }

@@ -2,7 +2,6 @@
 #ifndef COVE_CLI_BENCH_H
 #define COVE_CLI_BENCH_H
 
-
 int cli_bench(int argc, char **argv);
 
 #endif

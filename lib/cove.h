@@ -51,7 +51,6 @@ void cove_config_defaults(struct cove_config *cfg);
  * malloc'ed path or NULL. */
 char *cove_image_path(const char *name_or_path);
 
-
 /* Boots a sandbox and waits until its agent announces itself (no sleeps:
  * the agent connects to the host).  Fails with a message naming the
  * problem: sizes out of bounds (-EINVAL, before anything else), no
@@ -63,7 +62,6 @@ int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *e
 /* The sandbox's runtime directory and cove-vmm's pid. */
 const char *cove_sandbox_dir(const struct cove_sandbox *sb);
 pid_t cove_vmm_pid(const struct cove_sandbox *sb);
-
 
 int cove_exec(struct cove_sandbox *sb, const struct cove_exec_opts *opts,
               struct cove_exec_result *res, char *err, size_t errlen)
@@ -252,7 +250,6 @@ int cove_vmm_stats(struct cove_sandbox *sb, char **json, char *err, size_t errle
  * AGENT_STEP_MS per step unless it says otherwise. */
 struct json_t;
 
-
 /* Starts a detached process: 0 with *pid, or -errno (the guest's errno for
  * a program that cannot run, with its message). */
 int cove_proc_start(struct cove_sandbox *sb, const struct cove_proc_spec *spec, int *pid, char *err,
@@ -321,7 +318,6 @@ int cove_get_next(int fd, uint8_t **data, uint32_t *len, char *err, size_t errle
 /* Removes the template memory cache's copies whose original memory file
  * is gone or changed (lib/vmm/memcache.h); cove template rm does it itself. */
 void cove_memcache_prune(void);
-
 
 /* Starts the pool and its refill thread (members come up in the
  * background).  0, or -errno with one line in err (bad options). */

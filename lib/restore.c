@@ -157,16 +157,18 @@ static void restore_limits(struct restore *rs, const struct cove_config *cfg)
 
 /* Step 1: the snapshot directory, its note, its network and credential
  * rules (every secret read again), before anything starts. */
-static int restore_read(struct restore *rs, const struct cove_config *cfg,
-                        const char *snapshot_dir, char *err, size_t errlen)
+static int restore_read(struct restore *rs, const struct cove_config *cfg, const char *snapshot_dir,
+                        char *err, size_t errlen)
 {
 	struct registry_meta *m = rs->m;
 	struct stat st;
 	int r;
 	if (!realpath(snapshot_dir, m->restored_from) || stat(m->restored_from, &st) < 0)
-		return errf(err, errlen, -errno, "snapshot '%s': %s", snapshot_dir, strerror(errno));
+		return errf(err, errlen, -errno, "snapshot '%s': %s", snapshot_dir,
+		            strerror(errno));
 	if (!S_ISDIR(st.st_mode))
-		return errf(err, errlen, -ENOTDIR, "snapshot '%s' is not a directory", snapshot_dir);
+		return errf(err, errlen, -ENOTDIR, "snapshot '%s' is not a directory",
+		            snapshot_dir);
 	struct registry_net *note_net = rs->note_net = malloc(sizeof(*rs->note_net));
 	if (!note_net)
 		return errf(err, errlen, -ENOMEM, "out of memory");
@@ -175,9 +177,10 @@ static int restore_read(struct restore *rs, const struct cove_config *cfg,
 	 * It gets a fresh namespace, TAP and cove-egress with the snapshot's
 	 * policy, or the one cfg gives. */
 	if (!note_net->on && cfg->net.mode != COVE_NET_OFF)
-		return errf(err, errlen, -EINVAL,
-		            "snapshot '%s' was taken without networking: a restore cannot add a NIC",
-		            snapshot_dir);
+		return errf(
+		    err, errlen, -EINVAL,
+		    "snapshot '%s' was taken without networking: a restore cannot add a NIC",
+		    snapshot_dir);
 	rs->eff = *cfg;
 	if (note_net->on && cfg->net.mode == COVE_NET_OFF)
 		rs->eff.net.mode = COVE_NET_NONE; /* for the checks; the policy is the note's */
@@ -223,8 +226,9 @@ static int restore_prepare(struct restore *rs, const struct cove_config *cfg, ch
 	if (rs->pm)
 		r = pool_adopt_root(rs->pm, sb, rs->log, err, errlen);
 	if (r == 0)
-		r = rs->pm ? pool_adopt_jail(rs->pm, sb, &lim, rs->log, err, errlen)
-		           : jail_prepare(&sb->jail, sb->dir, sb->name, sb->root, &lim, err, errlen);
+		r = rs->pm
+		        ? pool_adopt_jail(rs->pm, sb, &lim, rs->log, err, errlen)
+		        : jail_prepare(&sb->jail, sb->dir, sb->name, sb->root, &lim, err, errlen);
 	if (r == 0 && rs->note_net->on)
 		r = sandbox_net_begin(sb, &rs->eff, &cfg->net,
 		                      cfg->net.mode == COVE_NET_OFF ? rs->note_net->policy : NULL,

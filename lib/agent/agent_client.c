@@ -198,4 +198,3 @@ int cove_get_file(struct cove_sandbox *sb, const char *guest, const char *local,
 {
 	return cove_get_file_max(sb, guest, local, COVE_GET_MAX_DEFAULT, err, errlen);
 }
-

@@ -204,7 +204,7 @@ static bool exec_frames(struct exec_conn *x, int *r, char *err, size_t errlen)
 			return false;
 		if (k < 0) {
 			*r = errf(err, errlen, k, "the agent connection failed: %s",
-			         k == -ECONNRESET ? "closed" : strerror(-k));
+			          k == -ECONNRESET ? "closed" : strerror(-k));
 			/* Reset before the notice's answer: the agent ran
 			 * nothing of this connection (it answers the notice
 			 * first, in order).  The notice again on its own,
@@ -228,7 +228,7 @@ static bool exec_frames(struct exec_conn *x, int *r, char *err, size_t errlen)
 			/* A signal that came before the process existed. */
 			if (x->signalled)
 				*r = outq_json(&x->q, PROTO_SIGNAL,
-				              json_pack("{s:i}", "signal", x->signalled));
+				               json_pack("{s:i}", "signal", x->signalled));
 		}
 		int done = exec_frame(x->o, x->res, &h, payload, err, errlen);
 		free(payload);
@@ -301,7 +301,8 @@ int cove_exec(struct cove_sandbox *sb, const struct cove_exec_opts *o, struct co
 				step = mono_ms() + EXEC_SIGNAL_GRACE_MS;
 			x.signalled = sig;
 			if (x.started)
-				r = outq_json(&x.q, PROTO_SIGNAL, json_pack("{s:i}", "signal", sig));
+				r = outq_json(&x.q, PROTO_SIGNAL,
+				              json_pack("{s:i}", "signal", sig));
 		}
 		uint16_t rows, cols;
 		if (r == 0 && o->pty && o->resize && o->resize(o->opaque, &rows, &cols))

@@ -14,7 +14,6 @@
 
 struct json_t;
 
-
 /* Sets the network of the sandbox name (entry dir, cgroup cgroup_fd or
  * -1) up: K, the egress uid, cove-egress in its namespaces and the
  * cgroup, tap0, the veth; returns once cove-egress has its config, while

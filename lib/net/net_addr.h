@@ -27,7 +27,6 @@
 
 struct json_t;
 
-
 /* The host end (100.100.0.0 + 4K + 1) and the namespace end (+ 2) of
  * sandbox K's /30, as host-order IPv4 addresses. */
 uint32_t net_host_end(unsigned int k);

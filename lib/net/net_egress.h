@@ -22,9 +22,8 @@
 
 struct json_t;
 
-
-#define EGRESS_LOG  "egress.log"  /* the decisions, one JSON line each */
-#define EGRESS_ERR  "egress.err"  /* cove-egress's own stdout and stderr */
+#define EGRESS_LOG "egress.log" /* the decisions, one JSON line each */
+#define EGRESS_ERR "egress.err" /* cove-egress's own stdout and stderr */
 
 /* The fds cove-egress finds (config, ctl, log, ready, then publish). */
 enum { FD_CONFIG = 3, FD_CTL, FD_LOG, FD_READY, FD_PUBLISH };

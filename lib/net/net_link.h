@@ -5,7 +5,6 @@
 
 #include <stdint.h>
 
-
 struct mnl_socket;
 
 /* A NETLINK_ROUTE socket in the calling thread's network namespace, with

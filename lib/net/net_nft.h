@@ -7,7 +7,6 @@
 
 #include "lib/base/sandbox_net.h"
 
-
 /* Ensures the host table `inet cove` (masquerade of 100.100.0.0/16 out of
  * non-cv* links; from cv* only IPv4 from the link's own /30, never to
  * another cv* or an always-denied range but the upstreams; no input from

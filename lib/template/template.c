@@ -29,7 +29,7 @@
 #include "lib/template/template_store.h"
 #include "lib/vmm/memcache.h"
 
-#define STEP_TIMEOUT_MS    0 /* steps run as long as they take (a build is attended) */
+#define STEP_TIMEOUT_MS 0 /* steps run as long as they take (a build is attended) */
 
 static char *abs_path(const char *p, const char *what, char *err, size_t errlen)
 {

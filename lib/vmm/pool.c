@@ -52,7 +52,6 @@
 
 #define POOL_BACKOFF_MS 1000 /* after a failed spawn */
 
-
 struct cove_vmm_pool {
 	struct pool_shared sh; /* the lock, the refill signal, the stale cgroups */
 	pthread_cond_t full;   /* a member was added */
@@ -342,4 +341,3 @@ bool cove_vmm_pool_wait_full(struct cove_vmm_pool *p, unsigned int timeout_ms)
 		timed_wait(p, &p->full, left > 200 ? 200 : (int)left);
 	}
 }
-
