@@ -25,6 +25,7 @@
 #include "guest-agent/request.h"
 #include "guest-agent/restore.h"
 #include "guest-agent/sys.h"
+#include "lib/base/handle.h"
 #include "proto.h"
 #include "proto_json.h"
 #include "unit.h"
