@@ -25,7 +25,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "lib/agent/exec.h"
+#include "lib/agent/proc.h"
 #include "lib/base/cove_types.h"
+#include "lib/net/net_ctl.h"
 
 /* A pool of sandbox networks made ahead of time (lib/net/net_pool.c): each
  * slot is a namespace with its TAP and veth and a cove-egress that
@@ -63,9 +66,7 @@ int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *e
 const char *cove_sandbox_dir(const struct cove_sandbox *sb);
 pid_t cove_vmm_pid(const struct cove_sandbox *sb);
 
-int cove_exec(struct cove_sandbox *sb, const struct cove_exec_opts *opts,
-              struct cove_exec_result *res, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
+/* cove_exec: lib/agent/exec.h. */
 
 /* Streams a local file into the guest (atomically replaced there). */
 int cove_put_file(struct cove_sandbox *sb, const char *local, const char *guest, uint32_t mode,
@@ -205,14 +206,7 @@ int cove_snapshot(struct cove_sandbox *sb, const char *dir, bool stop_after, cha
 int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct cove_sandbox **out,
                  char *err, size_t errlen) __attribute__((warn_unused_result));
 
-/* Replaces a running sandbox's network policy at once (one nftables
- * transaction in its namespace; the domain rules switch at the same
- * moment) through its cove-egress control socket.  -ENOTSUP with "sandbox
- * NAME was started without networking" when it has no network; -EINVAL
- * for a bad rule (nothing changed); -EIO with cove-egress's own error.
- * The new policy is recorded in meta.json. */
-int cove_net_set(struct cove_sandbox *sb, const struct cove_net_policy *policy, char *err,
-                 size_t errlen) __attribute__((warn_unused_result));
+/* cove_net_set and cove_net_probe: lib/net/net_ctl.h. */
 
 /* Replaces a running sandbox's credential rules (a rules file, read and
  * validated in full with its secrets first; nothing changes on an error):
@@ -224,11 +218,6 @@ int cove_net_proxy(struct cove_sandbox *sb, const char *rules_file, char *err, s
 
 /* "off", "none", "rules", "open". */
 const char *cove_net_mode_name(enum cove_net_mode mode);
-
-/* One line for cove doctor: whether this process can give sandboxes a
- * network (root, /dev/net/tun, nf_tables, user namespaces, ip_forward).
- * 0 when it can, 1 when not (out says why). */
-int cove_net_probe(char *out, size_t len);
 
 /* One line: how a sandbox this process starts is confined (the jail,
  * docs/ARCHITECTURE.md).  0 for the full jail, 1 for seccomp and
@@ -243,70 +232,7 @@ int cove_confinement(char *out, size_t len);
 int cove_vmm_stats(struct cove_sandbox *sb, char **json, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
-/* ---- Detached processes and file requests (lib/agent/proc.c) ------------------
- * For coved's envd surface (docs/protocol.md "Detached processes").  A
- * detached process belongs to the guest agent: it outlives the connection
- * that started it (and the host process).  Every call has a deadline:
- * AGENT_STEP_MS per step unless it says otherwise. */
-struct json_t;
-
-/* Starts a detached process: 0 with *pid, or -errno (the guest's errno for
- * a program that cannot run, with its message). */
-int cove_proc_start(struct cove_sandbox *sb, const struct cove_proc_spec *spec, int *pid, char *err,
-                    size_t errlen) __attribute__((warn_unused_result));
-
-/* Attaches to process pid: returns a connection fd (the caller closes it;
- * closing it leaves the process running) with *first the output offset the
- * stream starts at (> offset when older output left the agent's ring).
- * -ESRCH: no such process (ended ones are kept for 10 minutes). */
-int cove_proc_attach(struct cove_sandbox *sb, int pid, uint64_t offset, uint64_t *first, char *err,
-                     size_t errlen) __attribute__((warn_unused_result));
-
-/* The next event of an attach: waits up to wait_ms for one to begin
- * (COVE_PROC_IDLE when none did: call again), then AGENT_STEP_MS for the
- * rest of its frame.  -errno when the attach broke (close the fd). */
-int cove_proc_next(int fd, int wait_ms, struct cove_proc_event *ev, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-
-/* Input to a process's stdin (any length: sent in frames); -EPIPE when its
- * stdin is closed, -ESRCH when there is no such process. */
-int cove_proc_input(struct cove_sandbox *sb, int pid, const void *data, size_t len, char *err,
-                    size_t errlen) __attribute__((warn_unused_result));
-int cove_proc_close_stdin(struct cove_sandbox *sb, int pid, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-/* To its process group; -ESRCH when it has ended or is unknown. */
-int cove_proc_signal(struct cove_sandbox *sb, int pid, int sig, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-int cove_proc_resize(struct cove_sandbox *sb, int pid, uint16_t rows, uint16_t cols, char *err,
-                     size_t errlen) __attribute__((warn_unused_result));
-/* *procs: the agent's {"procs": [...]} array as it sent it (a new reference;
- * every member type-checked by the caller). */
-int cove_proc_list(struct cove_sandbox *sb, struct json_t **procs, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-
-/* One control request (STAT, LIST, MKDIR, REMOVE, MOVE, ...; req consumed)
- * answered by OK: *reply is its object (a new reference; NULL allowed). */
-int cove_agent_call(struct cove_sandbox *sb, uint16_t type, struct json_t *req,
-                    struct json_t **reply, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-
-/* Streaming upload: begin (FILE_PUT, returns the fd), data (any length,
- * in frames, each within a step), end (the empty DATA and the OK, which
- * can take FILE_SYNC long; closes fd).  Abandoning a put: close the fd
- * (the agent removes its temporary file). */
-int cove_put_begin(struct cove_sandbox *sb, const char *guest, uint32_t mode, char *err,
-                   size_t errlen) __attribute__((warn_unused_result));
-int cove_put_data(int fd, const void *data, size_t len, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-int cove_put_end(int fd, uint64_t *size, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-/* Streaming download: begin (FILE_GET and its OK; *size from the guest's
- * stat, returns the fd), then next: one DATA frame (malloc'ed, *len 0 at the
- * end), within a step each.  The caller closes fd. */
-int cove_get_begin(struct cove_sandbox *sb, const char *guest, uint64_t *size, char *err,
-                   size_t errlen) __attribute__((warn_unused_result));
-int cove_get_next(int fd, uint8_t **data, uint32_t *len, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
+/* Detached processes and file requests: lib/agent/proc.h. */
 
 /* ---- the VMM pool (lib/vmm/pool.c; docs/ARCHITECTURE.md, "The VMM pool") ----
  * Members are cove-vmm processes started with --pool CPUS: exec'd inside

@@ -1,7 +1,7 @@
 /* The sandbox handle and its lifecycle: the registry entry (runtime
  * directory) and its meta.json, the root disk's qcow2 overlay, cove_start
  * up to the agent's readiness, and cove_stop and cove_free.  cove-vmm as a
- * process is vmm_proc.c's; restoring from a snapshot is snapshot.c's. */
+ * process is vmm_proc.c's; restoring from a snapshot is restore.c's. */
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -42,7 +42,7 @@
 #include "qcow2_create.h"
 
 /* cove stop's budget (worst case STOP_AGENT_MS + STOP_EXIT_MS + VMM_TERM_MS
- * + VMM_KILL_MS = 14 s, libcove.h). */
+ * + VMM_KILL_MS = 14 s, lib/vmm/vmm_proc.h). */
 #define STOP_AGENT_MS 3000
 #define STOP_EXIT_MS  6000
 

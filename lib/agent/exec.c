@@ -12,6 +12,7 @@
 #include "errf.h"
 #include "lib/agent/agent_client.h"
 #include "lib/agent/conn.h"
+#include "lib/agent/exec.h"
 #include "lib/agent/notice.h"
 #include "lib/base/cove_types.h"
 #include "lib/base/handle.h"

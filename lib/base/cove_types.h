@@ -92,7 +92,7 @@ struct cove_config {
 	 * with the start request).  NULL: spawn, as always. */
 	struct cove_vmm_pool *vmm_pool;
 	/* cove_restore: which restores map their memory from the template
-	 * memory cache (lib/memcache.h): COVE_MEMCACHE_TEMPLATES (0, the
+	 * memory cache (lib/vmm/memcache.h): COVE_MEMCACHE_TEMPLATES (0, the
 	 * default) a template's, COVE_MEMCACHE_ALL every snapshot's (a
 	 * snapshot restored many times: benchmarks, forks), COVE_MEMCACHE_NONE
 	 * none. */

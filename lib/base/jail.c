@@ -101,7 +101,7 @@ int jail_claim_uid(const char *sbdir, const char *name, uid_t *out, char *claim,
 			}
 			(void)!snprintf(dir, sizeof(dir), "%s/%s", base, owner);
 			struct stat st;
-			/* A pool member's (lib/pool.c) is ".pool-XXXXXX" until it is
+			/* A pool member's (lib/vmm/pool.c) is ".pool-XXXXXX" until it is
 			 * taken, then its sandbox's. */
 			bool named = registry_name_valid(owner) || (!strncmp(owner, ".pool-", 6) &&
 			                                            registry_name_valid(owner + 1));

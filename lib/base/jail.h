@@ -2,7 +2,7 @@
  * and the host-side set-up it needs before it starts.  cove-vmm itself
  * runs the in-process steps (vmm/jail/jail.h); libcove decides the mode,
  * claims the per-sandbox uid, prepares the jail root, makes the cgroup and
- * creates the namespaces with clone3 (vmm_proc.c). */
+ * creates the namespaces with clone3 (lib/vmm/vmm_proc.c, lib/base/spawn.c). */
 #ifndef COVE_LIB_JAIL_H
 #define COVE_LIB_JAIL_H
 

@@ -1,5 +1,5 @@
 /* The pure parts of a sandbox's network: addresses from the index K, the
- * syntax of the network options, the policy's JSON (net.h). */
+ * syntax of the network options, the policy's JSON (net_addr.h). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>

@@ -20,6 +20,7 @@
 #include "lib/base/registry.h"
 #include "lib/net/egress_ctl.h"
 #include "lib/net/net_addr.h"
+#include "lib/net/net_ctl.h"
 #include "lib/net/net_egress.h"
 #include "lib/net/net_nft.h"
 

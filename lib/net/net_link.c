@@ -1,4 +1,4 @@
-/* rtnetlink requests through libmnl (net.h): each builds one message,
+/* rtnetlink requests through libmnl (net_link.h): each builds one message,
  * sends it with NLM_F_ACK and reads the kernel's answer within the
  * socket's receive deadline.  A socket works in the network namespace its
  * creating thread was in. */

@@ -1,4 +1,4 @@
-/* The host's side of every sandbox's network (net.h): the nftables table
+/* The host's side of every sandbox's network (net_nft.h): the nftables table
  * `inet cove`, made or refreshed in one libnftables transaction, and
  * IPv4 forwarding.  The chains are flushed and filled again in the same
  * transaction (a start never adds duplicates, and never leaves a moment
