@@ -24,143 +24,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench.h"
-#include "cli.h"
+#include "cli/bench.h"
+#include "cli/bench_plot.h"
+#include "cli/bench_qemu.h"
+#include "cli/bench_report.h"
+#include "cli/bench_sample.h"
+#include "cli/options.h"
 #include "clock.h"
+#include "cove.h"
 #include "cove_limits.h"
 #include "errf.h"
-
-const char *const bench_phase_names[PH_COUNT] = {
-	"vmm_start",   "vm_created", "first_kvm_run", "guest_init",
-	"agent_ready", "first_exec", "teardown",
-};
-
-/* Work counts reported per sample (of KVM's counters, the telling ones). */
-static const char *const kvm_counters[] = { "exits",      "io_exits",  "mmio_exits",
-	                                    "halt_exits", "irq_exits", "pf_taken" };
-
-static int exec_true(struct cove_sandbox *sb, char *err, size_t errlen)
-{
-	const char *argv[] = { "true", NULL };
-	struct cove_exec_opts o = { .argv = argv, .stdin_fd = -1 };
-	struct cove_exec_result res;
-	int r = cove_exec(sb, &o, &res, err, errlen);
-	if (r == 0 && res.exit_code != 0)
-		r = errf(err, errlen, -EIO, "true exited %d", res.exit_code);
-	return r;
-}
-
-/* Fields 10 and 12 of /proc/PID/stat, after the command name's ')'. */
-static int proc_faults(pid_t pid, long *minflt, long *majflt)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return -1;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	char *p = strrchr(buf, ')');
-	long v[12];
-	if (!p || sscanf(p + 2, "%*c %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld", &v[0], &v[1], &v[2],
-	                 &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]) != 10)
-		return -1;
-	*minflt = v[6]; /* field 10: ppid(4) pgrp sid tty tpgid flags minflt */
-	*majflt = v[8];
-	return 0;
-}
-
-/* Fills the VMM's phases (relative to t0) and the work counts. */
-static json_t *vmm_sample(struct cove_sandbox *sb, double t0, double *ph)
-{
-	char *text = NULL, err[256];
-	if (cove_vmm_stats(sb, &text, err, sizeof(err)) < 0)
-		return json_object();
-	json_t *s = json_loads(text, 0, NULL);
-	free(text);
-	json_t *t = json_object_get(s, "times");
-	double start = json_integer_value(json_object_get(t, "process_start_mono_us")) / 1e3 - t0;
-	ph[PH_VMM_START] = start;
-	static const char *const keys[] = { "vm_created_us", "first_kvm_run_us", "guest_init_us" };
-	static const enum phase which[] = { PH_VM_CREATED, PH_FIRST_RUN, PH_GUEST_INIT };
-	for (int i = 0; i < 3; i++) {
-		json_int_t us = json_integer_value(json_object_get(t, keys[i]));
-		ph[which[i]] = us > 0 ? start + us / 1e3 : NAN;
-	}
-	json_t *work = json_object();
-	json_t *kvm = json_object_get(s, "kvm");
-	for (size_t i = 0; i < sizeof(kvm_counters) / sizeof(kvm_counters[0]); i++) {
-		json_t *v = json_object_get(kvm, kvm_counters[i]);
-		if (v)
-			json_object_set(work, kvm_counters[i], v);
-	}
-	static const char *const more[] = { "disk_read_bytes", "vmm_rss_kb", "guest_rss_kb" };
-	for (size_t i = 0; i < 3; i++)
-		json_object_set(work, more[i], json_object_get(s, more[i]));
-	/* Every exit reason KVM counts that happened ("*_exits"), the other
-	 * non-zero counters beside them, and the PIO/MMIO exits by address. */
-	json_t *reasons = json_object(), *other = json_object();
-	const char *key;
-	json_t *v;
-	json_object_foreach(kvm, key, v)
-	{
-		if (!json_integer_value(v))
-			continue;
-		size_t kl = strlen(key);
-		bool exit_reason = kl > 6 && !strcmp(key + kl - 6, "_exits");
-		json_object_set(exit_reason ? reasons : other, key, v);
-	}
-	json_object_set_new(work, "exits_by_reason", reasons);
-	json_object_set_new(work, "kvm_other", other);
-	json_t *addrs = json_object_get(s, "exit_addrs");
-	if (addrs)
-		json_object_set(work, "exit_addrs", addrs);
-	json_t *pf = json_object_get(s, "prefetch");
-	if (pf)
-		json_object_set(work, "prefetch", pf);
-	/* cove-vmm's own page faults (guest RAM is its memory): minor, major. */
-	long minflt, majflt;
-	if (proc_faults(cove_vmm_pid(sb), &minflt, &majflt) == 0) {
-		json_object_set_new(work, "host_minflt", json_integer(minflt));
-		json_object_set_new(work, "host_majflt", json_integer(majflt));
-	}
-	json_decref(s);
-	return work;
-}
-
-int bench_cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double pct(const double *sorted, int n, double p)
-{
-	int i = (int)ceil(p / 100.0 * n) - 1;
-	return sorted[i < 0 ? 0 : i >= n ? n - 1 : i];
-}
-
-void bench_row(const char *name, const double *v, int n)
-{
-	double *s = malloc(sizeof(double) * (size_t)(n ? n : 1));
-	int m = 0;
-	for (int i = 0; i < n; i++)
-		if (!isnan(v[i]))
-			s[m++] = v[i];
-	if (m) {
-		qsort(s, (size_t)m, sizeof(double), bench_cmp);
-		printf("%-16s %9.1f %9.1f %9.1f %9.1f %9.1f\n", name, s[0], pct(s, m, 50),
-		       pct(s, m, 90), pct(s, m, 99), s[m - 1]);
-	}
-	free(s);
-}
-
-void bench_header(const char *what, int n)
-{
-	printf("%s, %d samples (ms)\n%-16s %9s %9s %9s %9s %9s\n", what, n, "phase", "min", "p50",
-	       "p90", "p99", "max");
-}
 
 enum ab { AB_ON, AB_OFF, AB_AB };
 
@@ -176,15 +49,6 @@ struct bench {
 	const char *json_path;
 	json_t *samples;
 };
-
-json_t *bench_phases_json(const double *ph)
-{
-	json_t *o = json_object();
-	for (int i = 0; i < PH_COUNT; i++)
-		if (!isnan(ph[i]))
-			json_object_set_new(o, bench_phase_names[i], json_real(ph[i]));
-	return o;
-}
 
 static void add_sample(struct bench *b, const double *ph, json_t *work)
 {
@@ -234,7 +98,7 @@ static int record_working_set(struct bench *b, const char *snap)
 	for (int i = 0; i < (b->memcache == AB_OFF ? 1 : 2); i++) {
 		b->cfg.memcache = i ? COVE_MEMCACHE_ALL : COVE_MEMCACHE_NONE;
 		if (cove_restore(&b->cfg, snap, &sb, err, sizeof(err)) < 0 ||
-		    exec_true(sb, err, sizeof(err)) < 0) {
+		    bench_exec_true(sb, err, sizeof(err)) < 0) {
 			fprintf(stderr, "cove bench: recording the working set: %s\n", err);
 			return -1;
 		}
@@ -266,7 +130,8 @@ static void ab_report(const struct bench *b, double (*ph)[PH_COUNT], const char 
 	qsort(pfl, (size_t)m, sizeof(double), bench_cmp);
 	printf("%s %-3s (n=%d): p50 first_exec %.1f ms, KVM exits %.0f, cove-vmm page faults "
 	       "%.0f\n",
-	       what, on ? "on" : "off", m, pct(fe, m, 50), pct(ex, m, 50), pct(pfl, m, 50));
+	       what, on ? "on" : "off", m, bench_pct(fe, m, 50), bench_pct(ex, m, 50),
+	       bench_pct(pfl, m, 50));
 }
 
 /* A cold sandbox, snapshotted into a fresh directory and stopped. */
@@ -280,7 +145,8 @@ static int make_snapshot(struct bench *b, char *dir, size_t len)
 	}
 	rmdir(dir); /* cove_snapshot wants a new directory */
 	struct cove_sandbox *sb;
-	if (cove_start(&b->cfg, &sb, err, sizeof(err)) < 0 || exec_true(sb, err, sizeof(err)) < 0 ||
+	if (cove_start(&b->cfg, &sb, err, sizeof(err)) < 0 ||
+	    bench_exec_true(sb, err, sizeof(err)) < 0 ||
 	    cove_snapshot(sb, dir, true, err, sizeof(err)) < 0) {
 		fprintf(stderr, "cove bench: making the snapshot: %s\n", err);
 		return -1;
@@ -324,7 +190,7 @@ static int bench_start(struct bench *b, const char *snap)
 			return 1;
 		}
 		ph[i][PH_AGENT_READY] = mono_ns() / 1e6 - t0;
-		if (exec_true(sb, err, sizeof(err)) < 0) {
+		if (bench_exec_true(sb, err, sizeof(err)) < 0) {
 			fprintf(stderr, "cove bench: sample %d: exec: %s\n", i, err);
 			cove_free(sb);
 			free(ph);
@@ -332,7 +198,7 @@ static int bench_start(struct bench *b, const char *snap)
 			return 1;
 		}
 		ph[i][PH_FIRST_EXEC] = mono_ns() / 1e6 - t0;
-		json_t *work = vmm_sample(sb, t0, ph[i]);
+		json_t *work = bench_vmm_sample(sb, t0, ph[i]);
 		(void)cove_stop(sb);
 		ph[i][PH_TEARDOWN] = mono_ns() / 1e6 - t0;
 		cove_free(sb);
@@ -424,7 +290,7 @@ static void *fork_task_run(void *arg)
 	struct fork_round *rd = f->round;
 	f->r = cove_restore(rd->cfg, rd->snap, &f->sb, f->err, sizeof(f->err));
 	if (f->r == 0)
-		f->r = exec_true(f->sb, f->err, sizeof(f->err));
+		f->r = bench_exec_true(f->sb, f->err, sizeof(f->err));
 	pthread_mutex_lock(&rd->lock);
 	rd->pending--;
 	pthread_cond_broadcast(&rd->cond);
@@ -522,7 +388,7 @@ static int bench_fork(struct bench *b, const char *snap)
 			       cove_restore(&b->cfg, snap, &sb[started], err, sizeof(err)) == 0)
 				started++;
 			for (int k = 0; k < started && started == b->count; k++)
-				if (exec_true(sb[k], err, sizeof(err)) < 0)
+				if (bench_exec_true(sb[k], err, sizeof(err)) < 0)
 					started = -1;
 		}
 		if (started != b->count) {
@@ -581,7 +447,7 @@ static int bench_exec(struct bench *b)
 	int rc = 0;
 	for (int i = 0; i < b->n; i++) {
 		double t0 = mono_ns() / 1e6;
-		if (exec_true(sb, err, sizeof(err)) < 0) {
+		if (bench_exec_true(sb, err, sizeof(err)) < 0) {
 			fprintf(stderr, "cove bench: exec %d: %s\n", i, err);
 			rc = 1;
 			break;
@@ -617,6 +483,65 @@ static const char bench_usage[] =
     "                  [--image NAME|PATH] [--kernel PATH] [--json FILE] [--vs qemu]\n"
     "                  [--plot FILE.svg] [--prefetch on|off|ab] [--memcache on|off|ab]\n"
     "                  [--parallel]\n";
+
+/* What cannot be checked option by option: 0, or 2 with a message. */
+static int bench_check(const struct bench *b, bool boot, bool restore, bool fork_)
+{
+	if (b->plot_path && !boot && !restore) {
+		fprintf(stderr, "cove bench: --plot draws boot and restore phases\n");
+		return 2;
+	}
+	if (b->parallel && !fork_) {
+		fprintf(stderr, "cove bench: --parallel is for cove bench fork\n");
+		return 2;
+	}
+	if (b->vs_qemu && !boot) {
+		fprintf(stderr,
+		        "cove bench: --vs qemu compares cold boots only (cove bench boot)\n");
+		return 2;
+	}
+	return 0;
+}
+
+/* The benchmark b->mode names; restore and fork on a snapshot made (and
+ * removed) here.  The exit status. */
+static int bench_run(struct bench *b, bool boot, bool restore, bool exec)
+{
+	int rc;
+	char snap[PATH_MAX] = "";
+	if (boot) {
+		rc = bench_start(b, NULL);
+	} else if (exec) {
+		rc = bench_exec(b);
+	} else if (make_snapshot(b, snap, sizeof(snap)) < 0) {
+		rc = 1;
+	} else if (b->prefetch != AB_OFF && record_working_set(b, snap) < 0) {
+		rc = 1;
+		remove_snapshot(snap);
+	} else {
+		if (b->prefetch == AB_OFF)
+			setenv("COVE_PREFETCH", "0", 1);
+		rc = restore ? bench_start(b, snap) : bench_fork(b, snap);
+		remove_snapshot(snap);
+	}
+	return rc;
+}
+
+/* --json FILE: the samples with the benchmark's shape; the exit status. */
+static int bench_write_json(const struct bench *b)
+{
+	int rc = 0;
+	unsigned int cpus = b->cfg.cpus ? b->cfg.cpus : COVE_CPUS_DEFAULT;
+	uint64_t mib = b->cfg.memory_mib ? b->cfg.memory_mib : COVE_MEMORY_DEFAULT_MIB;
+	json_t *doc = json_pack("{s:s, s:i, s:I, s:O}", "benchmark", b->mode, "cpus", cpus,
+	                        "memory_mib", (json_int_t)mib, "samples", b->samples);
+	if (json_dump_file(doc, b->json_path, JSON_INDENT(1)) < 0) {
+		fprintf(stderr, "cove bench: cannot write '%s'\n", b->json_path);
+		rc = 1;
+	}
+	json_decref(doc);
+	return rc;
+}
 
 int cli_bench(int argc, char **argv)
 {
@@ -728,49 +653,14 @@ int cli_bench(int argc, char **argv)
 	}
 	if (!b.n)
 		b.n = exec ? 100 : fork_ ? 1 : 5;
-	if (b.plot_path && !boot && !restore) {
-		fprintf(stderr, "cove bench: --plot draws boot and restore phases\n");
-		return 2;
+	int rc = bench_check(&b, boot, restore, fork_);
+	if (rc == 0) {
+		b.samples = json_array();
+		rc = bench_run(&b, boot, restore, exec);
+		if (!rc && b.json_path)
+			rc = bench_write_json(&b);
+		json_decref(b.samples);
 	}
-	if (b.parallel && !fork_) {
-		fprintf(stderr, "cove bench: --parallel is for cove bench fork\n");
-		return 2;
-	}
-	if (b.vs_qemu && !boot) {
-		fprintf(stderr,
-		        "cove bench: --vs qemu compares cold boots only (cove bench boot)\n");
-		return 2;
-	}
-	b.samples = json_array();
-	int rc;
-	char snap[PATH_MAX] = "";
-	if (boot) {
-		rc = bench_start(&b, NULL);
-	} else if (exec) {
-		rc = bench_exec(&b);
-	} else if (make_snapshot(&b, snap, sizeof(snap)) < 0) {
-		rc = 1;
-	} else if (b.prefetch != AB_OFF && record_working_set(&b, snap) < 0) {
-		rc = 1;
-		remove_snapshot(snap);
-	} else {
-		if (b.prefetch == AB_OFF)
-			setenv("COVE_PREFETCH", "0", 1);
-		rc = restore ? bench_start(&b, snap) : bench_fork(&b, snap);
-		remove_snapshot(snap);
-	}
-	if (!rc && b.json_path) {
-		unsigned int cpus = b.cfg.cpus ? b.cfg.cpus : COVE_CPUS_DEFAULT;
-		uint64_t mib = b.cfg.memory_mib ? b.cfg.memory_mib : COVE_MEMORY_DEFAULT_MIB;
-		json_t *doc = json_pack("{s:s, s:i, s:I, s:O}", "benchmark", b.mode, "cpus", cpus,
-		                        "memory_mib", (json_int_t)mib, "samples", b.samples);
-		if (json_dump_file(doc, b.json_path, JSON_INDENT(1)) < 0) {
-			fprintf(stderr, "cove bench: cannot write '%s'\n", b.json_path);
-			rc = 1;
-		}
-		json_decref(doc);
-	}
-	json_decref(b.samples);
 	free(image);
 	return rc;
 }

@@ -6,7 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bench.h"
+#include "cli/bench_plot.h"
+#include "cli/bench_report.h"
 
 /* The sorted non-NaN values of column p; returns how many. */
 static int column(double (*ph)[PH_COUNT], int n, int p, double *out)

@@ -15,7 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bench.h"
+#include "cli/bench_qemu.h"
+#include "cli/bench_report.h"
 #include "clock.h"
 #include "cove_limits.h"
 #include "errf.h"

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli.h"
+#include "cli/cp.h"
 #include "cove.h"
 
 static const char cp_usage[] =

@@ -24,11 +24,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "cli/doctor.h"
 #include "clock.h"
 #include "cove.h"
 #include "kvm_caps.h"
-#include "kvm_probe.h"
+#include "lib/vmm/kvm_probe.h"
 
 static const char doctor_usage[] =
     "usage: cove doctor [--json]\n"

@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli/exec.h"
+#include "cli/exec_io.h"
+#include "cli/options.h"
 #include "cove.h"
 
 static const char exec_usage[] =

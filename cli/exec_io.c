@@ -10,9 +10,11 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "cli/exec_io.h"
+#include "cli/options.h"
+#include "cove.h"
 #include "io.h"
-#include "text.h"
+#include "lib/base/text.h"
 
 static volatile int pending_signal;
 static volatile sig_atomic_t winch, got_signal;

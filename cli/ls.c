@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli.h"
+#include "cli/ls.h"
 #include "cove.h"
 
 static const char ls_usage[] = "usage: cove ls [--json]\n";

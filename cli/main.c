@@ -2,7 +2,17 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli/bench.h"
+#include "cli/cp.h"
+#include "cli/doctor.h"
+#include "cli/exec.h"
+#include "cli/ls.h"
+#include "cli/net.h"
+#include "cli/run.h"
+#include "cli/snapshot.h"
+#include "cli/start.h"
+#include "cli/template.h"
+#include "cove.h"
 
 static const char usage[] =
     "usage: cove <command> [options]\n"

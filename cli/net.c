@@ -10,7 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "cli/net.h"
+#include "cli/options.h"
 #include "cove.h"
 
 static const char net_usage[] =

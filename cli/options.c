@@ -6,9 +6,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "cli/options.h"
+#include "cove.h"
 #include "cove_limits.h"
-#include "text.h"
+#include "lib/base/text.h"
 
 int cli_parse_num(const char *s, unsigned long max, unsigned long *out)
 {

@@ -12,9 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "cli/exec_io.h"
+#include "cli/net.h"
+#include "cli/options.h"
+#include "cli/run.h"
+#include "cli/template.h"
 #include "cove.h"
-#include "template.h"
+#include "lib/template/template.h"
 
 static const char run_usage[] =
     "usage: cove run [--cpus N] [--memory MiB] [--image minimal|debian|PATH]\n"

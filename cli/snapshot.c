@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli/net.h"
+#include "cli/options.h"
+#include "cli/snapshot.h"
 #include "cove.h"
 #include "errf.h"
 

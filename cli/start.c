@@ -8,9 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli/net.h"
+#include "cli/options.h"
+#include "cli/start.h"
 #include "cove.h"
-#include "text.h"
+#include "lib/base/text.h"
 
 static const char start_usage[] =
     "usage: cove start --name NAME [--cpus N] [--memory MiB]\n"

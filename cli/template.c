@@ -9,10 +9,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "cli/exec_io.h"
+#include "cli/options.h"
+#include "cli/template.h"
+#include "cove.h"
 #include "io.h"
-#include "template.h"
-#include "text.h"
+#include "lib/base/text.h"
+#include "lib/template/template.h"
 
 static const char template_usage[] =
     "usage: cove template build NAME [--image minimal|debian|PATH] [--kernel PATH]\n"

@@ -14,7 +14,7 @@
 #include "cove.h"
 #include "coved_priv.h"
 #include "errf.h"
-#include "template.h"
+#include "lib/template/template.h"
 
 static void note(void *opaque, const char *line)
 {

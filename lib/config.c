@@ -9,9 +9,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cove.h"
 #include "cove_limits.h"
-#include "libcove.h"
-#include "text.h"
+#include "errf.h"
+#include "lib/base/handle.h"
+#include "lib/base/text.h"
+#include "lib/config.h"
+#include "lib/net/net_addr.h"
 
 #define CONFIG_BOOT_TIMEOUT_MS 60000
 

@@ -25,97 +25,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* A sandbox's network (docs/ARCHITECTURE.md, "The network"): without one
- * (COVE_NET_OFF) it has no NIC at all.  Otherwise the guest's eth0 reaches
- * the world only through its own network namespace, where cove-egress
- * enforces the policy: NONE denies everything (DNS included), RULES
- * allows what the allow rules match minus the deny rules, OPEN allows
- * everything that is not always denied (the host, other sandboxes,
- * private and metadata ranges) minus the deny rules.  Networking needs
- * root (the veth, NAT and nftables rules live in the host's network
- * namespace). */
-enum cove_net_mode {
-	COVE_NET_OFF = 0,
-	COVE_NET_NONE,
-	COVE_NET_RULES,
-	COVE_NET_OPEN,
-};
+#include "lib/agent/exec.h"
+#include "lib/agent/proc.h"
+#include "lib/base/cove_types.h"
+#include "lib/net/net_ctl.h"
 
-/* Rules: allow `IP`, `CIDR`, `CIDR:PORT`, `CIDR:LO-HI`, `NAME`, `*.NAME`,
- * `NAME:PORT`; deny CIDR rules only (a domain deny is easy to bypass).
- * A CIDR deny beats any allow.  Lists are NULL-terminated, or NULL. */
-struct cove_net_policy {
-	enum cove_net_mode mode;
-	const char *const *allow;
-	const char *const *deny;
-};
-
-#define COVE_NET_RULES_MAX 256 /* rules per list */
-
-struct cove_config {
-	const char *vmm;              /* cove-vmm binary */
-	const char *kernel;           /* guest kernel (vmlinux or bzImage) */
-	const char *image;            /* root file system image (ext4): the read-only base
-	                                 of the sandbox's own qcow2 overlay */
-	unsigned int cpus;            /* 0: 1 (COVE_CPUS_DEFAULT); at most 64 (COVE_CPUS_MAX) */
-	uint64_t memory_mib;          /* 0: 256 (COVE_MEMORY_DEFAULT_MIB); at least 32
-	                                 (COVE_MEMORY_MIN_MIB); common/cove_limits.h */
-	const char *cmdline;          /* extra kernel command line, or NULL */
-	const char *hostname;         /* guest hostname, or NULL for "cove" */
-	const char *console_log;      /* where the guest console goes; NULL: the sandbox dir */
-	unsigned int boot_timeout_ms; /* until the agent answers; default 60000 */
-	const char *name; /* registry name (see cove_open), or NULL: anonymous sb-XXXXXX */
-	bool detached;    /* cove-vmm outlives this process; cove_free leaves it running.
-	                     Not detached, it dies with the thread that started it
-	                     (PR_SET_PDEATHSIG follows the thread, not the process) */
-	/* Host-enforced limits (0: none or the default); a restore takes the
-	 * snapshot's (its note, cove-sandbox.json) for each one left 0 here. */
-	double cpu_quota;   /* CPU time, in CPUs (cgroup cpu.max; 0.5: half of one);
-	                       apart from cpus, the vCPU count */
-	uint64_t pids_max;  /* cgroup pids.max of cove-vmm */
-	uint64_t disk_size; /* root disk's virtual size in bytes (the overlay's; the
-	                       guest's ext4 grows to it at boot); 0: the image's;
-	                       never smaller than the image.  Boot only */
-	uint64_t disk_bps;  /* root disk bytes/s (reads and writes), token bucket */
-	uint64_t disk_iops; /* root disk requests/s */
-	uint64_t ttl_s;     /* lifetime: cove-vmm stops the sandbox this many seconds
-	                       after it started, however wedged the guest; a restore
-	                       starts a fresh ttl of the same length */
-	/* Networking (mode COVE_NET_OFF: none, no NIC).  A restore keeps the
-	 * snapshot's policy and net limits unless net.mode is set here. */
-	struct cove_net_policy net;
-	const char *const *net_publish; /* "[ADDR:]HOSTPORT:GUESTPORT" (TCP): a host
-	                                   port (127.0.0.1 by default) forwarded to
-	                                   a guest port; NULL-terminated or NULL */
-	const char *const *net_dns;     /* upstream resolvers "IP[:PORT]"; NULL:
-	                                   $COVE_DNS_UPSTREAM, else the host's
-	                                   /etc/resolv.conf (loopback skipped) */
-	const char *net_limits;         /* "rx_bps=N,tx_bps=N,rx_pps=N,tx_pps=N[,..._burst=N]":
-	                                   virtio-net rate limits, or NULL */
-	const char *egress;             /* cove-egress binary (found as vmm is) */
-	/* Credential injection (issue 15): a rules file (common/proxyrule.h),
-	 * read with every secret it names before anything starts; needs a
-	 * network.  A restore re-reads the snapshot's copy unless set here. */
-	const char *proxy_rules;
-	/* Networks set up ahead of time (cove_net_pool_new), or NULL: a
-	 * sandbox with a network takes one of its slots instead of making
-	 * its namespace and cove-egress now, where it can (not with
-	 * net_publish, nor with DNS upstreams other than the pool's). */
-	struct cove_net_pool *net_pool;
-	/* A pool of pre-spawned cove-vmm processes (cove_vmm_pool_new, coved's
-	 * pool_size): a detached cove_start or cove_restore takes a member of
-	 * its vCPU count from it instead of spawning one (a sandbox's TAP goes
-	 * with the start request).  NULL: spawn, as always. */
-	struct cove_vmm_pool *vmm_pool;
-	/* cove_restore: which restores map their memory from the template
-	 * memory cache (lib/memcache.h): COVE_MEMCACHE_TEMPLATES (0, the
-	 * default) a template's, COVE_MEMCACHE_ALL every snapshot's (a
-	 * snapshot restored many times: benchmarks, forks), COVE_MEMCACHE_NONE
-	 * none. */
-	enum { COVE_MEMCACHE_TEMPLATES, COVE_MEMCACHE_ALL, COVE_MEMCACHE_NONE } memcache;
-};
-
-/* A pool of sandbox networks made ahead of time (lib/net_pool.c): each
+/* A pool of sandbox networks made ahead of time (lib/net/net_pool.c): each
  * slot is a namespace with its TAP and veth and a cove-egress that
  * denies everything, ready for a sandbox to take and give its own policy
  * in one transaction.  A background thread keeps size slots ready (1 to
@@ -123,14 +38,6 @@ struct cove_config {
  * egress and net_dns; slots left by a pool whose process died are removed
  * first.  Set cfg->net_pool to use it.  cove_net_pool_free removes every
  * slot not taken (taken ones belong to their sandboxes). */
-#define COVE_NET_POOL_MAX 64
-struct cove_net_pool;
-struct cove_net_pool_stats {
-	unsigned int size, ready;
-	unsigned int hits, misses; /* takes served from a slot, and not */
-	unsigned int failures;     /* slots the filler failed to make */
-	char last_error[256];      /* why the last one failed, or "" */
-};
 int cove_net_pool_new(const struct cove_config *cfg, unsigned int size, struct cove_net_pool **out,
                       char *err, size_t errlen) __attribute__((warn_unused_result));
 void cove_net_pool_free(struct cove_net_pool *p);
@@ -147,8 +54,6 @@ void cove_config_defaults(struct cove_config *cfg);
  * malloc'ed path or NULL. */
 char *cove_image_path(const char *name_or_path);
 
-struct cove_sandbox;
-
 /* Boots a sandbox and waits until its agent announces itself (no sleeps:
  * the agent connects to the host).  Fails with a message naming the
  * problem: sizes out of bounds (-EINVAL, before anything else), no
@@ -161,43 +66,7 @@ int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *e
 const char *cove_sandbox_dir(const struct cove_sandbox *sb);
 pid_t cove_vmm_pid(const struct cove_sandbox *sb);
 
-/* Output of an execution arrives through these, on the calling thread. */
-typedef void (*cove_output_fn)(void *opaque, const void *data, size_t len);
-
-struct cove_exec_opts {
-	const char *const *argv; /* NULL-terminated, required */
-	const char *const *env;  /* "K=V" strings, NULL-terminated, or NULL */
-	const char *cwd;         /* NULL: the agent's default */
-	uint32_t uid, gid;
-	uint64_t timeout_ms; /* 0: none; on expiry the process group is killed; at most
-	                        COVE_TIMEOUT_MAX_MS.  The host gives up 3 s later
-	                        (-ETIMEDOUT) if the agent has not answered */
-	bool pty;            /* run under a pseudo-terminal */
-	uint16_t rows, cols; /* PTY window size */
-	int stdin_fd;        /* forwarded until EOF; -1: no input */
-	cove_output_fn on_stdout, on_stderr;
-	void *opaque;
-	/* PTY mode: polled after every wake-up; return true and fill rows/cols
-	 * to send a window size change.  May be NULL. */
-	bool (*resize)(void *opaque, uint16_t *rows, uint16_t *cols);
-	/* Set by a signal handler to forward a signal to the process group.
-	 * cove_exec then waits at most 0.5 s more for the command's end and
-	 * otherwise returns -EINTR (a frozen guest never answers). */
-	volatile int *pending_signal;
-};
-
-/* The protocol's limit on timeout_ms (2^42 ms, about 139 years). */
-#define COVE_TIMEOUT_MAX_MS ((uint64_t)1 << 42)
-
-struct cove_exec_result {
-	int exit_code; /* valid when signal == 0 */
-	int signal;    /* the signal that killed it, or 0 */
-	bool timed_out;
-};
-
-int cove_exec(struct cove_sandbox *sb, const struct cove_exec_opts *opts,
-              struct cove_exec_result *res, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
+/* cove_exec: lib/agent/exec.h. */
 
 /* Streams a local file into the guest (atomically replaced there). */
 int cove_put_file(struct cove_sandbox *sb, const char *local, const char *guest, uint32_t mode,
@@ -211,7 +80,6 @@ int cove_get_file(struct cove_sandbox *sb, const char *guest, const char *local,
  * COVE_GET_MAX_DEFAULT.  The local file's mode is the guest's & 0755 &
  * ~umask.  Every step has a deadline (an inactivity bound while data
  * flows). */
-#define COVE_GET_MAX_DEFAULT ((uint64_t)4 << 30)
 int cove_get_file_max(struct cove_sandbox *sb, const char *guest, const char *local,
                       uint64_t max_bytes, char *err, size_t errlen)
     __attribute__((warn_unused_result));
@@ -324,6 +192,11 @@ void cove_list_free(struct cove_info *list, size_t count);
 int cove_snapshot(struct cove_sandbox *sb, const char *dir, bool stop_after, char *err,
                   size_t errlen) __attribute__((warn_unused_result));
 
+/* A template's snapshot directory holds its manifest beside the snapshot
+ * files (lib/template/); a restore maps a template's memory from the
+ * template memory cache. */
+#define COVE_TEMPLATE_FILE "template.json"
+
 /* Starts a sandbox from a snapshot directory.  Of cfg only vmm, name,
  * hostname (NULL: the sandbox's name, so restored copies tell themselves
  * apart), console_log, detached and boot_timeout_ms count: CPUs, memory and
@@ -333,14 +206,7 @@ int cove_snapshot(struct cove_sandbox *sb, const char *dir, bool stop_after, cha
 int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct cove_sandbox **out,
                  char *err, size_t errlen) __attribute__((warn_unused_result));
 
-/* Replaces a running sandbox's network policy at once (one nftables
- * transaction in its namespace; the domain rules switch at the same
- * moment) through its cove-egress control socket.  -ENOTSUP with "sandbox
- * NAME was started without networking" when it has no network; -EINVAL
- * for a bad rule (nothing changed); -EIO with cove-egress's own error.
- * The new policy is recorded in meta.json. */
-int cove_net_set(struct cove_sandbox *sb, const struct cove_net_policy *policy, char *err,
-                 size_t errlen) __attribute__((warn_unused_result));
+/* cove_net_set and cove_net_probe: lib/net/net_ctl.h. */
 
 /* Replaces a running sandbox's credential rules (a rules file, read and
  * validated in full with its secrets first; nothing changes on an error):
@@ -352,11 +218,6 @@ int cove_net_proxy(struct cove_sandbox *sb, const char *rules_file, char *err, s
 
 /* "off", "none", "rules", "open". */
 const char *cove_net_mode_name(enum cove_net_mode mode);
-
-/* One line for cove doctor: whether this process can give sandboxes a
- * network (root, /dev/net/tun, nf_tables, user namespaces, ip_forward).
- * 0 when it can, 1 when not (out says why). */
-int cove_net_probe(char *out, size_t len);
 
 /* One line: how a sandbox this process starts is confined (the jail,
  * docs/ARCHITECTURE.md).  0 for the full jail, 1 for seccomp and
@@ -371,121 +232,18 @@ int cove_confinement(char *out, size_t len);
 int cove_vmm_stats(struct cove_sandbox *sb, char **json, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
-/* ---- Detached processes and file requests (lib/proc.c) ------------------
- * For coved's envd surface (docs/protocol.md "Detached processes").  A
- * detached process belongs to the guest agent: it outlives the connection
- * that started it (and the host process).  Every call has a deadline:
- * AGENT_STEP_MS per step unless it says otherwise. */
-struct json_t;
+/* Detached processes and file requests: lib/agent/proc.h. */
 
-struct cove_proc_spec {
-	const char *const *argv; /* NULL-terminated, required */
-	const char *const *env;  /* "K=V", NULL-terminated, or NULL */
-	const char *cwd;         /* NULL: the agent's default */
-	const char *tag;         /* NULL: none; at most 256 bytes */
-	bool stdin_open;         /* false: stdin is /dev/null */
-	bool pty;
-	uint16_t rows, cols; /* pty size; 0: 24x80 */
-	uint64_t timeout_ms; /* 0: none; the agent kills the group then */
-};
-
-/* Starts a detached process: 0 with *pid, or -errno (the guest's errno for
- * a program that cannot run, with its message). */
-int cove_proc_start(struct cove_sandbox *sb, const struct cove_proc_spec *spec, int *pid, char *err,
-                    size_t errlen) __attribute__((warn_unused_result));
-
-/* Attaches to process pid: returns a connection fd (the caller closes it;
- * closing it leaves the process running) with *first the output offset the
- * stream starts at (> offset when older output left the agent's ring).
- * -ESRCH: no such process (ended ones are kept for 10 minutes). */
-int cove_proc_attach(struct cove_sandbox *sb, int pid, uint64_t offset, uint64_t *first, char *err,
-                     size_t errlen) __attribute__((warn_unused_result));
-
-enum cove_proc_ev { COVE_PROC_IDLE, COVE_PROC_STDOUT, COVE_PROC_STDERR, COVE_PROC_EXIT };
-struct cove_proc_event {
-	enum cove_proc_ev kind;
-	uint8_t *data; /* STDOUT/STDERR: malloc'ed bytes (the caller frees) */
-	size_t len;
-	int exit_code, signal; /* EXIT */
-	bool timed_out;
-};
-/* The next event of an attach: waits up to wait_ms for one to begin
- * (COVE_PROC_IDLE when none did: call again), then AGENT_STEP_MS for the
- * rest of its frame.  -errno when the attach broke (close the fd). */
-int cove_proc_next(int fd, int wait_ms, struct cove_proc_event *ev, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-
-/* Input to a process's stdin (any length: sent in frames); -EPIPE when its
- * stdin is closed, -ESRCH when there is no such process. */
-int cove_proc_input(struct cove_sandbox *sb, int pid, const void *data, size_t len, char *err,
-                    size_t errlen) __attribute__((warn_unused_result));
-int cove_proc_close_stdin(struct cove_sandbox *sb, int pid, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-/* To its process group; -ESRCH when it has ended or is unknown. */
-int cove_proc_signal(struct cove_sandbox *sb, int pid, int sig, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-int cove_proc_resize(struct cove_sandbox *sb, int pid, uint16_t rows, uint16_t cols, char *err,
-                     size_t errlen) __attribute__((warn_unused_result));
-/* *procs: the agent's {"procs": [...]} array as it sent it (a new reference;
- * every member type-checked by the caller). */
-int cove_proc_list(struct cove_sandbox *sb, struct json_t **procs, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-
-/* One control request (STAT, LIST, MKDIR, REMOVE, MOVE, ...; req consumed)
- * answered by OK: *reply is its object (a new reference; NULL allowed). */
-int cove_agent_call(struct cove_sandbox *sb, uint16_t type, struct json_t *req,
-                    struct json_t **reply, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-
-/* Streaming upload: begin (FILE_PUT, returns the fd), data (any length,
- * in frames, each within a step), end (the empty DATA and the OK, which
- * can take FILE_SYNC long; closes fd).  Abandoning a put: close the fd
- * (the agent removes its temporary file). */
-int cove_put_begin(struct cove_sandbox *sb, const char *guest, uint32_t mode, char *err,
-                   size_t errlen) __attribute__((warn_unused_result));
-int cove_put_data(int fd, const void *data, size_t len, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-int cove_put_end(int fd, uint64_t *size, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-/* Streaming download: begin (FILE_GET and its OK; *size from the guest's
- * stat, returns the fd), then next: one DATA frame (malloc'ed, *len 0 at the
- * end), within a step each.  The caller closes fd. */
-int cove_get_begin(struct cove_sandbox *sb, const char *guest, uint64_t *size, char *err,
-                   size_t errlen) __attribute__((warn_unused_result));
-int cove_get_next(int fd, uint8_t **data, uint32_t *len, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-
-/* ---- the VMM pool (lib/pool.c; docs/ARCHITECTURE.md, "The VMM pool") ----
+/* ---- the VMM pool (lib/vmm/pool.c; docs/ARCHITECTURE.md, "The VMM pool") ----
  * Members are cove-vmm processes started with --pool CPUS: exec'd inside
  * their namespaces and cgroup, with a per-sandbox jail uid, KVM VM, vCPUs
  * and I/O loop made and no guest memory.  Each serves one sandbox, never
  * a second.  A background thread keeps `size` ready members per shape;
  * cove_vmm_pool_free ends every member that was not taken. */
-#define COVE_POOL_SHAPES_MAX 8
-#define COVE_POOL_SIZE_MAX   64
 
 /* Removes the template memory cache's copies whose original memory file
- * is gone or changed (lib/memcache.h); cove template rm does it itself. */
+ * is gone or changed (lib/vmm/memcache.h); cove template rm does it itself. */
 void cove_memcache_prune(void);
-
-struct cove_vmm_pool;
-
-struct cove_vmm_pool_opts {
-	const char *vmm;   /* cove-vmm binary (cove_config_defaults' vmm) */
-	unsigned int size; /* ready members per shape, 1..COVE_POOL_SIZE_MAX */
-	unsigned int cpus[COVE_POOL_SHAPES_MAX]; /* the shapes: vCPU counts */
-	unsigned int nshapes;
-};
-
-struct cove_vmm_pool_stats {
-	unsigned int size;    /* the target per shape */
-	unsigned int ready;   /* members waiting now, all shapes */
-	uint64_t hits;        /* starts served by a member */
-	uint64_t misses;      /* starts that found no member of their shape */
-	uint64_t spawned;     /* members started */
-	uint64_t failed;      /* member starts that failed */
-	char last_error[256]; /* the last failure, or "" */
-};
 
 /* Starts the pool and its refill thread (members come up in the
  * background).  0, or -errno with one line in err (bad options). */

@@ -13,7 +13,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "libcove.h"
+#include "cove.h"
+#include "errf.h"
+#include "lib/base/handle.h"
+#include "lib/base/registry.h"
+#include "lib/base/sandbox_net.h"
+#include "lib/net/net.h"
+#include "lib/vmm/vmm_api.h"
 
 /* out = a/b; false when it does not fit. */
 static bool join(char *out, size_t len, const char *a, const char *b)

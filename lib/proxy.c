@@ -1,4 +1,4 @@
-#include "proxy.h"
+#include "lib/proxy.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,9 +11,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cove.h"
+#include "errf.h"
 #include "io.h"
-#include "libcove.h"
-#include "net.h"
+#include "lib/agent/agent_client.h"
+#include "lib/agent/conn.h"
+#include "lib/base/handle.h"
+#include "lib/base/registry.h"
+#include "lib/net/egress_ctl.h"
 #include "proto.h"
 #include "proxyrule.h"
 
@@ -241,5 +246,38 @@ int proxy_agent_ca(struct cove_sandbox *sb, const char *ca, json_t *env, char *e
 		r = cove_expect(fd, PROTO_OK, &payload, NULL, err, errlen);
 	free(payload);
 	close(fd);
+	return r;
+}
+
+int cove_net_proxy(struct cove_sandbox *sb, const char *rules_file, char *err, size_t errlen)
+{
+	if (!sb || sb->stopped)
+		return errf(err, errlen, -ESRCH, "the sandbox is stopped");
+	struct proxy_load pl;
+	int r = proxy_load_file(rules_file, &pl, err, errlen);
+	if (r < 0)
+		return r;
+	struct registry_meta *m = malloc(sizeof(*m));
+	char *ca = NULL;
+	if (!m)
+		r = errf(err, errlen, -ENOMEM, "out of memory");
+	else if ((r = registry_meta_read(sb->dir, m)) < 0)
+		r = errf(err, errlen, r, "sandbox %s: unreadable %s/%s", sb->name, sb->dir,
+		         REGISTRY_META);
+	else if (!m->net.on)
+		r = errf(err, errlen, -ENOTSUP,
+		         "sandbox %s was started without networking (start it with --net none "
+		         "--proxy-rules FILE)",
+		         sb->name);
+	if (!r)
+		r = proxy_send(sb->dir, &pl, &ca, err, errlen);
+	/* The guest trusts the CA before the rules are recorded as in force. */
+	if (!r)
+		r = proxy_agent_ca(sb, ca, pl.env, err, errlen);
+	if (!r)
+		r = proxy_store(sb->dir, &pl, err, errlen);
+	free(ca);
+	free(m);
+	proxy_load_free(&pl);
 	return r;
 }

@@ -1,7 +1,7 @@
 /* The sandbox handle and its lifecycle: the registry entry (runtime
  * directory) and its meta.json, the root disk's qcow2 overlay, cove_start
  * up to the agent's readiness, and cove_stop and cove_free.  cove-vmm as a
- * process is vmm_proc.c's; restoring from a snapshot is snapshot.c's. */
+ * process is vmm_proc.c's; restoring from a snapshot is restore.c's. */
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -16,69 +16,35 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "cove.h"
 #include "cove_limits.h"
-#include "libcove.h"
+#include "errf.h"
+#include "lib/agent/agent_client.h"
+#include "lib/agent/conn.h"
+#include "lib/base/cgroup.h"
+#include "lib/base/handle.h"
+#include "lib/base/jail.h"
+#include "lib/base/registry.h"
+#include "lib/base/sandbox_net.h"
+#include "lib/base/spawn.h"
+#include "lib/config.h"
+#include "lib/net/net.h"
+#include "lib/net/net_addr.h"
+#include "lib/net/net_egress.h"
+#include "lib/net/net_pool.h"
+#include "lib/proxy.h"
+#include "lib/sandbox.h"
+#include "lib/vmm/limits.h"
+#include "lib/vmm/pool.h"
+#include "lib/vmm/pool_member.h"
+#include "lib/vmm/vmm_proc.h"
 #include "proto.h"
-#include "proxy.h"
 #include "qcow2_create.h"
 
 /* cove stop's budget (worst case STOP_AGENT_MS + STOP_EXIT_MS + VMM_TERM_MS
- * + VMM_KILL_MS = 14 s, libcove.h). */
+ * + VMM_KILL_MS = 14 s, lib/vmm/vmm_proc.h). */
 #define STOP_AGENT_MS 3000
 #define STOP_EXIT_MS  6000
-
-const char *cove_sandbox_dir(const struct cove_sandbox *sb)
-{
-	return sb->dir;
-}
-
-const char *cove_sandbox_name(const struct cove_sandbox *sb)
-{
-	return sb->name;
-}
-
-pid_t cove_vmm_pid(const struct cove_sandbox *sb)
-{
-	return sb->pid;
-}
-
-bool cove_name_valid(const char *name)
-{
-	return registry_name_valid(name);
-}
-
-int sandbox_check_name(const char *name, char *err, size_t errlen)
-{
-	if (registry_name_valid(name))
-		return 0;
-	return errf(err, errlen, -EINVAL,
-	            "invalid sandbox name '%s': 1 to %d of A-Z a-z 0-9 _ . -, "
-	            "not starting with '.'",
-	            name ? name : "", REGISTRY_NAME_MAX);
-}
-
-struct cove_sandbox *sandbox_new(bool detached)
-{
-	struct cove_sandbox *sb = calloc(1, sizeof(*sb));
-	if (sb) {
-		sb->pidfd = -1;
-		sb->jail.cgroup_fd = -1;
-		sb->ttl_stop_fd = -1;
-		sb->net.tap_fd = -1;
-		sb->net.egress_pidfd = -1;
-		sb->detached = detached;
-	}
-	return sb;
-}
-
-void sandbox_paths(struct cove_sandbox *sb, const char *base, const char *name)
-{
-	snprintf(sb->dir, sizeof(sb->dir), "%s/%s", base, name);
-	snprintf(sb->name, sizeof(sb->name), "%s", name);
-	snprintf(sb->root, sizeof(sb->root), "%s/%s", sb->dir, JAIL_ROOT_DIR);
-	snprintf(sb->vsock, sizeof(sb->vsock), "%s/vsock", sb->root);
-	snprintf(sb->api, sizeof(sb->api), "%s/%s", sb->dir, SANDBOX_API_SOCK);
-}
 
 /* The jail's root inside the entry: disks and sockets, all cove-vmm may
  * see once it has pivoted into it. */
@@ -228,7 +194,7 @@ int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *e
 	        0 ||
 	    (r = sandbox_net_begin(sb, cfg, &cfg->net, NULL, cfg->net_limits, m, err, errlen)) < 0)
 		goto fail;
-	lfd = vmm_listen(ready);
+	lfd = spawn_listen(ready);
 	if (lfd < 0) {
 		r = errf(err, errlen, lfd, "cannot listen on %s: %s", ready, strerror(-lfd));
 		goto fail;

@@ -1,8 +1,7 @@
-/* Snapshots and restores: cove_snapshot asks cove-vmm, through its control
- * socket, to save a running sandbox into a new directory and leaves a note
- * beside the snapshot (the CPUs, memory and image `cove ls` shows of what
- * is restored from it); cove_restore starts a sandbox from such a
- * directory and hands its agent the restore notice. */
+/* Snapshots: cove_snapshot asks cove-vmm, through its control socket, to
+ * save a running sandbox into a new directory and leaves a note beside the
+ * snapshot (the CPUs, memory and image `cove ls` shows of what is restored
+ * from it; restore.c reads it). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,12 +14,19 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "cove.h"
 #include "cove_limits.h"
+#include "errf.h"
 #include "io.h"
-#include "libcove.h"
-#include "memcache.h"
-#include "proxy.h"
-#include "template.h"
+#include "lib/agent/notice.h"
+#include "lib/base/cgroup.h"
+#include "lib/base/handle.h"
+#include "lib/base/jail.h"
+#include "lib/base/registry.h"
+#include "lib/proxy.h"
+#include "lib/sandbox.h"
+#include "lib/snapshot.h"
+#include "lib/vmm/vmm_api.h"
 
 #define API_SNAPSHOT_MS     (10 * 60 * 1000)
 #define SNAPSHOT_NOTE       "cove-sandbox.json"
@@ -89,10 +95,8 @@ static void snapshot_note_write(const struct cove_sandbox *sb, const char *snapd
 	free(m);
 }
 
-/* The CPUs, memory and limits a snapshot was taken with, from its note;
- * 0 when unknown. */
-static void snapshot_note_read(const char *snapdir, unsigned int *cpus, uint64_t *memory_mib,
-                               struct registry_limits *limits, struct registry_net *net)
+void snapshot_note_read(const char *snapdir, unsigned int *cpus, uint64_t *memory_mib,
+                        struct registry_limits *limits, struct registry_net *net)
 {
 	memset(net, 0, sizeof(*net));
 	char path[PATH_MAX];
@@ -244,213 +248,5 @@ fail:
 	empty_dir(dfd);
 	close(dfd);
 	rmdir(abs);
-	return r;
-}
-
-/* A template's snapshot directory holds its manifest (lib/template.c). */
-static bool is_template(const char *dir)
-{
-	char p[PATH_MAX];
-	return snprintf(p, sizeof(p), "%s/" COVE_TEMPLATE_FILE, dir) < (int)sizeof(p) &&
-	       access(p, F_OK) == 0;
-}
-
-int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct cove_sandbox **out,
-                 char *err, size_t errlen)
-{
-	*out = NULL;
-	int r = config_check(cfg, false, err, errlen);
-	if (r < 0)
-		return r;
-	struct cove_sandbox *sb = sandbox_new(cfg->detached);
-	struct registry_meta *m = calloc(1, sizeof(*m));
-	struct registry_net *note_net = NULL;
-	char console[PATH_MAX], log[PATH_MAX], hostname[REGISTRY_NAME_MAX + 1];
-	char rules_path[PATH_MAX + sizeof(PROXY_RULES_FILE) + 1];
-	struct proxy_load pl = { 0 };
-	char *ca = NULL;
-	struct stat st;
-	struct pool_member *pm = NULL;
-	if (!sb || !m) {
-		r = errf(err, errlen, -ENOMEM, "out of memory");
-		goto fail;
-	}
-	if (!realpath(snapshot_dir, m->restored_from) || stat(m->restored_from, &st) < 0) {
-		r = errf(err, errlen, -errno, "snapshot '%s': %s", snapshot_dir, strerror(errno));
-		goto fail;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		r = errf(err, errlen, -ENOTDIR, "snapshot '%s' is not a directory", snapshot_dir);
-		goto fail;
-	}
-	note_net = malloc(sizeof(*note_net));
-	if (!note_net) {
-		r = errf(err, errlen, -ENOMEM, "out of memory");
-		goto fail;
-	}
-	snapshot_note_read(m->restored_from, &m->cpus, &m->memory_mib, &m->limits, note_net);
-	/* The snapshot's guest has a NIC or not; a restore cannot change that.
-	 * It gets a fresh namespace, TAP and cove-egress with the snapshot's
-	 * policy, or the one cfg gives. */
-	if (!note_net->on && cfg->net.mode != COVE_NET_OFF) {
-		r = errf(err, errlen, -EINVAL,
-		         "snapshot '%s' was taken without networking: a restore cannot add a NIC",
-		         snapshot_dir);
-		goto fail;
-	}
-	struct cove_config netcfg = *cfg;
-	if (note_net->on && cfg->net.mode == COVE_NET_OFF)
-		netcfg.net.mode = COVE_NET_NONE; /* for the checks; the policy is the note's */
-	const char *net_limits = cfg->net_limits ? cfg->net_limits : note_net->limits;
-	if (note_net->on && (r = config_check_net_host(&netcfg, err, errlen)) < 0)
-		goto fail;
-	/* Its credential rules (the caller's, else the snapshot's copy), with
-	 * every secret read again, before anything starts. */
-	const char *rp = cfg->proxy_rules;
-	snprintf(rules_path, sizeof(rules_path), "%s/%s", m->restored_from, PROXY_RULES_FILE);
-	if (!rp && access(rules_path, F_OK) == 0)
-		rp = rules_path;
-	if (rp && !note_net->on) {
-		r = errf(err, errlen, -EINVAL,
-		         "snapshot '%s' was taken without networking: no --proxy-rules",
-		         snapshot_dir);
-		goto fail;
-	}
-	if (rp && (r = proxy_load_file(rp, &pl, err, errlen)) < 0)
-		goto fail;
-	/* The snapshot's limits hold for the restored sandbox, except those the
-	 * caller set: eff is the configuration the sandbox really gets. */
-	struct cove_config eff = netcfg;
-	struct registry_limits *l = &m->limits;
-	eff.cpu_quota = cfg->cpu_quota ? cfg->cpu_quota : l->cpu_quota;
-	eff.pids_max = cfg->pids_max ? cfg->pids_max : l->pids_max;
-	eff.disk_bps = cfg->disk_bps ? cfg->disk_bps : l->disk_bps;
-	eff.disk_iops = cfg->disk_iops ? cfg->disk_iops : l->disk_iops;
-	eff.ttl_s = cfg->ttl_s ? cfg->ttl_s : l->ttl_s; /* a fresh ttl of that length */
-	*l = (struct registry_limits){ .cpu_quota = eff.cpu_quota,
-		                       .pids_max = eff.pids_max,
-		                       .disk_size = l->disk_size,
-		                       .disk_bps = eff.disk_bps,
-		                       .disk_iops = eff.disk_iops,
-		                       .ttl_s = eff.ttl_s };
-	if ((r = config_check_limits(&eff, err, errlen)) < 0 ||
-	    (r = sandbox_create(sb, cfg->name, err, errlen)) < 0 ||
-	    (r = sandbox_meta_begin(sb, m, err, errlen)) < 0)
-		goto fail;
-	sandbox_logs(sb, cfg, console, log);
-	struct cgroup_limits lim;
-	sandbox_limits(&eff, m->cpus ? m->cpus : COVE_CPUS_MAX, m->memory_mib, &lim);
-	/* A pre-spawned VMM of the snapshot's vCPU count (coved's pool), for a
-	 * detached sandbox (a TAP goes with its start request); else one is
-	 * spawned. */
-	if (cfg->vmm_pool && cfg->detached && m->cpus)
-		pm = pool_take(cfg->vmm_pool, m->cpus);
-	if (pm)
-		r = pool_adopt_root(pm, sb, log, err, errlen);
-	if (r == 0)
-		r = pm ? pool_adopt_jail(pm, sb, &lim, log, err, errlen)
-		       : jail_prepare(&sb->jail, sb->dir, sb->name, sb->root, &lim, err, errlen);
-	if (r == 0 && note_net->on)
-		r = sandbox_net_begin(sb, &eff, &cfg->net,
-		                      cfg->net.mode == COVE_NET_OFF ? note_net->policy : NULL,
-		                      net_limits[0] ? net_limits : NULL, m, err, errlen);
-	free(note_net);
-	note_net = NULL;
-	if (r < 0)
-		goto fail;
-	/* The root disk (0) continues on a fresh overlay: the same rates, and
-	 * the cap its size allows (known from the note; else none). */
-	char limit_arg[128], limits[96], ttl[24];
-	limits[0] = 0;
-	if (l->disk_size)
-		sandbox_disk_limits(limits, sizeof(limits), l->disk_size, eff.disk_bps,
-		                    eff.disk_iops);
-	else if (eff.disk_bps || eff.disk_iops)
-		snprintf(limits, sizeof(limits), ",bps=%llu,iops=%llu",
-		         (unsigned long long)eff.disk_bps, (unsigned long long)eff.disk_iops);
-	snprintf(limit_arg, sizeof(limit_arg), "0%s", limits);
-	snprintf(ttl, sizeof(ttl), "%llu", (unsigned long long)eff.ttl_s);
-	const char *argv[28] = { cfg->vmm, "--restore", m->restored_from, "--overlay-dir",
-		                 sb->root, "--vsock",   sb->vsock,        "--api",
-		                 sb->api,  "--console", console };
-	int argc = 11;
-	/* A template's memory from the huge-page cache (memcache.c), which
-	 * every restore of it shares; other snapshots are mapped as they are
-	 * unless the caller asks (cfg->memcache). */
-	char memcopy[PATH_MAX], why[PATH_MAX + 128];
-	if (cfg->memcache == COVE_MEMCACHE_ALL ||
-	    (cfg->memcache == COVE_MEMCACHE_TEMPLATES && is_template(m->restored_from))) {
-		int64_t t0 = mono_ns();
-		if (memcache_get(m->restored_from, memcopy, sizeof(memcopy), why, sizeof(why))) {
-			argv[argc++] = "--restore-memory";
-			argv[argc++] = memcopy;
-			vmm_log_line(log, "memory: %s (the template memory cache, %.2f ms)",
-			             memcopy, (double)(mono_ns() - t0) / 1e6);
-		} else {
-			vmm_log_line(log, "memory: the snapshot's own file (cache: %s)", why);
-		}
-	}
-	if (limits[0]) {
-		argv[argc++] = "--disk-limit";
-		argv[argc++] = limit_arg;
-	}
-	if (eff.ttl_s) {
-		argv[argc++] = "--ttl";
-		argv[argc++] = ttl;
-	}
-	/* The device state and MAC come from the snapshot; the TAP is new. */
-	char net_arg[REGISTRY_NET_LIMITS_MAX + 16];
-	argc = sandbox_net_args(sb, argv, argc, net_arg, sizeof(net_arg));
-	argv[argc] = NULL;
-	unsigned int timeout_ms = config_boot_timeout_ms(cfg);
-	int afd = -1;
-	r = pm ? pool_start(pm, sb, (char *const *)argv, timeout_ms, err, errlen)
-	       : vmm_spawn((char *const *)argv, cfg->detached, log, sb, err, errlen);
-	pool_member_free(pm);
-	pm = NULL;
-	sandbox_net_handed(sb);
-	/* The guest boots while cove-egress applies its rules. */
-	if (r < 0 || (r = net_finish(&sb->net, err, errlen)) < 0 ||
-	    (pl.rules && ((r = proxy_send(sb->dir, &pl, &ca, err, errlen)) < 0 ||
-	                  (r = proxy_store(sb->dir, &pl, err, errlen)) < 0)))
-		goto fail;
-	ttl_watch(sb, eff.ttl_s);
-	if ((r = sandbox_meta_vmm(sb, m, err, errlen)) < 0 ||
-	    (r = afd = vmm_wait_agent(sb, timeout_ms, console, log, err, errlen)) < 0)
-		goto fail;
-	/* A host name may not hold '_', which sandbox names may. */
-	snprintf(hostname, sizeof(hostname), "%s", sb->name);
-	for (char *c = hostname; *c; c++)
-		if (*c == '_')
-			*c = '-';
-	/* The notice goes out now and its answer is awaited here
-	 * (notice_settle() retries one caught in the guest's vsock transport
-	 * reset).  notice.c can also leave the answer to the first exec, on
-	 * the same connection (one round trip for both), but a connection of
-	 * `cove run` was seen reset after the notice's answer and before the
-	 * command's STARTED, where a retry could run the command twice: until
-	 * that reset is understood every restore settles its notice first. */
-	prefetch_plan(sb, m->restored_from, (uint64_t)m->memory_mib << 20);
-	r = notice_begin(sb, afd, cfg->hostname ? cfg->hostname : hostname, timeout_ms, err,
-	                 errlen);
-	if (r == 0)
-		r = notice_settle(sb, err, errlen);
-	/* This sandbox's own CA (a fork's differs from its snapshot's). */
-	if (r == 0 && ca)
-		r = proxy_agent_ca(sb, ca, pl.env, err, errlen);
-	if (r < 0)
-		goto fail;
-	free(m);
-	proxy_load_free(&pl);
-	free(ca);
-	*out = sb;
-	return 0;
-fail:
-	free(note_net);
-	free(m);
-	proxy_load_free(&pl);
-	free(ca);
-	sandbox_abort(sb);
-	pool_member_free(pm);
 	return r;
 }

@@ -1,10 +1,10 @@
-/* kvm-probe: lib/kvm_probe.c's verdict for scripts/kvm-probe.  Prints one
+/* kvm-probe: lib/vmm/kvm_probe.c's verdict for scripts/kvm-probe.  Prints one
  * line, "direct" or why sandboxes cannot run directly on DEV (default
  * /dev/kvm), then the probe's detail when there is one; exits 0 (direct),
  * 1 (through the emulated host) or 2 (cannot run here). */
 #include <stdio.h>
 
-#include "kvm_probe.h"
+#include "lib/vmm/kvm_probe.h"
 
 int main(int argc, char **argv)
 {

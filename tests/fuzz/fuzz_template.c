@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "template.h"
+#include "lib/base/sha256.h"
+#include "lib/template/template_manifest.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

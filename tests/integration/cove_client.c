@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "cove.h"
-#include "libcove.h"
+#include "lib/agent/agent_client.h"
 #include "proto.h"
 
 struct buf {

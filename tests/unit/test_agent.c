@@ -18,12 +18,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cove.h"
+#include "errf.h"
 #include "guest-agent/agent.h"
 #include "guest-agent/net.h"
 #include "guest-agent/request.h"
 #include "guest-agent/restore.h"
 #include "guest-agent/sys.h"
-#include "libcove.h"
+#include "lib/base/handle.h"
 #include "proto.h"
 #include "proto_json.h"
 #include "unit.h"

@@ -10,7 +10,7 @@
 
 #include "cove.h"
 #include "cove_limits.h"
-#include "libcove.h"
+#include "lib/config.h"
 #include "unit.h"
 
 /* A runtime base that does not exist: cove_start must not create it. */

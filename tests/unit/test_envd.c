@@ -26,7 +26,7 @@
 #include "daemon/envd_req.h"
 #include "daemon/multipart.h"
 #include "guest-agent/agent.h"
-#include "libcove.h"
+#include "lib/base/handle.h"
 #include "unit.h"
 
 /* ---- pure parsers ------------------------------------------------------- */

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kvm_probe.h"
+#include "lib/vmm/kvm_probe.h"
 #include "unit.h"
 
 static struct kvm_probe verdict(enum kvm_probe_status st, enum kvm_backend b, int err,

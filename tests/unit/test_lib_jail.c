@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "jail.h"
+#include "lib/base/jail.h"
 #include "unit.h"
 
 START_TEST(dirfd_beneath)

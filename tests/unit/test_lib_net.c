@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #include "cove.h"
-#include "net.h"
-#include "registry.h"
+#include "lib/base/registry.h"
+#include "lib/base/sandbox_net.h"
+#include "lib/net/net_addr.h"
+#include "lib/net/net_nft.h"
 #include "unit.h"
 
 static char err[512];

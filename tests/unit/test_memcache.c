@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "cove.h"
-#include "memcache.h"
+#include "lib/vmm/memcache.h"
 #include "unit.h"
 
 #define MIB (1 << 20)

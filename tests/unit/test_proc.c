@@ -21,7 +21,7 @@
 #include "guest-agent/agent.h"
 #include "guest-agent/proc_ring.h"
 #include "guest-agent/request.h"
-#include "libcove.h"
+#include "lib/base/handle.h"
 #include "proto.h"
 #include "unit.h"
 

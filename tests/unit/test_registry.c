@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "cove.h"
-#include "registry.h"
+#include "lib/base/registry.h"
 #include "unit.h"
 
 /* A fresh runtime base for the test, exported as $COVE_RUNTIME_DIR. */

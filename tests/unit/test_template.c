@@ -14,8 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sha256.h"
-#include "template.h"
+#include "lib/base/sha256.h"
+#include "lib/template/template.h"
 #include "unit.h"
 
 static char tmp[64];

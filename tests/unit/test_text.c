@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "text.h"
+#include "lib/base/text.h"
 #include "unit.h"
 
 static void clean_is(const char *in, const char *want)

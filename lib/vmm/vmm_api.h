@@ -1,0 +1,22 @@
+/* cove-vmm's control socket (vmm_api.c). */
+#ifndef COVE_VMM_API_H
+#define COVE_VMM_API_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* One request to cove-vmm's control socket sock (req is consumed).  An
+ * {"ok": false} answer becomes -EIO with its "error" in err; on success
+ * the whole answer is returned through reply (when not NULL). */
+struct json_t;
+int vmm_api_call(const char *sock, struct json_t *req, struct json_t **reply, int timeout_ms,
+                 char *err, size_t errlen);
+
+/* vmm_api_call() that passes the fd pass (SCM_RIGHTS) with the request. */
+int vmm_api_call_fd(const char *sock, struct json_t *req, int pass, struct json_t **reply,
+                    int timeout_ms, char *err, size_t errlen);
+
+/* Asks cove-vmm whether the VM is paused (a short timeout: `cove ls`). */
+int vmm_api_paused(const char *sock, bool *paused);
+
+#endif
