@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/connect.h"
-#include "daemon/envd_req.h"
+#include "daemon/envd/messages.h"
+#include "daemon/http/connect.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -6,7 +6,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "daemon/body.h"
+#include "daemon/api/body.h"
+#include "daemon/http/json_body.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -7,8 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/body.h"
-#include "daemon/coved_priv.h"
+#include "daemon/api/body.h"
+#include "daemon/conf/config.h"
+#include "daemon/conf/keys.h"
+#include "daemon/http/json_body.h"
 #include "unit.h"
 
 static char err[512];

@@ -9,7 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/coved_priv.h"
+#include "daemon/conf/config.h"
+#include "daemon/conf/keys.h"
 #include "unit.h"
 
 static char err[512];
