@@ -1,4 +1,4 @@
-/* libFuzzer target: coved's request bodies (daemon/body.c) as they come
+/* libFuzzer target: coved's request bodies (daemon/api/body.c) as they come
  * off the network: the depth scan, the JSON load and every typed parser.
  * A body the parsers accept holds only bounded, checked values. */
 #include <assert.h>

@@ -1,5 +1,5 @@
-/* Unit tests: coved's request bodies (daemon/body.c) and its config and
- * API keys files (daemon/config.c): bounds, unknown fields and keys
+/* Unit tests: coved's request bodies (daemon/api/body.c) and its config and
+ * API keys files (daemon/conf/): bounds, unknown fields and keys
  * refused, defaults, the keys file's mode, the constant-time compare. */
 #include <errno.h>
 #include <stdio.h>

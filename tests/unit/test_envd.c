@@ -1,6 +1,6 @@
-/* Unit tests: coved's envd surface (daemon/envd*.c) behind a real
+/* Unit tests: coved's envd surface (daemon/envd/) behind a real
  * libmicrohttpd server on a Unix socket, with stand-ins for the control
- * plane's daemon/coved.h and the guest agent's connection handler behind a
+ * plane's calls (daemon/sandboxes/) and the guest agent's connection handler behind a
  * stand-in for cove-vmm's vsock socket: the Connect framing of Start and
  * Connect, the unary calls and their errors, authentication, re-attach
  * after a client went away, /files up (multipart and octet-stream) and
