@@ -54,7 +54,8 @@ EGRESS_SRCS := $(shell find egress -name '*.c' 2>/dev/null | sort)
 # coved (daemon/): the control plane and the envd surface over libcove.
 DAEMON_SRCS := $(shell find daemon -name '*.c' 2>/dev/null | sort)
 # The daemon's pure request parsers, for the fuzz targets.
-DAEMON_PURE_SRCS := $(wildcard daemon/body.c daemon/config.c)
+DAEMON_PURE_SRCS := $(wildcard daemon/http/json_body.c daemon/api/body.c daemon/sandboxes/request.c \
+                      daemon/conf/config.c daemon/conf/keys.c)
 EGRESS_MAIN := egress/main.c
 EGRESS_LIB_SRCS := $(filter-out $(EGRESS_MAIN),$(EGRESS_SRCS))
 # common/: small pieces linked into every binary (cove-vmm, cove-agent, cove).
@@ -151,10 +152,13 @@ $(B)/asan/%.a:
 	$(Q)rm -f $@ && ar rcs $@ $^
 
 # ---- envd (issue 16, ENVD): coved's envd surface.  Its unit test and fuzz
-# targets link it without the control plane (they bring stand-ins for
-# daemon/coved.h); the pure parsers alone go into the fuzz targets.
-ENVD_SRCS := $(sort $(wildcard daemon/envd*.c daemon/connect*.c daemon/multipart*.c))
-ENVD_PURE_SRCS := $(sort $(wildcard daemon/connect*.c daemon/multipart*.c daemon/envd_req*.c))
+# targets link it without the control plane (they bring stand-ins for the
+# sandboxes' calls it makes) but with the HTTP pieces below it; the pure
+# parsers alone go into the fuzz targets.
+ENVD_SRCS := $(sort $(wildcard daemon/envd/*.c daemon/http/connect.c daemon/http/multipart.c \
+               daemon/http/reply.c daemon/http/status.c))
+ENVD_PURE_SRCS := $(sort $(wildcard daemon/http/connect.c daemon/http/multipart.c \
+                    daemon/envd/messages.c))
 LIBS_MHD := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
 $(B)/asan/libenvd.a: $(call asan_obj,$(ENVD_SRCS))
 

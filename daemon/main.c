@@ -17,8 +17,15 @@
 #include <unistd.h>
 
 #include "cove.h"
-#include "coved_priv.h"
-#include "envd.h"
+#include "daemon/conf/config.h"
+#include "daemon/conf/keys.h"
+#include "daemon/envd/envd.h"
+#include "daemon/sandboxes/lifecycle.h"
+#include "daemon/sandboxes/pool.h"
+#include "daemon/sandboxes/record.h"
+#include "daemon/sandboxes/state.h"
+#include "daemon/sandboxes/table.h"
+#include "daemon/server.h"
 
 static const char usage[] = "usage: coved [--config FILE] [--foreground | --check]\n"
                             "  --config FILE  JSON config (docs/api.md); default "
@@ -193,15 +200,7 @@ int main(int argc, char **argv)
 	cove_net_pool_free(d.net_pool); /* slots not taken; taken ones are sandboxes' */
 	d.net_pool = NULL;
 	/* Detached sandboxes outlive their handles. */
-	pthread_mutex_lock(&d.mu);
-	struct coved_sb *sb = d.list;
-	d.list = NULL;
-	pthread_mutex_unlock(&d.mu);
-	while (sb) {
-		struct coved_sb *next = sb->next;
-		coved_sb_unref(sb);
-		sb = next;
-	}
+	coved_sb_release_all(&d);
 	unlink(d.cfg.socket);
 	coved_keys_free(d.keys, d.nkeys);
 	free(d.tenants);

@@ -7,6 +7,8 @@
  * authenticated on its first call (the key gives its tenant, which goes
  * with the request to coved_route), its body bounded; envd requests go to
  * envd_handle whole (they authenticate with the sandbox's own token). */
+#include "daemon/server.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,8 +25,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "coved_priv.h"
-#include "envd.h"
+#include "daemon/api/routes.h"
+#include "daemon/conf/keys.h"
+#include "daemon/envd/envd.h"
+#include "daemon/http/reply.h"
+#include "daemon/sandboxes/metrics.h"
+#include "daemon/sandboxes/state.h"
 #include "errf.h"
 #include "io.h"
 
@@ -44,77 +50,6 @@ struct req {
 static struct MHD_Daemon *unix_daemon, *tcp_daemon;
 static int unix_fd = -1;
 static char *tls_cert_pem, *tls_key_pem;
-
-enum MHD_Result coved_json_reply(struct MHD_Connection *c, unsigned int status, json_t *body)
-{
-	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-	json_decref(body);
-	struct MHD_Response *r;
-	if (text)
-		r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-	else
-		r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-	if (!r) {
-		free(text);
-		return MHD_NO;
-	}
-	if (text)
-		MHD_add_response_header(r, "Content-Type", "application/json");
-	enum MHD_Result ret = MHD_queue_response(c, status, r);
-	MHD_destroy_response(r);
-	return ret;
-}
-
-static enum MHD_Result too_many(struct MHD_Connection *c, json_t *msg);
-
-/* msg as a JSON string: jansson refuses text that is not UTF-8 (a message
- * may quote a guest's or a log's bytes, or be cut inside a character), so
- * such a message goes with every byte above 0x7f made '?' rather than no
- * message at all. */
-static json_t *message_string(const char *msg)
-{
-	json_t *s = json_string(msg ? msg : "");
-	if (s)
-		return s;
-	char *ascii = strdup(msg);
-	if (!ascii)
-		return json_string("out of memory");
-	for (unsigned char *p = (unsigned char *)ascii; *p; p++)
-		if (*p > 0x7f)
-			*p = '?';
-	s = json_string(ascii);
-	free(ascii);
-	return s;
-}
-
-enum MHD_Result coved_json_error(struct MHD_Connection *c, unsigned int status, const char *msg)
-{
-	json_t *m = message_string(msg);
-	if (status == 429)
-		return too_many(c, m);
-	return coved_json_reply(c, status,
-	                        json_pack("{s:i, s:o}", "code", (int)status, "message", m));
-}
-
-static enum MHD_Result too_many(struct MHD_Connection *c, json_t *msg)
-{
-	json_t *o = json_pack("{s:i, s:o}", "code", 429, "message", msg);
-	char *text = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
-	if (!text)
-		return MHD_NO;
-	struct MHD_Response *r =
-	    MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-	if (!r) {
-		free(text);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, "Content-Type", "application/json");
-	MHD_add_response_header(r, "Retry-After", "1");
-	enum MHD_Result ret = MHD_queue_response(c, 429, r);
-	MHD_destroy_response(r);
-	return ret;
-}
 
 /* authorized() - the tenant of the request's API key, or NULL.  Every key
  * is compared and the match is picked without a branch, so the time does

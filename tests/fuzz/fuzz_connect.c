@@ -1,6 +1,6 @@
 /* libFuzzer target: a Connect streaming request as envd receives it
- * (daemon/connect.c: the 5-byte envelope), then its JSON message through
- * every envd request parser (daemon/envd_req.c), as the process.Process
+ * (daemon/http/connect.c: the 5-byte envelope), then its JSON message through
+ * every envd request parser (daemon/envd/messages.c), as the process.Process
  * and filesystem.Filesystem handlers run them.  A parse either fails with
  * a message or yields values inside their bounds. */
 #include <assert.h>
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/connect.h"
-#include "daemon/envd_req.h"
+#include "daemon/envd/messages.h"
+#include "daemon/http/connect.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -12,7 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon/coved_priv.h"
+#include "daemon/conf/config.h"
+#include "daemon/conf/keys.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

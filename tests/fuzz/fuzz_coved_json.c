@@ -1,4 +1,4 @@
-/* libFuzzer target: coved's request bodies (daemon/body.c) as they come
+/* libFuzzer target: coved's request bodies (daemon/api/body.c) as they come
  * off the network: the depth scan, the JSON load and every typed parser.
  * A body the parsers accept holds only bounded, checked values. */
 #include <assert.h>
@@ -6,7 +6,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "daemon/body.h"
+#include "daemon/api/body.h"
+#include "daemon/http/json_body.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

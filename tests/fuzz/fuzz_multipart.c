@@ -1,5 +1,5 @@
 /* libFuzzer target: a multipart/form-data upload body as POST /files takes
- * it (daemon/multipart.c), fed in pieces whose sizes come from the input.
+ * it (daemon/http/multipart.c), fed in pieces whose sizes come from the input.
  * The first byte picks the chunking; the boundary is fixed ("b0undary"), as
  * the Content-Type header gives it before the body.  The bytes handed to
  * the callbacks never exceed the input, and the parts open and close in
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/multipart.h"
+#include "daemon/http/multipart.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
-/* Unit tests: coved's request bodies (daemon/body.c) and its config and
- * API keys files (daemon/config.c): bounds, unknown fields and keys
+/* Unit tests: coved's request bodies (daemon/api/body.c) and its config and
+ * API keys files (daemon/conf/): bounds, unknown fields and keys
  * refused, defaults, the keys file's mode, the constant-time compare. */
 #include <errno.h>
 #include <stdio.h>
@@ -7,8 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/body.h"
-#include "daemon/coved_priv.h"
+#include "daemon/api/body.h"
+#include "daemon/conf/config.h"
+#include "daemon/conf/keys.h"
+#include "daemon/http/json_body.h"
 #include "unit.h"
 
 static char err[512];

@@ -1,4 +1,4 @@
-/* Unit tests: coved's tenants (daemon/config.c): the API keys file's
+/* Unit tests: coved's tenants (daemon/conf/keys.c, config.c): the API keys file's
  * TENANT:KEY and bare-key lines, its refusals (mode, bad lines, each with
  * its line number), the "tenants" and "tenant_defaults" quotas, the TLS
  * and listener keys, and the quota arithmetic. */
@@ -9,7 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/coved_priv.h"
+#include "daemon/conf/config.h"
+#include "daemon/conf/keys.h"
 #include "unit.h"
 
 static char err[512];

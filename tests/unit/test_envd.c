@@ -1,6 +1,6 @@
-/* Unit tests: coved's envd surface (daemon/envd*.c) behind a real
+/* Unit tests: coved's envd surface (daemon/envd/) behind a real
  * libmicrohttpd server on a Unix socket, with stand-ins for the control
- * plane's daemon/coved.h and the guest agent's connection handler behind a
+ * plane's calls (daemon/sandboxes/) and the guest agent's connection handler behind a
  * stand-in for cove-vmm's vsock socket: the Connect framing of Start and
  * Connect, the unary calls and their errors, authentication, re-attach
  * after a client went away, /files up (multipart and octet-stream) and
@@ -20,11 +20,15 @@
 #include <unistd.h>
 
 #include "cove.h"
-#include "daemon/connect.h"
-#include "daemon/coved.h"
-#include "daemon/envd.h"
-#include "daemon/envd_req.h"
-#include "daemon/multipart.h"
+#include "daemon/envd/envd.h"
+#include "daemon/envd/messages.h"
+#include "daemon/http/connect.h"
+#include "daemon/http/multipart.h"
+#include "daemon/http/reply.h"
+#include "daemon/sandboxes/journal.h"
+#include "daemon/sandboxes/metrics.h"
+#include "daemon/sandboxes/sandbox.h"
+#include "daemon/sandboxes/table.h"
 #include "guest-agent/agent.h"
 #include "lib/base/handle.h"
 #include "unit.h"
@@ -237,7 +241,7 @@ START_TEST(envd_request_bodies)
 }
 END_TEST
 
-/* ---- stand-ins for the control plane (daemon/coved.h) ------------------- */
+/* ---- stand-ins for the control plane (daemon/sandboxes/) ----------------- */
 
 struct coved_sb {
 	int refs;
@@ -301,19 +305,6 @@ void coved_metric_exec(struct coved *d, double seconds, uint64_t out_bytes, uint
 	(void)seconds;
 	(void)out_bytes;
 	(void)in_bytes;
-}
-
-enum MHD_Result coved_json_error(struct MHD_Connection *c, unsigned int status, const char *msg)
-{
-	json_t *o = json_pack("{s:i, s:s}", "code", (int)status, "message", msg);
-	char *t = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
-	struct MHD_Response *r =
-	    MHD_create_response_from_buffer(strlen(t), t, MHD_RESPMEM_MUST_FREE);
-	MHD_add_response_header(r, "Content-Type", "application/json");
-	enum MHD_Result ret = MHD_queue_response(c, status, r);
-	MHD_destroy_response(r);
-	return ret;
 }
 
 /* ---- the server, the agent, a client ------------------------------------ */

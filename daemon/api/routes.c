@@ -1,0 +1,411 @@
+/* coved's control-plane routes: one table of (method, path pattern,
+ * handler); E2B's paths and field names where a Cove concept matches.
+ * Every route sees only the caller's tenant's sandboxes: another tenant's
+ * is "not found", word for word as a missing one. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/api/routes.h"
+
+#include "daemon/api/body.h"
+#include "daemon/http/json_body.h"
+#include "daemon/http/reply.h"
+#include "daemon/sandboxes/create.h"
+#include "daemon/sandboxes/journal.h"
+#include "daemon/sandboxes/lifecycle.h"
+#include "daemon/sandboxes/metrics.h"
+#include "daemon/sandboxes/sandbox.h"
+#include "daemon/sandboxes/snapshot.h"
+#include "daemon/sandboxes/state.h"
+#include "daemon/sandboxes/table.h"
+#include "daemon/sandboxes/view.h"
+
+struct ctx {
+	struct coved *d;
+	struct MHD_Connection *c;
+	struct coved_tenant *t; /* the caller's; NULL only for an open /metrics */
+	struct coved_sb *sb;    /* for /sandboxes/{id}/..., the tenant's */
+	json_t *body;           /* POST and PUT: the parsed object */
+};
+
+static enum MHD_Result err_reply(struct ctx *x, int status, const char *msg)
+{
+	return coved_json_error(x->c, (unsigned int)status, msg);
+}
+
+static enum MHD_Result no_content(struct ctx *x)
+{
+	return coved_json_reply(x->c, 204, NULL);
+}
+
+static enum MHD_Result create(struct ctx *x)
+{
+	struct coved_create req;
+	char msg[600];
+	if (coved_parse_create(x->body, &req, msg, sizeof(msg)) < 0)
+		return err_reply(x, 400, msg);
+	struct coved_sb *sb;
+	int st = coved_sb_create(x->d, x->t, &req, &sb, msg, sizeof(msg));
+	coved_create_free(&req);
+	if (st == 429)
+		return coved_json_error(x->c, 429, msg); /* Retry-After from the server */
+	if (st)
+		return err_reply(x, st, msg);
+	json_t *o = coved_sb_json(sb, true);
+	coved_sb_unref(sb);
+	return coved_json_reply(x->c, 201, o);
+}
+
+struct states {
+	char buf[128];
+	size_t len;
+};
+
+/* state=a,b or state=a&state=b (openapi-fetch's form style for arrays). */
+static enum MHD_Result collect_state(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+	(void)kind;
+	struct states *st = cls;
+	if (strcmp(key, "state") == 0 && value) {
+		int n = snprintf(st->buf + st->len, sizeof(st->buf) - st->len, "%s%s",
+		                 st->len ? "," : "", value);
+		if (n > 0 && (size_t)n < sizeof(st->buf) - st->len)
+			st->len += (size_t)n;
+	}
+	return MHD_YES;
+}
+
+static enum MHD_Result list(struct ctx *x, bool paged)
+{
+	struct states sts = { .len = 0 };
+	sts.buf[0] = 0;
+	MHD_get_connection_values(x->c, MHD_GET_ARGUMENT_KIND, collect_state, &sts);
+	const char *state = sts.len ? sts.buf : NULL;
+	const char *meta = MHD_lookup_connection_value(x->c, MHD_GET_ARGUMENT_KIND, "metadata");
+	const char *lim = MHD_lookup_connection_value(x->c, MHD_GET_ARGUMENT_KIND, "limit");
+	const char *next = MHD_lookup_connection_value(x->c, MHD_GET_ARGUMENT_KIND, "nextToken");
+	unsigned long limit = 100;
+	if (paged && lim) {
+		char *end;
+		limit = strtoul(lim, &end, 10);
+		if (*end || limit == 0 || limit > 1000)
+			return err_reply(x, 400, "'limit' must be 1 to 1000");
+	}
+	if (!paged)
+		limit = (unsigned long)-1;
+	size_t n;
+	struct coved_sb **all = coved_sb_all(x->d, &n);
+	if (!all)
+		return err_reply(x, 500, "out of memory");
+	json_t *arr = json_array();
+	size_t i = 0;
+	bool found_next = !next || !*next;
+	if (!found_next) {
+		for (; i < n && !found_next; i++)
+			found_next =
+			    strcmp(coved_sb_id(all[i]), next) == 0 && coved_sb_owned(all[i], x->t);
+		if (!found_next) {
+			for (size_t k = 0; k < n; k++)
+				coved_sb_unref(all[k]);
+			free(all);
+			json_decref(arr);
+			return err_reply(x, 400, "'nextToken' names no sandbox");
+		}
+	}
+	const char *last = NULL;
+	bool more = false;
+	for (; i < n; i++) {
+		struct coved_sb *sb = all[i];
+		if (!coved_sb_owned(sb, x->t))
+			continue;
+		if (!coved_sb_listed(sb, paged ? state : "running,paused,dead", meta))
+			continue;
+		if (json_array_size(arr) == limit) {
+			more = true;
+			break;
+		}
+		json_array_append_new(arr, coved_sb_json(sb, false));
+		last = coved_sb_id(sb);
+	}
+	struct MHD_Response *r;
+	char *text = json_dumps(arr, JSON_COMPACT);
+	json_decref(arr);
+	enum MHD_Result ret = MHD_NO;
+	if (text &&
+	    (r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE))) {
+		MHD_add_response_header(r, "Content-Type", "application/json");
+		if (more && last)
+			MHD_add_response_header(r, "X-Next-Token", last);
+		ret = MHD_queue_response(x->c, 200, r);
+		MHD_destroy_response(r);
+	} else {
+		free(text);
+	}
+	for (size_t k = 0; k < n; k++)
+		coved_sb_unref(all[k]);
+	free(all);
+	return ret;
+}
+
+static enum MHD_Result list_v2(struct ctx *x)
+{
+	return list(x, true);
+}
+
+static enum MHD_Result list_v1(struct ctx *x)
+{
+	return list(x, false);
+}
+
+static enum MHD_Result info(struct ctx *x)
+{
+	return coved_json_reply(x->c, 200, coved_sb_json(x->sb, true));
+}
+
+static enum MHD_Result delete_sb(struct ctx *x)
+{
+	char msg[600];
+	int st = coved_sb_delete(x->sb, msg, sizeof(msg));
+	return st ? err_reply(x, st, msg) : no_content(x);
+}
+
+static enum MHD_Result set_timeout(struct ctx *x)
+{
+	char msg[600];
+	uint64_t t;
+	if (coved_parse_timeout(x->body, true, &t, msg, sizeof(msg)) < 0)
+		return err_reply(x, 400, msg);
+	int st = coved_sb_set_timeout(x->sb, t, msg, sizeof(msg));
+	return st ? err_reply(x, st, msg) : no_content(x);
+}
+
+static enum MHD_Result pause_sb(struct ctx *x)
+{
+	char msg[600];
+	json_t *mem = json_object_get(x->body, "memory");
+	if (mem && !json_is_null(mem) && !json_is_true(mem))
+		return err_reply(x, 400,
+		                 "'memory' false (a file-system-only pause) is not supported");
+	int st = coved_sb_pause(x->sb, msg, sizeof(msg));
+	return st ? err_reply(x, st, msg) : no_content(x);
+}
+
+static enum MHD_Result connect_sb(struct ctx *x)
+{
+	char msg[600];
+	uint64_t t;
+	if (coved_parse_timeout(x->body, false, &t, msg, sizeof(msg)) < 0)
+		return err_reply(x, 400, msg);
+	json_t *mem = json_object_get(x->body, "memory");
+	if (mem && !json_is_null(mem) && !json_is_true(mem))
+		return err_reply(x, 400,
+		                 "'memory' false (a reboot instead of a restore) is not "
+		                 "supported");
+	bool resumed;
+	int st = coved_sb_resume(x->sb, t, &resumed, msg, sizeof(msg));
+	if (st)
+		return err_reply(x, st, msg);
+	return coved_json_reply(x->c, resumed ? 201 : 200, coved_sb_json(x->sb, true));
+}
+
+static enum MHD_Result resume_v1(struct ctx *x)
+{
+	char msg[600];
+	uint64_t t;
+	if (coved_parse_timeout(x->body, false, &t, msg, sizeof(msg)) < 0)
+		return err_reply(x, 400, msg);
+	bool resumed;
+	int st = coved_sb_resume(x->sb, t, &resumed, msg, sizeof(msg));
+	if (st)
+		return err_reply(x, st, msg);
+	if (!resumed)
+		return err_reply(x, 409, "sandbox is already running");
+	return coved_json_reply(x->c, 201, coved_sb_json(x->sb, true));
+}
+
+static enum MHD_Result stop_sb(struct ctx *x)
+{
+	char msg[600];
+	int st = coved_sb_stop(x->sb, msg, sizeof(msg));
+	return st ? err_reply(x, st, msg) : no_content(x);
+}
+
+static enum MHD_Result snapshot_sb(struct ctx *x)
+{
+	char msg[600], id[64];
+	json_t *name = json_object_get(x->body, "name");
+	if (name && !json_is_null(name))
+		return err_reply(x, 400, "named snapshots are not supported: use the snapshotID");
+	int st = coved_sb_snapshot(x->sb, id, sizeof(id), msg, sizeof(msg));
+	if (st)
+		return err_reply(x, st, msg);
+	return coved_json_reply(x->c, 201,
+	                        json_pack("{s:s, s:[s]}", "snapshotID", id, "names", id));
+}
+
+static enum MHD_Result fork_sb(struct ctx *x)
+{
+	char msg[600];
+	unsigned int count;
+	uint64_t t;
+	if (coved_parse_fork(x->body, &count, &t, msg, sizeof(msg)) < 0)
+		return err_reply(x, 400, msg);
+	json_t *res;
+	int st = coved_sb_fork(x->sb, count, t, &res, msg, sizeof(msg));
+	if (st)
+		return err_reply(x, st, msg);
+	return coved_json_reply(x->c, 201, res);
+}
+
+static enum MHD_Result network_sb(struct ctx *x)
+{
+	char msg[600];
+	/* The SDK sends {allowOut, denyOut, allow_internet_access} flat. */
+	struct coved_net net;
+	if (coved_parse_net_update(x->body, &net, msg, sizeof(msg)) < 0) {
+		coved_net_free(&net);
+		return err_reply(x, 400, msg);
+	}
+	int st = coved_sb_set_network(x->sb, &net, msg, sizeof(msg));
+	coved_net_free(&net);
+	return st ? err_reply(x, st, msg) : no_content(x);
+}
+
+/* GET /sandboxes/{id}/logs?offset=N&limit=M: the journal's lines from N. */
+static enum MHD_Result logs_sb(struct ctx *x)
+{
+	const char *off = MHD_lookup_connection_value(x->c, MHD_GET_ARGUMENT_KIND, "offset");
+	const char *lim = MHD_lookup_connection_value(x->c, MHD_GET_ARGUMENT_KIND, "limit");
+	unsigned long offset = 0, limit = 1000;
+	char *end;
+	if (off && (offset = strtoul(off, &end, 10), *end))
+		return err_reply(x, 400, "'offset' must be a line number");
+	if (lim && (limit = strtoul(lim, &end, 10), *end || limit == 0 || limit > 10000))
+		return err_reply(x, 400, "'limit' must be 1 to 10000");
+	char *path = coved_journal_path(x->d, coved_sb_id(x->sb));
+	FILE *f = path ? fopen(path, "re") : NULL;
+	free(path);
+	json_t *entries = json_array();
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t k;
+	unsigned long n = 0;
+	while (f && (k = getline(&line, &cap, f)) > 0 && json_array_size(entries) < limit) {
+		if (n++ < offset)
+			continue;
+		json_t *e = json_loadb(line, (size_t)k, 0, NULL);
+		json_array_append_new(entries, e ? e : json_string(line));
+	}
+	free(line);
+	if (f)
+		fclose(f);
+	return coved_json_reply(x->c, 200,
+	                        json_pack("{s:o, s:I}", "entries", entries, "next",
+	                                  (json_int_t)(offset + json_array_size(entries))));
+}
+
+static enum MHD_Result metrics(struct ctx *x)
+{
+	size_t len;
+	char *text = coved_metrics_text(x->d, &len);
+	if (!text)
+		return err_reply(x, 500, "out of memory");
+	return coved_text_reply(x->c, 200, "text/plain; version=0.0.4; charset=utf-8", text, len);
+}
+
+typedef enum MHD_Result (*route_fn)(struct ctx *x);
+
+struct route {
+	const char *method;
+	const char *pattern; /* "{id}" stands for one path segment */
+	route_fn fn;
+};
+
+static const struct route routes[] = {
+	{ "POST", "/v2/sandboxes", create },
+	{ "POST", "/sandboxes", create },
+	{ "GET", "/v2/sandboxes", list_v2 },
+	{ "GET", "/sandboxes", list_v1 },
+	{ "GET", "/sandboxes/{id}", info },
+	{ "DELETE", "/sandboxes/{id}", delete_sb },
+	{ "POST", "/sandboxes/{id}/timeout", set_timeout },
+	{ "POST", "/sandboxes/{id}/pause", pause_sb },
+	{ "POST", "/sandboxes/{id}/resume", resume_v1 },
+	{ "POST", "/v2/sandboxes/{id}/connect", connect_sb },
+	{ "POST", "/sandboxes/{id}/stop", stop_sb },
+	{ "POST", "/sandboxes/{id}/snapshots", snapshot_sb },
+	{ "POST", "/sandboxes/{id}/fork", fork_sb },
+	{ "PUT", "/sandboxes/{id}/network", network_sb },
+	{ "GET", "/sandboxes/{id}/logs", logs_sb },
+	{ "GET", "/metrics", metrics },
+};
+
+/* Matches url against pattern; the {id} segment goes to id. */
+static bool match(const char *pattern, const char *url, char *id, size_t idlen)
+{
+	const char *p = pattern, *u = url;
+	while (*p) {
+		if (strncmp(p, "{id}", 4) == 0) {
+			size_t l = strcspn(u, "/");
+			if (l == 0 || l >= idlen)
+				return false;
+			memcpy(id, u, l);
+			id[l] = 0;
+			u += l;
+			p += 4;
+			continue;
+		}
+		if (*p != *u)
+			return false;
+		p++;
+		u++;
+	}
+	return *u == 0 || (u[0] == '/' && u[1] == 0);
+}
+
+enum MHD_Result coved_route(struct coved *d, struct coved_tenant *t, struct MHD_Connection *c,
+                            const char *method, const char *url, const char *body, size_t body_len)
+{
+	char id[128];
+	bool path_known = false;
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		const struct route *rt = &routes[i];
+		id[0] = 0;
+		if (!match(rt->pattern, url, id, sizeof(id)))
+			continue;
+		path_known = true;
+		if (strcmp(rt->method, method) != 0)
+			continue;
+		if (!t && rt->fn != metrics)
+			return coved_json_error(c, 401, "missing or invalid API key (X-API-KEY)");
+		struct ctx x = { .d = d, .c = c, .t = t };
+		if (strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
+			char msg[300];
+			x.body =
+			    coved_body_load(body, body_len, d->cfg.max_depth, msg, sizeof(msg));
+			if (!x.body)
+				return coved_json_error(c, 400, msg);
+		} else if (body_len) {
+			return coved_json_error(c, 400, "this request takes no body");
+		}
+		if (strstr(rt->pattern, "{id}")) {
+			x.sb = coved_sb_find_for(d, id, t);
+			if (!x.sb) {
+				char msg[200];
+				snprintf(msg, sizeof(msg), "sandbox %.64s not found", id);
+				json_decref(x.body);
+				return coved_json_error(c, 404, msg);
+			}
+		}
+		enum MHD_Result r = rt->fn(&x);
+		coved_sb_unref(x.sb);
+		json_decref(x.body);
+		return r;
+	}
+	if (path_known)
+		return coved_json_error(c, 405, "method not allowed on this path");
+	return coved_json_error(c, 404, "no such route");
+}

@@ -1,0 +1,74 @@
+/* coved's config file (docs/api.md, "Configuration"), parsed, and the
+ * tenants' quotas it gives.  Pure: the daemon's rooms read the struct. */
+#ifndef COVED_CONF_CONFIG_H
+#define COVED_CONF_CONFIG_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum coved_on_timeout { COVED_ON_TIMEOUT_KILL, COVED_ON_TIMEOUT_PAUSE };
+
+/* A tenant's limits (config "tenants" and "tenant_defaults"); UINT64_MAX:
+ * no limit of the tenant's own (the global ones still hold). */
+struct coved_quota {
+	uint64_t max_sandboxes;  /* running + paused, creates in flight counted */
+	uint64_t max_creates;    /* creates and resumes in flight */
+	uint64_t max_cpus;       /* vCPUs summed over running + paused */
+	uint64_t max_memory_mib; /* memory summed over running + paused */
+};
+
+/* What a tenant holds, or what one request would add to it. */
+struct coved_usage {
+	uint64_t sandboxes, creates, cpus, memory_mib;
+};
+
+/* The config file (docs/api.md, "Configuration"); every key optional. */
+struct coved_config {
+	char *socket;               /* Unix socket path */
+	char *socket_group;         /* group given the socket when it exists */
+	char *tcp;                  /* "ADDR:PORT" or NULL: no TCP listener */
+	char *state_dir;            /* records, snapshots, journals */
+	char *api_keys_file;        /* one key a line, mode 0600 */
+	char *default_image;        /* the image "base" maps to */
+	json_t *templates;          /* {"name": "image name"} */
+	unsigned int max_requests;  /* in flight at once; over it: 429 */
+	unsigned int max_sandboxes; /* running + paused; over it: 429 */
+	unsigned int max_creates;   /* creates/resumes in flight; over it: 429 */
+	size_t max_body;            /* request body bytes */
+	unsigned int max_depth;     /* JSON nesting */
+	unsigned int conn_timeout_s;
+	uint64_t default_timeout_s, max_timeout_s;
+	enum coved_on_timeout on_timeout; /* when the request does not say */
+	unsigned int cpus, max_cpus;
+	uint64_t memory_mib, max_memory_mib;
+	uint64_t disk_mib;           /* root disk size; 0: the image's */
+	unsigned int boot_timeout_s; /* until a new sandbox's agent answers */
+	bool network;                /* sandboxes may have a network */
+	unsigned int net_pool_size;  /* networks set up ahead (cove_net_pool_new); 0: none */
+	bool metrics_auth;           /* /metrics needs an API key too */
+	char *templates_dir;         /* the template store (lib/template.h); NULL: none,
+	                        creates boot cold (config "templates_dir": null) */
+	bool templates_dir_set;
+	unsigned int pool_size;              /* pre-spawned VMMs kept ready (pool.c); 0: none */
+	unsigned int pool_cpus;              /* their vCPU count; 0: cpus */
+	char *tls_cert, *tls_key;            /* PEM files: the TCP listener serves HTTPS */
+	unsigned int header_timeout_s;       /* idle limit until a request head is in */
+	unsigned int max_connections_per_ip; /* TCP listener, per client address */
+	json_t *tenants;                     /* {"NAME": {quota keys}}, checked at load */
+	struct coved_quota tenant_default;   /* tenants that "tenants" does not name */
+};
+
+int coved_config_load(const char *path, struct coved_config *cfg, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+void coved_config_free(struct coved_config *cfg);
+/* The quota of tenant name: its "tenants" entry, else tenant_default. */
+void coved_config_quota(const struct coved_config *cfg, const char *name, struct coved_quota *q);
+/* coved_quota_check() - whether a tenant holding used may take want more.
+ * Return: 0, or 429 with msg naming the limit that is full. */
+int coved_quota_check(const char *tenant, const struct coved_quota *q,
+                      const struct coved_usage *used, const struct coved_usage *want, char *msg,
+                      size_t len);
+
+#endif

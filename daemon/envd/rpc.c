@@ -1,0 +1,40 @@
+/* envd's Connect answers and the sandbox behind a request (rpc.h). */
+#include "daemon/envd/rpc.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon/http/connect.h"
+#include "daemon/http/reply.h"
+#include "daemon/sandboxes/sandbox.h"
+
+enum MHD_Result envd_connect_error(struct MHD_Connection *c, const char *code, const char *msg)
+{
+	json_t *o = json_pack("{s:s, s:s}", "code", code, "message", msg ? msg : "");
+	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	if (!text)
+		return MHD_NO;
+	return coved_text_reply(c, connect_http_status(code), "application/json", text,
+	                        strlen(text));
+}
+
+enum MHD_Result envd_stream_error(struct MHD_Connection *c, const char *code, const char *msg)
+{
+	size_t len = 0;
+	uint8_t *f = connect_end_frame(code, msg, &len);
+	if (!f)
+		return MHD_NO;
+	return coved_text_reply(c, MHD_HTTP_OK, "application/connect+json", (char *)f, len);
+}
+
+struct cove_sandbox *envd_cove(struct envd_req *r, const char **code, char *msg, size_t msglen)
+{
+	struct cove_sandbox *sb = r->sb ? coved_sb_cove(r->sb) : NULL;
+	if (!sb) {
+		*code = "unavailable";
+		snprintf(msg, msglen, "sandbox %s is not running", r->sb ? coved_sb_id(r->sb) : "");
+	}
+	return sb;
+}

@@ -1,0 +1,41 @@
+/* One envd request as its handlers see it, and the Connect answers they
+ * give (envd.c routes to proc.c and files.c; all three use these). */
+#ifndef COVED_ENVD_RPC_H
+#define COVED_ENVD_RPC_H
+
+#include <microhttpd.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ENVD_BODY_MAX        (1u << 20)   /* an RPC request body */
+#define ENVD_STREAM_BLOCK    (256 * 1024) /* what a streaming reader hands MHD at once */
+#define ENVD_KEEPALIVE_MAX_S 15           /* keepalive events at least this often */
+#define ENVD_HEAD_MAX        4096         /* stdout/stderr bytes kept for the journal */
+
+struct coved;
+struct coved_sb;
+struct cove_sandbox;
+struct envd_route_ent; /* envd.c's table */
+struct envd_upload;    /* files.c */
+
+/* One envd request, from envd_handle's first call to envd_request_done. */
+struct envd_req {
+	struct coved *d;
+	struct coved_sb *sb; /* a reference */
+	const struct envd_route_ent *route;
+	uint8_t *body; /* the RPC body so far */
+	size_t len;
+	bool too_big;
+	struct envd_upload *up; /* POST /files */
+};
+
+/* Queues a unary Connect error ({"code", "message"}, the code's status). */
+enum MHD_Result envd_connect_error(struct MHD_Connection *c, const char *code, const char *msg);
+/* Queues a stream that holds only its end: {"error": {code, message}}. */
+enum MHD_Result envd_stream_error(struct MHD_Connection *c, const char *code, const char *msg);
+
+/* The running sandbox's libcove handle, or NULL with a Connect code. */
+struct cove_sandbox *envd_cove(struct envd_req *r, const char **code, char *msg, size_t msglen);
+
+#endif

@@ -1,0 +1,217 @@
+/* coved's creates: a templateID resolved to an image, a store template
+ * or a user snapshot; the limits and quota; the new sandbox booted or
+ * restored through libcove, recorded and journaled (create.h). */
+#include "daemon/sandboxes/create.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cove.h"
+#include "daemon/http/status.h"
+#include "daemon/sandboxes/journal.h"
+#include "daemon/sandboxes/limits.h"
+#include "daemon/sandboxes/metrics.h"
+#include "daemon/sandboxes/record.h"
+#include "daemon/sandboxes/sandbox_priv.h"
+#include "daemon/sandboxes/state.h"
+#include "daemon/sandboxes/table.h"
+#include "daemon/sandboxes/templates.h"
+#include "errf.h"
+
+/* The tenant a user snapshot belongs to (its meta file's "tenant"; one
+ * from before tenants: the first tenant's) is t. */
+static bool snap_owned(struct coved *d, const char *snapdir, const struct coved_tenant *t)
+{
+	char path[4300];
+	snprintf(path, sizeof(path), "%s.json", snapdir);
+	json_t *o = json_load_file(path, 0, NULL);
+	const char *owner = json_string_value(json_object_get(o, "tenant"));
+	if (!owner && d->ntenants)
+		owner = d->tenants[0].name;
+	bool ok = t && owner && strcmp(owner, t->name) == 0;
+	json_decref(o);
+	return ok;
+}
+
+/* Maps a templateID to an image path (malloc'ed) or a snapshot directory
+ * (*snap set).  404 when there is no such template. */
+static int resolve_template(struct coved *d, const struct coved_tenant *tenant, const char *tid,
+                            char **image, char **snap, char *msg, size_t len)
+{
+	*image = *snap = NULL;
+	const char *name = tid;
+	if (strcmp(tid, "base") == 0)
+		name = d->cfg.default_image;
+	json_t *t = json_object_get(d->cfg.templates, tid);
+	if (json_is_string(t))
+		name = json_string_value(t);
+	if (strncmp(tid, "snap-", 5) == 0) {
+		char path[4200];
+		struct stat st;
+		snprintf(path, sizeof(path), "%s/snapshots/%s", d->cfg.state_dir, tid);
+		if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && snap_owned(d, path, tenant)) {
+			*snap = strdup(path);
+			return *snap ? 0 : 500;
+		}
+		return errf(msg, len, 404, "snapshot '%s' not found", tid);
+	}
+	if (!json_is_string(t) && coved_template_named(d, tid))
+		return 0; /* neither: a template of the store */
+	char *p = cove_image_path(name);
+	struct stat st;
+	if (!p || stat(p, &st) < 0 || !S_ISREG(st.st_mode)) {
+		free(p);
+		errf(msg, len, 404, "template '%s' not found (no image '%s')", tid, name);
+		return 404;
+	}
+	*image = p;
+	return 0;
+}
+
+/* Copies the snapshot chain a snapshot's meta file names. */
+static void snap_chain_read(struct coved_sb *sb, const char *snapdir)
+{
+	char path[4300];
+	snprintf(path, sizeof(path), "%s.json", snapdir);
+	json_t *o = json_load_file(path, 0, NULL);
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(o, "chain"), i, v)
+	{
+		if (json_is_string(v))
+			coved_sb_add_snap(sb, json_string_value(v));
+	}
+	json_decref(o);
+}
+
+int coved_sb_create(struct coved *d, struct coved_tenant *t, const struct coved_create *req,
+                    struct coved_sb **out, char *msg, size_t len)
+{
+	*out = NULL;
+	if (!t)
+		return errf(msg, len, 401, "missing or invalid API key (X-API-KEY)");
+	if (req->cpus > d->cfg.max_cpus || req->memory_mib > d->cfg.max_memory_mib) {
+		errf(msg, len, 400, "cpuCount is at most %u and memoryMB at most %llu here",
+		     d->cfg.max_cpus, (unsigned long long)d->cfg.max_memory_mib);
+		return 400;
+	}
+	char *image, *snap;
+	int st = resolve_template(d, t, req->template_id, &image, &snap, msg, len);
+	if (st)
+		return st;
+	struct coved_usage want = { .sandboxes = 1,
+		                    .creates = 1,
+		                    .cpus = req->cpus ? req->cpus : d->cfg.cpus,
+		                    .memory_mib =
+		                        req->memory_mib ? req->memory_mib : d->cfg.memory_mib };
+	bool reserved = false;
+	struct coved_sb *sb = coved_sb_new(d);
+	json_t *netj = coved_net_json(&req->net);
+	struct cove_net_policy pol;
+	const char **allow = NULL, **deny = NULL;
+	if (!sb) {
+		st = 500;
+		errf(msg, len, 500, "out of memory");
+		goto out;
+	}
+	if ((st = coved_net_policy(&req->net, d->cfg.network, &pol, &allow, &deny, msg, len)))
+		goto out;
+	if (!coved_limit_ok(d, t, &want, msg, len)) {
+		st = 429;
+		goto out;
+	}
+	reserved = true;
+	snprintf(sb->tenant, sizeof(sb->tenant), "%s", t->name);
+	if (coved_new_id(sb->id) < 0 || coved_new_token(sb->token) < 0) {
+		atomic_fetch_sub(&d->creating, 1);
+		st = 500;
+		errf(msg, len, 500, "getrandom failed");
+		goto out;
+	}
+	sb->template_id = strdup(req->template_id);
+	sb->image = image ? strdup(image) : NULL;
+	if (req->metadata) {
+		json_decref(sb->metadata);
+		sb->metadata = json_deep_copy(req->metadata);
+	}
+	if (req->env_vars)
+		coved_set_envs(sb, req->env_vars);
+	sb->network = json_incref(netj);
+	sb->cpus = req->cpus ? req->cpus : d->cfg.cpus;
+	sb->memory_mib = req->memory_mib ? req->memory_mib : d->cfg.memory_mib;
+	sb->on_timeout = req->auto_pause_given
+	                     ? (req->auto_pause ? COVED_ON_TIMEOUT_PAUSE : COVED_ON_TIMEOUT_KILL)
+	                     : d->cfg.on_timeout;
+	uint64_t timeout = coved_timeout_clamp(d, req->timeout_s);
+	struct cove_config cfg;
+	cove_config_defaults(&cfg);
+	cfg.name = sb->id;
+	cfg.hostname = "cove";
+	cfg.detached = true;
+	cfg.net_pool = d->net_pool;
+	cfg.image = image;
+	cfg.cpus = sb->cpus;
+	cfg.memory_mib = sb->memory_mib;
+	cfg.disk_size = d->cfg.disk_mib << 20;
+	cfg.boot_timeout_ms = d->cfg.boot_timeout_s * 1000;
+	cfg.net = pol;
+	cfg.vmm_pool = d->pool; /* a pre-spawned VMM when one fits (pool.c) */
+	char err[512];
+	double t0 = coved_mono_s();
+	int r, tlock = -1;
+	char *tdir = NULL;
+	if (!snap && (st = coved_template_for(d, req->template_id, &cfg, req->net.given, &tdir,
+	                                      &tlock, msg, len)) > 1) {
+		atomic_fetch_sub(&d->creating, 1);
+		goto out;
+	}
+	st = 0;
+	if (tdir) {
+		r = cove_restore(&cfg, tdir, &sb->cove, err, sizeof(err));
+		close(tlock);
+		free(tdir);
+	} else if (snap) {
+		snap_chain_read(sb, snap);
+		coved_sb_add_snap(sb, snap);
+		if (!req->net.given)
+			cfg.net.mode = COVE_NET_OFF; /* the snapshot's own policy */
+		r = cove_restore(&cfg, snap, &sb->cove, err, sizeof(err));
+	} else {
+		r = cove_start(&cfg, &sb->cove, err, sizeof(err));
+	}
+	atomic_fetch_sub(&d->creating, 1);
+	if (r < 0) {
+		st = http_status_of(r, HTTP_OP_START);
+		errf(msg, len, st, "%s", err);
+		goto out;
+	}
+	coved_hist_add(d, snap ? &d->m.restore : &d->m.create, coved_mono_s() - t0);
+	sb->started_ms = coved_now_ms();
+	sb->end_ms = sb->started_ms + (int64_t)timeout * 1000;
+	sb->state = COVED_SB_RUNNING;
+	coved_record_write(sb);
+	coved_sb_list_add(d, sb);
+	coved_journal_event(sb, "create",
+	                    json_pack("{s:s, s:s?, s:I, s:i, s:I}", "templateID", sb->template_id,
+	                              "image", sb->image, "timeout", (json_int_t)timeout, "cpus",
+	                              (int)sb->cpus, "memoryMiB", (json_int_t)sb->memory_mib));
+	*out = sb;
+	sb = NULL;
+	st = 0;
+out:
+	/* Released after the list holds the new sandbox: for a moment it is
+	 * counted twice, never not at all. */
+	if (reserved)
+		coved_limit_release(d, t, &want);
+	free(allow);
+	free(deny);
+	free(image);
+	free(snap);
+	json_decref(netj);
+	if (sb)
+		coved_sb_free(sb);
+	return st;
+}

@@ -1,0 +1,27 @@
+/* A sandbox's life after create.  Each returns 0, or an HTTP status with
+ * msg saying why; one operation runs at a time per sandbox. */
+#ifndef COVED_SANDBOXES_LIFECYCLE_H
+#define COVED_SANDBOXES_LIFECYCLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/sandboxes/request.h"
+
+struct coved;
+struct coved_sb;
+
+int coved_sb_pause(struct coved_sb *sb, char *msg, size_t len);
+/* *resumed: false when it was running already (timeout_s then only
+ * extends its end). */
+int coved_sb_resume(struct coved_sb *sb, uint64_t timeout_s, bool *resumed, char *msg, size_t len);
+int coved_sb_stop(struct coved_sb *sb, char *msg, size_t len);
+int coved_sb_delete(struct coved_sb *sb, char *msg, size_t len);
+int coved_sb_set_timeout(struct coved_sb *sb, uint64_t timeout_s, char *msg, size_t len);
+/* The policy of a running sandbox, from a PUT's request (net->given set). */
+int coved_sb_set_network(struct coved_sb *sb, const struct coved_net *net, char *msg, size_t len);
+/* Checks expiry and liveness of every sandbox; the reaper calls it. */
+void coved_sb_tick(struct coved *d);
+
+#endif

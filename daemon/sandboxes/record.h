@@ -1,0 +1,18 @@
+/* coved's sandbox records: <state_dir>/sandboxes/<id>.json (0600,
+ * replaced atomically), read back and re-adopted at start. */
+#ifndef COVED_SANDBOXES_RECORD_H
+#define COVED_SANDBOXES_RECORD_H
+
+struct coved;
+struct coved_sb;
+
+int coved_record_write(struct coved_sb *sb);
+void coved_record_remove(struct coved_sb *sb);
+/* dir/name holds text, whole or not at all (0600): 0 or -errno. */
+int coved_write_atomic(const char *dir, const char *name, const char *text);
+/* Reads every record and adopts its sandbox: the count, or -errno. */
+int coved_adopt_all(struct coved *d);
+/* Records sb as dead (why), counts a VMM exit, journals it. */
+void coved_mark_dead(struct coved_sb *sb, const char *why);
+
+#endif

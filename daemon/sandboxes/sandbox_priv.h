@@ -1,0 +1,62 @@
+/* The sandbox record inside the sandboxes room: its fields and the
+ * helpers its modules share (sandbox.c). */
+#ifndef COVED_SANDBOXES_SANDBOX_PRIV_H
+#define COVED_SANDBOXES_SANDBOX_PRIV_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/conf/config.h"
+#include "daemon/conf/keys.h"
+#include "daemon/sandboxes/sandbox.h"
+
+struct coved;
+
+struct coved_sb {
+	atomic_int refs;
+	struct coved *d;
+	pthread_mutex_t op; /* one lifecycle operation at a time (held long) */
+	pthread_mutex_t mu; /* the fields below (held short) */
+	char id[COVED_ID_LEN + 1];
+	char token[COVED_TOKEN_LEN + 1];
+	char tenant[COVED_TENANT_LEN + 1]; /* the owner: set at create, never changed */
+	char *template_id, *image;
+	json_t *metadata; /* object of strings */
+	char **envs;      /* "K=V", NULL-terminated */
+	json_t *network;  /* {allowOut, denyOut, allow_internet_access} as asked, or NULL */
+	int64_t started_ms, end_ms;
+	unsigned int cpus;
+	uint64_t memory_mib;
+	enum coved_on_timeout on_timeout;
+	enum coved_state state;
+	char *dead_why;
+	/* Snapshot directories this sandbox's disks stand on (its pauses and
+	 * the snapshot it was forked from); the last pause is paused_dir. */
+	char **snaps;
+	size_t nsnaps;
+	char *paused_dir;
+	unsigned int generation; /* pause count, for fresh directory names */
+	struct cove_sandbox *cove;
+	struct cove_sandbox **retired; /* handles of earlier lives, freed with sb */
+	size_t nretired;
+	bool removed; /* deleted: no longer in the daemon's list */
+	struct coved_sb *next;
+};
+
+struct coved_sb *coved_sb_new(struct coved *d);
+void coved_sb_free(struct coved_sb *sb);
+int coved_sb_add_snap(struct coved_sb *sb, const char *dir);
+/* Keeps an ended handle until the record goes: envd callers may still
+ * hold it (coved_sb_cove's contract).  Called with sb->mu held. */
+void coved_sb_retire(struct coved_sb *sb);
+int coved_set_envs(struct coved_sb *sb, json_t *env_vars);
+json_t *coved_envs_object(struct coved_sb *sb);
+json_t *coved_str_list(char **v, size_t n);
+/* CLOCK_MONOTONIC in seconds, for durations. */
+double coved_mono_s(void);
+
+#endif

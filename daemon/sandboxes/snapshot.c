@@ -1,0 +1,147 @@
+/* coved's snapshots of a running sandbox: a user snapshot (snap-*, kept
+ * after the sandbox goes) and a fork into new sandboxes (snapshot.h). */
+#include "daemon/sandboxes/snapshot.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cove.h"
+#include "daemon/sandboxes/create.h"
+#include "daemon/sandboxes/journal.h"
+#include "daemon/sandboxes/record.h"
+#include "daemon/sandboxes/request.h"
+#include "daemon/sandboxes/sandbox_priv.h"
+#include "daemon/sandboxes/state.h"
+#include "daemon/sandboxes/table.h"
+#include "daemon/sandboxes/view.h"
+#include "errf.h"
+
+/* Snapshot with resume into <state>/snapshots/<prefix><random>. */
+static int snapshot_to(struct coved_sb *sb, const char *prefix, char *path, size_t plen, char *name,
+                       size_t nlen, char *msg, size_t len)
+{
+	char rnd[17];
+	if (coved_new_name(rnd, 16) < 0)
+		return errf(msg, len, 500, "getrandom failed");
+	snprintf(name, nlen, "%s%s", prefix, rnd);
+	snprintf(path, plen, "%s/snapshots/%s", sb->d->cfg.state_dir, name);
+	if (sb->state != COVED_SB_RUNNING)
+		return errf(msg, len, 409, "sandbox %s is %s, not running", sb->id,
+		            coved_state_name(sb->state));
+	char err[512];
+	int r = cove_snapshot(sb->cove, path, false, err, sizeof(err));
+	if (r < 0)
+		return errf(msg, len, 500, "snapshot of %s failed: %s", sb->id, err);
+	/* The sandbox now stands on the snapshot's overlay too. */
+	pthread_mutex_lock(&sb->mu);
+	coved_sb_add_snap(sb, path);
+	pthread_mutex_unlock(&sb->mu);
+	json_t *meta =
+	    json_pack("{s:s, s:s, s:s?, s:o}", "source", sb->id, "tenant", sb->tenant, "templateID",
+	              sb->template_id, "chain", coved_str_list(sb->snaps, sb->nsnaps - 1));
+	char *text = json_dumps(meta, JSON_COMPACT);
+	json_decref(meta);
+	char dir[4200], file[128];
+	snprintf(dir, sizeof(dir), "%s/snapshots", sb->d->cfg.state_dir);
+	snprintf(file, sizeof(file), "%s.json", name);
+	if (text)
+		coved_write_atomic(dir, file, text);
+	free(text);
+	coved_record_write(sb);
+	return 0;
+}
+
+int coved_sb_snapshot(struct coved_sb *sb, char *snap_id, size_t idlen, char *msg, size_t len)
+{
+	pthread_mutex_lock(&sb->op);
+	char path[4300];
+	int st = snapshot_to(sb, "snap-", path, sizeof(path), snap_id, idlen, msg, len);
+	if (st == 0)
+		coved_journal_event(sb, "snapshot", json_pack("{s:s}", "snapshotID", snap_id));
+	pthread_mutex_unlock(&sb->op);
+	return st;
+}
+
+struct fork_job {
+	struct coved *d;
+	struct coved_tenant *t;
+	struct coved_create req;
+	struct coved_sb *parent, *child;
+	int st;
+	char msg[600];
+};
+
+static void *fork_one(void *arg)
+{
+	struct fork_job *j = arg;
+	j->st = coved_sb_create(j->d, j->t, &j->req, &j->child, j->msg, sizeof(j->msg));
+	return NULL;
+}
+
+int coved_sb_fork(struct coved_sb *sb, unsigned int count, uint64_t timeout_s, json_t **results,
+                  char *msg, size_t len)
+{
+	*results = NULL;
+	pthread_mutex_lock(&sb->op);
+	char path[4300], name[64];
+	int st = snapshot_to(sb, "snap-", path, sizeof(path), name, sizeof(name), msg, len);
+	pthread_mutex_unlock(&sb->op);
+	if (st)
+		return st;
+	coved_journal_event(sb, "fork",
+	                    json_pack("{s:s, s:i}", "snapshotID", name, "count", (int)count));
+	struct fork_job *jobs = calloc(count, sizeof(*jobs));
+	pthread_t *th = calloc(count, sizeof(*th));
+	bool *started = calloc(count, sizeof(*started));
+	if (!jobs || !th || !started) {
+		free(jobs);
+		free(th);
+		free(started);
+		return errf(msg, len, 500, "out of memory");
+	}
+	for (unsigned int i = 0; i < count; i++) {
+		struct fork_job *j = &jobs[i];
+		j->d = sb->d;
+		j->t = coved_tenant_find(sb->d, sb->tenant); /* forks are the parent's tenant's */
+		snprintf(j->req.template_id, sizeof(j->req.template_id), "%s", name);
+		j->req.timeout_s = timeout_s;
+		pthread_mutex_lock(&sb->mu);
+		j->req.metadata = json_deep_copy(sb->metadata);
+		j->req.env_vars = coved_envs_object(sb);
+		j->req.auto_pause = sb->on_timeout == COVED_ON_TIMEOUT_PAUSE;
+		pthread_mutex_unlock(&sb->mu);
+		j->req.auto_pause_given = true;
+		started[i] = pthread_create(&th[i], NULL, fork_one, j) == 0;
+		if (!started[i]) {
+			j->st = 500;
+			snprintf(j->msg, sizeof(j->msg), "cannot start a thread");
+		}
+	}
+	json_t *arr = json_array();
+	for (unsigned int i = 0; i < count; i++) {
+		struct fork_job *j = &jobs[i];
+		if (started[i])
+			pthread_join(th[i], NULL);
+		if (j->st == 0) {
+			pthread_mutex_lock(&j->child->mu);
+			free(j->child->template_id);
+			j->child->template_id = sb->template_id ? strdup(sb->template_id) : NULL;
+			pthread_mutex_unlock(&j->child->mu);
+			coved_record_write(j->child);
+			json_array_append_new(
+			    arr, json_pack("{s:o}", "sandbox", coved_sb_json(j->child, true)));
+			coved_sb_unref(j->child);
+		} else {
+			json_array_append_new(arr, json_pack("{s:{s:i, s:s}}", "error", "code",
+			                                     j->st, "message", j->msg));
+		}
+		coved_create_free(&j->req);
+	}
+	free(jobs);
+	free(th);
+	free(started);
+	*results = arr;
+	return 0;
+}

@@ -1,0 +1,55 @@
+/* coved's state, which every room of the daemon reaches through the one
+ * struct coved: the config, the keys and their tenants, the sandbox list,
+ * the counters behind /metrics, the pools.  Types only: the functions are
+ * in the modules that own each part (table.h, metrics.h, pool.h, ...). */
+#ifndef COVED_SANDBOXES_STATE_H
+#define COVED_SANDBOXES_STATE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/conf/config.h"
+
+struct coved_key;
+struct coved_tenant;
+struct coved_sb;
+struct cove_net_pool;
+struct cove_vmm_pool;
+
+struct coved_hist {
+	uint64_t counts[12]; /* per bucket of metrics.c's buckets, +Inf last */
+	uint64_t n;
+	double sum;
+};
+
+struct coved_metrics {
+	pthread_mutex_t mu;
+	struct coved_hist create, restore, exec;
+	uint64_t execs, exec_out, exec_in;
+	uint64_t vmm_exits;
+	uint64_t limit_requests, limit_sandboxes, limit_creates, limit_tenant;
+	uint64_t requests;
+};
+
+struct coved {
+	struct coved_config cfg;
+	struct coved_key *keys;
+	size_t nkeys;
+	struct coved_tenant *tenants; /* one per distinct tenant of the keys, file order */
+	size_t ntenants;
+	pthread_mutex_t mu; /* the list */
+	struct coved_sb *list;
+	atomic_uint in_flight, creating;
+	struct coved_metrics m;
+	struct cove_net_pool *net_pool; /* or NULL */
+	pthread_t reaper;
+	pthread_mutex_t stop_mu;
+	pthread_cond_t stop_cond;
+	bool stopping;
+	struct cove_vmm_pool *pool; /* pre-spawned VMMs (pool.c), or NULL */
+};
+
+#endif

@@ -1,0 +1,22 @@
+/* The templates coved's creates restore (lib/template.h's store). */
+#ifndef COVED_SANDBOXES_TEMPLATES_H
+#define COVED_SANDBOXES_TEMPLATES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct coved;
+struct cove_config;
+
+/* coved_template_for() - the template a create restores, when there is
+ * one: 0 with *dir (malloc'ed) and *lockfd (close it once the restore has
+ * started), 1 when the create boots cold (no store, an image of the
+ * config's templates), or an HTTP status with msg.  cfg (cpus, memory,
+ * disk size, image, net) says what the base template is of, and is made
+ * a restore's (disk size 0, the template's network). */
+int coved_template_for(struct coved *d, const char *tid, struct cove_config *cfg, bool net_given,
+                       char **dir, int *lockfd, char *msg, size_t len);
+/* Whether tid names a template in the store (not "base", not an image). */
+bool coved_template_named(struct coved *d, const char *tid);
+
+#endif
