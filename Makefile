@@ -10,6 +10,7 @@
 #   make rootfs-minimal  build/images/minimal.ext4
 #   make rootfs-debian   build/images/debian.ext4
 #   make check-format    clang-format in check mode
+#   make lint            the floors and circles (scripts/layers) and doc links
 
 .DELETE_ON_ERROR:
 .SECONDARY:
@@ -78,7 +79,7 @@ ITEST_BINS := $(patsubst tests/integration/%.c,$(B)/itest/%,$(ITEST_SRCS))
 GUEST_TOOLS := $(patsubst rootfs/guest-tools/%.c,$(B)/guest/%,$(wildcard rootfs/guest-tools/*.c))
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRCS))
 
-.PHONY: all bins test unit integration fuzz fuzz-run check-format format \
+.PHONY: all bins test lint unit integration fuzz fuzz-run check-format format \
         kernel rootfs-minimal rootfs-debian images clean
 all: bins kernel images
 
@@ -219,7 +220,12 @@ integration: sanitize
 integration: bins kernel images
 	scripts/integration
 
-test: unit integration fuzz-run
+test: lint unit integration fuzz-run
+
+# ---- the house: floors and circles (includes and calls), doc links ---------
+lint: bins
+	$(Q)scripts/layers --calls $(B)/obj
+	$(Q)scripts/doc-links
 
 # ---- fuzzing --------------------------------------------------------------
 FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -DCOVE_FUZZ
