@@ -86,10 +86,12 @@ all: bins kernel images
 bins: $(BINS) $(ITEST_BINS) $(GUEST_TOOLS)
 
 # ---- normal objects -------------------------------------------------------
+# Product code: every exported function is declared in its module's
+# header, and the definition sees it (-Wmissing-prototypes).
 $(B)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -Wmissing-prototypes -c $< -o $@
 
 $(B)/bin/cove-vmm: $(call obj,$(VMM_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)

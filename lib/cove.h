@@ -25,23 +25,20 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "lib/agent/agent_client.h"
 #include "lib/agent/exec.h"
+#include "lib/agent/notice.h"
 #include "lib/agent/proc.h"
 #include "lib/base/cove_types.h"
+#include "lib/base/handle.h"
+#include "lib/base/jail.h"
+#include "lib/net/net_addr.h"
 #include "lib/net/net_ctl.h"
-
-/* A pool of sandbox networks made ahead of time (lib/net/net_pool.c): each
- * slot is a namespace with its TAP and veth and a cove-egress that
- * denies everything, ready for a sandbox to take and give its own policy
- * in one transaction.  A background thread keeps size slots ready (1 to
- * COVE_NET_POOL_MAX) on the runtime directory of the caller, using cfg's
- * egress and net_dns; slots left by a pool whose process died are removed
- * first.  Set cfg->net_pool to use it.  cove_net_pool_free removes every
- * slot not taken (taken ones belong to their sandboxes). */
-int cove_net_pool_new(const struct cove_config *cfg, unsigned int size, struct cove_net_pool **out,
-                      char *err, size_t errlen) __attribute__((warn_unused_result));
-void cove_net_pool_free(struct cove_net_pool *p);
-void cove_net_pool_stats(struct cove_net_pool *p, struct cove_net_pool_stats *st);
+#include "lib/net/net_pool.h"
+#include "lib/vmm/limits.h"
+#include "lib/vmm/memcache.h"
+#include "lib/vmm/pool.h"
+#include "lib/vmm/vmm_api.h"
 
 /* Fills cfg with defaults: cove-vmm, build/vmlinux and
  * build/images/minimal.ext4 found relative to the running executable
@@ -62,52 +59,19 @@ char *cove_image_path(const char *name_or_path);
 int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
-/* The sandbox's runtime directory and cove-vmm's pid. */
-const char *cove_sandbox_dir(const struct cove_sandbox *sb);
-pid_t cove_vmm_pid(const struct cove_sandbox *sb);
-
-/* cove_exec: lib/agent/exec.h. */
-
-/* Streams a local file into the guest (atomically replaced there). */
-int cove_put_file(struct cove_sandbox *sb, const char *local, const char *guest, uint32_t mode,
-                  char *err, size_t errlen) __attribute__((warn_unused_result));
-/* Streams a guest file to a local path (written to a temporary name and
- * renamed, so a failure leaves nothing half-written). */
-int cove_get_file(struct cove_sandbox *sb, const char *guest, const char *local, char *err,
-                  size_t errlen) __attribute__((warn_unused_result));
-/* cove_get_file with a size limit: a file larger than max_bytes is refused
- * (-EFBIG), nothing left behind.  cove_get_file's limit is
- * COVE_GET_MAX_DEFAULT.  The local file's mode is the guest's & 0755 &
- * ~umask.  Every step has a deadline (an inactivity bound while data
- * flows). */
-int cove_get_file_max(struct cove_sandbox *sb, const char *guest, const char *local,
-                      uint64_t max_bytes, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-
-/* Round trip to the agent. */
-int cove_ping(struct cove_sandbox *sb, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-
-/* Tells the agent of a sandbox just restored from a snapshot who it is now
- * (PROTO_RESTORED, docs/protocol.md): the host's CLOCK_REALTIME, a host
- * name (1-64 of [A-Za-z0-9.-]), a sandbox id (1-64 of [A-Za-z0-9._-]; the
- * guest keeps it in /run/cove/sandbox-id) and 32 fresh bytes from
- * getrandom() that the guest mixes into its kernel RNG before reseeding it,
- * so forks of one snapshot neither share a clock nor random numbers.  Call
- * once the restored agent serves, before running anything in it.  -EINVAL
- * for a bad name (nothing sent), -EIO when the guest could not reseed, the
- * agent's errno when it refused, or a connection error. */
-int cove_agent_restored(struct cove_sandbox *sb, const char *hostname, const char *sandbox_id,
-                        char *err, size_t errlen) __attribute__((warn_unused_result));
-
-/* Whether cove-vmm has exited, waiting up to wait_ms for it (a child is
- * left for cove_stop to reap): a command whose connection broke calls it,
- * and the connection closes a moment before the process ends.  When it has, and why is not NULL, a one-line reason goes there: "the
- * sandbox reached its --ttl of 5 s" for a deadline (also when cove-vmm
- * did not stop by itself and libcove killed it, ttl_s + 3 s after the
- * start), else cove-vmm's status and its log's last line.  For a command
- * that failed because the sandbox went away. */
-bool cove_sandbox_exited(struct cove_sandbox *sb, int wait_ms, char *why, size_t len);
+/* Declared in their modules' headers, which this file includes:
+ *   cove_sandbox_dir, cove_vmm_pid, cove_name_valid, cove_sandbox_name:
+ *     lib/base/handle.h; cove_confinement: lib/base/jail.h;
+ *   cove_exec: lib/agent/exec.h; cove_put_file, cove_get_file(_max),
+ *     cove_ping: lib/agent/agent_client.h; cove_agent_restored:
+ *     lib/agent/notice.h; detached processes and file requests:
+ *     lib/agent/proc.h;
+ *   cove_sandbox_exited: lib/vmm/limits.h; cove_vmm_stats:
+ *     lib/vmm/vmm_api.h; cove_memcache_prune: lib/vmm/memcache.h; the VMM
+ *     pool (cove_vmm_pool_*): lib/vmm/pool.h;
+ *   cove_net_set, cove_net_probe: lib/net/net_ctl.h; cove_net_mode_name:
+ *     lib/net/net_addr.h; the network pool (cove_net_pool_*):
+ *     lib/net/net_pool.h. */
 
 /* Asks the guest to shut down, waits for cove-vmm to exit (killing it
  * after a grace period) and removes the runtime directory. */
@@ -130,12 +94,6 @@ void cove_free(struct cove_sandbox *sb);
  * session of its own, not tied to this process (no parent-death signal),
  * and cove_free only releases the handle. */
 #define COVE_NAME_MAX 32
-
-/* Whether name is a valid sandbox name (above). */
-bool cove_name_valid(const char *name);
-
-/* The sandbox's registry name (anonymous ones have their sb-XXXXXX). */
-const char *cove_sandbox_name(const struct cove_sandbox *sb);
 
 /* Attaches to a running sandbox by name.  The handle is not cove-vmm's
  * parent: liveness comes from a pidfd.  cove_stop on it stops the sandbox;
@@ -206,8 +164,6 @@ int cove_snapshot(struct cove_sandbox *sb, const char *dir, bool stop_after, cha
 int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct cove_sandbox **out,
                  char *err, size_t errlen) __attribute__((warn_unused_result));
 
-/* cove_net_set and cove_net_probe: lib/net/net_ctl.h. */
-
 /* Replaces a running sandbox's credential rules (a rules file, read and
  * validated in full with its secrets first; nothing changes on an error):
  * cove-egress takes them for its next connection, the guest gets the
@@ -215,46 +171,5 @@ int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct
  * rules (never values).  -EINVAL for bad input, -ENOTSUP without a network. */
 int cove_net_proxy(struct cove_sandbox *sb, const char *rules_file, char *err, size_t errlen)
     __attribute__((warn_unused_result));
-
-/* "off", "none", "rules", "open". */
-const char *cove_net_mode_name(enum cove_net_mode mode);
-
-/* One line: how a sandbox this process starts is confined (the jail,
- * docs/ARCHITECTURE.md).  0 for the full jail, 1 for seccomp and
- * no_new_privs only, -EINVAL for a bad $COVE_JAIL_IDS (out holds why). */
-int cove_confinement(char *out, size_t len);
-
-/* cove-vmm's counters and phase times as one JSON object (malloc'ed): the
- * control API's {"op":"stats"} reply (docs/protocol.md): KVM's per-vCPU
- * counters summed ("kvm": exits by reason), "times" (process start on
- * CLOCK_MONOTONIC, VM created, first KVM_RUN, guest init, in us since the
- * VMM started), "vmm_rss_kb" (outside guest RAM), disk bytes. */
-int cove_vmm_stats(struct cove_sandbox *sb, char **json, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-
-/* Detached processes and file requests: lib/agent/proc.h. */
-
-/* ---- the VMM pool (lib/vmm/pool.c; docs/ARCHITECTURE.md, "The VMM pool") ----
- * Members are cove-vmm processes started with --pool CPUS: exec'd inside
- * their namespaces and cgroup, with a per-sandbox jail uid, KVM VM, vCPUs
- * and I/O loop made and no guest memory.  Each serves one sandbox, never
- * a second.  A background thread keeps `size` ready members per shape;
- * cove_vmm_pool_free ends every member that was not taken. */
-
-/* Removes the template memory cache's copies whose original memory file
- * is gone or changed (lib/vmm/memcache.h); cove template rm does it itself. */
-void cove_memcache_prune(void);
-
-/* Starts the pool and its refill thread (members come up in the
- * background).  0, or -errno with one line in err (bad options). */
-int cove_vmm_pool_new(const struct cove_vmm_pool_opts *o, struct cove_vmm_pool **out, char *err,
-                      size_t errlen) __attribute__((warn_unused_result));
-void cove_vmm_pool_stats(struct cove_vmm_pool *p, struct cove_vmm_pool_stats *s);
-/* Waits up to timeout_ms until every shape has size ready members: true
- * when it has (for tests and benchmarks). */
-bool cove_vmm_pool_wait_full(struct cove_vmm_pool *p, unsigned int timeout_ms);
-/* Stops refilling and ends every member not taken (their directories,
- * uid claims and cgroups go too).  Safe on NULL. */
-void cove_vmm_pool_free(struct cove_vmm_pool *p);
 
 #endif

@@ -3,6 +3,7 @@
 #ifndef COVE_AGENT_CLIENT_H
 #define COVE_AGENT_CLIENT_H
 
+#include "lib/base/cove_types.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,5 +19,27 @@ int cove_agent_connect(struct cove_sandbox *sb, char *err, size_t errlen);
 int agent_connect_until(struct cove_sandbox *sb, int64_t deadline, char *err, size_t errlen);
 int agent_connect_cancel(struct cove_sandbox *sb, int64_t deadline, volatile int *cancel, char *err,
                          size_t errlen);
+
+/* ---- part of cove.h's API ---- */
+
+/* Streams a local file into the guest (atomically replaced there). */
+int cove_put_file(struct cove_sandbox *sb, const char *local, const char *guest, uint32_t mode,
+                  char *err, size_t errlen) __attribute__((warn_unused_result));
+/* Streams a guest file to a local path (written to a temporary name and
+ * renamed, so a failure leaves nothing half-written). */
+int cove_get_file(struct cove_sandbox *sb, const char *guest, const char *local, char *err,
+                  size_t errlen) __attribute__((warn_unused_result));
+/* cove_get_file with a size limit: a file larger than max_bytes is refused
+ * (-EFBIG), nothing left behind.  cove_get_file's limit is
+ * COVE_GET_MAX_DEFAULT.  The local file's mode is the guest's & 0755 &
+ * ~umask.  Every step has a deadline (an inactivity bound while data
+ * flows). */
+int cove_get_file_max(struct cove_sandbox *sb, const char *guest, const char *local,
+                      uint64_t max_bytes, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* Round trip to the agent. */
+int cove_ping(struct cove_sandbox *sb, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 
 #endif

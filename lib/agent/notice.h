@@ -4,6 +4,7 @@
 #ifndef COVE_AGENT_NOTICE_H
 #define COVE_AGENT_NOTICE_H
 
+#include "lib/base/cove_types.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,5 +43,19 @@ int notice_answer(struct cove_sandbox *sb, const struct proto_hdr *h, const uint
 /* A taken connection failed before the notice's answer came (k < 0): the
  * notice is sent again, synchronously, on a fresh connection. */
 void notice_lost(struct cove_sandbox *sb);
+
+/* ---- part of cove.h's API ---- */
+
+/* Tells the agent of a sandbox just restored from a snapshot who it is now
+ * (PROTO_RESTORED, docs/protocol.md): the host's CLOCK_REALTIME, a host
+ * name (1-64 of [A-Za-z0-9.-]), a sandbox id (1-64 of [A-Za-z0-9._-]; the
+ * guest keeps it in /run/cove/sandbox-id) and 32 fresh bytes from
+ * getrandom() that the guest mixes into its kernel RNG before reseeding it,
+ * so forks of one snapshot neither share a clock nor random numbers.  Call
+ * once the restored agent serves, before running anything in it.  -EINVAL
+ * for a bad name (nothing sent), -EIO when the guest could not reseed, the
+ * agent's errno when it refused, or a connection error. */
+int cove_agent_restored(struct cove_sandbox *sb, const char *hostname, const char *sandbox_id,
+                        char *err, size_t errlen) __attribute__((warn_unused_result));
 
 #endif

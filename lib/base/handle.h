@@ -4,6 +4,7 @@
 #ifndef COVE_BASE_HANDLE_H
 #define COVE_BASE_HANDLE_H
 
+#include "lib/base/cove_types.h"
 #include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -75,5 +76,17 @@ struct cove_sandbox *sandbox_new(bool detached);
 
 /* Sets sb's runtime directory <base>/<name> and the socket paths in it. */
 void sandbox_paths(struct cove_sandbox *sb, const char *base, const char *name);
+
+/* ---- part of cove.h's API ---- */
+
+/* The sandbox's runtime directory and cove-vmm's pid. */
+const char *cove_sandbox_dir(const struct cove_sandbox *sb);
+pid_t cove_vmm_pid(const struct cove_sandbox *sb);
+
+/* Whether name is a valid sandbox name (above). */
+bool cove_name_valid(const char *name);
+
+/* The sandbox's registry name (anonymous ones have their sb-XXXXXX). */
+const char *cove_sandbox_name(const struct cove_sandbox *sb);
 
 #endif

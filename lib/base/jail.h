@@ -6,6 +6,7 @@
 #ifndef COVE_LIB_JAIL_H
 #define COVE_LIB_JAIL_H
 
+#include "lib/base/cove_types.h"
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -79,5 +80,12 @@ int jail_dirfd_beneath(int dfd) __attribute__((warn_unused_result));
 /* 0 when unprivileged user namespaces can be created here, else -errno
  * (for cove doctor). */
 int jail_userns_probe(void);
+
+/* ---- part of cove.h's API ---- */
+
+/* One line: how a sandbox this process starts is confined (the jail,
+ * docs/ARCHITECTURE.md).  0 for the full jail, 1 for seccomp and
+ * no_new_privs only, -EINVAL for a bad $COVE_JAIL_IDS (out holds why). */
+int cove_confinement(char *out, size_t len);
 
 #endif

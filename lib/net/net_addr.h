@@ -72,4 +72,9 @@ int net_check_config(const struct cove_config *cfg, bool boot, char *err, size_t
  * of memory or mode is COVE_NET_OFF). */
 struct json_t *net_policy_json(const struct cove_net_policy *p);
 
+/* ---- part of cove.h's API ---- */
+
+/* "off", "none", "rules", "open". */
+const char *cove_net_mode_name(enum cove_net_mode mode);
+
 #endif

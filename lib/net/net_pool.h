@@ -20,4 +20,19 @@ int net_pool_take(struct cove_net_pool *p, const struct cove_config *cfg, const 
                   struct sandbox_net *out, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
+/* ---- part of cove.h's API ---- */
+
+/* A pool of sandbox networks made ahead of time (lib/net/net_pool.c): each
+ * slot is a namespace with its TAP and veth and a cove-egress that
+ * denies everything, ready for a sandbox to take and give its own policy
+ * in one transaction.  A background thread keeps size slots ready (1 to
+ * COVE_NET_POOL_MAX) on the runtime directory of the caller, using cfg's
+ * egress and net_dns; slots left by a pool whose process died are removed
+ * first.  Set cfg->net_pool to use it.  cove_net_pool_free removes every
+ * slot not taken (taken ones belong to their sandboxes). */
+int cove_net_pool_new(const struct cove_config *cfg, unsigned int size, struct cove_net_pool **out,
+                      char *err, size_t errlen) __attribute__((warn_unused_result));
+void cove_net_pool_free(struct cove_net_pool *p);
+void cove_net_pool_stats(struct cove_net_pool *p, struct cove_net_pool_stats *st);
+
 #endif

@@ -26,4 +26,15 @@ int sandbox_disk_size(const struct cove_config *cfg, const char *image, uint64_t
                       size_t errlen) __attribute__((warn_unused_result));
 void sandbox_disk_limits(char *out, size_t len, uint64_t size, uint64_t bps, uint64_t iops);
 
+/* ---- part of cove.h's API ---- */
+
+/* Whether cove-vmm has exited, waiting up to wait_ms for it (a child is
+ * left for cove_stop to reap): a command whose connection broke calls it,
+ * and the connection closes a moment before the process ends.  When it has, and why is not NULL, a one-line reason goes there: "the
+ * sandbox reached its --ttl of 5 s" for a deadline (also when cove-vmm
+ * did not stop by itself and libcove killed it, ttl_s + 3 s after the
+ * start), else cove-vmm's status and its log's last line.  For a command
+ * that failed because the sandbox went away. */
+bool cove_sandbox_exited(struct cove_sandbox *sb, int wait_ms, char *why, size_t len);
+
 #endif

@@ -3,6 +3,7 @@
 #ifndef COVE_MEMCACHE_H
 #define COVE_MEMCACHE_H
 
+#include "lib/base/cove_types.h"
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -22,5 +23,11 @@ int memcache_get(const char *snapshot_dir, char *out, size_t outlen, char *why, 
 
 /* cove_memcache_prune (lib/cove.h) removes the copies whose original is
  * gone or changed; running VMMs keep theirs mapped until they exit. */
+
+/* ---- part of cove.h's API ---- */
+
+/* Removes the template memory cache's copies whose original memory file
+ * is gone or changed (lib/vmm/memcache.h); cove template rm does it itself. */
+void cove_memcache_prune(void);
 
 #endif

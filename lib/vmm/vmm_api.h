@@ -2,6 +2,7 @@
 #ifndef COVE_VMM_API_H
 #define COVE_VMM_API_H
 
+#include "lib/base/cove_types.h"
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -18,5 +19,15 @@ int vmm_api_call_fd(const char *sock, struct json_t *req, int pass, struct json_
 
 /* Asks cove-vmm whether the VM is paused (a short timeout: `cove ls`). */
 int vmm_api_paused(const char *sock, bool *paused);
+
+/* ---- part of cove.h's API ---- */
+
+/* cove-vmm's counters and phase times as one JSON object (malloc'ed): the
+ * control API's {"op":"stats"} reply (docs/protocol.md): KVM's per-vCPU
+ * counters summed ("kvm": exits by reason), "times" (process start on
+ * CLOCK_MONOTONIC, VM created, first KVM_RUN, guest init, in us since the
+ * VMM started), "vmm_rss_kb" (outside guest RAM), disk bytes. */
+int cove_vmm_stats(struct cove_sandbox *sb, char **json, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 
 #endif
