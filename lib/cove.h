@@ -32,9 +32,11 @@
 #include "lib/base/cove_types.h"
 #include "lib/base/handle.h"
 #include "lib/base/jail.h"
+#include "lib/lookup.h"
 #include "lib/net/net_addr.h"
 #include "lib/net/net_ctl.h"
 #include "lib/net/net_pool.h"
+#include "lib/restore.h"
 #include "lib/vmm/limits.h"
 #include "lib/vmm/memcache.h"
 #include "lib/vmm/pool.h"
@@ -71,7 +73,9 @@ int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *e
  *     pool (cove_vmm_pool_*): lib/vmm/pool.h;
  *   cove_net_set, cove_net_probe: lib/net/net_ctl.h; cove_net_mode_name:
  *     lib/net/net_addr.h; the network pool (cove_net_pool_*):
- *     lib/net/net_pool.h. */
+ *     lib/net/net_pool.h;
+ *   cove_open, cove_list, cove_state_name: lib/lookup.h; cove_restore:
+ *     lib/restore.h. */
 
 /* Asks the guest to shut down, waits for cove-vmm to exit (killing it
  * after a grace period) and removes the runtime directory. */
@@ -92,55 +96,8 @@ void cove_free(struct cove_sandbox *sb);
  * with '.'; cove_start fails with -EEXIST ("sandbox NAME already exists")
  * when the name is taken.  cove_config.detached: cove-vmm is started in a
  * session of its own, not tied to this process (no parent-death signal),
- * and cove_free only releases the handle. */
-#define COVE_NAME_MAX 32
-
-/* Attaches to a running sandbox by name.  The handle is not cove-vmm's
- * parent: liveness comes from a pidfd.  cove_stop on it stops the sandbox;
- * cove_free only releases the handle.  -ENOENT: no such sandbox; -EAGAIN:
- * it is still starting; -ESRCH: its cove-vmm had died, and its entry has
- * been removed; -EINVAL: not a valid name. */
-int cove_open(const char *name, struct cove_sandbox **out, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-
-enum cove_state {
-	COVE_STATE_STARTING, /* its creator is still setting it up */
-	COVE_STATE_RUNNING,
-	COVE_STATE_PAUSED,
-	COVE_STATE_DEAD, /* cove-vmm is gone; the entry was removed by this call */
-};
-
-struct cove_info {
-	char name[COVE_NAME_MAX + 1];
-	enum cove_state state;
-	pid_t pid; /* cove-vmm (its creator while starting; 0 if unknown) */
-	unsigned int cpus;
-	uint64_t memory_mib;
-	char *image;         /* root image it booted from, or NULL */
-	char *restored_from; /* snapshot directory it was restored from, or NULL */
-	int64_t created;     /* Unix time in seconds; 0 if unknown */
-	/* Its limits, as struct cove_config's (0: none; disk_size: the root
-	 * disk's virtual size, 0 if unknown). */
-	double cpu_quota;
-	uint64_t pids_max, disk_size, disk_bps, disk_iops, ttl_s;
-	/* Its network: NULL without one, else the policy as JSON
-	 * ({"mode":..., "allow":[...], "deny":[...]}, malloc'ed), and the
-	 * sandbox's index (its host link is cv<index>). */
-	char *net_policy;
-	unsigned int net_index;
-};
-
-/* "starting", "running", "paused", "dead". */
-const char *cove_state_name(enum cove_state state);
-
-/* Lists the runtime directory's sandboxes, sorted by name, into a malloc'ed
- * array (free it with cove_list_free).  Entries whose cove-vmm is gone
- * (the pid does not exist, is a zombie, or was reused: its start time
- * differs from the one recorded) are removed and listed once with
- * COVE_STATE_DEAD. */
-int cove_list(struct cove_info **out, size_t *count, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-void cove_list_free(struct cove_info *list, size_t count);
+ * and cove_free only releases the handle.  COVE_NAME_MAX is in
+ * lib/base/cove_types.h. */
 
 /* Snapshots a running sandbox into dir (made absolute; it must not exist)
  * through cove-vmm's control socket.  The sandbox then resumes, or with
@@ -149,20 +106,6 @@ void cove_list_free(struct cove_info *list, size_t count);
  * into the snapshot; the sandbox continues on a fresh one. */
 int cove_snapshot(struct cove_sandbox *sb, const char *dir, bool stop_after, char *err,
                   size_t errlen) __attribute__((warn_unused_result));
-
-/* A template's snapshot directory holds its manifest beside the snapshot
- * files (lib/template/); a restore maps a template's memory from the
- * template memory cache. */
-#define COVE_TEMPLATE_FILE "template.json"
-
-/* Starts a sandbox from a snapshot directory.  Of cfg only vmm, name,
- * hostname (NULL: the sandbox's name, so restored copies tell themselves
- * apart), console_log, detached and boot_timeout_ms count: CPUs, memory and
- * disks come from the snapshot, each disk continuing on a fresh overlay in
- * the sandbox's directory.  Returns once the agent has taken the restore
- * notice (new clock, hostname, entropy). */
-int cove_restore(const struct cove_config *cfg, const char *snapshot_dir, struct cove_sandbox **out,
-                 char *err, size_t errlen) __attribute__((warn_unused_result));
 
 /* Replaces a running sandbox's credential rules (a rules file, read and
  * validated in full with its secrets first; nothing changes on an error):

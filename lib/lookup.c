@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/lookup.h"
+
 #include "cove.h"
 #include "errf.h"
 #include "lib/base/handle.h"

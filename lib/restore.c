@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "lib/restore.h"
+
 #include "cove.h"
 #include "cove_limits.h"
 #include "errf.h"

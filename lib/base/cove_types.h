@@ -9,6 +9,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* A sandbox's name: 1 to COVE_NAME_MAX of [A-Za-z0-9_.-], not starting
+ * with '.' (cove.h, "Named sandboxes"). */
+#define COVE_NAME_MAX 32
+
 /* A sandbox's network (docs/ARCHITECTURE.md, "The network"): without one
  * (COVE_NET_OFF) it has no NIC at all.  Otherwise the guest's eth0 reaches
  * the world only through its own network namespace, where cove-egress
