@@ -218,8 +218,8 @@ static uint64_t div_up(uint64_t a, uint64_t b)
 uint64_t qcow2_overlay_max_file(uint64_t size)
 {
 	/* Counted in 64 KiB clusters, for an image qcow2_create_overlay()
-	 * made and the VMM's writer filled (docs/ARCHITECTURE.md, "Disk size
-	 * and the overlay cap"): it allocates every guest cluster at most
+	 * made and the VMM's writer filled (docs/vmm.md, "Host-enforced
+	 * limits in cove-vmm"): it allocates every guest cluster at most
 	 * once, always at the end of the file, so the file ends after
 	 *   the header, the refcount table, the first refcount block and the
 	 *   L1 table (what creation wrote),

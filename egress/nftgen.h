@@ -1,7 +1,7 @@
 /* The sandbox's nft table `inet cove_sb` as text for libnftables, built
  * from the configuration and a policy.  Pure (unit-tested against golden
  * substrings); egress/nft.c applies it.  The layout is in
- * docs/ARCHITECTURE.md ("Egress").  Interval sets refuse overlapping
+ * docs/network.md ("cove-egress").  Interval sets refuse overlapping
  * elements, so the rules' address and port ranges are cut into disjoint
  * pieces first. */
 #ifndef COVE_EGRESS_NFTGEN_H

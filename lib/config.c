@@ -9,7 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cove.h"
 #include "cove_limits.h"
 #include "errf.h"
 #include "lib/base/handle.h"

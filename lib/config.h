@@ -4,11 +4,10 @@
 #ifndef COVE_LIB_CONFIG_H
 #define COVE_LIB_CONFIG_H
 
+#include "lib/base/cove_types.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#include "cove.h"
 
 /* What cove_start (boot) or cove_restore (!boot) needs before anything
  * is created: sizes within bounds (boot only: a restore takes them from the
@@ -45,5 +44,18 @@ int config_check_net_host(const struct cove_config *cfg, char *err, size_t errle
 
 /* cfg's boot timeout, or its default. */
 unsigned int config_boot_timeout_ms(const struct cove_config *cfg);
+
+/* ---- part of cove.h's API ---- */
+
+/* Fills cfg with defaults: cove-vmm, build/vmlinux and
+ * build/images/minimal.ext4 found relative to the running executable
+ * (build/bin/X -> build/...), overridable with $COVE_VMM, $COVE_KERNEL,
+ * $COVE_IMAGE. */
+void cove_config_defaults(struct cove_config *cfg);
+
+/* Resolves an image name: "minimal", "debian" (build/images/NAME.ext4
+ * beside the executable, or $COVE_IMAGES/NAME.ext4) or a path.  Returns a
+ * malloc'ed path or NULL. */
+char *cove_image_path(const char *name_or_path);
 
 #endif

@@ -32,36 +32,24 @@
 #include "lib/base/cove_types.h"
 #include "lib/base/handle.h"
 #include "lib/base/jail.h"
+#include "lib/config.h"
 #include "lib/lookup.h"
 #include "lib/net/net_addr.h"
 #include "lib/net/net_ctl.h"
 #include "lib/net/net_pool.h"
+#include "lib/proxy.h"
 #include "lib/restore.h"
+#include "lib/sandbox.h"
+#include "lib/snapshot.h"
 #include "lib/vmm/limits.h"
 #include "lib/vmm/memcache.h"
 #include "lib/vmm/pool.h"
 #include "lib/vmm/vmm_api.h"
 
-/* Fills cfg with defaults: cove-vmm, build/vmlinux and
- * build/images/minimal.ext4 found relative to the running executable
- * (build/bin/X -> build/...), overridable with $COVE_VMM, $COVE_KERNEL,
- * $COVE_IMAGE. */
-void cove_config_defaults(struct cove_config *cfg);
-
-/* Resolves an image name: "minimal", "debian" (build/images/NAME.ext4
- * beside the executable, or $COVE_IMAGES/NAME.ext4) or a path.  Returns a
- * malloc'ed path or NULL. */
-char *cove_image_path(const char *name_or_path);
-
-/* Boots a sandbox and waits until its agent announces itself (no sleeps:
- * the agent connects to the host).  Fails with a message naming the
- * problem: sizes out of bounds (-EINVAL, before anything else), no
- * /dev/kvm, a missing kernel or image, cove-vmm exiting early (its last
- * console lines), or the boot timeout. */
-int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-
 /* Declared in their modules' headers, which this file includes:
+ *   cove_config_defaults, cove_image_path: lib/config.h; cove_start,
+ *     cove_stop, cove_free: lib/sandbox.h; cove_snapshot: lib/snapshot.h;
+ *     cove_net_proxy: lib/proxy.h;
  *   cove_sandbox_dir, cove_vmm_pid, cove_name_valid, cove_sandbox_name:
  *     lib/base/handle.h; cove_confinement: lib/base/jail.h;
  *   cove_exec: lib/agent/exec.h; cove_put_file, cove_get_file(_max),
@@ -77,14 +65,6 @@ int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *e
  *   cove_open, cove_list, cove_state_name: lib/lookup.h; cove_restore:
  *     lib/restore.h. */
 
-/* Asks the guest to shut down, waits for cove-vmm to exit (killing it
- * after a grace period) and removes the runtime directory. */
-int cove_stop(struct cove_sandbox *sb);
-
-/* Frees the handle; stops the sandbox first if it still runs, unless it
- * was started detached or attached with cove_open (those keep running). */
-void cove_free(struct cove_sandbox *sb);
-
 /* ---- Named sandboxes, the registry, snapshots -------------------------- */
 
 /* Every sandbox has an entry in the runtime directory ($COVE_RUNTIME_DIR,
@@ -98,21 +78,5 @@ void cove_free(struct cove_sandbox *sb);
  * session of its own, not tied to this process (no parent-death signal),
  * and cove_free only releases the handle.  COVE_NAME_MAX is in
  * lib/base/cove_types.h. */
-
-/* Snapshots a running sandbox into dir (made absolute; it must not exist)
- * through cove-vmm's control socket.  The sandbox then resumes, or with
- * stop_after its cove-vmm exits and the sandbox is stopped as by
- * cove_stop (cove_free is still needed).  The disk's current overlay moves
- * into the snapshot; the sandbox continues on a fresh one. */
-int cove_snapshot(struct cove_sandbox *sb, const char *dir, bool stop_after, char *err,
-                  size_t errlen) __attribute__((warn_unused_result));
-
-/* Replaces a running sandbox's credential rules (a rules file, read and
- * validated in full with its secrets first; nothing changes on an error):
- * cove-egress takes them for its next connection, the guest gets the
- * sandbox CA and the rules' env_vars, and the sandbox's directory the
- * rules (never values).  -EINVAL for bad input, -ENOTSUP without a network. */
-int cove_net_proxy(struct cove_sandbox *sb, const char *rules_file, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
 
 #endif

@@ -15,7 +15,6 @@
 
 #include "lib/lookup.h"
 
-#include "cove.h"
 #include "errf.h"
 #include "lib/base/handle.h"
 #include "lib/base/registry.h"

@@ -11,7 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cove.h"
 #include "errf.h"
 #include "io.h"
 #include "lib/agent/agent_client.h"

@@ -1,5 +1,4 @@
-/* libcove's side of credential injection (issue 15; docs/ARCHITECTURE.md,
- * "Credential injection").  A rules file (common/proxyrule.h) is read and
+/* libcove's side of credential injection (docs/credentials.md).  A rules file (common/proxyrule.h) is read and
  * validated in full, and every secret's value read from its 0600 file or
  * this process's environment, before anything starts or changes.  The
  * values go to cove-egress over its control socket only, and are wiped
@@ -12,6 +11,8 @@
 #define COVE_LIB_PROXY_H
 
 #include <stddef.h>
+
+#include "lib/base/cove_types.h"
 
 struct json_t;
 struct cove_sandbox;
@@ -51,5 +52,15 @@ int proxy_agent_ca(struct cove_sandbox *sb, const char *ca, struct json_t *env, 
 
 /* proxy_copy() - @from/proxy-rules.json to @to/ when it exists (0: none). */
 int proxy_copy(const char *from, const char *to) __attribute__((warn_unused_result));
+
+/* ---- part of cove.h's API ---- */
+
+/* Replaces a running sandbox's credential rules (a rules file, read and
+ * validated in full with its secrets first; nothing changes on an error):
+ * cove-egress takes them for its next connection, the guest gets the
+ * sandbox CA and the rules' env_vars, and the sandbox's directory the
+ * rules (never values).  -EINVAL for bad input, -ENOTSUP without a network. */
+int cove_net_proxy(struct cove_sandbox *sb, const char *rules_file, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 
 #endif

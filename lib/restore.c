@@ -15,7 +15,6 @@
 #include "clock.h"
 #include "lib/restore.h"
 
-#include "cove.h"
 #include "cove_limits.h"
 #include "errf.h"
 #include "lib/agent/agent_client.h"

@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "cove.h"
 #include "cove_limits.h"
 #include "errf.h"
 #include "lib/agent/agent_client.h"

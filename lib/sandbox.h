@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cove.h"
 #include "lib/base/cgroup.h"
+#include "lib/base/cove_types.h"
 #include "lib/base/handle.h"
 #include "lib/base/registry.h"
 
@@ -60,5 +60,23 @@ void sandbox_abort(struct cove_sandbox *sb);
  * directory.  The end of cove_stop, and of a snapshot that stops the
  * sandbox. */
 void sandbox_finish(struct cove_sandbox *sb, int grace_ms);
+
+/* ---- part of cove.h's API ---- */
+
+/* Boots a sandbox and waits until its agent announces itself (no sleeps:
+ * the agent connects to the host).  Fails with a message naming the
+ * problem: sizes out of bounds (-EINVAL, before anything else), no
+ * /dev/kvm, a missing kernel or image, cove-vmm exiting early (its last
+ * console lines), or the boot timeout. */
+int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* Asks the guest to shut down, waits for cove-vmm to exit (killing it
+ * after a grace period) and removes the runtime directory. */
+int cove_stop(struct cove_sandbox *sb);
+
+/* Frees the handle; stops the sandbox first if it still runs, unless it
+ * was started detached or attached with cove_open (those keep running). */
+void cove_free(struct cove_sandbox *sb);
 
 #endif

@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "cove.h"
 #include "cove_limits.h"
 #include "errf.h"
 #include "io.h"

@@ -1,5 +1,4 @@
-/* cove-vmm --pool CPUS --api PATH: a pre-spawned VMM (docs/ARCHITECTURE.md,
- * "The VMM pool").  main() has made the KVM VM, its vCPUs and I/O loop
+/* cove-vmm --pool CPUS --api PATH: a pre-spawned VMM (docs/pool.md).  main() has made the KVM VM, its vCPUs and I/O loop
  * (vm_prepare) and bound the control socket; this waits there for the one
  * owner connection and its one start request:
  *

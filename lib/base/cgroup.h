@@ -12,8 +12,8 @@
 /* What cove-vmm costs beyond guest RAM, as memory.max counts it: the
  * process (about 2 MiB outside guest RAM), KVM's page tables and vCPU
  * state, the kernel memory of its sockets and the page cache of its disk
- * writes.  Measured: 2 MiB above guest RAM at peak (docs/ARCHITECTURE.md,
- * "Host-enforced limits"). */
+ * writes.  Measured: 2 MiB above guest RAM at peak (docs/jail.md,
+ * "Host-enforced limits: cgroup v2"). */
 #define CGROUP_VMM_OVERHEAD_MIB 32
 
 /* The pids.max default: the VMM's threads (main, I/O, API, one per vCPU)

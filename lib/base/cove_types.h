@@ -13,7 +13,7 @@
  * with '.' (cove.h, "Named sandboxes"). */
 #define COVE_NAME_MAX 32
 
-/* A sandbox's network (docs/ARCHITECTURE.md, "The network"): without one
+/* A sandbox's network (docs/network.md): without one
  * (COVE_NET_OFF) it has no NIC at all.  Otherwise the guest's eth0 reaches
  * the world only through its own network namespace, where cove-egress
  * enforces the policy: NONE denies everything (DNS included), RULES

@@ -84,7 +84,7 @@ int jail_userns_probe(void);
 /* ---- part of cove.h's API ---- */
 
 /* One line: how a sandbox this process starts is confined (the jail,
- * docs/ARCHITECTURE.md).  0 for the full jail, 1 for seccomp and
+ * docs/jail.md).  0 for the full jail, 1 for seccomp and
  * no_new_privs only, -EINVAL for a bad $COVE_JAIL_IDS (out holds why). */
 int cove_confinement(char *out, size_t len);
 

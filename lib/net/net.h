@@ -1,4 +1,4 @@
-/* A sandbox's network (docs/ARCHITECTURE.md, "The network"), set up and
+/* A sandbox's network (docs/network.md), set up and
  * torn down in order (net.c): the index K, the sandbox's own network
  * namespace with its TAP and veth, the host's rules, and cove-egress, the
  * process that owns that namespace and enforces the policy.  These take

@@ -59,7 +59,7 @@ int egress_map(pid_t pid, uid_t id) __attribute__((warn_unused_result));
 int net_upstreams(const struct cove_config *cfg, struct net_upstream *up, size_t *n, char *err,
                   size_t errlen) __attribute__((warn_unused_result));
 
-/* Its config (docs/ARCHITECTURE.md, "The network"); NULL without memory. */
+/* Its config (docs/network.md); NULL without memory. */
 struct json_t *egress_config(unsigned int k, struct json_t *policy, const struct net_upstream *up,
                              size_t nup, const struct net_publish *pub, size_t npub);
 

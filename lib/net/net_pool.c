@@ -1,5 +1,5 @@
 /* A pool of sandbox networks set up ahead of time (cove_net_pool_new in
- * cove.h; docs/ARCHITECTURE.md, "The network").  A slot is everything
+ * cove.h; docs/network.md).  A slot is everything
  * net_setup and net_finish make for a sandbox: the index K and its veth,
  * the namespace with tap0, cove-egress in it with a deny-all policy (mode
  * none) and forwarding on, its uid.  It lives as the pseudo-entry

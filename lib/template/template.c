@@ -1,4 +1,4 @@
-/* Templates (template.h, docs/ARCHITECTURE.md "Templates"): a spec from a
+/* Templates (template.h, docs/templates.md "Templates"): a spec from a
  * configuration, and building one (a cold boot, the steps, a snapshot)
  * and swapping it into place; the store itself is template_store.c's. */
 #include <dirent.h>

@@ -2,7 +2,7 @@
  * steps (shell commands, files copied in) and snapshotted into the
  * template store.  A template IS a snapshot directory (cove_restore takes
  * it) with template.json beside the snapshot files; the store's layout is
- * in docs/ARCHITECTURE.md ("Templates").  A template records the SHA-256
+ * in docs/templates.md ("Templates").  A template records the SHA-256
  * of its inputs (cove-vmm, kernel and image contents, CPUs, memory, disk
  * size, NIC, the steps and the contents of the files they copy in): one
  * whose inputs changed is built again by cove_template_ensure.

@@ -1,5 +1,4 @@
-/* The template store (template_store.h, docs/ARCHITECTURE.md
- * "Templates"): where templates live, their file hashes cached by stat,
+/* The template store (template_store.h, docs/templates.md): where templates live, their file hashes cached by stat,
  * the locks that make one builder of a name, listing and removing. */
 #include <dirent.h>
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* The VMM pool (cove.h, docs/ARCHITECTURE.md "The VMM pool"): pre-spawned
+/* The VMM pool (cove.h, docs/pool.md "The VMM pool"): pre-spawned
  * cove-vmm processes (--pool CPUS), each waiting on its control socket for
  * the one sandbox it will serve.
  *

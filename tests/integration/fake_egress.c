@@ -1,6 +1,6 @@
 /* A stand-in for cove-egress in libcove's network tests (copied as
  * .../cove-egress, the name libcove checks): reads the config the
- * contract gives (docs/ARCHITECTURE.md, "The network"), checks that its
+ * contract gives (docs/network.md), checks that its
  * namespace has tap0 and up0 and that it is uid 0 there, says "ok" on
  * ready_fd, then answers the control socket ({"op":"policy"} -> ok, with
  * one log line; {"op":"status"} -> the policy) until SIGTERM.

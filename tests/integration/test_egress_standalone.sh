@@ -246,7 +246,7 @@ for l in open(sys.argv[1]):
     assert all(k in o for k in keys), l
 ' "$LOG" && ok "every log line is JSON with the contract's keys ($(wc -l <"$LOG") lines)" || not_ok "log format"
 
-# --- confinement, from outside: two processes (docs/ARCHITECTURE.md, "Egress") ---
+# --- confinement, from outside: two processes (docs/network.md, "The privilege split") ---
 # capst PID: "CapEff CapPrm CapBnd Seccomp NoNewPrivs" of PID.
 capst() { awk '$1~/^(CapEff|CapPrm|CapBnd|Seccomp|NoNewPrivs):$/{printf "%s ", $2}' /proc/$1/status; }
 KP=$(cat /proc/$EP/task/*/children 2>/dev/null | tr -s ' \n' ' ' | sed 's/ *$//')

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The restore fast path (issue 17, docs/ARCHITECTURE.md "Restore fast path"):
+# The restore fast path (issue 17, docs/snapshots.md "Restore fast path"):
 # the first exec of a restore rides on the restore notice's connection and
 # already sees the new host name; the first restore of a snapshot records
 # its working set (memory.ws, 0400) and the next one prefetches it; a

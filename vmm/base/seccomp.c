@@ -1,6 +1,6 @@
 /* The seccomp allowlists: one table, one row per allowed syscall (or per
  * allowed argument value), each row marked with the thread kinds it is
- * for.  Why a row exists is said next to it; docs/ARCHITECTURE.md
+ * for.  Why a row exists is said next to it; docs/jail.md
  * ("Seccomp filters") is this table as `cove-vmm --seccomp-list` prints it.
  *
  * What runs where (and so needs which rows):

@@ -1,4 +1,4 @@
-/* Per-thread-kind seccomp allowlists for cove-vmm (docs/ARCHITECTURE.md,
+/* Per-thread-kind seccomp allowlists for cove-vmm (docs/jail.md,
  * "Seccomp filters").  One table in seccomp.c lists every syscall each
  * thread kind may make, with the argument limits (ioctl request numbers,
  * socket families, no PROT_EXEC); `cove-vmm --seccomp-list` prints it.

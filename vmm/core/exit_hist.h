@@ -1,7 +1,7 @@
 /* Exits to user space by where they went: one small table per vCPU of
  * (port or guest-physical address, direction) -> count, written only by
  * its vCPU thread, read by the API thread for {"op":"stats"} ("exit_addrs"
- * in docs/ARCHITECTURE.md).  KVM's own counters (KVM_GET_STATS_FD) say how
+ * in docs/vmm.md).  KVM's own counters (KVM_GET_STATS_FD) say how
  * many exits of each reason; this says which device caused the PIO and
  * MMIO ones. */
 #ifndef COVE_EXIT_HIST_H

@@ -59,7 +59,7 @@ enum vm_exit_reason vm_wait(struct vm *vm);
 /* Stops (if running) and frees everything.  Safe on NULL. */
 void vm_destroy(struct vm *vm);
 
-/* cove-vmm's process exit status for a reason (docs/ARCHITECTURE.md, "Exit status of cove-vmm"). */
+/* cove-vmm's process exit status for a reason (docs/vmm.md, "Exit status of cove-vmm"). */
 int vm_exit_status(enum vm_exit_reason reason);
 const char *vm_exit_reason_name(enum vm_exit_reason reason);
 

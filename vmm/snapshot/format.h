@@ -1,5 +1,5 @@
 /* The snapshot directory's state file sections, as save.c writes them and
- * restore.c checks them (docs/ARCHITECTURE.md, "Snapshots").  Private to
+ * restore.c checks them (docs/snapshots.md, "Snapshots").  Private to
  * vmm/snapshot/. */
 #ifndef COVE_SNAPSHOT_FORMAT_H
 #define COVE_SNAPSHOT_FORMAT_H

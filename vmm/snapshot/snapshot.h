@@ -1,5 +1,4 @@
-/* Snapshots of a running VM, and restoring them (docs/ARCHITECTURE.md,
- * "Snapshots").  A snapshot is a directory:
+/* Snapshots of a running VM, and restoring them (docs/snapshots.md).  A snapshot is a directory:
  *
  *   state          the state file (state_file.h): configuration, every
  *                  vCPU, the irqchip, PIT and kvm-clock, every device
