@@ -1,7 +1,7 @@
 /* The working-set record of a snapshot (docs/snapshots.md, "Restore
  * fast path", its working-set prefetch): which guest RAM pages the first
- * restore of a snapshot touched
- * up to its first exec's answer, as sorted page ranges, in the file
+ * restore of a snapshot touched up to its first exec's answer, as sorted
+ * page ranges, in the file
  * `memory.ws` beside the memory file.  Later restores populate those
  * ranges before the first KVM_RUN (vmm/snapshot/prefetch.c).  Written by
  * cove-vmm into a file libcove passes it, read back and checked by libcove
