@@ -208,7 +208,7 @@ $(SAN_B)/bin/%:
 $(SAN_B)/itest/%: tests/integration/%.c $(call san_obj,$(LIB_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC-SAN  $<")
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -DCOVE_SANITIZE -o $@ $^ $(LIBS_VMM) $(LIBS_NET)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -DCOVE_SANITIZE -o $@ $(filter-out %.h,$^) $(LIBS_VMM) $(LIBS_NET)
 sanitize: $(SAN_BINS)
 integration: sanitize
 .PHONY: sanitize

@@ -2,8 +2,8 @@
  * through the VMM's hybrid vsock, requests and replies with deadlines.
  * It knows nothing of a restore notice in flight (agent_client.h waits
  * for it; notice.c is the one that must not). */
-#ifndef COVE_AGENT_CONN_H
-#define COVE_AGENT_CONN_H
+#ifndef COVE_LIB_AGENT_CONN_H
+#define COVE_LIB_AGENT_CONN_H
 
 #include <stddef.h>
 #include <stdint.h>

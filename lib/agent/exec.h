@@ -1,6 +1,6 @@
 /* Running a command in the guest (exec.c; part of cove.h's API). */
-#ifndef COVE_AGENT_EXEC_H
-#define COVE_AGENT_EXEC_H
+#ifndef COVE_LIB_AGENT_EXEC_H
+#define COVE_LIB_AGENT_EXEC_H
 
 #include <stddef.h>
 

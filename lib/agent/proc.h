@@ -3,8 +3,8 @@
  * detached process belongs to the guest agent: it outlives the connection
  * that started it (and the host process).  Every call has a deadline:
  * AGENT_STEP_MS per step unless it says otherwise. */
-#ifndef COVE_AGENT_PROC_H
-#define COVE_AGENT_PROC_H
+#ifndef COVE_LIB_AGENT_PROC_H
+#define COVE_LIB_AGENT_PROC_H
 
 #include <stddef.h>
 #include <stdint.h>

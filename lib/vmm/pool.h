@@ -1,7 +1,7 @@
 /* The VMM pool (pool.c; its API is cove.h's): a member taken for a
  * sandbox, handed over through pool_member.h. */
-#ifndef COVE_VMM_POOL_H
-#define COVE_VMM_POOL_H
+#ifndef COVE_LIB_VMM_POOL_H
+#define COVE_LIB_VMM_POOL_H
 
 #include <stddef.h>
 

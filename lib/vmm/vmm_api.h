@@ -1,6 +1,6 @@
 /* cove-vmm's control socket (vmm_api.c). */
-#ifndef COVE_VMM_API_H
-#define COVE_VMM_API_H
+#ifndef COVE_LIB_VMM_API_H
+#define COVE_LIB_VMM_API_H
 
 #include "lib/base/cove_types.h"
 #include <stdbool.h>
