@@ -1,5 +1,6 @@
 #include "clock.h"
 
+#include <stdio.h>
 #include <time.h>
 
 int64_t mono_ns(void)
@@ -25,4 +26,21 @@ struct timespec clock_after_ms(clockid_t c, int64_t ms)
 		t.tv_nsec -= 1000000000L;
 	}
 	return t;
+}
+
+int64_t wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void clock_rfc3339(int64_t unix_ms, char *out, size_t len)
+{
+	time_t s = (time_t)(unix_ms / 1000);
+	struct tm tm;
+	gmtime_r(&s, &tm);
+	char base[32];
+	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out, len, "%s.%03dZ", base, (int)(unix_ms % 1000));
 }

@@ -68,17 +68,6 @@ static uint8_t *event_frame(json_t *event, size_t *len)
 	return connect_frame(json_pack("{s:o}", "event", event), 0, len);
 }
 
-static void rfc3339(char *out, size_t len)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	struct tm tm;
-	gmtime_r(&ts.tv_sec, &tm);
-	char base[32];
-	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(out, len, "%.20s.%03dZ", base, (int)(ts.tv_nsec / 1000000) % 1000);
-}
-
 /* Output as a JSON string: as is when it is UTF-8, else with the bytes
  * outside ASCII as '?'. */
 static json_t *head_string(const char *b, size_t n)
@@ -358,7 +347,7 @@ static json_t *journal_info(const struct envd_start *st, const char *cwd, int pi
 		json_array_append_new(names, json_stringn(*e, kl)); /* names only, never values */
 	}
 	char start[40];
-	rfc3339(start, sizeof(start));
+	clock_rfc3339(wall_ms(), start, sizeof(start));
 	json_t *j = json_pack("{s:s, s:s, s:o, s:s, s:o, s:s, s:i}", "type", "exec", "cmd",
 	                      st->argv[0], "args", args, "cwd", cwd ? cwd : ENVD_HOME, "env_names",
 	                      names, "start", start, "pid", pid);

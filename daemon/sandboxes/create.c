@@ -147,18 +147,12 @@ int coved_sb_create(struct coved *d, struct coved_tenant *t, const struct coved_
 	                     : d->cfg.on_timeout;
 	uint64_t timeout = coved_timeout_clamp(d, req->timeout_s);
 	struct cove_config cfg;
-	cove_config_defaults(&cfg);
-	cfg.name = sb->id;
-	cfg.hostname = "cove";
-	cfg.detached = true;
-	cfg.net_pool = d->net_pool;
+	coved_sb_cove_config(d, sb, &cfg);
 	cfg.image = image;
 	cfg.cpus = sb->cpus;
 	cfg.memory_mib = sb->memory_mib;
 	cfg.disk_size = d->cfg.disk_mib << 20;
-	cfg.boot_timeout_ms = d->cfg.boot_timeout_s * 1000;
 	cfg.net = pol;
-	cfg.vmm_pool = d->pool; /* a pre-spawned VMM when one fits (pool.c) */
 	char err[512];
 	double t0 = coved_mono_s();
 	int r, tlock = -1;

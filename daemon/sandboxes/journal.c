@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "daemon/sandboxes/sandbox_priv.h"
 #include "daemon/sandboxes/state.h"
 
@@ -21,17 +22,6 @@ char *coved_journal_path(const struct coved *d, const char *id)
 	return p;
 }
 
-static void rfc3339(char *buf, size_t len)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	struct tm tm;
-	gmtime_r(&ts.tv_sec, &tm);
-	char base[32];
-	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf, len, "%s.%03ldZ", base, ts.tv_nsec / 1000000);
-}
-
 void coved_journal(struct coved_sb *sb, json_t *ev)
 {
 	if (!sb || !json_is_object(ev)) {
@@ -39,7 +29,7 @@ void coved_journal(struct coved_sb *sb, json_t *ev)
 		return;
 	}
 	char ts[48];
-	rfc3339(ts, sizeof(ts));
+	clock_rfc3339(wall_ms(), ts, sizeof(ts));
 	json_object_set_new(ev, "ts", json_string(ts));
 	json_object_set_new(ev, "sandbox", json_string(sb->id));
 	char *line = json_dumps(ev, JSON_COMPACT | JSON_ENSURE_ASCII);

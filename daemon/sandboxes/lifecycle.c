@@ -104,13 +104,7 @@ int coved_sb_resume(struct coved_sb *sb, uint64_t timeout_s, bool *resumed, char
 		goto out;
 	}
 	struct cove_config cfg;
-	cove_config_defaults(&cfg);
-	cfg.name = sb->id;
-	cfg.hostname = "cove";
-	cfg.detached = true;
-	cfg.net_pool = d->net_pool;
-	cfg.boot_timeout_ms = d->cfg.boot_timeout_s * 1000;
-	cfg.vmm_pool = d->pool;
+	coved_sb_cove_config(d, sb, &cfg);
 	char err[512];
 	double t0 = coved_mono_s();
 	struct cove_sandbox *c;

@@ -9,7 +9,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "cove.h"
+#include "daemon/sandboxes/state.h"
 
 int64_t coved_now_ms(void)
 {
@@ -20,9 +22,18 @@ int64_t coved_now_ms(void)
 
 double coved_mono_s(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)mono_ns() / 1e9;
+}
+
+void coved_sb_cove_config(const struct coved *d, const struct coved_sb *sb, struct cove_config *cfg)
+{
+	cove_config_defaults(cfg);
+	cfg->name = sb->id;
+	cfg->hostname = "cove";
+	cfg->detached = true;
+	cfg->net_pool = d->net_pool;
+	cfg->boot_timeout_ms = d->cfg.boot_timeout_s * 1000;
+	cfg->vmm_pool = d->pool; /* a pre-spawned VMM when one fits (pool.c) */
 }
 
 const char *coved_state_name(enum coved_state s)

@@ -58,5 +58,10 @@ json_t *coved_envs_object(struct coved_sb *sb);
 json_t *coved_str_list(char **v, size_t n);
 /* CLOCK_MONOTONIC in seconds, for durations. */
 double coved_mono_s(void);
+/* What every boot of sb shares (create, resume): the defaults, its id as
+ * the name, detached, coved's pools and boot timeout. */
+struct cove_config;
+void coved_sb_cove_config(const struct coved *d, const struct coved_sb *sb,
+                          struct cove_config *cfg);
 
 #endif

@@ -1,20 +1,14 @@
 /* A sandbox as the API shows it (view.h). */
 #include "daemon/sandboxes/view.h"
 
-#include <stdio.h>
-#include <time.h>
-
+#include "clock.h"
 #include "daemon/sandboxes/sandbox_priv.h"
 #include "daemon/sandboxes/state.h"
 
 static json_t *iso_time(int64_t ms)
 {
-	time_t s = (time_t)(ms / 1000);
-	struct tm tm;
-	gmtime_r(&s, &tm);
-	char base[32], buf[48];
-	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf, sizeof(buf), "%s.%03dZ", base, (int)(ms % 1000));
+	char buf[CLOCK_RFC3339_LEN];
+	clock_rfc3339(ms, buf, sizeof(buf));
 	return json_string(buf);
 }
 

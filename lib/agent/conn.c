@@ -29,6 +29,22 @@ int agent_timeout(int64_t started, char *err, size_t errlen)
 	            (long long)(s > 0 ? s : 1));
 }
 
+/* The next wait of a connection step that began at t0: 0 with *left the
+ * milliseconds to wait (a slice when cancel is watched, so a signal is
+ * seen), or the deadline's or the signal's error. */
+static int wait_slice(int64_t t0, int64_t deadline, volatile int *cancel, int64_t *left, char *err,
+                      size_t errlen)
+{
+	*left = deadline - mono_ms();
+	if (*left <= 0)
+		return agent_timeout(t0, err, errlen);
+	if (cancel && *cancel)
+		return errf(err, errlen, -EINTR, "interrupted by signal %d", *cancel);
+	if (cancel && *left > CONNECT_SLICE_MS)
+		*left = CONNECT_SLICE_MS;
+	return 0;
+}
+
 int agent_connect_unsettled(struct cove_sandbox *sb, int64_t deadline, volatile int *cancel,
                             char *err, size_t errlen)
 {
@@ -49,17 +65,9 @@ int agent_connect_unsettled(struct cove_sandbox *sb, int64_t deadline, volatile 
 	/* A Unix connect waits for room in the listener's backlog for at most
 	 * SO_SNDTIMEO: a VMM that stopped accepting costs us the deadline. */
 	for (;;) {
-		int64_t left = deadline - mono_ms();
-		if (left <= 0) {
-			r = agent_timeout(t0, err, errlen);
+		int64_t left;
+		if ((r = wait_slice(t0, deadline, cancel, &left, err, errlen)) < 0)
 			goto fail;
-		}
-		if (cancel && *cancel) {
-			r = errf(err, errlen, -EINTR, "interrupted by signal %d", *cancel);
-			goto fail;
-		}
-		if (cancel && left > CONNECT_SLICE_MS)
-			left = CONNECT_SLICE_MS;
 		struct timeval tv = { .tv_sec = left / 1000, .tv_usec = (left % 1000) * 1000 };
 		(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
@@ -92,17 +100,9 @@ int agent_connect_unsettled(struct cove_sandbox *sb, int64_t deadline, volatile 
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0 && errno == EAGAIN) {
-			int64_t left = deadline - mono_ms();
-			if (left <= 0) {
-				r = agent_timeout(t0, err, errlen);
+			int64_t left;
+			if ((r = wait_slice(t0, deadline, cancel, &left, err, errlen)) < 0)
 				goto fail;
-			}
-			if (cancel && *cancel) {
-				r = errf(err, errlen, -EINTR, "interrupted by signal %d", *cancel);
-				goto fail;
-			}
-			if (cancel && left > CONNECT_SLICE_MS)
-				left = CONNECT_SLICE_MS;
 			(void)poll(&p, 1, left > INT32_MAX ? INT32_MAX : (int)left);
 			continue;
 		}
