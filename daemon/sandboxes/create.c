@@ -77,13 +77,7 @@ static void snap_chain_read(struct coved_sb *sb, const char *snapdir)
 	char path[4300];
 	snprintf(path, sizeof(path), "%s.json", snapdir);
 	json_t *o = json_load_file(path, 0, NULL);
-	size_t i;
-	json_t *v;
-	json_array_foreach(json_object_get(o, "chain"), i, v)
-	{
-		if (json_is_string(v))
-			coved_sb_add_snap(sb, json_string_value(v));
-	}
+	coved_sb_add_snaps(sb, json_object_get(o, "chain"));
 	json_decref(o);
 }
 

@@ -149,13 +149,7 @@ static struct coved_sb *record_read(struct coved *d, const char *path)
 	if ((s = json_string_value(json_object_get(o, "pausedDir"))))
 		sb->paused_dir = strdup(s);
 	sb->generation = (unsigned int)json_integer_value(json_object_get(o, "generation"));
-	size_t i;
-	json_t *v;
-	json_array_foreach(json_object_get(o, "snapshots"), i, v)
-	{
-		if (json_is_string(v))
-			coved_sb_add_snap(sb, json_string_value(v));
-	}
+	coved_sb_add_snaps(sb, json_object_get(o, "snapshots"));
 	json_decref(o);
 	return sb;
 }

@@ -147,6 +147,17 @@ int coved_sb_add_snap(struct coved_sb *sb, const char *dir)
 	return 0;
 }
 
+void coved_sb_add_snaps(struct coved_sb *sb, json_t *list)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(list, i, v)
+	{
+		if (json_is_string(v))
+			coved_sb_add_snap(sb, json_string_value(v));
+	}
+}
+
 json_t *coved_str_list(char **v, size_t n)
 {
 	json_t *a = json_array();

@@ -50,6 +50,8 @@ struct coved_sb {
 struct coved_sb *coved_sb_new(struct coved *d);
 void coved_sb_free(struct coved_sb *sb);
 int coved_sb_add_snap(struct coved_sb *sb, const char *dir);
+/* Each string of a JSON array (NULL: none) through coved_sb_add_snap. */
+void coved_sb_add_snaps(struct coved_sb *sb, json_t *list);
 /* Keeps an ended handle until the record goes: envd callers may still
  * hold it (coved_sb_cove's contract).  Called with sb->mu held. */
 void coved_sb_retire(struct coved_sb *sb);
