@@ -1,6 +1,6 @@
-/* The one monotonic clock helper of every Cove binary.  Deadlines and
- * durations use CLOCK_MONOTONIC: the wall clock can jump (and a restored
- * guest's host sets it). */
+/* The clock helpers of every Cove binary.  Deadlines and durations use
+ * CLOCK_MONOTONIC: the wall clock can jump (and a restored guest's host
+ * sets it); the wall clock is for timestamps only. */
 #ifndef COVE_CLOCK_H
 #define COVE_CLOCK_H
 
