@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cove.h"
+#include "daemon/cluster/cluster.h"
 #include "daemon/conf/config.h"
 #include "daemon/conf/keys.h"
 #include "daemon/envd/envd.h"
@@ -174,6 +175,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "coved: the envd surface would not start\n");
 		return 1;
 	}
+	if (coved_cluster_start(&d, err, sizeof(err)) < 0) {
+		fprintf(stderr, "coved: %s\n", err);
+		return 1;
+	}
 	if (coved_serve(&d, err, sizeof(err)) < 0) {
 		fprintf(stderr, "coved: %s\n", err);
 		return 1;
@@ -194,6 +199,7 @@ int main(int argc, char **argv)
 	pthread_cond_signal(&d.stop_cond);
 	pthread_mutex_unlock(&d.stop_mu);
 	pthread_join(d.reaper, NULL);
+	coved_cluster_stop(&d); /* its lease stays: a restart within the TTL keeps it */
 	/* Pre-spawned VMMs that serve no sandbox end with us. */
 	coved_pool_stop(&d);
 	envd_fini(&d);

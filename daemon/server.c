@@ -26,6 +26,9 @@
 #include <unistd.h>
 
 #include "daemon/api/routes.h"
+#include "daemon/cluster/cluster.h"
+#include "daemon/cluster/forward.h"
+#include "daemon/cluster/route.h"
 #include "daemon/conf/keys.h"
 #include "daemon/envd/envd.h"
 #include "daemon/http/reply.h"
@@ -41,6 +44,8 @@
 
 struct req {
 	bool envd, counted, too_big;
+	bool admin;      /* /cluster on the Unix socket (cluster/route.h) */
+	struct fwd *fwd; /* forwarded to the sandbox's node */
 	struct coved_tenant *tenant; /* from the API key; NULL for an open /metrics */
 	void *envd_cls;
 	char *body;
@@ -70,6 +75,22 @@ static struct coved_tenant *authorized(struct coved *d, struct MHD_Connection *c
 	return (struct coved_tenant *)found;
 }
 
+static bool on_unix_socket(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *i =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_DAEMON);
+	return i && i->daemon == unix_daemon;
+}
+
+/* GET /health without a sandbox (cluster mode): 200 while the node holds
+ * its lease, 503 when it is fenced, so a load balancer takes it out. */
+static enum MHD_Result cluster_health(struct coved *d, struct MHD_Connection *c)
+{
+	json_t *h = coved_cluster_health(d);
+	bool ok = h && strcmp(json_string_value(json_object_get(h, "lease")), "ok") == 0;
+	return coved_json_reply(c, ok ? 200 : 503, json_pack("{s:o*}", "cluster", h));
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **req_cls)
@@ -94,17 +115,31 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, d->cfg.conn_timeout_s);
 		if (strlen(url) > URL_MAX)
 			return coved_json_error(c, 414, "request path too long");
+		enum MHD_Result ret;
+		if (d->cluster && strcmp(url, "/health") == 0 &&
+		    !MHD_lookup_connection_value(c, MHD_HEADER_KIND, "E2b-Sandbox-Id"))
+			return cluster_health(d, c);
 		if (envd_route(c, url)) {
+			if (coved_cluster_intercept(d, c, method, url, true, NULL, &r->fwd, &ret))
+				return r->fwd ? MHD_YES : ret;
 			r->envd = true;
 			return envd_handle(d, c, url, method, upload_data, upload_data_size,
 			                   &r->envd_cls);
 		}
 		bool open = strcmp(url, "/metrics") == 0 && !d->cfg.metrics_auth;
 		r->tenant = authorized(d, c);
+		if (!r->tenant)
+			r->tenant = coved_cluster_node_tenant(d, c);
 		if (!open && !r->tenant)
 			return coved_json_error(c, 401, "missing or invalid API key (X-API-KEY)");
+		r->admin = strncmp(url, "/cluster", 8) == 0 && (!url[8] || url[8] == '/') &&
+		           on_unix_socket(c);
+		if (!r->admin && coved_cluster_intercept(d, c, method, url, false, r->tenant, &r->fwd, &ret))
+			return r->fwd ? MHD_YES : ret;
 		return MHD_YES;
 	}
+	if (r->fwd)
+		return fwd_feed(r->fwd, c, upload_data, upload_data_size);
 	if (r->envd)
 		return envd_handle(d, c, url, method, upload_data, upload_data_size, &r->envd_cls);
 	if (*upload_data_size) {
@@ -135,6 +170,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return coved_json_error(c, 413, msg);
 	}
 	coved_metric_bump(d, &d->m.requests);
+	if (r->admin)
+		return coved_cluster_admin(d, c, method, url, r->body, r->len);
 	return coved_route(d, r->tenant, c, method, url, r->body, r->len);
 }
 
@@ -147,6 +184,8 @@ static void on_done(void *cls, struct MHD_Connection *c, void **req_cls,
 		return;
 	if (r->envd)
 		envd_request_done(d, &r->envd_cls);
+	if (r->fwd)
+		fwd_close(r->fwd);
 	if (r->counted)
 		atomic_fetch_sub(&d->in_flight, 1);
 	/* A kept-alive connection waits for its next head: the short limit. */

@@ -10,6 +10,7 @@
 #include "daemon/api/routes.h"
 
 #include "daemon/api/body.h"
+#include "daemon/cluster/route.h"
 #include "daemon/http/json_body.h"
 #include "daemon/http/reply.h"
 #include "daemon/sandboxes/create.h"
@@ -28,6 +29,8 @@ struct ctx {
 	struct coved_tenant *t; /* the caller's; NULL only for an open /metrics */
 	struct coved_sb *sb;    /* for /sandboxes/{id}/..., the tenant's */
 	json_t *body;           /* POST and PUT: the parsed object */
+	const char *url, *raw;  /* the path and the body as sent (cluster forwards) */
+	size_t raw_len;
 };
 
 static enum MHD_Result err_reply(struct ctx *x, int status, const char *msg)
@@ -47,7 +50,23 @@ static enum MHD_Result create(struct ctx *x)
 	if (coved_parse_create(x->body, &req, msg, sizeof(msg)) < 0)
 		return err_reply(x, 400, msg);
 	struct coved_sb *sb;
+	/* Cluster mode: placed by this node, or by the node that sent it. */
+	const char *placed = MHD_lookup_connection_value(x->c, MHD_HEADER_KIND, "X-Cove-Placed");
+	if (placed && coved_cluster_node_call(x->d, x->c) && strlen(placed) < sizeof(req.placed_id)) {
+		snprintf(req.placed_id, sizeof(req.placed_id), "%s", placed);
+	} else if (x->d->cluster) {
+		enum MHD_Result ret;
+		uint64_t cpus = req.cpus ? req.cpus : x->d->cfg.cpus;
+		uint64_t mem = req.memory_mib ? req.memory_mib : x->d->cfg.memory_mib;
+		if (coved_cluster_place(x->d, x->c, x->t, x->url, x->raw, x->raw_len, req.template_id,
+		                        cpus, mem, req.placed_id, &ret)) {
+			coved_create_free(&req);
+			return ret;
+		}
+	}
 	int st = coved_sb_create(x->d, x->t, &req, &sb, msg, sizeof(msg));
+	if (st && req.placed_id[0])
+		coved_cluster_release(x->d, req.placed_id);
 	coved_create_free(&req);
 	if (st == 429)
 		return coved_json_error(x->c, 429, msg); /* Retry-After from the server */
@@ -130,6 +149,8 @@ static enum MHD_Result list(struct ctx *x, bool paged)
 		json_array_append_new(arr, coved_sb_json(sb, false));
 		last = coved_sb_id(sb);
 	}
+	if (!more)
+		coved_cluster_list_more(x->d, x->c, x->t, x->url, arr, limit);
 	struct MHD_Response *r;
 	char *text = json_dumps(arr, JSON_COMPACT);
 	json_decref(arr);
@@ -381,7 +402,7 @@ enum MHD_Result coved_route(struct coved *d, struct coved_tenant *t, struct MHD_
 			continue;
 		if (!t && rt->fn != metrics)
 			return coved_json_error(c, 401, "missing or invalid API key (X-API-KEY)");
-		struct ctx x = { .d = d, .c = c, .t = t };
+		struct ctx x = { .d = d, .c = c, .t = t, .url = url, .raw = body, .raw_len = body_len };
 		if (strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
 			char msg[300];
 			x.body =

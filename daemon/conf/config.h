@@ -24,6 +24,19 @@ struct coved_usage {
 	uint64_t sandboxes, creates, cpus, memory_mib;
 };
 
+/* TEMP (helper wip-cfg builds the real one) */
+struct coved_cluster_config {
+	bool on;
+	char **etcd;
+	size_t netcd;
+	char *node_id;
+	char *advertise;
+	unsigned lease_ttl_s;
+	char *secret;
+	uint64_t cap_vcpus, cap_memory_mib;
+	char *shared_snapshot_dir;
+};
+
 /* The config file (docs/api.md, "Configuration"); every key optional. */
 struct coved_config {
 	char *socket;               /* Unix socket path */
@@ -58,6 +71,7 @@ struct coved_config {
 	unsigned int max_connections_per_ip; /* TCP listener, per client address */
 	json_t *tenants;                     /* {"NAME": {quota keys}}, checked at load */
 	struct coved_quota tenant_default;   /* tenants that "tenants" does not name */
+	struct coved_cluster_config cluster;
 };
 
 int coved_config_load(const char *path, struct coved_config *cfg, char *err, size_t errlen)

@@ -165,6 +165,20 @@ int coved_sb_stop(struct coved_sb *sb, char *msg, size_t len)
 	return st;
 }
 
+void coved_sb_fence(struct coved_sb *sb, const char *why)
+{
+	pthread_mutex_lock(&sb->op);
+	if (!sb->removed && (sb->state == COVED_SB_RUNNING || sb->state == COVED_SB_PAUSED)) {
+		if (sb->state == COVED_SB_RUNNING)
+			cove_stop(sb->cove);
+		pthread_mutex_lock(&sb->mu);
+		coved_sb_retire(sb);
+		pthread_mutex_unlock(&sb->mu);
+		coved_mark_dead(sb, why);
+	}
+	pthread_mutex_unlock(&sb->op);
+}
+
 static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
 	(void)st;

@@ -24,4 +24,9 @@ int coved_sb_set_network(struct coved_sb *sb, const struct coved_net *net, char 
 /* Checks expiry and liveness of every sandbox; the reaper calls it. */
 void coved_sb_tick(struct coved *d);
 
+/* coved_sb_fence() - a running or paused sandbox that the cluster's
+ * directory says is no longer this node's (dead, or moved): its VMM is
+ * stopped and it is marked dead with why; its snapshots stay. */
+void coved_sb_fence(struct coved_sb *sb, const char *why);
+
 #endif

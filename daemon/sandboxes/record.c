@@ -45,6 +45,34 @@ int coved_write_atomic(const char *dir, const char *name, const char *text)
 	return 0;
 }
 
+void coved_sb_dir_note(struct coved_sb *sb, struct coved_dir_note *n)
+{
+	memset(n, 0, sizeof(*n));
+	pthread_mutex_lock(&sb->mu);
+	snprintf(n->id, sizeof(n->id), "%s", sb->id);
+	snprintf(n->tenant, sizeof(n->tenant), "%s", sb->tenant);
+	snprintf(n->template_id, sizeof(n->template_id), "%s",
+	         sb->template_id ? sb->template_id : "");
+	n->state = coved_state_name(sb->state);
+	n->cpus = sb->cpus;
+	n->memory_mib = sb->memory_mib;
+	snprintf(n->reason, sizeof(n->reason), "%s", sb->dead_why ? sb->dead_why : "");
+	pthread_mutex_unlock(&sb->mu);
+}
+
+/* The cluster's directory follows the record (cluster mode only). */
+static void dir_follow(struct coved_sb *sb, bool removed)
+{
+	coved_dir_hook *h = atomic_load(&sb->d->dir_hook);
+	if (!h)
+		return;
+	struct coved_dir_note n;
+	coved_sb_dir_note(sb, &n);
+	if (removed)
+		n.state = NULL;
+	h(sb->d, &n);
+}
+
 int coved_record_write(struct coved_sb *sb)
 {
 	pthread_mutex_lock(&sb->mu);
@@ -73,6 +101,7 @@ int coved_record_write(struct coved_sb *sb)
 	free(text);
 	if (r < 0)
 		fprintf(stderr, "coved: record of %s: %s\n", sb->id, strerror(-r));
+	dir_follow(sb, false);
 	return r;
 }
 
@@ -81,6 +110,7 @@ void coved_record_remove(struct coved_sb *sb)
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/sandboxes/%s.json", sb->d->cfg.state_dir, sb->id);
 	unlink(path);
+	dir_follow(sb, true);
 }
 
 static enum coved_state state_from(const char *s)

@@ -8,6 +8,9 @@ struct coved_sb;
 
 int coved_record_write(struct coved_sb *sb);
 void coved_record_remove(struct coved_sb *sb);
+/* coved_sb_dir_note() - what the cluster's directory keeps of sb. */
+struct coved_dir_note;
+void coved_sb_dir_note(struct coved_sb *sb, struct coved_dir_note *n);
 /* dir/name holds text, whole or not at all (0600): 0 or -errno. */
 int coved_write_atomic(const char *dir, const char *name, const char *text);
 /* Reads every record and adopts its sandbox: the count, or -errno. */

@@ -30,6 +30,7 @@ struct coved_create {
 	unsigned int cpus;   /* 0: not given (Cove extension cpuCount) */
 	uint64_t memory_mib; /* 0: not given (Cove extension memoryMB) */
 	struct coved_net net;
+	char placed_id[33]; /* cluster: the id the placing node reserved ("": a new one) */
 };
 
 void coved_create_free(struct coved_create *c);

@@ -19,6 +19,22 @@ struct coved_sb;
 struct cove_net_pool;
 struct cove_vmm_pool;
 
+struct coved;
+struct coved_cluster;
+
+/* What the cluster's directory mirrors of a sandbox record: record.c
+ * hands it to the cluster on every write and removal (docs/cluster.md). */
+struct coved_dir_note {
+	char id[33];
+	char tenant[65];
+	char template_id[129];
+	const char *state; /* coved_state_name(); NULL: the record was removed */
+	unsigned int cpus;
+	uint64_t memory_mib;
+	char reason[200];
+};
+typedef void coved_dir_hook(struct coved *d, const struct coved_dir_note *n);
+
 struct coved_hist {
 	uint64_t counts[12]; /* per bucket of metrics.c's buckets, +Inf last */
 	uint64_t n;
@@ -50,6 +66,8 @@ struct coved {
 	pthread_cond_t stop_cond;
 	bool stopping;
 	struct cove_vmm_pool *pool; /* pre-spawned VMMs (pool.c), or NULL */
+	struct coved_cluster *cluster; /* cluster mode (daemon/cluster), or NULL */
+	coved_dir_hook *_Atomic dir_hook; /* set by the cluster; NULL: none */
 };
 
 #endif

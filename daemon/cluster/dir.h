@@ -1,0 +1,92 @@
+/* The cluster's shared state in etcd as one node sees it
+ * (docs/cluster.md): the view of the nodes and what each has committed,
+ * the sandbox directory (cached: routes keep working while etcd is away),
+ * and the transactions that place a sandbox and move its record.  No
+ * threads and no HTTP here: cluster.c drives it, tests drive it alone. */
+#ifndef COVED_CLUSTER_DIR_H
+#define COVED_CLUSTER_DIR_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/cluster/records.h"
+
+struct etcd;
+
+/* One node as the view has it. */
+struct cl_vnode {
+	struct cl_node_rec rec;
+	struct cl_alloc alloc;
+	int64_t alloc_rev; /* mod revision of /cove/alloc/<id>; 0: absent */
+	bool live;         /* its leased key is there */
+	bool draining;
+};
+
+/* What a directory lookup says about a sandbox id. */
+enum cl_where {
+	CL_NOWHERE,     /* no record: not a sandbox of the cluster */
+	CL_HERE,        /* this node owns it */
+	CL_THERE,       /* a live node owns it: addr set */
+	CL_LOST,        /* its node is gone (or the record says dead) */
+	CL_UNKNOWN,     /* etcd cannot be reached and the cache has nothing */
+};
+
+struct cl_entry;
+
+struct cl_dir_state {
+	struct etcd *e;
+	char self[CL_NODE_ID_MAX + 1];
+	pthread_mutex_t mu;  /* the view, the allocs and the cache (held short) */
+	pthread_mutex_t wmu; /* one record transaction at a time from this node */
+	struct cl_vnode *nodes;
+	size_t nnodes;
+	int64_t view_ms; /* when the view was read; 0: never */
+	struct cl_entry **buckets;
+	atomic_uint_fast64_t writes; /* etcd write transactions this node made */
+	uint64_t seed;
+};
+
+int cl_dir_init(struct cl_dir_state *s, struct etcd *e, const char *self);
+void cl_dir_fini(struct cl_dir_state *s);
+
+/* cl_view_refresh() - the nodes, their allocs and drain marks, read again.
+ * Return: 0 or -errno (the old view stays). */
+int cl_view_refresh(struct cl_dir_state *s, char *err, size_t errlen);
+/* Whether node id's key is live in the view. */
+bool cl_view_live(struct cl_dir_state *s, const char *id);
+
+/* cl_place() - best of K among the view's ready nodes, then the
+ * reservation: one transaction that raises the chosen node's alloc (on
+ * the revision read) and writes the sandbox's record (running, on that
+ * node), so two placers never overcommit a node.  skip: node ids already
+ * refused (NULL-ended, may be NULL).  Return: 0 with node (its id) and
+ * addr (its base URL) set; -ENOSPC when no node can take it; -errno. */
+int cl_place(struct cl_dir_state *s, const struct cl_dir *want, const char *sbid,
+             const char *const *skip, char *node, size_t nodelen, char *addr, size_t addrlen,
+             char *err, size_t errlen);
+
+/* cl_dir_set() - the record of sbid becomes want (NULL: deleted), in one
+ * transaction that also moves the vCPUs and memory between allocs when
+ * what is committed changes.  only_mine: refuse (-EPERM) when another
+ * node owns the record now.  Return: 0, -EPERM, or -errno (etcd). */
+int cl_dir_set(struct cl_dir_state *s, const char *sbid, const struct cl_dir *want,
+               bool only_mine, char *err, size_t errlen);
+
+/* cl_dir_lookup() - where sbid lives: the cache, else etcd (cached then).
+ * rec (may be NULL) gets the record; addr the owner's base URL. */
+enum cl_where cl_dir_lookup(struct cl_dir_state *s, const char *sbid, struct cl_dir *rec,
+                            char *addr, size_t addrlen);
+
+/* cl_dir_scan() - every record, read again into the cache; each one whose
+ * node is not live and that is running (or paused with no shared
+ * snapshot) is marked dead, "node lost", on its revision (one node wins).
+ * Return: records marked, or -errno. */
+int cl_dir_scan(struct cl_dir_state *s, char *err, size_t errlen);
+
+/* cl_dir_forget() - drops sbid from the cache (its record is gone). */
+void cl_dir_forget(struct cl_dir_state *s, const char *sbid);
+
+#endif
