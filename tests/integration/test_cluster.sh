@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# Cluster mode (docs/cluster.md) on one emulated host: a 3-member etcd
+# cluster and 3 coved nodes on loopback, each with its own state dir, port,
+# runtime dir, cgroup parent and jail uid range.  The unmodified e2b SDK
+# (tests/e2b/cluster.mjs) is pointed at node 1 only.  In order:
+#   9 creates land on all 3 nodes; commands with stdin, 50 MB each way,
+#   pause and resume for sandboxes on nodes 2 and 3 through node 1; the
+#   list shows all 9, tenant B none; etcd writes per lifecycle (<= 4);
+#   node 3's coved SIGKILLed and restarted: its sandboxes re-adopted, none
+#   dead; node 3 lost (its coved frozen past the lease): its sandboxes dead
+#   with the reason within 2x TTL, creates go on, and node 3 coming back
+#   fences them (its VMMs stopped) instead of resurrecting them; one etcd
+#   member killed: creates go on; two: creates fail fast with 503, running
+#   sandboxes keep answering through node 1.
+source tests/integration/lib.sh
+source tests/integration/coved_lib.sh
+NODE=${NODE:-/usr/bin/node}
+[ -x "$NODE" ] || { echo "skip: no $NODE"; exit 77; }
+[ -d tests/e2b/node_modules/e2b ] || { echo "skip: tests/e2b/node_modules is missing (scripts/install-deps)"; exit 77; }
+command -v etcd >/dev/null || { echo "skip: etcd is not installed (scripts/install-deps)"; exit 77; }
+coved_env
+TTL=6
+KEY_A=cluster-a-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+KEY_B=cluster-b-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+printf 'alpha:%s\nbeta:%s\n' "$KEY_A" "$KEY_B" >"$WORK/keys"
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$WORK/secret"
+chmod 600 "$WORK/keys" "$WORK/secret"
+BASE=$((20000 + RANDOM % 20000))
+CPORT=($BASE $((BASE + 1)) $((BASE + 2)))
+PPORT=($((BASE + 3)) $((BASE + 4)) $((BASE + 5)))
+HPORT=($((BASE + 6)) $((BASE + 7)) $((BASE + 8)))
+ENDPOINTS=$(printf '"http://127.0.0.1:%s",' "${CPORT[@]}")
+ENDPOINTS="[${ENDPOINTS%,}]"
+declare -a ETCD_PID COVED
+
+etcd_start() { # I
+	local i=$1 init="" k
+	for k in 0 1 2; do init+="e$k=http://127.0.0.1:${PPORT[$k]},"; done
+	etcd --name "e$i" --data-dir "$WORK/etcd$i" \
+		--listen-client-urls "http://127.0.0.1:${CPORT[$i]}" --advertise-client-urls "http://127.0.0.1:${CPORT[$i]}" \
+		--listen-peer-urls "http://127.0.0.1:${PPORT[$i]}" --initial-advertise-peer-urls "http://127.0.0.1:${PPORT[$i]}" \
+		--initial-cluster "${init%,}" --initial-cluster-state new --initial-cluster-token "cove-$BASE" \
+		--heartbeat-interval 300 --election-timeout 3000 >"$WORK/etcd$i.log" 2>&1 &
+	ETCD_PID[$i]=$!
+}
+
+node_start() { # I (0-based): coved node n$((I+1))
+	local i=$1 n=$((i + 1)) d=$WORK/n$((i + 1))
+	mkdir -p "$d"
+	python3 - "$d/coved.json" <<PY || return 1
+import json, sys
+json.dump({"socket": "$d/coved.sock", "state_dir": "$d/state", "api_keys_file": "$WORK/keys",
+           "tcp": "127.0.0.1:${HPORT[$i]}", "network": False, "memory_mib": 128,
+           "templates_dir": "$COVE_TEMPLATE_DIR", "runtime_dir": "$d/rt",
+           "cgroup_parent": "cove-itest-n$n", "jail_ids": "$((200000 + i * 1000))-$((200000 + i * 1000 + 999))",
+           "cluster": {"etcd": $ENDPOINTS, "node_id": "n$n", "advertise": "http://127.0.0.1:${HPORT[$i]}",
+                       "lease_ttl_s": $TTL, "secret_file": "$WORK/secret",
+                       "capacity": {"vcpus": 8, "memory_mib": 4096}}}, open(sys.argv[1], "w"))
+PY
+	$BIN/coved --config "$d/coved.json" --foreground >>"$d/coved.log" 2>&1 &
+	COVED[$i]=$!
+	local k
+	for k in $(seq 300); do
+		curl -s -o /dev/null --max-time 2 "http://127.0.0.1:${HPORT[$i]}/health" && return 0
+		kill -0 "${COVED[$i]}" 2>/dev/null || break
+		sleep 0.2
+	done
+	echo "node n$n did not start:"
+	tail -20 "$d/coved.log"
+	return 1
+}
+
+# where ID: the node (n1..n3) whose state dir has ID's record.
+where() {
+	local n
+	for n in 1 2 3; do [ -e "$WORK/n$n/state/sandboxes/$1.json" ] && { echo "n$n"; return; }; done
+	echo none
+}
+
+# h1 METHOD PATH [BODY]: tenant A's request to node 1 over TCP; status in $WORK/code.
+h1() {
+	local data=()
+	[ $# -gt 2 ] && data=(-H 'Content-Type: application/json' --data-binary "$3")
+	curl -s --max-time 60 -X "$1" -H "X-API-KEY: $KEY_A" -o "$WORK/body" -w '%{http_code}' "${data[@]}" \
+		"http://127.0.0.1:${HPORT[0]}$2" >"$WORK/code"
+	cat "$WORK/body"
+}
+
+writes() { # the etcd write transactions of all live nodes
+	local n t=0 w
+	for n in 1 2 3; do
+		w=$(curl -s --max-time 10 --unix-socket "$WORK/n$n/coved.sock" -H "X-API-KEY: $KEY_A" http://coved/cluster |
+			python3 -c 'import json,sys; print(json.load(sys.stdin)["self"]["etcd_writes"])' 2>/dev/null) || w=0
+		t=$((t + w))
+	done
+	echo $t
+}
+
+sdk() { (cd tests/e2b && timeout 600 "$NODE" cluster.mjs "$@"); }
+
+cluster_cleanup() {
+	local i d
+	for i in 0 1 2; do
+		[ -n "${COVED[$i]:-}" ] && kill -CONT "${COVED[$i]}" 2>/dev/null && kill "${COVED[$i]}" 2>/dev/null
+		[ -n "${ETCD_PID[$i]:-}" ] && kill "${ETCD_PID[$i]}" 2>/dev/null
+	done
+	if [ "$FAILED" != 0 ]; then
+		for i in 1 2 3; do echo "--- n$i/coved.log"; tail -n 15 "$WORK/n$i/coved.log"; done
+	fi
+	for d in "$WORK"/n*/rt; do
+		for s in "$d"/*/; do [ -d "$s" ] && COVE_RUNTIME_DIR=$d $cove stop "$(basename "$s")" >/dev/null 2>&1; done
+	done
+	wait 2>/dev/null
+	cove_cleanup
+}
+trap cluster_cleanup EXIT
+
+for i in 0 1 2; do etcd_start $i; done
+for t in $(seq 200); do
+	curl -s --max-time 2 "http://127.0.0.1:${CPORT[0]}/health" | grep -q '"true"' && break
+	sleep 0.3
+done
+curl -s --max-time 2 "http://127.0.0.1:${CPORT[0]}/health" | grep -q '"true"' && ok "etcd: 3 members, healthy" ||
+	{ not_ok "etcd did not become healthy: $(tail -3 "$WORK/etcd0.log")"; finish; }
+for i in 0 1 2; do node_start $i || { not_ok "node n$((i + 1)) starts"; finish; }; done
+st=$(COVE_API_KEY=$KEY_A $BIN/cove cluster status --socket "$WORK/n1/coved.sock" 2>&1)
+[ "$(grep -c ' ready ' <<<"$st")" = 3 ] && ok "cove cluster status: 3 nodes ready" || not_ok "cluster status: $st"
+
+export E2B_API_URL=http://127.0.0.1:${HPORT[0]} E2B_SANDBOX_URL=http://127.0.0.1:${HPORT[0]}
+export E2B_API_KEY=$KEY_A E2B_API_KEY_B=$KEY_B
+t0=$(date +%s)
+mapfile -t IDS < <(sdk create 9 2>"$WORK/create.err")
+[ "${#IDS[@]}" = 9 ] && ok "9 creates through node 1 ($(($(date +%s) - t0)) s)" ||
+	{ not_ok "creates: ${#IDS[@]} of 9: $(tail -3 "$WORK/create.err")"; finish; }
+declare -A ON
+for id in "${IDS[@]}"; do ON[$id]=$(where "$id"); done
+per=$(for id in "${IDS[@]}"; do echo "${ON[$id]}"; done | sort | uniq -c | tr '\n' ' ')
+[ "$(for id in "${IDS[@]}"; do echo "${ON[$id]}"; done | sort -u | grep -c '^n')" = 3 ] &&
+	ok "placed on all 3 nodes: $per" || not_ok "placement: $per"
+on() { for id in "${IDS[@]}"; do [ "${ON[$id]}" = "$1" ] && echo "$id"; done; }
+N2=$(on n2 | head -1) N3=$(on n3 | head -1)
+for id in "$N2" "$N3"; do
+	out=$(sdk work "$id" 50 2>&1) && ok "through node 1 to ${ON[$id]}: ${out#ok }" || not_ok "work on ${ON[$id]}: $(tail -5 <<<"$out")"
+done
+out=$(sdk list "${IDS[@]}" 2>&1) && ok "Sandbox.list through node 1: ${out#ok list: }" || not_ok "list: $(tail -5 <<<"$out")"
+
+# ---- etcd writes over one lifecycle: create, pause, resume, delete ----
+w0=$(writes)
+sb=$(h1 POST /sandboxes '{"templateID": "base"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["sandboxID"])' 2>/dev/null)
+h1 POST "/sandboxes/$sb/pause" >/dev/null
+h1 POST "/sandboxes/$sb/resume" '{}' >/dev/null
+h1 DELETE "/sandboxes/$sb" >/dev/null
+w1=$(writes)
+[ -n "$sb" ] && [ $((w1 - w0)) -le 4 ] && [ $((w1 - w0)) -ge 4 ] && ok "etcd writes per lifecycle on ${ON[$sb]:-$(where "$sb")}: $((w1 - w0))" ||
+	not_ok "etcd writes per lifecycle: $((w1 - w0)) (sandbox '$sb', last status $(cat "$WORK/code"))"
+
+# ---- node 3's coved SIGKILLed, its VMMs left running: re-adopted ----
+kill -9 "${COVED[2]}"
+wait "${COVED[2]}" 2>/dev/null
+node_start 2 || not_ok "node 3 restarts"
+mapfile -t ON3 < <(on n3)
+out=$(sdk alive "${ON3[@]}" 2>&1) && ok "node 3 restarted after SIGKILL: its ${#ON3[@]} sandboxes answer through node 1" ||
+	not_ok "after the SIGKILL: $(tail -3 <<<"$out")"
+dead=0
+for id in "${IDS[@]}"; do h1 GET "/sandboxes/$id" | grep -q '"state":"dead"' && dead=$((dead + 1)); done
+[ "$dead" = 0 ] && ok "none reported dead" || not_ok "$dead reported dead after a coved restart"
+
+# ---- node 3 lost: its coved frozen past its lease ----
+kill -STOP "${COVED[2]}"
+t0=$(date +%s)
+for t in $(seq $((4 * TTL * 5))); do
+	all=1
+	for id in "${ON3[@]}"; do h1 GET "/sandboxes/$id" | grep -q '"state":"dead".*node lost' || { all=0; break; }; done
+	[ "$all" = 1 ] && break
+	sleep 0.2
+done
+lost_s=$(($(date +%s) - t0))
+[ "$all" = 1 ] && [ "$lost_s" -le $((2 * TTL)) ] && ok "node 3 lost: its sandboxes dead, 'node lost', after $lost_s s (TTL $TTL s)" ||
+	not_ok "node 3 lost: dead after $lost_s s? $(h1 GET "/sandboxes/${ON3[0]}")"
+sb=$(h1 POST /sandboxes '{"templateID": "base"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["sandboxID"])' 2>/dev/null)
+[ "$(cat "$WORK/code")" = 201 ] && [ "$(where "$sb")" != n3 ] && ok "a create during the loss lands on $(where "$sb")" ||
+	not_ok "create with node 3 lost: $(cat "$WORK/code") $(cat "$WORK/body")"
+kill -CONT "${COVED[2]}"
+for t in $(seq 150); do
+	left=0
+	for id in "${ON3[@]}"; do [ -d "$WORK/n3/rt/$id" ] && left=$((left + 1)); done
+	[ "$left" = 0 ] && break
+	sleep 0.2
+done
+still=$(h1 GET "/sandboxes/${ON3[0]}")
+[ "$left" = 0 ] && grep -q '"state":"dead"' <<<"$still" && ok "node 3 back: its sandboxes fenced (VMMs stopped), still dead" ||
+	not_ok "node 3 back: $left VMMs left; $still"
+
+# ---- etcd members lost ----
+mapfile -t ALIVE < <(for id in "${IDS[@]}"; do [ "${ON[$id]}" != n3 ] && echo "$id"; done | head -2)
+kill "${ETCD_PID[2]}"
+wait "${ETCD_PID[2]}" 2>/dev/null
+h1 POST /sandboxes '{"templateID": "base"}' >/dev/null
+[ "$(cat "$WORK/code")" = 201 ] && ok "one etcd member down: creates go on" || not_ok "create, one member down: $(cat "$WORK/code") $(cat "$WORK/body")"
+kill "${ETCD_PID[1]}"
+wait "${ETCD_PID[1]}" 2>/dev/null
+t0=$(date +%s%N)
+h1 POST /sandboxes '{"templateID": "base"}' >/dev/null
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$(cat "$WORK/code")" = 503 ] && [ "$ms" -lt 15000 ] && ok "quorum lost: a create fails with 503 in $ms ms: $(cat "$WORK/body")" ||
+	not_ok "create without quorum: $(cat "$WORK/code") in $ms ms: $(cat "$WORK/body")"
+out=$(sdk alive "${ALIVE[@]}" 2>&1) && ok "quorum lost: sandboxes on $(for id in "${ALIVE[@]}"; do printf '%s ' "${ON[$id]}"; done)answer through node 1" ||
+	not_ok "without quorum: $(tail -3 <<<"$out")"
+finish
