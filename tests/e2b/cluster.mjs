@@ -8,6 +8,8 @@
 //   list ID...          Sandbox.list shows exactly these; tenant B
 //                       (E2B_API_KEY_B) sees none of them
 //   alive ID...         a command in each answers
+//   rtt ID N            N exec round trips; prints the median in ms (the
+//                       benchmark runs it through node 1 and direct)
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { Sandbox } from 'e2b';
@@ -66,7 +68,17 @@ if (step === 'create') {
 		assert.equal((await sbx.commands.run('echo alive')).stdout, 'alive\n');
 	}
 	console.log(`ok alive: ${args.length}`);
+} else if (step === 'rtt') {
+	const sbx = await Sandbox.connect(args[0]);
+	const t = [];
+	for (let i = 0; i < Number(args[1]); i++) {
+		const t0 = performance.now();
+		await sbx.commands.run('true');
+		t.push(performance.now() - t0);
+	}
+	t.sort((a, b) => a - b);
+	console.log(t[t.length >> 1].toFixed(1));
 } else {
-	console.error('usage: cluster.mjs create N | work ID [MB] | list ID... | alive ID...');
+	console.error('usage: cluster.mjs create N | work ID [MB] | list ID... | alive ID... | rtt ID N');
 	process.exit(2);
 }

@@ -144,6 +144,11 @@ for id in "$N2" "$N3"; do
 done
 out=$(sdk list "${IDS[@]}" 2>&1) && ok "Sandbox.list through node 1: ${out#ok list: }" || not_ok "list: $(tail -5 <<<"$out")"
 
+# ---- benchmark: an exec round trip through node 1 against direct ----
+fw=$(sdk rtt "$N2" 15 2>/dev/null)
+dr=$(E2B_API_URL=http://127.0.0.1:${HPORT[1]} E2B_SANDBOX_URL=http://127.0.0.1:${HPORT[1]} sdk rtt "$N2" 15 2>/dev/null)
+[ -n "$fw" ] && [ -n "$dr" ] && echo "bench: exec round trip to a sandbox on n2: through n1 $fw ms, direct $dr ms (median of 15)"
+
 # ---- etcd writes over one lifecycle: create, pause, resume, delete ----
 w0=$(writes)
 sb=$(h1 POST /sandboxes '{"templateID": "base"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["sandboxID"])' 2>/dev/null)
