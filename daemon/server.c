@@ -44,8 +44,8 @@
 
 struct req {
 	bool envd, counted, too_big;
-	bool admin;      /* /cluster on the Unix socket (cluster/route.h) */
-	struct fwd *fwd; /* forwarded to the sandbox's node */
+	bool admin;                  /* /cluster on the Unix socket (cluster/route.h) */
+	struct fwd *fwd;             /* forwarded to the sandbox's node */
 	struct coved_tenant *tenant; /* from the API key; NULL for an open /metrics */
 	void *envd_cls;
 	char *body;
@@ -77,8 +77,7 @@ static struct coved_tenant *authorized(struct coved *d, struct MHD_Connection *c
 
 static bool on_unix_socket(struct MHD_Connection *c)
 {
-	const union MHD_ConnectionInfo *i =
-	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_DAEMON);
+	const union MHD_ConnectionInfo *i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_DAEMON);
 	return i && i->daemon == unix_daemon;
 }
 
@@ -134,7 +133,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			return coved_json_error(c, 401, "missing or invalid API key (X-API-KEY)");
 		r->admin = strncmp(url, "/cluster", 8) == 0 && (!url[8] || url[8] == '/') &&
 		           on_unix_socket(c);
-		if (!r->admin && coved_cluster_intercept(d, c, method, url, false, r->tenant, &r->fwd, &ret))
+		if (!r->admin &&
+		    coved_cluster_intercept(d, c, method, url, false, r->tenant, &r->fwd, &ret))
 			return r->fwd ? MHD_YES : ret;
 		return MHD_YES;
 	}

@@ -52,14 +52,19 @@ static enum MHD_Result create(struct ctx *x)
 	struct coved_sb *sb;
 	/* Cluster mode: placed by this node, or by the node that sent it. */
 	const char *placed = MHD_lookup_connection_value(x->c, MHD_HEADER_KIND, "X-Cove-Placed");
-	if (placed && coved_cluster_node_call(x->d, x->c) && strlen(placed) < sizeof(req.placed_id)) {
+	if (placed && coved_cluster_node_call(x->d, x->c)) {
+		if (strlen(placed) != COVED_ID_LEN ||
+		    strspn(placed, "abcdefghijklmnopqrstuvwxyz0123456789") != COVED_ID_LEN) {
+			coved_create_free(&req);
+			return err_reply(x, 400, "X-Cove-Placed is not a sandbox id");
+		}
 		snprintf(req.placed_id, sizeof(req.placed_id), "%s", placed);
 	} else if (x->d->cluster) {
 		enum MHD_Result ret;
 		uint64_t cpus = req.cpus ? req.cpus : x->d->cfg.cpus;
 		uint64_t mem = req.memory_mib ? req.memory_mib : x->d->cfg.memory_mib;
-		if (coved_cluster_place(x->d, x->c, x->t, x->url, x->raw, x->raw_len, req.template_id,
-		                        cpus, mem, req.placed_id, &ret)) {
+		if (coved_cluster_place(x->d, x->c, x->t, x->url, x->raw, x->raw_len,
+		                        req.template_id, cpus, mem, req.placed_id, &ret)) {
 			coved_create_free(&req);
 			return ret;
 		}
@@ -402,7 +407,9 @@ enum MHD_Result coved_route(struct coved *d, struct coved_tenant *t, struct MHD_
 			continue;
 		if (!t && rt->fn != metrics)
 			return coved_json_error(c, 401, "missing or invalid API key (X-API-KEY)");
-		struct ctx x = { .d = d, .c = c, .t = t, .url = url, .raw = body, .raw_len = body_len };
+		struct ctx x = {
+			.d = d, .c = c, .t = t, .url = url, .raw = body, .raw_len = body_len
+		};
 		if (strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
 			char msg[300];
 			x.body =

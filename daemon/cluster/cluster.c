@@ -80,7 +80,8 @@ static int reconcile(struct coved_cluster *cl)
 		bool live = strcmp(note.state, "running") == 0 || strcmp(note.state, "paused") == 0;
 		if (w == CL_UNKNOWN) {
 			ret = -EAGAIN;
-		} else if (live && (w == CL_THERE || (w == CL_LOST && strcmp(rec.node, cl->cfg->node_id)))) {
+		} else if (live && (w == CL_THERE ||
+		                    (w == CL_LOST && strcmp(rec.node, cl->cfg->node_id)))) {
 			char why[300];
 			snprintf(why, sizeof(why), "moved to node %s", rec.node);
 			coved_sb_fence(all[i], why);
@@ -216,19 +217,23 @@ static void renew(struct coved_cluster *cl)
 {
 	char err[300];
 	int64_t ttl = 0, now = wall_ms();
-	int r = cl->lease ? etcd_lease_keepalive(cl->e, cl->lease, &ttl, err, sizeof(err)) : -ENOENT;
+	int r =
+	    cl->lease ? etcd_lease_keepalive(cl->e, cl->lease, &ttl, err, sizeof(err)) : -ENOENT;
 	if (r == -ENOENT || (r == 0 && ttl <= 0)) {
 		bool had = cl->lease != 0;
 		int64_t id;
 		r = etcd_lease_grant(cl->e, cl->cfg->lease_ttl_s, &id, err, sizeof(err));
 		if (r == 0) {
+			pthread_mutex_lock(&cl->mu);
 			cl->lease = id;
+			pthread_mutex_unlock(&cl->mu);
 			lease_save(cl);
 			r = node_put(cl, true, err, sizeof(err));
 		}
 		if (r == 0) {
 			if (had)
-				log_line("lease was lost; %s%s", "registered again with a new one", "");
+				log_line("lease was lost; %s%s", "registered again with a new one",
+				         "");
 			pthread_mutex_lock(&cl->mu);
 			cl->resync = true;
 			pthread_mutex_unlock(&cl->mu);
@@ -258,7 +263,10 @@ static void tick(struct coved_cluster *cl)
 {
 	char err[300];
 	renew(cl);
-	if (cl->fenced)
+	pthread_mutex_lock(&cl->mu);
+	bool fenced = cl->fenced;
+	pthread_mutex_unlock(&cl->mu);
+	if (fenced)
 		return;
 	if (node_put(cl, false, err, sizeof(err)) < 0)
 		log_line("node record: %s%s", err, "");
@@ -407,21 +415,23 @@ json_t *coved_cluster_status(struct coved *d)
 			json_array_append_new(t, json_string(x->rec.templates[k]));
 		const char *state = !x->live ? "lost" : x->draining ? "draining" : "ready";
 		json_array_append_new(
-		    nodes, json_pack("{s:s, s:s, s:s, s:s, s:b, s:b, s:I, s:I, s:I, s:I, s:{s:I, s:I}, "
-		                     "s:o}",
-		                     "id", x->rec.id, "addr", x->rec.addr, "version", x->rec.version,
-		                     "state", state, "ready", x->live && !x->draining, "draining",
-		                     x->draining, "vcpus", (json_int_t)x->rec.vcpus, "vcpus_committed",
-		                     (json_int_t)x->alloc.vcpus, "memory_mib",
-		                     (json_int_t)x->rec.memory_mib, "memory_mib_committed",
-		                     (json_int_t)x->alloc.memory_mib, "sandboxes", "running",
-		                     (json_int_t)x->rec.running, "paused", (json_int_t)x->rec.paused,
-		                     "templates", t));
+		    nodes,
+		    json_pack("{s:s, s:s, s:s, s:s, s:b, s:b, s:I, s:I, s:I, s:I, s:{s:I, s:I}, "
+		              "s:o}",
+		              "id", x->rec.id, "addr", x->rec.addr, "version", x->rec.version,
+		              "state", state, "ready", x->live && !x->draining, "draining",
+		              x->draining, "vcpus", (json_int_t)x->rec.vcpus, "vcpus_committed",
+		              (json_int_t)x->alloc.vcpus, "memory_mib",
+		              (json_int_t)x->rec.memory_mib, "memory_mib_committed",
+		              (json_int_t)x->alloc.memory_mib, "sandboxes", "running",
+		              (json_int_t)x->rec.running, "paused", (json_int_t)x->rec.paused,
+		              "templates", t));
 	}
 	pthread_mutex_unlock(&cl->dir.mu);
 	return json_pack("{s:s, s:o, s:{s:b, s:s?, s:I, s:s?}}", "node", cl->cfg->node_id, "nodes",
 	                 nodes, "self", "fenced", f, "reason", f ? why : NULL, "etcd_writes",
-	                 (json_int_t)atomic_load(&cl->dir.writes), "etcd_error", r < 0 ? err : NULL);
+	                 (json_int_t)atomic_load(&cl->dir.writes), "etcd_error",
+	                 r < 0 ? err : NULL);
 }
 
 int coved_cluster_drain(struct coved *d, const char *id, bool on, char *err, size_t errlen)
@@ -433,7 +443,8 @@ int coved_cluster_drain(struct coved *d, const char *id, bool on, char *err, siz
 		return errf(err, errlen, -EINVAL, "'%s' is not a node id", id);
 	char key[80];
 	snprintf(key, sizeof(key), CL_PREFIX_DRAIN "%s", id);
-	int r = on ? etcd_put(cl->e, key, "1", 1, 0, err, errlen) : etcd_delete(cl->e, key, err, errlen);
+	int r = on ? etcd_put(cl->e, key, "1", 1, 0, err, errlen)
+	           : etcd_delete(cl->e, key, err, errlen);
 	if (r == 0)
 		r = cl_view_refresh(&cl->dir, err, errlen);
 	return r;

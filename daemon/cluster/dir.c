@@ -363,9 +363,10 @@ static int dir_txn(struct cl_dir_state *s, const char *id, int present, struct c
 		ch[i].text = cl_alloc_encode(&ch[i].now);
 		if (!ch[i].text)
 			r = -ENOMEM;
-		cmp[i + 1] = (struct etcd_cmp){ .key = ch[i].key, .target = ETCD_CMP_MOD,
-			                        .rev = ch[i].rev };
-		ok[i + 1] = (struct etcd_op){ .kind = ETCD_OP_PUT, .key = ch[i].key,
+		cmp[i + 1] =
+		    (struct etcd_cmp){ .key = ch[i].key, .target = ETCD_CMP_MOD, .rev = ch[i].rev };
+		ok[i + 1] = (struct etcd_op){ .kind = ETCD_OP_PUT,
+			                      .key = ch[i].key,
 			                      .value = ch[i].text,
 			                      .value_len = ch[i].text ? strlen(ch[i].text) : 0 };
 		fail[i + 1] = (struct etcd_op){ .kind = ETCD_OP_GET, .key = ch[i].key };
@@ -398,8 +399,8 @@ static int dir_txn(struct cl_dir_state *s, const char *id, int present, struct c
 	return r;
 }
 
-int cl_dir_set(struct cl_dir_state *s, const char *sbid, const struct cl_dir *want,
-               bool only_mine, char *err, size_t errlen)
+int cl_dir_set(struct cl_dir_state *s, const char *sbid, const struct cl_dir *want, bool only_mine,
+               char *err, size_t errlen)
 {
 	struct cl_dir rec;
 	int64_t rev = 0;
@@ -465,12 +466,13 @@ static struct cl_node *candidates(struct cl_dir_state *s, const char *template_i
 		bool skipped = false;
 		for (size_t k = 0; skip && skip[k]; k++)
 			skipped |= strcmp(skip[k], x->rec.id) == 0;
-		c[i] = (struct cl_node){ .vcpus = x->rec.vcpus,
-			                 .memory_mib = x->rec.memory_mib,
-			                 .used_vcpus = x->alloc.vcpus,
-			                 .used_memory_mib = x->alloc.memory_mib,
-			                 .ready = x->live && !x->draining && !skipped,
-			                 .has_template = cl_node_has_template(&x->rec, template_id) };
+		c[i] =
+		    (struct cl_node){ .vcpus = x->rec.vcpus,
+			              .memory_mib = x->rec.memory_mib,
+			              .used_vcpus = x->alloc.vcpus,
+			              .used_memory_mib = x->alloc.memory_mib,
+			              .ready = x->live && !x->draining && !skipped,
+			              .has_template = cl_node_has_template(&x->rec, template_id) };
 	}
 	*n = s->nnodes;
 	return c;
@@ -512,10 +514,14 @@ static int reserve(struct cl_dir_state *s, const char *node, const struct cl_dir
 		}
 		struct etcd_cmp cmp[2] = { { .key = akey, .target = ETCD_CMP_MOD, .rev = rev },
 			                   { .key = dkey, .target = ETCD_CMP_CREATE, .rev = 0 } };
-		struct etcd_op ok[2] = {
-			{ .kind = ETCD_OP_PUT, .key = akey, .value = atext, .value_len = strlen(atext) },
-			{ .kind = ETCD_OP_PUT, .key = dkey, .value = dtext, .value_len = strlen(dtext) }
-		};
+		struct etcd_op ok[2] = { { .kind = ETCD_OP_PUT,
+			                   .key = akey,
+			                   .value = atext,
+			                   .value_len = strlen(atext) },
+			                 { .kind = ETCD_OP_PUT,
+			                   .key = dkey,
+			                   .value = dtext,
+			                   .value_len = strlen(dtext) } };
 		struct etcd_op fail[2] = { { .kind = ETCD_OP_GET, .key = akey },
 			                   { .kind = ETCD_OP_GET, .key = dkey } };
 		bool won = false;
@@ -555,7 +561,8 @@ int cl_place(struct cl_dir_state *s, const struct cl_dir *want, const char *sbid
 	size_t n, pick[CL_PICK_K];
 	pthread_mutex_lock(&s->mu);
 	struct cl_node *c = candidates(s, want->template_id, skip, &n);
-	size_t got = c ? cl_pick(c, n, want->vcpus, want->memory_mib, CL_PICK_K, &s->seed, pick) : 0;
+	size_t got =
+	    c ? cl_pick(c, n, want->vcpus, want->memory_mib, CL_PICK_K, &s->seed, pick) : 0;
 	char ids[CL_PICK_K][CL_NODE_ID_MAX + 1], addrs[CL_PICK_K][CL_ADDR_MAX + 1];
 	for (size_t i = 0; i < got; i++) {
 		snprintf(ids[i], sizeof(ids[i]), "%s", s->nodes[pick[i]].rec.id);
@@ -623,8 +630,8 @@ int cl_dir_scan(struct cl_dir_state *s, char *err, size_t errlen)
 			continue;
 		struct cl_dir dead = d;
 		snprintf(dead.state, sizeof(dead.state), "dead");
-		snprintf(dead.reason, sizeof(dead.reason), "node lost: %s stopped renewing its lease",
-		         d.node);
+		snprintf(dead.reason, sizeof(dead.reason),
+		         "node lost: %s stopped renewing its lease", d.node);
 		char e2[256];
 		if (cl_dir_set(s, id, &dead, false, e2, sizeof(e2)) == 0)
 			marked++;

@@ -27,11 +27,11 @@ struct cl_vnode {
 
 /* What a directory lookup says about a sandbox id. */
 enum cl_where {
-	CL_NOWHERE,     /* no record: not a sandbox of the cluster */
-	CL_HERE,        /* this node owns it */
-	CL_THERE,       /* a live node owns it: addr set */
-	CL_LOST,        /* its node is gone (or the record says dead) */
-	CL_UNKNOWN,     /* etcd cannot be reached and the cache has nothing */
+	CL_NOWHERE, /* no record: not a sandbox of the cluster */
+	CL_HERE,    /* this node owns it */
+	CL_THERE,   /* a live node owns it: addr set */
+	CL_LOST,    /* its node is gone (or the record says dead) */
+	CL_UNKNOWN, /* etcd cannot be reached and the cache has nothing */
 };
 
 struct cl_entry;
@@ -72,8 +72,8 @@ int cl_place(struct cl_dir_state *s, const struct cl_dir *want, const char *sbid
  * transaction that also moves the vCPUs and memory between allocs when
  * what is committed changes.  only_mine: refuse (-EPERM) when another
  * node owns the record now.  Return: 0, -EPERM, or -errno (etcd). */
-int cl_dir_set(struct cl_dir_state *s, const char *sbid, const struct cl_dir *want,
-               bool only_mine, char *err, size_t errlen);
+int cl_dir_set(struct cl_dir_state *s, const char *sbid, const struct cl_dir *want, bool only_mine,
+               char *err, size_t errlen);
 
 /* cl_dir_lookup() - where sbid lives: the cache, else etcd (cached then).
  * rec (may be NULL) gets the record; addr the owner's base URL. */

@@ -47,8 +47,8 @@ int etcd_range_prefix(struct etcd *e, const char *prefix, struct etcd_kvs *out, 
                       size_t errlen);
 
 /* etcd_put() - key = val[0..len), under lease when non-zero. */
-int etcd_put(struct etcd *e, const char *key, const char *val, size_t len, int64_t lease,
-             char *err, size_t errlen);
+int etcd_put(struct etcd *e, const char *key, const char *val, size_t len, int64_t lease, char *err,
+             size_t errlen);
 /* etcd_delete() - removes key; an absent key is no error. */
 int etcd_delete(struct etcd *e, const char *key, char *err, size_t errlen);
 
@@ -56,8 +56,7 @@ int etcd_delete(struct etcd *e, const char *key, char *err, size_t errlen);
 int etcd_lease_grant(struct etcd *e, int64_t ttl_s, int64_t *id, char *err, size_t errlen);
 /* etcd_lease_keepalive() - renews lease id once; ttl_left (may be NULL):
  * its TTL again.  -ENOENT when the lease is gone. */
-int etcd_lease_keepalive(struct etcd *e, int64_t id, int64_t *ttl_left, char *err,
-                         size_t errlen);
+int etcd_lease_keepalive(struct etcd *e, int64_t id, int64_t *ttl_left, char *err, size_t errlen);
 /* etcd_lease_revoke() - ends lease id and deletes its keys; -ENOENT when
  * it was gone already. */
 int etcd_lease_revoke(struct etcd *e, int64_t id, char *err, size_t errlen);

@@ -97,8 +97,7 @@ int etcd_json_parse_grant(const char *buf, size_t len, int64_t *id, int64_t *ttl
 /* A keepalive's one streamed message {"result":{...}}: -ENOENT when its
  * TTL is absent or <= 0 (the lease is gone); a streamed {"error":{...}}
  * maps as etcd_json_parse_error() does. */
-int etcd_json_parse_keepalive(const char *buf, size_t len, int64_t *ttl, char *err,
-                              size_t errlen);
+int etcd_json_parse_keepalive(const char *buf, size_t len, int64_t *ttl, char *err, size_t errlen);
 /* got (may be NULL): the kvs of every GET of the branch taken, in op
  * order (a GET of an absent key adds none). */
 int etcd_json_parse_txn(const char *buf, size_t len, bool *succeeded, struct etcd_kvs *got,

@@ -62,8 +62,8 @@ size_t fwd_peak(const struct fwd *f);
 
 /* A buffered answer: a create's, a fan-out list's. */
 struct fwd_answer {
-	long status;        /* the owner's HTTP status */
-	char *body;         /* malloc'ed, NUL-ended (not counted in len); never NULL on success */
+	long status; /* the owner's HTTP status */
+	char *body;  /* malloc'ed, NUL-ended (not counted in len); never NULL on success */
 	size_t len;
 	char *content_type; /* malloc'ed, or NULL when the owner sent none */
 };
@@ -81,9 +81,8 @@ struct fwd_answer {
  * -ECONNREFUSED (the owner could not be reached), -ETIMEDOUT, -EMSGSIZE
  * (answer too big), -EINVAL (a bad target or method), -ENOMEM, -EPROTO. */
 int fwd_call(const struct fwd_target *t, const char *method, const char *url_with_query,
-             const char *const *client_headers, const char *body, size_t len,
-             unsigned timeout_ms, struct fwd_answer *a, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
+             const char *const *client_headers, const char *body, size_t len, unsigned timeout_ms,
+             struct fwd_answer *a, char *err, size_t errlen) __attribute__((warn_unused_result));
 
 /* fwd_answer_free() - frees what fwd_call put in a and zeroes it. */
 void fwd_answer_free(struct fwd_answer *a);

@@ -24,14 +24,14 @@ static uint64_t next_rand(uint64_t *s)
 static double load_after(const struct cl_node *n, uint64_t vcpus, uint64_t memory_mib)
 {
 	double c = n->vcpus ? (double)(n->used_vcpus + vcpus) / (double)n->vcpus : 1.0;
-	double m = n->memory_mib ? (double)(n->used_memory_mib + memory_mib) / (double)n->memory_mib
-	                         : 1.0;
+	double m =
+	    n->memory_mib ? (double)(n->used_memory_mib + memory_mib) / (double)n->memory_mib : 1.0;
 	double l = c > m ? c : m;
 	return n->has_template ? l - 0.25 : l;
 }
 
-size_t cl_pick(const struct cl_node *nodes, size_t n, uint64_t vcpus, uint64_t memory_mib,
-               size_t k, uint64_t *seed, size_t *out)
+size_t cl_pick(const struct cl_node *nodes, size_t n, uint64_t vcpus, uint64_t memory_mib, size_t k,
+               uint64_t *seed, size_t *out)
 {
 	/* Reservoir sampling: k uniform picks among the eligible in one pass,
 	 * no allocation, whatever n is. */

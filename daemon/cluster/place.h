@@ -25,7 +25,7 @@ bool cl_fits(const struct cl_node *n, uint64_t vcpus, uint64_t memory_mib);
  * lowest load after the add (the larger of the CPU and memory shares),
  * a node that holds the template counting a quarter less.
  * Return: how many were written to out (0: no node can take it). */
-size_t cl_pick(const struct cl_node *nodes, size_t n, uint64_t vcpus, uint64_t memory_mib,
-               size_t k, uint64_t *seed, size_t *out);
+size_t cl_pick(const struct cl_node *nodes, size_t n, uint64_t vcpus, uint64_t memory_mib, size_t k,
+               uint64_t *seed, size_t *out);
 
 #endif

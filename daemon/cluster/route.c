@@ -14,14 +14,14 @@
 #include "daemon/sandboxes/state.h"
 #include "daemon/sandboxes/table.h"
 
-#define CONNECT_MS   3000
-#define IDLE_MS      (10 * 60 * 1000) /* a Connect stream keeps itself alive well within */
-#define PLACE_TRIES  3
-#define CREATE_MS    (5 * 60 * 1000) /* a create's boot, on the owner */
-#define LIST_MS      10000
-#define AUTH_HEADER  "X-Cove-Node-Auth"
-#define TENANT_HDR   "X-Cove-Tenant"
-#define PLACED_HDR   "X-Cove-Placed"
+#define CONNECT_MS  3000
+#define IDLE_MS     (10 * 60 * 1000) /* a Connect stream keeps itself alive well within */
+#define PLACE_TRIES 3
+#define CREATE_MS   (5 * 60 * 1000) /* a create's boot, on the owner */
+#define LIST_MS     10000
+#define AUTH_HEADER "X-Cove-Node-Auth"
+#define TENANT_HDR  "X-Cove-Tenant"
+#define PLACED_HDR  "X-Cove-Placed"
 
 bool coved_cluster_node_call(struct coved *d, struct MHD_Connection *c)
 {
@@ -90,24 +90,35 @@ static bool request_id(struct MHD_Connection *c, const char *url, bool envd, cha
 	return cl_id_ok(id, 32);
 }
 
-/* A sandbox whose node is gone, as the API shows it: dead, with why. */
-static enum MHD_Result lost_reply(struct MHD_Connection *c, const char *method, const char *id,
-                                  const struct cl_dir *rec, bool envd)
+/* A sandbox whose node is gone, as the API shows it: dead, with why;
+ * DELETE forgets it. */
+static enum MHD_Result lost_reply(struct coved *d, struct MHD_Connection *c, const char *method,
+                                  const char *url, const char *id, const struct cl_dir *rec,
+                                  bool envd)
 {
 	char msg[400];
 	snprintf(msg, sizeof(msg), "sandbox %s is dead: %s", id,
 	         rec->reason[0] ? rec->reason : "node lost");
 	if (envd)
 		return coved_json_error(c, 502, msg);
-	if (strcmp(method, "GET") != 0)
+	char path[100];
+	snprintf(path, sizeof(path), "/sandboxes/%s", id);
+	bool info = strcmp(url, path) == 0; /* not a sub-resource */
+	if (strcmp(method, "DELETE") == 0 && info) {
+		char err[300];
+		if (cl_dir_set(&d->cluster->dir, id, NULL, false, err, sizeof(err)) < 0)
+			return coved_json_error(c, 503, err);
+		return coved_json_reply(c, 204, NULL);
+	}
+	if (strcmp(method, "GET") != 0 || !info)
 		return coved_json_error(c, 409, msg);
-	return coved_json_reply(
-	    c, 200,
-	    json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:s}", "sandboxID", id, "templateID",
-	              rec->template_id, "clientID", "cove", "state", "dead", "deadReason",
-	              rec->reason[0] ? rec->reason : "node lost", "cpuCount",
-	              (json_int_t)rec->vcpus, "memoryMB", (json_int_t)rec->memory_mib, "node",
-	              rec->node));
+	return coved_json_reply(c, 200,
+	                        json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:s}", "sandboxID",
+	                                  id, "templateID", rec->template_id, "clientID", "cove",
+	                                  "state", "dead", "deadReason",
+	                                  rec->reason[0] ? rec->reason : "node lost", "cpuCount",
+	                                  (json_int_t)rec->vcpus, "memoryMB",
+	                                  (json_int_t)rec->memory_mib, "node", rec->node));
 }
 
 bool coved_cluster_intercept(struct coved *d, struct MHD_Connection *c, const char *method,
@@ -130,7 +141,7 @@ bool coved_cluster_intercept(struct coved *d, struct MHD_Connection *c, const ch
 	if (!envd && (w == CL_THERE || w == CL_LOST) && (!t || strcmp(rec.tenant, t->name) != 0))
 		return false;
 	if (w == CL_LOST) {
-		*ret = lost_reply(c, method, id, &rec, envd);
+		*ret = lost_reply(d, c, method, url, id, &rec, envd);
 		return true;
 	}
 	if (w != CL_THERE)
@@ -145,8 +156,8 @@ bool coved_cluster_intercept(struct coved *d, struct MHD_Connection *c, const ch
 	node_headers_wipe(&h);
 	if (!*f) {
 		char msg[500];
-		snprintf(msg, sizeof(msg), "sandbox %s is on node %s, which cannot be reached: %s", id,
-		         rec.node, err);
+		snprintf(msg, sizeof(msg), "sandbox %s is on node %s, which cannot be reached: %s",
+		         id, rec.node, err);
 		*ret = coved_json_error(c, 502, msg);
 	}
 	return true;
@@ -324,9 +335,8 @@ void coved_cluster_list_more(struct coved *d, struct MHD_Connection *c, struct c
 	free(addrs);
 }
 
-enum MHD_Result coved_cluster_admin(struct coved *d, struct MHD_Connection *c,
-                                    const char *method, const char *url, const char *body,
-                                    size_t len)
+enum MHD_Result coved_cluster_admin(struct coved *d, struct MHD_Connection *c, const char *method,
+                                    const char *url, const char *body, size_t len)
 {
 	if (!d->cluster)
 		return coved_json_error(c, 404, "coved is not in cluster mode");

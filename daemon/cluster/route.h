@@ -51,8 +51,7 @@ void coved_cluster_list_more(struct coved *d, struct MHD_Connection *c, struct c
 
 /* coved_cluster_admin() - GET /cluster and POST /cluster/nodes/{id}/drain
  * (the Unix socket's operator only). */
-enum MHD_Result coved_cluster_admin(struct coved *d, struct MHD_Connection *c,
-                                    const char *method, const char *url, const char *body,
-                                    size_t len);
+enum MHD_Result coved_cluster_admin(struct coved *d, struct MHD_Connection *c, const char *method,
+                                    const char *url, const char *body, size_t len);
 
 #endif

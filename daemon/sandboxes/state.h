@@ -65,8 +65,8 @@ struct coved {
 	pthread_mutex_t stop_mu;
 	pthread_cond_t stop_cond;
 	bool stopping;
-	struct cove_vmm_pool *pool; /* pre-spawned VMMs (pool.c), or NULL */
-	struct coved_cluster *cluster; /* cluster mode (daemon/cluster), or NULL */
+	struct cove_vmm_pool *pool;       /* pre-spawned VMMs (pool.c), or NULL */
+	struct coved_cluster *cluster;    /* cluster mode (daemon/cluster), or NULL */
 	coved_dir_hook *_Atomic dir_hook; /* set by the cluster; NULL: none */
 };
 

@@ -346,15 +346,20 @@ START_TEST(thousand_nodes)
 		for (int i = 0; i < 100; i++) {
 			struct cl_node_rec n = { .vcpus = 4, .memory_mib = 8192 };
 			snprintf(n.id, sizeof(n.id), "sim-%04d", b * 100 + i);
-			snprintf(n.addr, sizeof(n.addr), "http://127.0.0.2:%d", 10000 + b * 100 + i);
+			snprintf(n.addr, sizeof(n.addr), "http://127.0.0.2:%d",
+			         10000 + b * 100 + i);
 			texts[i] = cl_node_encode(&n);
 			snprintf(keys[i], sizeof(keys[i]), CL_PREFIX_NODES "%s", n.id);
-			ops[i] = (struct etcd_op){ .kind = ETCD_OP_PUT, .key = keys[i], .value = texts[i],
-				                   .value_len = strlen(texts[i]), .lease = lease };
+			ops[i] = (struct etcd_op){ .kind = ETCD_OP_PUT,
+				                   .key = keys[i],
+				                   .value = texts[i],
+				                   .value_len = strlen(texts[i]),
+				                   .lease = lease };
 		}
 		bool won;
-		ck_assert_msg(etcd_txn(E, NULL, 0, ops, 100, NULL, 0, &won, NULL, err, sizeof(err)) == 0,
-		              "%s", err);
+		ck_assert_msg(
+		    etcd_txn(E, NULL, 0, ops, 100, NULL, 0, &won, NULL, err, sizeof(err)) == 0,
+		    "%s", err);
 		for (int i = 0; i < 100; i++)
 			free(texts[i]);
 	}
@@ -384,8 +389,8 @@ START_TEST(thousand_nodes)
 	for (int i = 0; i < SIM_PLACES; i++) {
 		snprintf(id, sizeof(id), "sim-sb-%d", i);
 		double m0 = mono_us();
-		ck_assert_msg(cl_place(&s, &w, id, NULL, node, sizeof(node), addr, sizeof(addr), err,
-		                       sizeof(err)) == 0,
+		ck_assert_msg(cl_place(&s, &w, id, NULL, node, sizeof(node), addr, sizeof(addr),
+		                       err, sizeof(err)) == 0,
 		              "%s", err);
 		whole[i] = mono_us() - m0;
 	}
