@@ -82,9 +82,8 @@ static int reconcile(struct coved_cluster *cl)
 			ret = -EAGAIN;
 		} else if (live && (w == CL_THERE ||
 		                    (w == CL_LOST && strcmp(rec.node, cl->cfg->node_id)))) {
-			char why[300];
-			snprintf(why, sizeof(why), "moved to node %s", rec.node);
-			coved_sb_fence(all[i], why);
+			log_line("%s belongs to node %s now: dropped here", note.id, rec.node);
+			coved_sb_forget(all[i]);
 		} else if (live && w == CL_LOST) {
 			coved_sb_fence(all[i], rec.reason[0] ? rec.reason : "node lost");
 		} else {

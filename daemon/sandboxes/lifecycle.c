@@ -179,6 +179,23 @@ void coved_sb_fence(struct coved_sb *sb, const char *why)
 	pthread_mutex_unlock(&sb->op);
 }
 
+void coved_sb_forget(struct coved_sb *sb)
+{
+	pthread_mutex_lock(&sb->op);
+	if (!sb->removed) {
+		if (sb->state == COVED_SB_RUNNING)
+			cove_stop(sb->cove);
+		pthread_mutex_lock(&sb->mu);
+		sb->state = COVED_SB_STOPPED;
+		coved_sb_retire(sb);
+		pthread_mutex_unlock(&sb->mu);
+		coved_sb_list_remove(sb->d, sb);
+		coved_record_remove(sb);
+		coved_journal_event(sb, "moved", NULL);
+	}
+	pthread_mutex_unlock(&sb->op);
+}
+
 static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
 	(void)st;

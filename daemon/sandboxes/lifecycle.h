@@ -29,4 +29,8 @@ void coved_sb_tick(struct coved *d);
  * stopped and it is marked dead with why; its snapshots stay. */
 void coved_sb_fence(struct coved_sb *sb, const char *why);
 
+/* coved_sb_forget() - a sandbox another node owns now: its VMM (if any)
+ * stopped and its record dropped here, its snapshots left to the owner. */
+void coved_sb_forget(struct coved_sb *sb);
+
 #endif
