@@ -40,6 +40,8 @@ LIBS_NET := $(shell pkg-config --libs libmnl libnftables libcrypto 2>/dev/null |
 # libhttp-parser for credential injection.
 LIBS_EGRESS := $(shell pkg-config --libs libnftables libmnl ldns libnetfilter_log libssl libcrypto 2>/dev/null || \
                  echo -lnftables -lmnl -lldns -lnetfilter_log -lssl -lcrypto) -lhttp_parser
+# cove cluster: libcurl, to coved's Unix socket.
+LIBS_CURL := $(shell pkg-config --libs libcurl 2>/dev/null || echo -lcurl)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread)
 
 # Sources, found by folder so a new file needs no Makefile edit.
@@ -59,6 +61,8 @@ DAEMON_PURE_SRCS := $(wildcard daemon/http/json_body.c daemon/api/body.c daemon/
                       daemon/conf/config.c daemon/conf/keys.c)
 EGRESS_MAIN := egress/main.c
 EGRESS_LIB_SRCS := $(filter-out $(EGRESS_MAIN),$(EGRESS_SRCS))
+# What cove links of coved's: its API keys file's reader (cove cluster --key-file).
+CLI_DAEMON_SRCS := daemon/conf/keys.c
 # common/: small pieces linked into every binary (cove-vmm, cove-agent, cove).
 COMMON_SRCS := $(shell find common -name '*.c' 2>/dev/null | sort)
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
@@ -113,10 +117,10 @@ $(B)/bin/cove-agent: $(call obj,$(AGENT_SRCS) $(AGENT_SHARED))
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -static -pthread -o $@ $^ -ljansson -lutil
 
-$(B)/bin/cove: $(call obj,$(CLI_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
+$(B)/bin/cove: $(call obj,$(CLI_SRCS) $(CLI_DAEMON_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS_VMM) $(LIBS_NET)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS_VMM) $(LIBS_NET) $(LIBS_CURL)
 
 # coved: libmicrohttpd and jansson over libcove.
 LIBS_HTTPD := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
@@ -150,6 +154,8 @@ $(B)/asan/libcove.a: $(call asan_obj,$(LIB_SRCS))
 $(B)/asan/libcommon.a: $(call asan_obj,$(COMMON_SRCS))
 $(B)/asan/libegress.a: $(call asan_obj,$(EGRESS_LIB_SRCS))
 $(B)/asan/libdaemon.a: $(call asan_obj,$(DAEMON_PURE_SRCS))
+# The command line's modules that unit tests link (cove cluster's table and key).
+$(B)/asan/libcli.a: $(call asan_obj,cli/cluster.c)
 $(B)/asan/%.a:
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -171,11 +177,11 @@ $(B)/asan/libunit.a: $(call asan_obj,$(UNIT_HELPER_SRCS))
 
 UNIT_ARCHIVES := $(B)/asan/libunit.a $(B)/asan/libvmm.a $(B)/asan/libagent.a $(B)/asan/libcove.a \
                  $(B)/asan/libegress.a $(B)/asan/libdaemon.a $(B)/asan/libenvd.a \
-                 $(B)/asan/libcommon.a
+                 $(B)/asan/libcli.a $(B)/asan/libcommon.a
 $(B)/unit/%: tests/unit/%.c $(UNIT_ARCHIVES)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  TEST    $@")
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $< -Wl,--start-group $(UNIT_ARCHIVES) -Wl,--end-group $(CHECK_LIBS) $(LIBS_VMM) $(LIBS_EGRESS) $(LIBS_NET) $(LIBS_MHD)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $< -Wl,--start-group $(UNIT_ARCHIVES) -Wl,--end-group $(CHECK_LIBS) $(LIBS_VMM) $(LIBS_EGRESS) $(LIBS_NET) $(LIBS_MHD) $(LIBS_CURL)
 
 unit: $(UNIT_BINS)
 	@fail=0; for t in $(UNIT_BINS); do \
@@ -197,8 +203,8 @@ $(SAN_B)/obj/%.o: %.c
 	@$(if $(Q),echo "  CC-SAN  $<")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -DCOVE_SANITIZE -c $< -o $@
 $(SAN_B)/bin/cove-vmm: $(call san_obj,$(VMM_SRCS) $(COMMON_SRCS))
-$(SAN_B)/bin/cove: $(call san_obj,$(CLI_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
-$(SAN_B)/bin/cove: SAN_LIBS := $(LIBS_NET)
+$(SAN_B)/bin/cove: $(call san_obj,$(CLI_SRCS) $(CLI_DAEMON_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
+$(SAN_B)/bin/cove: SAN_LIBS := $(LIBS_NET) $(LIBS_CURL)
 $(SAN_B)/bin/coved: $(call san_obj,$(DAEMON_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
 $(SAN_B)/bin/coved: SAN_LIBS := $(LIBS_NET) $(LIBS_HTTPD)
 $(SAN_B)/bin/%:

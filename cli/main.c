@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/bench.h"
+#include "cli/cluster.h"
 #include "cli/cp.h"
 #include "cli/doctor.h"
 #include "cli/exec.h"
@@ -34,6 +35,7 @@ static const char usage[] =
     "  fork DIR --count N --prefix P      start P-1 ... P-N from a snapshot at once\n"
     "  template build|ls|rm               sandboxes set up once, snapshotted, restored\n"
     "  bench boot|restore|fork|exec [-n N] [--json FILE]   latency benchmarks\n"
+    "  cluster status [--json] | drain NODE [--undo]   coved's cluster (over its socket)\n"
     "  help [COMMAND]                     this text, or a command's options\n"
     "\n"
     "Sandboxes are found by name in $COVE_RUNTIME_DIR, else $XDG_RUNTIME_DIR/cove,\n"
@@ -50,6 +52,7 @@ static const struct {
 	{ "fork", cli_fork },         { "bench", cli_bench },
 	{ "doctor", cli_doctor },     { "net", cli_net },
 	{ "logs", cli_logs },         { "template", cli_template },
+	{ "cluster", cli_cluster },
 };
 
 static int dispatch(int argc, char **argv)
