@@ -88,8 +88,8 @@ int coved_config_load(const char *path, struct coved_config *cfg, char *err, siz
     __attribute__((warn_unused_result));
 void coved_config_free(struct coved_config *cfg);
 /* coved_config_setenv() - the per-node ranges the config gives, as the
- * COVE_* variables libcove reads (and the VMMs coved spawns inherit); one
- * not given is left as it is.  Before any libcove call.
+ * COVE_* variables libcove reads in this process; one not given is left
+ * as it is.  Before any libcove call.
  * Return: 0, or -errno with one line in err. */
 int coved_config_setenv(const struct coved_config *cfg, char *err, size_t errlen)
     __attribute__((warn_unused_result));
