@@ -24,7 +24,7 @@ struct coved_usage {
 	uint64_t sandboxes, creates, cpus, memory_mib;
 };
 
-/* The "cluster" object (CLUSTER.md, docs/api.md): this coved as a node
+/* The "cluster" object (issue 28; docs/api.md, "Cluster"): this coved as a node
  * of a cluster on etcd.  Checked at load; on is false without it. */
 struct coved_cluster_config {
 	bool on;              /* the config has "cluster" */
