@@ -119,7 +119,10 @@ int main(int argc, char **argv)
 		config = "/etc/coved/coved.json";
 	static struct coved d;
 	char err[600];
+	/* The per-node ranges go to libcove through the environment, before
+	 * any libcove call. */
 	if (coved_config_load(config, &d.cfg, err, sizeof(err)) < 0 ||
+	    coved_config_setenv(&d.cfg, err, sizeof(err)) < 0 ||
 	    coved_keys_load(d.cfg.api_keys_file, &d.keys, &d.nkeys, err, sizeof(err)) < 0) {
 		fprintf(stderr, "coved: %s\n", err);
 		return 1;

@@ -6,10 +6,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cove.h"
 #include "daemon/conf/keys.h"
 #include "errf.h"
+#include "io.h"
+#include "lib/base/registry.h"
+#include "lib/net/net_addr.h"
+
+/* The longest runtime_dir: libcove's entries <dir>/<name> must fit. */
+#define RUNTIME_DIR_MAX (REGISTRY_DIR_MAX - REGISTRY_NAME_MAX - 2)
 
 static void defaults(struct coved_config *c)
 {
@@ -56,6 +64,20 @@ void coved_config_free(struct coved_config *c)
 	free(c->tls_key);
 	json_decref(c->templates);
 	json_decref(c->tenants);
+	free(c->runtime_dir);
+	free(c->cgroup_parent);
+	free(c->jail_ids);
+	free(c->net_indexes);
+	struct coved_cluster_config *k = &c->cluster;
+	for (size_t i = 0; i < k->netcd; i++)
+		free(k->etcd[i]);
+	free(k->etcd);
+	free(k->node_id);
+	free(k->advertise);
+	if (k->secret)
+		explicit_bzero(k->secret, strlen(k->secret));
+	free(k->secret);
+	free(k->shared_snapshot_dir);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -91,6 +113,87 @@ static int set_bool(json_t *v, const char *key, bool *dst, char *err, size_t err
 	if (!json_is_boolean(v))
 		return errf(err, errlen, -EINVAL, "config key '%s' must be true or false", key);
 	*dst = json_is_true(v);
+	return 0;
+}
+
+/* v's text when it is a string without a NUL in it, else NULL. */
+static const char *str_of(json_t *v)
+{
+	const char *s = json_string_value(v);
+	return s && strlen(s) == json_string_length(v) ? s : NULL;
+}
+
+/* v for an error line: a string quoted, else its JSON, cut short. */
+static const char *shown(json_t *v, char *out, size_t len)
+{
+	if (json_is_string(v)) {
+		snprintf(out, len, "'%.64s'", json_string_value(v));
+		return out;
+	}
+	char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+	snprintf(out, len, "%.64s", s ? s : "?");
+	free(s);
+	return out;
+}
+
+/* "FIRST-LAST": two decimals from lo to hi, FIRST <= LAST, nothing else. */
+static bool range_ok(const char *s, uint64_t lo, uint64_t hi)
+{
+	uint64_t v[2];
+	for (int i = 0; i < 2; i++) {
+		size_t n = 0;
+		v[i] = 0;
+		while (n < 10 && s[n] >= '0' && s[n] <= '9')
+			v[i] = v[i] * 10 + (uint64_t)(s[n++] - '0');
+		if (n == 0 || v[i] < lo || v[i] > hi || s[n] != (i ? 0 : '-'))
+			return false;
+		s += n + 1;
+	}
+	return v[0] <= v[1];
+}
+
+/* A "FIRST-LAST" key (jail_ids, net_indexes), or null: not given. */
+static int set_range(json_t *v, const char *key, uint64_t lo, uint64_t hi, char **dst, char *err,
+                     size_t errlen)
+{
+	char got[80];
+	if (!json_is_null(v) && (!json_is_string(v) || !range_ok(json_string_value(v), lo, hi)))
+		return errf(err, errlen, -EINVAL,
+		            "config key '%s' must be \"FIRST-LAST\" with %llu <= FIRST <= LAST "
+		            "<= %llu, got %s",
+		            key, (unsigned long long)lo, (unsigned long long)hi,
+		            shown(v, got, sizeof(got)));
+	return set_str(v, key, true, dst, err, errlen);
+}
+
+/* An absolute path of at most max bytes, or null when nullable. */
+static int set_path(json_t *v, const char *key, size_t max, bool nullable, char **dst, char *err,
+                    size_t errlen)
+{
+	char got[80];
+	const char *s = str_of(v);
+	if (!(json_is_null(v) && nullable) && (!s || s[0] != '/' || strlen(s) > max))
+		return errf(
+		    err, errlen, -EINVAL,
+		    "config key '%s' must be an absolute path of at most %zu bytes%s, got %s", key,
+		    max, nullable ? " or null" : "", shown(v, got, sizeof(got)));
+	return set_str(v, key, nullable, dst, err, errlen);
+}
+
+int coved_config_setenv(const struct coved_config *c, char *err, size_t errlen)
+{
+	const struct {
+		const char *name, *value;
+	} env[] = {
+		{ "COVE_RUNTIME_DIR", c->runtime_dir },
+		{ "COVE_CGROUP_PARENT", c->cgroup_parent },
+		{ "COVE_JAIL_IDS", c->jail_ids },
+		{ "COVE_NET_INDEXES", c->net_indexes },
+	};
+	for (size_t i = 0; i < sizeof(env) / sizeof(env[0]); i++)
+		if (env[i].value && setenv(env[i].name, env[i].value, 1) < 0)
+			return errf(err, errlen, -errno, "cannot set %s: %s", env[i].name,
+			            strerror(errno));
 	return 0;
 }
 
@@ -182,6 +285,253 @@ int coved_quota_check(const char *tenant, const struct coved_quota *q,
 	return 0;
 }
 
+/* ---- the "cluster" object ---------------------------------------------- */
+
+/* "http://HOST[:PORT]" or "https://...": HOST a name, an IPv4 or an [IPv6]
+ * address; the port (1-65535) required with need_port; no path. */
+static bool url_ok(const char *s, bool need_port)
+{
+	const char *h = !strncmp(s, "http://", 7)    ? s + 7
+	                : !strncmp(s, "https://", 8) ? s + 8
+	                                             : NULL;
+	if (!h || strlen(s) > 255)
+		return false;
+	const char *p = h;
+	if (*p == '[') {
+		while (*++p && ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') ||
+		                (*p >= 'A' && *p <= 'F') || *p == ':' || *p == '.'))
+			;
+		if (*p++ != ']' || p == h + 2)
+			return false;
+	} else {
+		while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		       (*p >= '0' && *p <= '9') || *p == '.' || *p == '-')
+			p++;
+		if (p == h)
+			return false;
+	}
+	if (!*p)
+		return !need_port;
+	if (*p++ != ':')
+		return false;
+	unsigned long port = 0;
+	size_t d = 0;
+	for (; d < 5 && *p >= '0' && *p <= '9'; d++)
+		port = port * 10 + (unsigned long)(*p++ - '0');
+	return d && !*p && port >= 1 && port <= 65535;
+}
+
+/* A node id: 1 to COVED_CLUSTER_ID_MAX of a-z 0-9 -. */
+static bool node_id_ok(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	if (n < 1 || n > COVED_CLUSTER_ID_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return false;
+	return true;
+}
+
+static int set_etcd(struct coved_cluster_config *k, json_t *v, char *err, size_t errlen)
+{
+	size_t n = json_array_size(v);
+	bool ok = json_is_array(v) && n >= 1 && n <= COVED_CLUSTER_ETCD_MAX;
+	for (size_t i = 0; ok && i < n; i++) {
+		const char *u = str_of(json_array_get(v, i));
+		ok = u && url_ok(u, false);
+		for (size_t j = 0; ok && j < i; j++)
+			ok = strcmp(u, json_string_value(json_array_get(v, j))) != 0;
+	}
+	char got[80];
+	if (!ok)
+		return errf(err, errlen, -EINVAL,
+		            "config key 'cluster.etcd' must be an array of 1 to %d distinct URLs "
+		            "http(s)://HOST[:PORT] without a path, got %s",
+		            COVED_CLUSTER_ETCD_MAX, shown(v, got, sizeof(got)));
+	k->etcd = calloc(n, sizeof(*k->etcd));
+	for (size_t i = 0; k->etcd && i < n; i++) {
+		if (!(k->etcd[i] = strdup(json_string_value(json_array_get(v, i)))))
+			break;
+		k->netcd++;
+	}
+	return k->netcd == n ? 0 : errf(err, errlen, -ENOMEM, "out of memory");
+}
+
+static int set_capacity(struct coved_cluster_config *k, json_t *v, char *err, size_t errlen)
+{
+	if (!json_is_object(v))
+		return errf(err, errlen, -EINVAL,
+		            "config key 'cluster.capacity' must be an object {\"vcpus\": N, "
+		            "\"memory_mib\": N}");
+	const char *key;
+	json_t *x;
+	json_object_foreach(v, key, x)
+	{
+		int r =
+		    !strcmp(key, "vcpus") ? set_uint(x, "cluster.capacity.vcpus", 1, 65536,
+		                                     &k->cap_vcpus, err, errlen)
+		    : !strcmp(key, "memory_mib")
+		        ? set_uint(x, "cluster.capacity.memory_mib", 32, (uint64_t)1 << 32,
+		                   &k->cap_memory_mib, err, errlen)
+		        : errf(err, errlen, -EINVAL,
+		               "unknown config key 'cluster.capacity.%.64s' (vcpus, memory_mib)",
+		               key);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* What capacity does not give: the online CPUs, 9/10 of MemTotal. */
+static int host_capacity(struct coved_cluster_config *k, char *err, size_t errlen)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	if (!k->cap_vcpus && cpus < 1)
+		return errf(
+		    err, errlen, -EIO,
+		    "cannot count the online CPUs: give config key 'cluster.capacity.vcpus'");
+	if (!k->cap_vcpus)
+		k->cap_vcpus = (uint64_t)cpus;
+	if (k->cap_memory_mib)
+		return 0;
+	unsigned long long kb = 0;
+	char line[160];
+	FILE *f = fopen("/proc/meminfo", "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemTotal: %llu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	if (kb < 1024 || kb > (1ULL << 50))
+		return errf(err, errlen, -EIO,
+		            "cannot read MemTotal in /proc/meminfo: give config key "
+		            "'cluster.capacity.memory_mib'");
+	k->cap_memory_mib = kb * 9 / 10 / 1024;
+	return 0;
+}
+
+/* The cluster secret: secret_file's one line, its newline stripped.  The
+ * file is refused when group or others may read it (as the API keys
+ * file); its text never goes into err. */
+static int read_secret(const char *path, char **out, char *err, size_t errlen)
+{
+	size_t len = 0;
+	struct stat st;
+	int e;
+	char *buf = file_slurp(path, COVED_CLUSTER_SECRET_MAX + 2, &len, &st, &e);
+	if (!buf)
+		return errf(err, errlen, -e, "config key 'cluster.secret_file': %s: %s", path,
+		            e == EINVAL  ? "not a regular file"
+		            : e == EFBIG ? "longer than one line of a secret"
+		                         : strerror(e));
+	const size_t size = len;
+	const char *why = NULL;
+	if (len && buf[len - 1] == '\n')
+		buf[--len] = 0;
+	if (len && buf[len - 1] == '\r')
+		buf[--len] = 0;
+	for (size_t i = 0; i < len && !why; i++)
+		if ((unsigned char)buf[i] <= ' ' || (unsigned char)buf[i] >= 0x7f)
+			why = "holds more than one line, a space or a byte that is not printable "
+			      "ASCII";
+	if (!why && len < COVED_CLUSTER_SECRET_MIN)
+		why = "is shorter than 32 bytes";
+	else if (!why && len > COVED_CLUSTER_SECRET_MAX)
+		why = "is longer than 1024 bytes";
+	int r = 0;
+	if (st.st_mode & 077)
+		r = errf(err, errlen, -EPERM,
+		         "config key 'cluster.secret_file': %s is readable by others (mode %03o): "
+		         "chmod 600 it",
+		         path, (unsigned)(st.st_mode & 0777));
+	else if (why)
+		r = errf(err, errlen, -EINVAL, "config key 'cluster.secret_file': %s %s", path,
+		         why);
+	if (r < 0) {
+		explicit_bzero(buf, size);
+		free(buf);
+		return r;
+	}
+	*out = buf;
+	return 0;
+}
+
+/* One key of "cluster"; the secret file's path into *secret_file. */
+static int cluster_key(struct coved_cluster_config *k, const char *key, json_t *x,
+                       char **secret_file, char *err, size_t errlen)
+{
+	char got[80];
+	uint64_t u;
+	int r;
+	if (!strcmp(key, "etcd"))
+		return set_etcd(k, x, err, errlen);
+	if (!strcmp(key, "node_id"))
+		return node_id_ok(str_of(x))
+		           ? set_str(x, "cluster.node_id", false, &k->node_id, err, errlen)
+		           : errf(err, errlen, -EINVAL,
+		                  "config key 'cluster.node_id' must be 1 to %d of a-z 0-9 -, got "
+		                  "%s",
+		                  COVED_CLUSTER_ID_MAX, shown(x, got, sizeof(got)));
+	if (!strcmp(key, "advertise"))
+		return str_of(x) && url_ok(str_of(x), true)
+		           ? set_str(x, "cluster.advertise", false, &k->advertise, err, errlen)
+		           : errf(err, errlen, -EINVAL,
+		                  "config key 'cluster.advertise' must be http(s)://HOST:PORT "
+		                  "without a path, got %s",
+		                  shown(x, got, sizeof(got)));
+	if (!strcmp(key, "lease_ttl_s")) {
+		if ((r = set_uint(x, "cluster.lease_ttl_s", 2, 300, &u, err, errlen)) == 0)
+			k->lease_ttl_s = (unsigned)u;
+		return r;
+	}
+	if (!strcmp(key, "secret_file"))
+		return set_str(x, "cluster.secret_file", false, secret_file, err, errlen);
+	if (!strcmp(key, "capacity"))
+		return set_capacity(k, x, err, errlen);
+	if (!strcmp(key, "shared_snapshot_dir"))
+		return set_path(x, "cluster.shared_snapshot_dir", 4000, true,
+		                &k->shared_snapshot_dir, err, errlen);
+	return errf(err, errlen, -EINVAL,
+	            "unknown config key 'cluster.%.64s' (etcd, node_id, advertise, lease_ttl_s, "
+	            "secret_file, capacity, shared_snapshot_dir)",
+	            key);
+}
+
+static int set_cluster(struct coved_cluster_config *k, json_t *v, char *err, size_t errlen)
+{
+	if (!json_is_object(v))
+		return errf(err, errlen, -EINVAL,
+		            "config key 'cluster' must be an object (docs/api.md, \"Cluster\")");
+	k->on = true;
+	k->lease_ttl_s = 10;
+	char *secret_file = NULL;
+	const char *key;
+	json_t *x;
+	int r = 0;
+	json_object_foreach(v, key, x)
+	{
+		if ((r = cluster_key(k, key, x, &secret_file, err, errlen)) < 0)
+			break;
+	}
+	const char *missing = !k->netcd       ? "etcd"
+	                      : !k->node_id   ? "node_id"
+	                      : !k->advertise ? "advertise"
+	                      : !secret_file  ? "secret_file"
+	                                      : NULL;
+	if (r == 0 && missing)
+		r = errf(err, errlen, -EINVAL,
+		         "config key 'cluster.%s' is missing (\"cluster\" needs etcd, node_id, "
+		         "advertise and secret_file)",
+		         missing);
+	if (r == 0)
+		r = read_secret(secret_file, &k->secret, err, errlen);
+	if (r == 0)
+		r = host_capacity(k, err, errlen);
+	free(secret_file);
+	return r;
+}
+
 static int apply(struct coved_config *c, const char *k, json_t *v, char *err, size_t errlen)
 {
 	uint64_t u;
@@ -215,6 +565,17 @@ static int apply(struct coved_config *c, const char *k, json_t *v, char *err, si
 		return set_str(v, k, true, &c->tls_key, err, errlen);
 	if (strcmp(k, "tenants") == 0)
 		return set_tenants(c, v, err, errlen);
+	if (strcmp(k, "runtime_dir") == 0)
+		return set_path(v, k, RUNTIME_DIR_MAX, true, &c->runtime_dir, err, errlen);
+	if (strcmp(k, "cgroup_parent") == 0)
+		return set_path(v, k, 4000, true, &c->cgroup_parent, err, errlen);
+	/* The bounds libcove takes (lib/base/jail.c, lib/net/net_addr.c). */
+	if (strcmp(k, "jail_ids") == 0)
+		return set_range(v, k, 1, 4294967294ULL, &c->jail_ids, err, errlen);
+	if (strcmp(k, "net_indexes") == 0)
+		return set_range(v, k, 0, NET_INDEX_MAX, &c->net_indexes, err, errlen);
+	if (strcmp(k, "cluster") == 0)
+		return set_cluster(&c->cluster, v, err, errlen);
 	if (strcmp(k, "tenant_defaults") == 0) {
 		c->tenant_default =
 		    (struct coved_quota){ UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX };
@@ -309,6 +670,11 @@ int coved_config_load(const char *path, struct coved_config *cfg, char *err, siz
 		cfg->templates_dir = NULL;
 	if (!cfg->tls_cert != !cfg->tls_key)
 		r = errf(err, errlen, -EINVAL, "config %s: tls_cert and tls_key go together", path);
+	else if (cfg->cluster.on && !cfg->tcp)
+		r = errf(err, errlen, -EINVAL,
+		         "config %s: \"cluster\" needs \"tcp\", the listener other nodes reach "
+		         "this coved at (cluster.advertise)",
+		         path);
 	else if (cfg->cpus > cfg->max_cpus || cfg->memory_mib > cfg->max_memory_mib ||
 	         cfg->default_timeout_s > cfg->max_timeout_s)
 		r = errf(

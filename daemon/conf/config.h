@@ -24,18 +24,23 @@ struct coved_usage {
 	uint64_t sandboxes, creates, cpus, memory_mib;
 };
 
-/* TEMP (helper wip-cfg builds the real one) */
+/* The "cluster" object (issue 28; docs/api.md, "Cluster"): this coved as a node
+ * of a cluster on etcd.  Checked at load; on is false without it. */
 struct coved_cluster_config {
-	bool on;
-	char **etcd;
-	size_t netcd;
-	char *node_id;
-	char *advertise;
-	unsigned lease_ttl_s;
-	char *secret;
-	uint64_t cap_vcpus, cap_memory_mib;
-	char *shared_snapshot_dir;
+	bool on;              /* the config has "cluster" */
+	char **etcd;          /* 1 to COVED_CLUSTER_ETCD_MAX http:// or https:// URLs */
+	size_t netcd;         /* how many */
+	char *node_id;        /* [a-z0-9-]{1,32} */
+	char *advertise;      /* http(s)://HOST:PORT, no path: where other nodes reach us */
+	unsigned lease_ttl_s; /* 2..300, default 10 */
+	char *secret;         /* secret_file's line: node-to-node auth; never logged */
+	uint64_t cap_vcpus, cap_memory_mib; /* "capacity"; default: online CPUs, MemTotal*9/10 */
+	char *shared_snapshot_dir;          /* storage every node mounts; NULL: none */
 };
+#define COVED_CLUSTER_ETCD_MAX   8
+#define COVED_CLUSTER_ID_MAX     32
+#define COVED_CLUSTER_SECRET_MIN 32
+#define COVED_CLUSTER_SECRET_MAX 1024
 
 /* The config file (docs/api.md, "Configuration"); every key optional. */
 struct coved_config {
@@ -71,12 +76,23 @@ struct coved_config {
 	unsigned int max_connections_per_ip; /* TCP listener, per client address */
 	json_t *tenants;                     /* {"NAME": {quota keys}}, checked at load */
 	struct coved_quota tenant_default;   /* tenants that "tenants" does not name */
+	/* Per-node ranges, so several coved on one host never collide: libcove's
+	 * $COVE_RUNTIME_DIR, $COVE_CGROUP_PARENT, $COVE_JAIL_IDS and
+	 * $COVE_NET_INDEXES ("FIRST-LAST", checked), set by coved_config_setenv;
+	 * NULL: the environment's, or libcove's default. */
+	char *runtime_dir, *cgroup_parent, *jail_ids, *net_indexes;
 	struct coved_cluster_config cluster;
 };
 
 int coved_config_load(const char *path, struct coved_config *cfg, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 void coved_config_free(struct coved_config *cfg);
+/* coved_config_setenv() - the per-node ranges the config gives, as the
+ * COVE_* variables libcove reads in this process; one not given is left
+ * as it is.  Before any libcove call.
+ * Return: 0, or -errno with one line in err. */
+int coved_config_setenv(const struct coved_config *cfg, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 /* The quota of tenant name: its "tenants" entry, else tenant_default. */
 void coved_config_quota(const struct coved_config *cfg, const char *name, struct coved_quota *q);
 /* coved_quota_check() - whether a tenant holding used may take want more.

@@ -93,12 +93,14 @@ static bool claim_names(const char *p, const char *name)
 	return !strcmp(owner, name);
 }
 
-/* Claims K in <base>/.net/<K>.  A claim whose sandbox directory is gone,
- * and whose link no longer exists, is stale and taken over. */
-static int claim_index(struct sandbox_net *n, const char *sbdir, const char *name, char *err,
-                       size_t errlen)
+int net_claim_index(struct sandbox_net *n, const char *sbdir, const char *name, char *err,
+                    size_t errlen)
 {
 	char dir[REGISTRY_DIR_MAX + 8];
+	unsigned int first, last;
+	int r = net_index_range(&first, &last, err, errlen);
+	if (r < 0)
+		return r;
 	if (net_dir(sbdir, dir, sizeof(dir)) < 0)
 		return errf(err, errlen, -ENAMETOOLONG, "bad sandbox directory %s", sbdir);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
@@ -106,8 +108,9 @@ static int claim_index(struct sandbox_net *n, const char *sbdir, const char *nam
 	uint32_t h = 2166136261u;
 	for (const char *s = name; *s; s++)
 		h = (h ^ (uint8_t)*s) * 16777619u;
-	for (unsigned int i = 0; i <= NET_INDEX_MAX; i++) {
-		unsigned int k = (h + i) % (NET_INDEX_MAX + 1);
+	const unsigned int count = last - first + 1;
+	for (unsigned int i = 0; i < count; i++) {
+		unsigned int k = first + (h + i) % count;
 		char p[sizeof(dir) + 8], ifname[IFNAMSIZ];
 		snprintf(p, sizeof(p), "%s/%u", dir, k);
 		host_link(k, ifname);
@@ -115,7 +118,7 @@ static int claim_index(struct sandbox_net *n, const char *sbdir, const char *nam
 			int fd =
 			    open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 			if (fd >= 0) {
-				int r = write_all(fd, name, strlen(name));
+				r = write_all(fd, name, strlen(name));
 				close(fd);
 				if (r < 0) {
 					unlink(p);
@@ -149,7 +152,7 @@ static int claim_index(struct sandbox_net *n, const char *sbdir, const char *nam
 			unlink(p);
 		}
 	}
-	return errf(err, errlen, -EUSERS, "no free network index (0-%d) in %s", NET_INDEX_MAX, dir);
+	return errf(err, errlen, -EUSERS, "no free network index (%u-%u) in %s", first, last, dir);
 }
 
 /* ---- the sandbox's namespace, entered on a thread ----------------------- */
@@ -283,7 +286,7 @@ int net_setup(struct sandbox_net *n, const char *dir, const char *name, int cgro
 	n->tap_fd = n->egress_pidfd = -1;
 	snprintf(n->limits, sizeof(n->limits), "%s", limits ? limits : "");
 	if ((r = net_upstreams(cfg, up, &nup, err, errlen)) < 0 ||
-	    (r = claim_index(n, dir, name, err, errlen)) < 0 ||
+	    (r = net_claim_index(n, dir, name, err, errlen)) < 0 ||
 	    (r = jail_claim_uid(dir, name, &n->uid, n->uid_claim, sizeof(n->uid_claim), err,
 	                        errlen)) < 0 ||
 	    (r = egress_files(dir, cfg, &p, pub, &npub, &ready_r, err, errlen)) < 0)

@@ -14,6 +14,14 @@
 
 struct json_t;
 
+/* Claims an index K for the sandbox name (entry sbdir) in <base>/.net/<K>
+ * (O_EXCL), K from net_index_range, its link cv<K> absent: n->index and
+ * n->claim.  A claim whose sandbox directory is gone, and whose link no
+ * longer exists, is stale and taken over.  0, or -errno with one line
+ * (-EUSERS: every K of the range is taken). */
+int net_claim_index(struct sandbox_net *n, const char *sbdir, const char *name, char *err,
+                    size_t errlen) __attribute__((warn_unused_result));
+
 /* Sets the network of the sandbox name (entry dir, cgroup cgroup_fd or
  * -1) up: K, the egress uid, cove-egress in its namespaces and the
  * cgroup, tap0, the veth; returns once cove-egress has its config, while

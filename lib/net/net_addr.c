@@ -65,6 +65,26 @@ static bool parse_dec(const char *s, size_t len, unsigned long lo, unsigned long
 	return true;
 }
 
+int net_index_range(unsigned int *first, unsigned int *last, char *err, size_t errlen)
+{
+	*first = 0;
+	*last = NET_INDEX_MAX;
+	const char *v = getenv("COVE_NET_INDEXES");
+	if (!v || !*v)
+		return 0;
+	const char *dash = strchr(v, '-');
+	unsigned long a, b;
+	if (!dash || !parse_dec(v, (size_t)(dash - v), 0, NET_INDEX_MAX, &a) ||
+	    !parse_dec(dash + 1, strlen(dash + 1), 0, NET_INDEX_MAX, &b) || b < a)
+		return errf(err, errlen, -EINVAL,
+		            "COVE_NET_INDEXES must be FIRST-LAST, FIRST <= LAST, from 0 to %d, "
+		            "got '%.64s'",
+		            NET_INDEX_MAX, v);
+	*first = (unsigned int)a;
+	*last = (unsigned int)b;
+	return 0;
+}
+
 int net_rule_check(const char *rule, bool deny, char *err, size_t errlen)
 {
 	/* The parser cove-egress enforces with: the same rules, the same

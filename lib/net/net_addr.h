@@ -31,6 +31,11 @@ struct json_t;
  * sandbox K's /30, as host-order IPv4 addresses. */
 uint32_t net_host_end(unsigned int k);
 uint32_t net_ns_end(unsigned int k);
+/* The indexes K this process may claim: $COVE_NET_INDEXES "FIRST-LAST"
+ * (0 <= FIRST <= LAST <= NET_INDEX_MAX), so that several launchers on one
+ * host keep apart; unset or empty: all.  0, or -EINVAL with one line. */
+int net_index_range(unsigned int *first, unsigned int *last, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 /* Dotted quad of a host-order address into out (16 bytes). */
 void net_ntoa(uint32_t addr, char *out);
 

@@ -155,8 +155,10 @@ static int slot_make(struct cove_net_pool *p, struct net_slot **out, char *err, 
 }
 
 /* A pool that died left slots: kill their cove-egress (checked to be one
- * by its start time), free K and the uid, remove the pseudo-entry. */
-static void slots_clean_stale(const char *base)
+ * by its start time), free K and the uid, remove the pseudo-entry.  Only
+ * slots whose K is in first..last (this process's $COVE_NET_INDEXES): one
+ * of another range is another launcher's on a shared base, maybe alive. */
+static void slots_clean_stale(const char *base, unsigned int first, unsigned int last)
 {
 	DIR *d = opendir(base);
 	if (!d)
@@ -178,8 +180,13 @@ static void slots_clean_stale(const char *base)
 		int pid = 0;
 		unsigned int k = 0, uid = 0;
 		uint64_t start = 0;
-		if (m && sscanf(rec, "np1 %d %" SCNu64 " %u %u", &pid, &start, &k, &uid) == 4 &&
-		    pid > 0 && k <= NET_INDEX_MAX) {
+		bool parsed =
+		    sscanf(rec, "np1 %d %" SCNu64 " %u %u", &pid, &start, &k, &uid) == 4 && pid > 0;
+		if (parsed && (k < first || k > last)) {
+			free(m);
+			continue;
+		}
+		if (m && parsed) {
 			snprintf(m->name, sizeof(m->name), "%s", e->d_name);
 			m->net.on = true;
 			m->net.index = k;
@@ -294,7 +301,10 @@ int cove_net_pool_new(const struct cove_config *cfg, unsigned int size, struct c
 	struct cove_net_pool *p = calloc(1, sizeof(*p));
 	if (!p)
 		return errf(err, errlen, -ENOMEM, "out of memory");
-	int r = registry_base(p->base, sizeof(p->base), err, errlen);
+	unsigned int first, last;
+	int r = net_index_range(&first, &last, err, errlen);
+	if (r == 0)
+		r = registry_base(p->base, sizeof(p->base), err, errlen);
 	if (r < 0) {
 		free(p);
 		return r;
@@ -314,7 +324,7 @@ int cove_net_pool_new(const struct cove_config *cfg, unsigned int size, struct c
 	}
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cond, NULL);
-	slots_clean_stale(p->base);
+	slots_clean_stale(p->base, first, last);
 	if ((r = pthread_create(&p->filler, NULL, filler, p)) != 0) {
 		p->filler = 0;
 		cove_net_pool_free(p);

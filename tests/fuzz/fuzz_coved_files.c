@@ -1,8 +1,9 @@
 /* libFuzzer target: coved's two files, the API keys file
  * (coved_keys_load) and the config (coved_config_load, its "tenants"
- * quotas and listener keys among them), read from a file as coved reads
- * them.  Whatever the bytes, a load either fails with a message or gives
- * keys and tenant names within their bounds. */
+ * quotas, listener keys, per-node ranges and "cluster" object among
+ * them), read from a file as coved reads them.  Whatever the bytes, a
+ * load either fails with a message or gives keys, tenant names and a
+ * cluster object within their bounds. */
 #include <assert.h>
 #include <fcntl.h>
 #include <stddef.h>
@@ -61,6 +62,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (coved_config_load(file, &cfg, err, sizeof(err)) == 0) {
 		assert(!cfg.tls_cert == !cfg.tls_key);
 		assert(cfg.cpus <= cfg.max_cpus && cfg.memory_mib <= cfg.max_memory_mib);
+		const struct coved_cluster_config *k = &cfg.cluster;
+		assert(!k->on || (cfg.tcp && k->node_id && k->advertise && k->netcd >= 1 &&
+		                  k->netcd <= COVED_CLUSTER_ETCD_MAX && k->lease_ttl_s >= 2 &&
+		                  k->lease_ttl_s <= 300 && k->secret &&
+		                  strlen(k->secret) >= COVED_CLUSTER_SECRET_MIN && k->cap_vcpus &&
+		                  k->cap_memory_mib));
 	} else {
 		assert(err[0]);
 	}

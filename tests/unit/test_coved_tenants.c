@@ -1,8 +1,10 @@
 /* Unit tests: coved's tenants (daemon/conf/keys.c, config.c): the API keys file's
  * TENANT:KEY and bare-key lines, its refusals (mode, bad lines, each with
  * its line number), the "tenants" and "tenant_defaults" quotas, the TLS
- * and listener keys, and the quota arithmetic. */
+ * and listener keys, the quota arithmetic, the per-node ranges (runtime_dir,
+ * cgroup_parent, jail_ids, net_indexes) and the "cluster" object. */
 #include <errno.h>
+#include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -188,6 +190,243 @@ START_TEST(quota_arithmetic)
 }
 END_TEST
 
+/* The per-node ranges: good ones reach the environment, bad ones give
+ * one line naming the key and the value. */
+START_TEST(config_ranges)
+{
+	struct coved_config c;
+	unsetenv("COVE_JAIL_IDS");
+	unsetenv("COVE_NET_INDEXES");
+	setenv("COVE_RUNTIME_DIR", "/run/inherited", 1);
+	ck_assert_int_eq(config_of("{\"cgroup_parent\":\"/sys/fs/cgroup/cove-n1\","
+	                           "\"jail_ids\":\"1900100000-1900100999\","
+	                           "\"net_indexes\":\"1000-1999\",\"runtime_dir\":null}",
+	                           &c),
+	                 0);
+	ck_assert_ptr_null(c.runtime_dir);
+	ck_assert_str_eq(c.jail_ids, "1900100000-1900100999");
+	ck_assert_int_eq(coved_config_setenv(&c, err, sizeof(err)), 0);
+	ck_assert_str_eq(getenv("COVE_RUNTIME_DIR"), "/run/inherited"); /* not given: kept */
+	ck_assert_str_eq(getenv("COVE_CGROUP_PARENT"), "/sys/fs/cgroup/cove-n1");
+	ck_assert_str_eq(getenv("COVE_JAIL_IDS"), "1900100000-1900100999");
+	ck_assert_str_eq(getenv("COVE_NET_INDEXES"), "1000-1999");
+	coved_config_free(&c);
+	ck_assert_int_eq(config_of("{\"runtime_dir\":\"/run/cove-n1\",\"net_indexes\":\"0-16383\","
+	                           "\"jail_ids\":\"1-4294967294\"}",
+	                           &c),
+	                 0);
+	ck_assert_int_eq(coved_config_setenv(&c, err, sizeof(err)), 0);
+	ck_assert_str_eq(getenv("COVE_RUNTIME_DIR"), "/run/cove-n1");
+	coved_config_free(&c);
+	static const struct {
+		const char *text, *why;
+	} bad[] = {
+		{ "{\"jail_ids\":\"0-5\"}", "'jail_ids' must be \"FIRST-LAST\" with 1 <= FIRST <= "
+		                            "LAST <= 4294967294, got '0-5'" },
+		{ "{\"jail_ids\":\"5-4\"}", "'jail_ids' must be \"FIRST-LAST\"" },
+		{ "{\"jail_ids\":\"1-4294967295\"}", "got '1-4294967295'" },
+		{ "{\"jail_ids\":5}", "'jail_ids' must be \"FIRST-LAST\" with 1 <= FIRST <= LAST "
+		                      "<= 4294967294, got 5" },
+		{ "{\"net_indexes\":\"0-16384\"}", "'net_indexes' must be \"FIRST-LAST\" with 0 <= "
+		                                   "FIRST <= LAST <= 16383, got '0-16384'" },
+		{ "{\"net_indexes\":\"10\"}", "'net_indexes' must be" },
+		{ "{\"net_indexes\":\" 1-2\"}", "got ' 1-2'" },
+		{ "{\"net_indexes\":\"1-2-3\"}", "got '1-2-3'" },
+		{ "{\"net_indexes\":\"-1-2\"}", "got '-1-2'" },
+		{ "{\"runtime_dir\":\"run/cove\"}", "'runtime_dir' must be an absolute path of at "
+		                                    "most 50 bytes or null, got 'run/cove'" },
+		{ "{\"runtime_dir\":\"/run/cove-a-runtime-directory-too-long-for-its-sockets\"}",
+		  "'runtime_dir' must be an absolute path" },
+		{ "{\"cgroup_parent\":\"\"}", "'cgroup_parent' must be an absolute path" },
+		{ "{\"cgroup_parent\":[1]}", "'cgroup_parent' must be an absolute path of at most "
+		                             "4000 bytes or null, got [1]" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_msg(config_of(bad[i].text, &c) == -EINVAL, "accepted: %s", bad[i].text);
+		ck_assert_msg(strstr(err, bad[i].why) && !strchr(err, '\n'), "'%s' gave '%s'",
+		              bad[i].text, err);
+		coved_config_free(&c);
+	}
+	unsetenv("COVE_RUNTIME_DIR");
+	unsetenv("COVE_CGROUP_PARENT");
+	unsetenv("COVE_JAIL_IDS");
+	unsetenv("COVE_NET_INDEXES");
+}
+END_TEST
+
+#define SECRET "0123456789abcdef0123456789abcdef-secret"
+
+static char secret_path[64];
+
+/* A secret file of text and mode at secret_path. */
+static void secret_file(const char *text, mode_t mode)
+{
+	snprintf(secret_path, sizeof(secret_path), "%s", unit_write_tmp(text, mode));
+}
+
+/* A config with the good "cluster" object (and "tcp"), its key set to the
+ * JSON value (value NULL: without key). */
+static int cluster_with(const char *key, const char *value, struct coved_config *c)
+{
+	json_t *o =
+	    json_pack("{s:s, s:{s:[s,s], s:s, s:s, s:i, s:s, s:{s:i, s:i}, s:s}}", "tcp",
+	              "127.0.0.1:3001", "cluster", "etcd", "http://127.0.0.1:2379",
+	              "https://[::1]:2379", "node_id", "n-1", "advertise", "http://127.0.0.1:3001",
+	              "lease_ttl_s", 6, "secret_file", secret_path, "capacity", "vcpus", 16,
+	              "memory_mib", 32768, "shared_snapshot_dir", "/mnt/cove-shared");
+	ck_assert_ptr_nonnull(o);
+	json_t *cl = json_object_get(o, "cluster");
+	if (key && value)
+		ck_assert_int_eq(
+		    json_object_set_new(cl, key, json_loads(value, JSON_DECODE_ANY, NULL)), 0);
+	else if (key)
+		ck_assert_int_eq(json_object_del(cl, key), 0);
+	char *text = json_dumps(o, 0);
+	int r = config_of(text, c);
+	free(text);
+	json_decref(o);
+	return r;
+}
+
+START_TEST(config_cluster)
+{
+	struct coved_config c;
+	secret_file(SECRET "\n", 0600);
+	ck_assert_int_eq(config_of("{}", &c), 0);
+	ck_assert(!c.cluster.on && !c.cluster.secret);
+	coved_config_free(&c);
+	ck_assert_msg(cluster_with(NULL, NULL, &c) == 0, "%s", err);
+	const struct coved_cluster_config *k = &c.cluster;
+	ck_assert(k->on && k->netcd == 2);
+	ck_assert_str_eq(k->etcd[0], "http://127.0.0.1:2379");
+	ck_assert_str_eq(k->etcd[1], "https://[::1]:2379");
+	ck_assert_str_eq(k->node_id, "n-1");
+	ck_assert_str_eq(k->advertise, "http://127.0.0.1:3001");
+	ck_assert_uint_eq(k->lease_ttl_s, 6);
+	ck_assert_str_eq(k->secret, SECRET); /* its newline stripped */
+	ck_assert(k->cap_vcpus == 16 && k->cap_memory_mib == 32768);
+	ck_assert_str_eq(k->shared_snapshot_dir, "/mnt/cove-shared");
+	coved_config_free(&c);
+	/* The defaults: lease 10 s, the host's CPUs and 9/10 of its memory. */
+	ck_assert_int_eq(cluster_with("lease_ttl_s", NULL, &c), 0);
+	ck_assert_uint_eq(c.cluster.lease_ttl_s, 10);
+	coved_config_free(&c);
+	ck_assert_int_eq(cluster_with("capacity", "{}", &c), 0);
+	ck_assert_uint_eq(c.cluster.cap_vcpus, (uint64_t)sysconf(_SC_NPROCESSORS_ONLN));
+	ck_assert(c.cluster.cap_memory_mib > 0 &&
+	          c.cluster.cap_memory_mib <
+	              (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE) >> 20);
+	coved_config_free(&c);
+	ck_assert_int_eq(cluster_with("shared_snapshot_dir", NULL, &c), 0);
+	ck_assert_ptr_null(c.cluster.shared_snapshot_dir);
+	coved_config_free(&c);
+	ck_assert_int_eq(cluster_with("etcd", "[\"https://etcd.example\"]", &c), 0);
+	coved_config_free(&c);
+	unlink(secret_path);
+}
+END_TEST
+
+/* Each bad field of "cluster": one line naming it. */
+START_TEST(config_cluster_refusals)
+{
+	struct coved_config c;
+	secret_file(SECRET "\n", 0600);
+	static const struct {
+		const char *key, *value, *why;
+	} bad[] = {
+		{ "etcd", "[]", "'cluster.etcd' must be an array of 1 to 8 distinct URLs" },
+		{ "etcd", "\"http://127.0.0.1:2379\"", "'cluster.etcd' must be" },
+		{ "etcd", "[\"ftp://e:2379\"]", "'cluster.etcd'" },
+		{ "etcd", "[\"http://e:2379/v3\"]", "'cluster.etcd'" },
+		{ "etcd", "[\"http://e:2379\",\"http://e:2379\"]", "'cluster.etcd'" },
+		{ "etcd",
+		  "[\"http://a\",\"http://b\",\"http://c\",\"http://d\",\"http://e\","
+		  "\"http://f\",\"http://g\",\"http://h\",\"http://i\"]",
+		  "'cluster.etcd'" },
+		{ "etcd", NULL, "'cluster.etcd' is missing" },
+		{ "node_id", "\"N1\"", "'cluster.node_id' must be 1 to 32 of a-z 0-9 -, got 'N1'" },
+		{ "node_id", "\"\"", "'cluster.node_id'" },
+		{ "node_id", "\"n123456789012345678901234567890123\"", "'cluster.node_id'" },
+		{ "node_id", "7", "'cluster.node_id' must be 1 to 32 of a-z 0-9 -, got 7" },
+		{ "node_id", NULL, "'cluster.node_id' is missing" },
+		{ "advertise", "\"http://127.0.0.1\"",
+		  "'cluster.advertise' must be http(s)://HOST:PORT without a path, got "
+		  "'http://127.0.0.1'" },
+		{ "advertise", "\"http://h:0\"", "'cluster.advertise'" },
+		{ "advertise", "\"http://h:65536\"", "'cluster.advertise'" },
+		{ "advertise", "\"http://h:3001/\"", "'cluster.advertise'" },
+		{ "advertise", "\"127.0.0.1:3001\"", "'cluster.advertise'" },
+		{ "advertise", "\"http://u@h:3001\"", "'cluster.advertise'" },
+		{ "advertise", NULL, "'cluster.advertise' is missing" },
+		{ "lease_ttl_s", "1", "'cluster.lease_ttl_s' must be an integer from 2 to 300" },
+		{ "lease_ttl_s", "301", "'cluster.lease_ttl_s'" },
+		{ "lease_ttl_s", "\"10\"", "'cluster.lease_ttl_s'" },
+		{ "secret_file", NULL, "'cluster.secret_file' is missing" },
+		{ "secret_file", "\"/nonexistent/secret\"",
+		  "'cluster.secret_file': /nonexistent/secret: No such file" },
+		{ "secret_file", "\"/tmp\"", "'cluster.secret_file': /tmp: not a regular file" },
+		{ "capacity", "[]", "'cluster.capacity' must be an object" },
+		{ "capacity", "{\"cpus\":4}", "'cluster.capacity.cpus'" },
+		{ "capacity", "{\"vcpus\":0}", "'cluster.capacity.vcpus' must be an integer" },
+		{ "capacity", "{\"memory_mib\":-1}", "'cluster.capacity.memory_mib'" },
+		{ "shared_snapshot_dir", "\"mnt/shared\"",
+		  "'cluster.shared_snapshot_dir' must be an absolute path" },
+		{ "bogus", "1", "unknown config key 'cluster.bogus'" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_msg(cluster_with(bad[i].key, bad[i].value, &c) < 0 &&
+		                  strstr(err, bad[i].why) && !strchr(err, '\n'),
+		              "%s=%s gave '%s'", bad[i].key, bad[i].value, err);
+		coved_config_free(&c);
+	}
+	/* Cluster mode needs the node listener. */
+	char text[256];
+	snprintf(text, sizeof(text),
+	         "{\"cluster\":{\"etcd\":[\"http://e:2379\"],\"node_id\":\"n1\","
+	         "\"advertise\":\"http://h:3001\",\"secret_file\":\"%s\"}}",
+	         secret_path);
+	ck_assert_int_eq(config_of(text, &c), -EINVAL);
+	ck_assert_msg(strstr(err, "\"cluster\" needs \"tcp\"") && !strchr(err, '\n'), "%s", err);
+	coved_config_free(&c);
+	ck_assert_int_eq(config_of("{\"cluster\":[]}", &c), -EINVAL);
+	ck_assert_msg(strstr(err, "'cluster' must be an object"), "%s", err);
+	coved_config_free(&c);
+	unlink(secret_path);
+	/* The secret file: 0600, one line of at least 32 printable bytes;
+	 * the secret itself never in the error. */
+	static const struct {
+		const char *text;
+		mode_t mode;
+		int r;
+		const char *why;
+	} sec[] = {
+		{ SECRET "\n", 0644, -EPERM, "is readable by others (mode 644): chmod 600 it" },
+		{ SECRET, 0640, -EPERM, "chmod 600" },
+		{ "0123456789abcdef0123456789abcde\n", 0600, -EINVAL, "is shorter than 32 bytes" },
+		{ "", 0600, -EINVAL, "is shorter than 32 bytes" },
+		{ SECRET "\n" SECRET "\n", 0600, -EINVAL, "holds more than one line" },
+		{ "0123456789abcdef 0123456789abcdef\n", 0600, -EINVAL, "a space" },
+	};
+	for (size_t i = 0; i < sizeof(sec) / sizeof(sec[0]); i++) {
+		secret_file(sec[i].text, sec[i].mode);
+		int r = cluster_with(NULL, NULL, &c);
+		ck_assert_msg(r == sec[i].r && strstr(err, sec[i].why) &&
+		                  strstr(err, "'cluster.secret_file'") &&
+		                  !strstr(err, "0123456789"),
+		              "secret %zu gave %d '%s'", i, r, err);
+		ck_assert_ptr_null(c.cluster.secret);
+		coved_config_free(&c);
+		unlink(secret_path);
+	}
+	/* A 32-byte secret without a newline is enough. */
+	secret_file("0123456789abcdef0123456789abcdef", 0400);
+	ck_assert_msg(cluster_with(NULL, NULL, &c) == 0, "%s", err);
+	ck_assert_uint_eq(strlen(c.cluster.secret), 32);
+	coved_config_free(&c);
+	unlink(secret_path);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("coved_tenants");
@@ -196,6 +435,9 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, keys_refusals);
 	tcase_add_test(tc, config_tenants);
 	tcase_add_test(tc, quota_arithmetic);
+	tcase_add_test(tc, config_ranges);
+	tcase_add_test(tc, config_cluster);
+	tcase_add_test(tc, config_cluster_refusals);
 	suite_add_tcase(s, tc);
 	return s;
 }

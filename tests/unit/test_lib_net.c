@@ -1,17 +1,20 @@
 /* Unit tests (test_lib_net): the pure parts of libcove's networking (lib/net_addr.c):
  * addresses from the index K, the option syntaxes and their one-line
  * errors, the resolv.conf reader, the policy's JSON, the network checks
- * of a configuration, and the net record's meta.json round trip. */
+ * of a configuration, the net record's meta.json round trip, and the
+ * range of K ($COVE_NET_INDEXES) that claims stay in. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cove.h"
 #include "lib/base/registry.h"
 #include "lib/base/sandbox_net.h"
+#include "lib/net/net.h"
 #include "lib/net/net_addr.h"
 #include "lib/net/net_nft.h"
 #include "unit.h"
@@ -244,6 +247,80 @@ START_TEST(host_table)
 }
 END_TEST
 
+/* $COVE_NET_INDEXES: its syntax and bounds, one line when bad. */
+START_TEST(index_range)
+{
+	unsigned int first, last;
+	unsetenv("COVE_NET_INDEXES");
+	ck_assert_int_eq(net_index_range(&first, &last, err, sizeof(err)), 0);
+	ck_assert(first == 0 && last == NET_INDEX_MAX);
+	setenv("COVE_NET_INDEXES", "", 1);
+	ck_assert_int_eq(net_index_range(&first, &last, err, sizeof(err)), 0);
+	ck_assert(first == 0 && last == NET_INDEX_MAX);
+	setenv("COVE_NET_INDEXES", "10-12", 1);
+	ck_assert_int_eq(net_index_range(&first, &last, err, sizeof(err)), 0);
+	ck_assert(first == 10 && last == 12);
+	setenv("COVE_NET_INDEXES", "16383-16383", 1);
+	ck_assert_int_eq(net_index_range(&first, &last, err, sizeof(err)), 0);
+	ck_assert(first == NET_INDEX_MAX && last == NET_INDEX_MAX);
+	static const char *const bad[] = {
+		"12-10", "5",  "-5",   "0-16384", "a-b", "1-2-3",
+		" 1-2",  "1-", "+1-2", "1-2 ",    "-",   "99999999999-1"
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		setenv("COVE_NET_INDEXES", bad[i], 1);
+		ck_assert_msg(net_index_range(&first, &last, err, sizeof(err)) == -EINVAL,
+		              "accepted '%s'", bad[i]);
+		ck_assert_msg(strstr(err, "COVE_NET_INDEXES must be FIRST-LAST") &&
+		                  strstr(err, bad[i]) && !strchr(err, '\n'),
+		              "'%s' gave '%s'", bad[i], err);
+	}
+	unsetenv("COVE_NET_INDEXES");
+}
+END_TEST
+
+/* Claims of K stay in $COVE_NET_INDEXES: a full range says so, a stale
+ * claim (its sandbox directory gone) is taken over, a bad range claims
+ * nothing. */
+START_TEST(index_claims_in_range)
+{
+	char base[] = "/tmp/cove-unit-net.XXXXXX", dir[5][128], name[5][8];
+	ck_assert_ptr_nonnull(mkdtemp(base));
+	struct sandbox_net n[5];
+	setenv("COVE_NET_INDEXES", "100-103", 1);
+	for (int i = 0; i < 5; i++) {
+		snprintf(name[i], sizeof(name[i]), "s%d", i);
+		snprintf(dir[i], sizeof(dir[i]), "%s/%s", base, name[i]);
+		ck_assert_int_eq(mkdir(dir[i], 0700), 0);
+		memset(&n[i], 0, sizeof(n[i]));
+	}
+	for (int i = 0; i < 4; i++) {
+		ck_assert_msg(net_claim_index(&n[i], dir[i], name[i], err, sizeof(err)) == 0, "%s",
+		              err);
+		ck_assert(n[i].index >= 100 && n[i].index <= 103);
+		for (int j = 0; j < i; j++)
+			ck_assert_uint_ne(n[i].index, n[j].index);
+	}
+	ck_assert_int_eq(net_claim_index(&n[4], dir[4], name[4], err, sizeof(err)), -EUSERS);
+	ck_assert_msg(strstr(err, "no free network index (100-103)"), "%s", err);
+	/* s0 is gone: its claim is stale, and the only free one. */
+	ck_assert_int_eq(rmdir(dir[0]), 0);
+	ck_assert_msg(net_claim_index(&n[4], dir[4], name[4], err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(n[4].index, n[0].index);
+	setenv("COVE_NET_INDEXES", "7", 1);
+	ck_assert_int_eq(net_claim_index(&n[0], dir[4], name[4], err, sizeof(err)), -EINVAL);
+	unsetenv("COVE_NET_INDEXES");
+	for (int i = 1; i < 5; i++) {
+		ck_assert_int_eq(unlink(n[i].claim), 0);
+		ck_assert_int_eq(rmdir(dir[i]), 0);
+	}
+	char nd[sizeof(base) + 8];
+	snprintf(nd, sizeof(nd), "%s/.net", base);
+	ck_assert_int_eq(rmdir(nd), 0);
+	ck_assert_int_eq(rmdir(base), 0);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("lib_net");
@@ -257,6 +334,8 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, policy_json);
 	tcase_add_test(tc, meta_net_round_trip);
 	tcase_add_test(tc, host_table);
+	tcase_add_test(tc, index_range);
+	tcase_add_test(tc, index_claims_in_range);
 	suite_add_tcase(s, tc);
 	return s;
 }
