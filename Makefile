@@ -40,6 +40,8 @@ LIBS_NET := $(shell pkg-config --libs libmnl libnftables libcrypto 2>/dev/null |
 # libhttp-parser for credential injection.
 LIBS_EGRESS := $(shell pkg-config --libs libnftables libmnl ldns libnetfilter_log libssl libcrypto 2>/dev/null || \
                  echo -lnftables -lmnl -lldns -lnetfilter_log -lssl -lcrypto) -lhttp_parser
+# coved's cluster mode: etcd and the other nodes over HTTP.
+LIBS_CURL := $(shell pkg-config --libs libcurl 2>/dev/null || echo -lcurl)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread)
 
 # Sources, found by folder so a new file needs no Makefile edit.
@@ -123,7 +125,7 @@ LIBS_HTTPD := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicr
 $(B)/bin/coved: $(call obj,$(DAEMON_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS_VMM) $(LIBS_NET) $(LIBS_HTTPD)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS_VMM) $(LIBS_NET) $(LIBS_HTTPD) $(LIBS_CURL)
 
 # Tiny freestanding programs that go into guest images (rootfs/guest-tools).
 $(B)/guest/%: rootfs/guest-tools/%.c
@@ -164,6 +166,9 @@ ENVD_PURE_SRCS := $(sort $(wildcard daemon/http/connect.c daemon/http/multipart.
                     daemon/envd/messages.c))
 LIBS_MHD := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
 $(B)/asan/libenvd.a: $(call asan_obj,$(ENVD_SRCS))
+# daemon/cluster: its unit tests bring their own servers (reply.c is in libenvd.a).
+CLUSTER_SRCS := $(sort $(wildcard daemon/cluster/*.c))
+$(B)/asan/libcluster.a: $(call asan_obj,$(CLUSTER_SRCS))
 
 # What the unit tests share: every tests/unit/*.c that is not a test.
 UNIT_HELPER_SRCS := $(filter-out $(UNIT_SRCS),$(sort $(wildcard tests/unit/*.c)))
@@ -171,11 +176,11 @@ $(B)/asan/libunit.a: $(call asan_obj,$(UNIT_HELPER_SRCS))
 
 UNIT_ARCHIVES := $(B)/asan/libunit.a $(B)/asan/libvmm.a $(B)/asan/libagent.a $(B)/asan/libcove.a \
                  $(B)/asan/libegress.a $(B)/asan/libdaemon.a $(B)/asan/libenvd.a \
-                 $(B)/asan/libcommon.a
+                 $(B)/asan/libcluster.a $(B)/asan/libcommon.a
 $(B)/unit/%: tests/unit/%.c $(UNIT_ARCHIVES)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  TEST    $@")
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $< -Wl,--start-group $(UNIT_ARCHIVES) -Wl,--end-group $(CHECK_LIBS) $(LIBS_VMM) $(LIBS_EGRESS) $(LIBS_NET) $(LIBS_MHD)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $< -Wl,--start-group $(UNIT_ARCHIVES) -Wl,--end-group $(CHECK_LIBS) $(LIBS_VMM) $(LIBS_EGRESS) $(LIBS_NET) $(LIBS_MHD) $(LIBS_CURL)
 
 unit: $(UNIT_BINS)
 	@fail=0; for t in $(UNIT_BINS); do \
@@ -200,7 +205,7 @@ $(SAN_B)/bin/cove-vmm: $(call san_obj,$(VMM_SRCS) $(COMMON_SRCS))
 $(SAN_B)/bin/cove: $(call san_obj,$(CLI_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
 $(SAN_B)/bin/cove: SAN_LIBS := $(LIBS_NET)
 $(SAN_B)/bin/coved: $(call san_obj,$(DAEMON_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
-$(SAN_B)/bin/coved: SAN_LIBS := $(LIBS_NET) $(LIBS_HTTPD)
+$(SAN_B)/bin/coved: SAN_LIBS := $(LIBS_NET) $(LIBS_HTTPD) $(LIBS_CURL)
 $(SAN_B)/bin/%:
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD-SAN  $@")
