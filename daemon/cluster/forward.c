@@ -27,7 +27,7 @@
 
 #define HEAD_MAX   (64 * 1024) /* the owner's answer head, its header lines */
 #define HEAD_LINES 128
-#define SLICE_MS   200         /* how often a connection-side wait looks at the client */
+#define SLICE_MS   200 /* how often a connection-side wait looks at the client */
 #define BLOCK_SIZE (32 * 1024)
 
 struct ring {
@@ -46,18 +46,19 @@ struct fwd {
 	char *url, *base;
 	unsigned idle_ms;
 	int client_fd;
-	curl_socket_t sock;  /* the socket to the owner, to shut down on cancel */
+	curl_socket_t sock; /* the socket to the owner, to shut down on cancel */
 	struct ring up, down;
-	bool up_end;         /* the client's upload is whole */
-	bool done, cancel;   /* the transfer has ended; or is to end */
-	bool head, queued;   /* the owner's head is in; the answer is queued */
-	bool timed_out;      /* a wait on this side passed the idle deadline */
+	bool up_end;       /* the client's upload is whole */
+	bool done, cancel; /* the transfer has ended; or is to end */
+	bool head, queued; /* the owner's head is in; the answer is queued */
+	bool timed_out;    /* a wait on this side passed the idle deadline */
+	bool gone;         /* the client hung up */
 	CURLcode res;
 	long status;
-	int64_t clen;        /* the owner's Content-Length, -1 unknown */
+	int64_t clen; /* the owner's Content-Length, -1 unknown */
 	int64_t last_ms;
 	size_t peak;
-	char *lines;         /* the owner's header lines, each "name\0value\0" */
+	char *lines; /* the owner's header lines, each "name\0value\0" */
 	size_t lines_len;
 	unsigned nlines;
 	char errbuf[CURL_ERROR_SIZE];
@@ -455,6 +456,7 @@ static void push(struct fwd *f, const char *data, size_t n)
 		int r = n ? wait_slice(f, true) : 0;
 		if (r < 0) {
 			f->timed_out = r == -ETIMEDOUT;
+			f->gone = r == -EPIPE;
 			cancel_locked(f);
 		}
 	}
@@ -462,21 +464,24 @@ static void push(struct fwd *f, const char *data, size_t n)
 }
 
 /* fail() - the answer when the owner gave no head: 504 when it was
- * reached but silent past the deadline, else 502. */
-static enum MHD_Result fail(struct fwd *f, struct MHD_Connection *c)
+ * reached but silent past the deadline, else 502.  done: the worker had
+ * ended (its result and error may be read). */
+static enum MHD_Result fail(struct fwd *f, struct MHD_Connection *c, bool done)
 {
 	char msg[CURL_ERROR_SIZE + 256];
 	long connected = 0;
-	if (f->done)
+	if (done)
 		curl_easy_getinfo(f->easy, CURLINFO_CONNECT_TIME_T, &connected);
-	bool late = f->timed_out || (f->done && f->res == CURLE_OPERATION_TIMEDOUT && connected);
+	bool late = f->timed_out || (done && f->res == CURLE_OPERATION_TIMEDOUT && connected);
 	if (late) {
 		snprintf(msg, sizeof(msg), "node %s did not answer within %u ms", f->base,
 		         f->idle_ms);
 		return coved_json_error(c, 504, msg);
 	}
 	snprintf(msg, sizeof(msg), "node %s cannot be reached: %s", f->base,
-	         f->errbuf[0] ? f->errbuf : curl_easy_strerror(f->res));
+	         !done          ? "cancelled"
+	         : f->errbuf[0] ? f->errbuf
+	                        : curl_easy_strerror(f->res));
 	return coved_json_error(c, 502, msg);
 }
 
@@ -499,7 +504,8 @@ static enum MHD_Result answer(struct fwd *f, struct MHD_Connection *c)
 	for (unsigned i = 0; i < f->nlines; i++) {
 		const char *v = p + strlen(p) + 1;
 		if (fwd_pass_back(p))
-			MHD_add_response_header(r, p, v); /* one libmicrohttpd refuses is left out */
+			MHD_add_response_header(r, p,
+			                        v); /* one libmicrohttpd refuses is left out */
 		p = v + strlen(v) + 1;
 	}
 	f->queued = true;
@@ -517,20 +523,22 @@ enum MHD_Result fwd_feed(struct fwd *f, struct MHD_Connection *c, const char *da
 		*size = 0;
 		return MHD_YES;
 	}
-	int r = 0;
 	pthread_mutex_lock(&f->mu);
 	f->up_end = true;
 	pthread_cond_broadcast(&f->cv);
-	while (!f->head && !f->done && !f->cancel)
-		if ((r = wait_slice(f, true)) < 0) {
+	while (!f->head && !f->done && !f->cancel) {
+		int r = wait_slice(f, true);
+		if (r < 0) {
 			f->timed_out = r == -ETIMEDOUT;
+			f->gone = r == -EPIPE;
 			cancel_locked(f);
 		}
-	bool head = f->head && !f->cancel;
+	}
+	bool head = f->head && !f->cancel, done = f->done, gone = f->gone;
 	pthread_mutex_unlock(&f->mu);
-	if (r == -EPIPE)
+	if (gone)
 		return MHD_NO; /* no one to answer */
-	return head ? answer(f, c) : fail(f, c);
+	return head ? answer(f, c) : fail(f, c, done);
 }
 
 void fwd_close(struct fwd *f)
@@ -557,149 +565,4 @@ size_t fwd_peak(const struct fwd *f)
 	size_t n = m->peak;
 	pthread_mutex_unlock(&m->mu);
 	return n;
-}
-
-/* ---- buffered calls ------------------------------------------------------ */
-
-struct sink {
-	char *p;
-	size_t len, cap;
-	bool over;
-};
-
-static size_t sink_write(char *p, size_t size, size_t nmemb, void *cls)
-{
-	struct sink *k = cls;
-	size_t n = size * nmemb;
-	if (n > FWD_ANSWER_MAX - k->len) {
-		k->over = true;
-		return 0;
-	}
-	if (k->len + n + 1 > k->cap) {
-		size_t cap = k->cap ? k->cap : 4096;
-		while (cap < k->len + n + 1)
-			cap *= 2;
-		char *b = realloc(k->p, cap);
-		if (!b)
-			return 0;
-		k->p = b;
-		k->cap = cap;
-	}
-	memcpy(k->p + k->len, p, n);
-	k->len += n;
-	k->p[k->len] = '\0';
-	return n;
-}
-
-/* call_error() - a failed call's errno and message. */
-static int call_error(CURL *e, CURLcode rc, const struct sink *k, const struct fwd_target *t,
-                      const char *errbuf, char *err, size_t errlen)
-{
-	long connected = 0;
-	curl_easy_getinfo(e, CURLINFO_CONNECT_TIME_T, &connected);
-	const char *why = errbuf[0] ? errbuf : curl_easy_strerror(rc);
-	if (k->over)
-		return errf(err, errlen, -EMSGSIZE, "node %s answered over %u bytes", t->base,
-		            FWD_ANSWER_MAX);
-	if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST ||
-	    (rc == CURLE_OPERATION_TIMEDOUT && !connected))
-		return errf(err, errlen, -ECONNREFUSED, "node %s cannot be reached: %s", t->base,
-		            why);
-	if (rc == CURLE_OPERATION_TIMEDOUT)
-		return errf(err, errlen, -ETIMEDOUT, "node %s did not answer in time: %s", t->base,
-		            why);
-	if (rc == CURLE_OUT_OF_MEMORY || rc == CURLE_WRITE_ERROR)
-		return errf(err, errlen, -ENOMEM, "out of memory reading node %s's answer",
-		            t->base);
-	return errf(err, errlen, -EPROTO, "node %s: %s", t->base, why);
-}
-
-static bool plain_path(const char *s)
-{
-	if (s[0] != '/')
-		return false;
-	for (; *s; s++)
-		if ((unsigned char)*s <= ' ' || *s == 0x7f)
-			return false;
-	return true;
-}
-
-int fwd_call(const struct fwd_target *t, const char *method, const char *url_with_query,
-             const char *const *client_headers, const char *body, size_t len,
-             unsigned timeout_ms, struct fwd_answer *a, char *err, size_t errlen)
-{
-	memset(a, 0, sizeof(*a));
-	int r = fwd_check_target(t, err, errlen);
-	if (r < 0)
-		return r;
-	if (!plain_path(url_with_query) || strlen(url_with_query) > FWD_URL_MAX ||
-	    !method[0] || strpbrk(method, " \t\r\n"))
-		return errf(err, errlen, -EINVAL, "forward to %s: bad method or URL", t->base);
-	char *url = NULL, errbuf[CURL_ERROR_SIZE];
-	struct curl_slist *h = NULL;
-	struct sink k = { 0 };
-	fwd_curl_init();
-	CURL *e = curl_easy_init();
-	if (!e || asprintf(&url, "%s%s", t->base, url_with_query) < 0 ||
-	    fwd_lines_headers(client_headers, t, &h) < 0 ||
-	    fwd_easy_common(e, t, url, h, errbuf) < 0) {
-		r = errf(err, errlen, -ENOMEM, "out of memory calling node %s", t->base);
-		goto out;
-	}
-	curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
-	if (len || !strcmp(method, "POST") || !strcmp(method, "PUT") || !strcmp(method, "PATCH")) {
-		curl_easy_setopt(e, CURLOPT_POSTFIELDS, body ? body : "");
-		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-	}
-	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink_write);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, &k);
-	CURLcode rc = curl_easy_perform(e);
-	if (rc != CURLE_OK) {
-		r = call_error(e, rc, &k, t, errbuf, err, errlen);
-		goto out;
-	}
-	const char *ct = NULL;
-	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &a->status);
-	curl_easy_getinfo(e, CURLINFO_CONTENT_TYPE, &ct);
-	a->body = k.p ? k.p : strdup("");
-	a->len = k.len;
-	a->content_type = ct ? strdup(ct) : NULL;
-	k.p = NULL;
-	if (!a->body || (ct && !a->content_type)) {
-		fwd_answer_free(a);
-		r = errf(err, errlen, -ENOMEM, "out of memory calling node %s", t->base);
-	}
-out:
-	free(k.p);
-	free(url);
-	curl_slist_free_all(h);
-	if (e)
-		curl_easy_cleanup(e);
-	return r;
-}
-
-void fwd_answer_free(struct fwd_answer *a)
-{
-	free(a->body);
-	free(a->content_type);
-	memset(a, 0, sizeof(*a));
-}
-
-enum MHD_Result fwd_relay(struct MHD_Connection *c, const struct fwd_answer *a)
-{
-	if (a->status < 100 || a->status > 999) {
-		char msg[64];
-		snprintf(msg, sizeof(msg), "the owner node answered status %ld", a->status);
-		return coved_json_error(c, 502, msg);
-	}
-	struct MHD_Response *r = MHD_create_response_from_buffer(
-	    a->len, a->body ? a->body : (void *)"", MHD_RESPMEM_MUST_COPY);
-	if (!r)
-		return MHD_NO;
-	if (a->content_type)
-		MHD_add_response_header(r, "Content-Type", a->content_type);
-	enum MHD_Result ret = MHD_queue_response(c, (unsigned)a->status, r);
-	MHD_destroy_response(r);
-	return ret;
 }

@@ -5,23 +5,17 @@
  * a thread per connection) and a curl worker thread, so Connect server
  * streams, uploads and downloads of any size pass as they come.  Every
  * wait has a deadline (the target's idle_timeout_ms: no byte either way for
- * that long fails the call). */
+ * that long fails the call).  Buffered calls (a create's, a fan-out
+ * list's) are fwd_call's (fwd_call.h, included here with struct
+ * fwd_target). */
 #ifndef COVED_CLUSTER_FORWARD_H
 #define COVED_CLUSTER_FORWARD_H
 
 #include <microhttpd.h>
 #include <stddef.h>
 
-/* Where a request goes. */
-struct fwd_target {
-	const char *base;            /* the owner's advertise URL, "http://10.0.0.2:3001" */
-	const char *const *headers;  /* "Name: value" lines added (node auth, tenant), NULL-ended;
-	                              * NULL: none.  A client's header of one of these names, and
-	                              * any X-Cove-Node-Auth, X-Cove-Tenant or X-Cove-Placed it
-	                              * sent, is dropped: only the target sets them. */
-	unsigned connect_timeout_ms; /* to reach the owner */
-	unsigned idle_timeout_ms;    /* no byte either way for this long: the call fails */
-};
+#include "daemon/cluster/fwd_call.h"
+#include "daemon/cluster/fwd_http.h"
 
 /* One request's buffers: each way holds at most this much at once. */
 #define FWD_BUFFER (256 * 1024)
@@ -59,37 +53,5 @@ void fwd_close(struct fwd *f);
 /* fwd_peak() - the most bytes f held at once in its two buffers (at most
  * 2 * FWD_BUFFER): what a forward costs, for tests and metrics. */
 size_t fwd_peak(const struct fwd *f);
-
-/* A buffered answer: a create's, a fan-out list's. */
-struct fwd_answer {
-	long status;        /* the owner's HTTP status */
-	char *body;         /* malloc'ed, NUL-ended (not counted in len); never NULL on success */
-	size_t len;
-	char *content_type; /* malloc'ed, or NULL when the owner sent none */
-};
-
-/* Most bytes fwd_call takes of an answer's body. */
-#define FWD_ANSWER_MAX (16u * 1024 * 1024)
-
-/* fwd_call() - one call to the owner at t with the whole body (len bytes;
- * body may be NULL when len is 0), the whole answer read into a (over
- * FWD_ANSWER_MAX fails).  client_headers ("Name: value", NULL-ended, may
- * be NULL) pass on under the rules of fwd_open; timeout_ms bounds the
- * whole call.
- * Return: 0 with *a filled (free it with fwd_answer_free) whenever the
- * owner answered, whatever its status; else, and err says why:
- * -ECONNREFUSED (the owner could not be reached), -ETIMEDOUT, -EMSGSIZE
- * (answer too big), -EINVAL (a bad target or method), -ENOMEM, -EPROTO. */
-int fwd_call(const struct fwd_target *t, const char *method, const char *url_with_query,
-             const char *const *client_headers, const char *body, size_t len,
-             unsigned timeout_ms, struct fwd_answer *a, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-
-/* fwd_answer_free() - frees what fwd_call put in a and zeroes it. */
-void fwd_answer_free(struct fwd_answer *a);
-
-/* fwd_relay() - queues a on c as the owner gave it: status, body and
- * Content-Type (an owner's status out of 100..999 goes as a 502). */
-enum MHD_Result fwd_relay(struct MHD_Connection *c, const struct fwd_answer *a);
 
 #endif

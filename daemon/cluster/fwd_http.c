@@ -12,8 +12,9 @@
 
 /* Headers that belong to one connection, or that curl writes itself. */
 static const char *const hop_by_hop[] = {
-	"Connection", "Keep-Alive",     "Transfer-Encoding", "TE",     "Trailer",
-	"Upgrade",    "Content-Length", "Host",              "Expect", NULL,
+	"Connection", "Keep-Alive", "Transfer-Encoding", "TE",
+	"Trailer",    "Upgrade",    "Content-Length",    "Host",
+	"Expect",     NULL,
 };
 
 /* Set by the forwarding node alone: a client's are dropped. */
@@ -279,8 +280,7 @@ int fwd_request_headers(struct MHD_Connection *c, const struct fwd_target *t,
 	return hdrs_end(&h, out);
 }
 
-int fwd_lines_headers(const char *const *lines, const struct fwd_target *t,
-                      struct curl_slist **out)
+int fwd_lines_headers(const char *const *lines, const struct fwd_target *t, struct curl_slist **out)
 {
 	struct hdrs h = { .t = t };
 	for (const char *const *l = lines; l && *l; l++) {

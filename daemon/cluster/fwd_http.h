@@ -1,6 +1,7 @@
-/* The HTTP pieces of a forward (forward.c): which headers pass each way,
- * the URL a request goes to, and the curl options every call shares.
- * Internal to daemon/cluster. */
+/* The HTTP pieces of a forward (forward.c, fwd_call.c): the target node,
+ * which headers pass each way, the URL a request goes to, and the curl
+ * options every call shares.  Past struct fwd_target, internal to
+ * daemon/cluster. */
 #ifndef COVED_CLUSTER_FWD_HTTP_H
 #define COVED_CLUSTER_FWD_HTTP_H
 
@@ -10,7 +11,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/cluster/forward.h"
+/* Where a request goes. */
+struct fwd_target {
+	const char *base;            /* the owner's advertise URL, "http://10.0.0.2:3001" */
+	const char *const *headers;  /* "Name: value" lines added (node auth, tenant), NULL-ended;
+	                              * NULL: none.  A client's header of one of these names, and
+	                              * any X-Cove-Node-Auth, X-Cove-Tenant or X-Cove-Placed it
+	                              * sent, is dropped: only the target sets them. */
+	unsigned connect_timeout_ms; /* to reach the owner */
+	unsigned idle_timeout_ms;    /* no byte either way for this long: the call fails */
+};
 
 /* Longest URL a forward builds (base, path and query). */
 #define FWD_URL_MAX (64 * 1024)

@@ -30,8 +30,7 @@
 
 static struct MHD_Daemon *owner, *front;
 static char owner_url[64], front_url[64];
-static const char *const node_headers[] = { "X-Cove-Tenant: t1", "X-Cove-Node-Auth: s3cret",
-	                                    NULL };
+static const char *const node_headers[] = { "X-Cove-Tenant: t1", "X-Cove-Node-Auth: s3cret", NULL };
 static struct fwd_target target = { .base = owner_url,
 	                            .headers = node_headers,
 	                            .connect_timeout_ms = 1000,
@@ -42,7 +41,7 @@ static char seen_path[256], seen_query[256], seen_tenant[128], seen_auth[64], se
 static char seen_method[16];
 static bool seen_drop, seen_empty;
 static atomic_ullong owner_sent;
-static atomic_int owner_body_freed, front_closed;
+static atomic_int owner_body_freed, owner_done, front_closed;
 static atomic_size_t front_peak;
 static int64_t second_sent_ms;
 
@@ -78,13 +77,13 @@ struct oreq {
 	char body[256];
 };
 
-static enum MHD_Result seen_header(void *cls, enum MHD_ValueKind kind, const char *k,
-                                   const char *v)
+static enum MHD_Result seen_header(void *cls, enum MHD_ValueKind kind, const char *k, const char *v)
 {
 	(void)cls, (void)kind;
 	if (!strcasecmp(k, "X-Cove-Tenant"))
-		snprintf(seen_tenant + strlen(seen_tenant), sizeof(seen_tenant) - strlen(seen_tenant),
-		         "%s%s", seen_tenant[0] ? "," : "", v);
+		snprintf(seen_tenant + strlen(seen_tenant),
+		         sizeof(seen_tenant) - strlen(seen_tenant), "%s%s",
+		         seen_tenant[0] ? "," : "", v);
 	else if (!strcasecmp(k, "X-Cove-Node-Auth"))
 		snprintf(seen_auth, sizeof(seen_auth), "%s", v);
 	else if (!strcasecmp(k, "X-Test"))
@@ -131,6 +130,21 @@ static ssize_t stream_body(void *cls, uint64_t pos, char *buf, size_t max)
 	return MHD_CONTENT_READER_END_OF_STREAM;
 }
 
+/* The first chunk, then 2 s of silence before the second. */
+static ssize_t hold_body(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	(void)cls, (void)max;
+	if (pos == 0) {
+		memcpy(buf, "first\n", 6);
+		return 6;
+	}
+	if (pos > 6)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	sleep(2);
+	memcpy(buf, "second\n", 7);
+	return 7;
+}
+
 static void body_freed(void *cls)
 {
 	(void)cls;
@@ -148,6 +162,9 @@ static enum MHD_Result owner_answer(struct MHD_Connection *c, const char *url, s
 		                                         (void *)(uintptr_t)size, body_freed);
 	} else if (!strcmp(url, "/stream")) {
 		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 1024, stream_body, NULL,
+		                                         NULL);
+	} else if (!strcmp(url, "/hold")) {
+		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 1024, hold_body, NULL,
 		                                         NULL);
 	} else if (!strcmp(url, "/json")) {
 		status = 201;
@@ -204,6 +221,7 @@ static void free_req(void *cls, struct MHD_Connection *c, void **req_cls,
 	(void)cls, (void)c, (void)toe;
 	free(*req_cls);
 	*req_cls = NULL;
+	owner_done++;
 }
 
 /* ---- the front ------------------------------------------------------------ */
@@ -248,7 +266,8 @@ static enum MHD_Result front_cb(void *cls, struct MHD_Connection *c, const char 
 	if (!r->relay)
 		return fwd_feed(r->f, c, data, size);
 	if (*size) {
-		size_t n = *size < sizeof(r->body) - 1 - r->len ? *size : sizeof(r->body) - 1 - r->len;
+		size_t n =
+		    *size < sizeof(r->body) - 1 - r->len ? *size : sizeof(r->body) - 1 - r->len;
 		memcpy(r->body + r->len, data, n);
 		r->len += n;
 		*size = 0;
@@ -276,7 +295,8 @@ static void front_done(void *cls, struct MHD_Connection *c, void **req_cls,
 static struct MHD_Daemon *serve(MHD_AccessHandlerCallback cb, MHD_RequestCompletedCallback done,
                                 char *url, size_t len)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+		                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	struct MHD_Daemon *d = MHD_start_daemon(
 	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL, NULL, cb,
 	    NULL, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED, done, NULL,
@@ -295,7 +315,7 @@ static void setup(void)
 	target.base = owner_url;
 	target.idle_timeout_ms = 5000;
 	owner_sent = 0;
-	owner_body_freed = front_closed = 0;
+	owner_body_freed = owner_done = front_closed = 0;
 	front_peak = 0;
 }
 
@@ -305,11 +325,21 @@ static void teardown(void)
 	MHD_stop_daemon(owner);
 }
 
+/* wait_for() - waits (10 s at most) until *v reaches n; the ms it took. */
+static int64_t wait_for(atomic_int *v, int n)
+{
+	int64_t t0 = mono_ms();
+	while (*v < n && mono_ms() - t0 < 10000)
+		usleep(5000);
+	ck_assert_int_ge(*v, n);
+	return mono_ms() - t0;
+}
+
 /* ---- the client ----------------------------------------------------------- */
 
 struct client {
 	long status;
-	uint64_t len, hash, up_len, up_pos, stop_at;
+	uint64_t len, hash, up_len, up_pos, stop_at, up_stop_at;
 	char body[512], headers[2048];
 	int64_t first_ms;
 };
@@ -318,6 +348,8 @@ static size_t client_read(char *buf, size_t size, size_t n, void *cls)
 {
 	struct client *k = cls;
 	size_t max = size * n, i = 0;
+	if (k->up_stop_at && k->up_pos >= k->up_stop_at)
+		return CURL_READFUNC_ABORT;
 	for (; i < max && k->up_pos < k->up_len; i++)
 		buf[i] = (char)pattern(k->up_pos++);
 	return i;
@@ -392,6 +424,7 @@ START_TEST(upload_50mb_bounded)
 	snprintf(want, sizeof(want), "len=%u hash=%016llx", 50 * MB,
 	         (unsigned long long)pattern_hash(50 * MB));
 	ck_assert_str_eq(k.body, want);
+	wait_for(&front_closed, 1);
 	ck_assert_uint_gt(front_peak, 0);
 	ck_assert_uint_le(front_peak, 2 * FWD_BUFFER);
 
@@ -413,6 +446,7 @@ START_TEST(download_50mb_with_length)
 	ck_assert_uint_eq(k.len, 50 * MB);
 	ck_assert_uint_eq(k.hash, pattern_hash(50 * MB));
 	ck_assert_ptr_nonnull(strcasestr(k.headers, "Content-Length: 52428800"));
+	wait_for(&front_closed, 1);
 	ck_assert_uint_le(front_peak, 2 * FWD_BUFFER);
 }
 END_TEST
@@ -428,11 +462,50 @@ START_TEST(stream_first_chunk_early)
 }
 END_TEST
 
+START_TEST(client_gone_in_silent_stream)
+{
+	/* Away after the first chunk: the front sees it while the owner is
+	 * silent, not at its next chunk 2 s later. */
+	struct client k = { .stop_at = 1 };
+	int64_t t0 = mono_ms();
+	ck_assert_int_eq(fetch(&k, "POST", "/hold", NULL, 0, false), CURLE_WRITE_ERROR);
+	wait_for(&front_closed, 1);
+	ck_assert_int_lt(mono_ms() - t0, 1500);
+}
+END_TEST
+
+START_TEST(stream_idle_deadline)
+{
+	target.idle_timeout_ms = 500;
+	struct client k = { 0 };
+	int64_t t0 = mono_ms();
+	ck_assert_int_ne(fetch(&k, "POST", "/hold", NULL, 0, false), CURLE_OK);
+	ck_assert_int_eq(k.status, 200);
+	ck_assert_str_eq(k.body, "first\n");
+	ck_assert_int_lt(mono_ms() - t0, 1800);
+	wait_for(&front_closed, 1);
+}
+END_TEST
+
+START_TEST(client_aborts_mid_upload)
+{
+	struct client k = { .up_stop_at = 4 * MB };
+	ck_assert_int_eq(fetch(&k, "PUT", "/upload", NULL, 50 * MB, false),
+	                 CURLE_ABORTED_BY_CALLBACK);
+	wait_for(&front_closed, 1);
+	wait_for(&owner_done, 1); /* the owner's request ended too */
+}
+END_TEST
+
 START_TEST(headers_and_query_pass)
 {
-	static const char *const h[] = { "X-Test: hello", "X-Cove-Tenant: forged",
-		                         "X-Cove-Node-Auth: forged", "Connection: keep-alive, X-Drop",
-		                         "X-Drop: 1", "X-Empty;", NULL };
+	static const char *const h[] = { "X-Test: hello",
+		                         "X-Cove-Tenant: forged",
+		                         "X-Cove-Node-Auth: forged",
+		                         "Connection: keep-alive, X-Drop",
+		                         "X-Drop: 1",
+		                         "X-Empty;",
+		                         NULL };
 	struct client k = { 0 };
 	ck_assert_int_eq(fetch(&k, "DELETE", "/echo/a%20b?a=1&b=x%20y%26z&flag", h, -1, false),
 	                 CURLE_OK);
@@ -446,7 +519,8 @@ START_TEST(headers_and_query_pass)
 	ck_assert(!seen_drop);
 	ck_assert(seen_empty);
 	ck_assert_ptr_nonnull(strcasestr(k.headers, "Grpc-Status: 0"));
-	ck_assert_ptr_nonnull(strcasestr(k.headers, "Content-Disposition: attachment; filename=\"x\""));
+	ck_assert_ptr_nonnull(
+	    strcasestr(k.headers, "Content-Disposition: attachment; filename=\"x\""));
 	ck_assert_ptr_nonnull(strcasestr(k.headers, "Content-Type: text/plain"));
 }
 END_TEST
@@ -454,7 +528,8 @@ END_TEST
 START_TEST(owner_down_502_fast)
 {
 	int s = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+		                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t sl = sizeof(sa);
 	ck_assert_int_eq(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	ck_assert_int_eq(getsockname(s, (struct sockaddr *)&sa, &sl), 0);
@@ -479,7 +554,8 @@ END_TEST
 START_TEST(owner_silent_504)
 {
 	int s = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+		                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t sl = sizeof(sa);
 	ck_assert_int_eq(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	ck_assert_int_eq(listen(s, 8), 0); /* connects, never answers */
@@ -553,9 +629,8 @@ START_TEST(call_and_relay)
 	ck_assert_int_eq(fwd_call(&target, "GET", "/download?size=17000000", NULL, NULL, 0, 20000,
 	                          &a, err, sizeof(err)),
 	                 -EMSGSIZE);
-	ck_assert_int_eq(fwd_call(&target, "GET", "/echo?q=1", NULL, NULL, 0, 5000, &a, err,
-	                          sizeof(err)),
-	                 0);
+	ck_assert_int_eq(
+	    fwd_call(&target, "GET", "/echo?q=1", NULL, NULL, 0, 5000, &a, err, sizeof(err)), 0);
 	ck_assert_int_eq(a.status, 200);
 	ck_assert_str_eq(a.content_type, "text/plain");
 	ck_assert_str_eq(seen_tenant, "t1");
@@ -572,6 +647,9 @@ static Suite *make_suite(void)
 	tcase_add_test(t, upload_50mb_bounded);
 	tcase_add_test(t, download_50mb_with_length);
 	tcase_add_test(t, stream_first_chunk_early);
+	tcase_add_test(t, client_gone_in_silent_stream);
+	tcase_add_test(t, stream_idle_deadline);
+	tcase_add_test(t, client_aborts_mid_upload);
 	tcase_add_test(t, headers_and_query_pass);
 	tcase_add_test(t, owner_down_502_fast);
 	tcase_add_test(t, owner_silent_504);
