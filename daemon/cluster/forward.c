@@ -55,7 +55,7 @@ struct fwd {
 	bool gone;         /* the client hung up */
 	CURLcode res;
 	long status;
-	int64_t clen; /* the owner's Content-Length, -1 unknown */
+	int64_t clen; /* the owner's Content-Length; < 0: none, or chunked */
 	int64_t last_ms;
 	size_t peak;
 	char *lines; /* the owner's header lines, each "name\0value\0" */
@@ -226,7 +226,7 @@ static bool head_line(struct fwd *f, const char *s, size_t n)
 	o[nl + 1 + (size_t)(end - v)] = '\0';
 	f->lines_len += nl + 1 + (size_t)(end - v) + 1;
 	f->nlines++;
-	if (fwd_name_is(s, nl, "Content-Length"))
+	if (fwd_name_is(s, nl, "Content-Length") && f->clen != -2)
 		f->clen = fwd_parse_length(o + nl + 1);
 	else if (fwd_name_is(s, nl, "Transfer-Encoding"))
 		f->clen = -2; /* chunked: no length, whatever else was said */
@@ -503,9 +503,9 @@ static enum MHD_Result answer(struct fwd *f, struct MHD_Connection *c)
 	const char *p = f->lines;
 	for (unsigned i = 0; i < f->nlines; i++) {
 		const char *v = p + strlen(p) + 1;
+		/* One that libmicrohttpd refuses is left out. */
 		if (fwd_pass_back(p))
-			MHD_add_response_header(r, p,
-			                        v); /* one libmicrohttpd refuses is left out */
+			MHD_add_response_header(r, p, v);
 		p = v + strlen(v) + 1;
 	}
 	f->queued = true;

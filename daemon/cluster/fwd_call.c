@@ -90,13 +90,18 @@ int fwd_call(const struct fwd_target *t, const char *method, const char *url_wit
 	struct sink k = { 0 };
 	fwd_curl_init();
 	CURL *e = curl_easy_init();
-	if (!e || asprintf(&url, "%s%s", t->base, url_with_query) < 0 ||
+	size_t blen = strlen(t->base);
+	while (blen && t->base[blen - 1] == '/')
+		blen--;
+	if (!e || asprintf(&url, "%.*s%s", (int)blen, t->base, url_with_query) < 0 ||
 	    fwd_lines_headers(client_headers, t, &h) < 0 ||
 	    fwd_easy_common(e, t, url, h, errbuf) < 0) {
 		r = errf(err, errlen, -ENOMEM, "out of memory calling node %s", t->base);
 		goto out;
 	}
 	curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+	if (!strcmp(method, "HEAD"))
+		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
 	if (len || !strcmp(method, "POST") || !strcmp(method, "PUT") || !strcmp(method, "PATCH")) {
 		curl_easy_setopt(e, CURLOPT_POSTFIELDS, body ? body : "");
 		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
@@ -138,7 +143,7 @@ void fwd_answer_free(struct fwd_answer *a)
 
 enum MHD_Result fwd_relay(struct MHD_Connection *c, const struct fwd_answer *a)
 {
-	if (a->status < 100 || a->status > 999) {
+	if (a->status < 200 || a->status > 999) {
 		char msg[64];
 		snprintf(msg, sizeof(msg), "the owner node answered status %ld", a->status);
 		return coved_json_error(c, 502, msg);

@@ -37,7 +37,7 @@ int fwd_call(const struct fwd_target *t, const char *method, const char *url_wit
 void fwd_answer_free(struct fwd_answer *a);
 
 /* fwd_relay() - queues a on c as the owner gave it: status, body and
- * Content-Type (an owner's status out of 100..999 goes as a 502). */
+ * Content-Type (a status out of 200..999 goes as a 502). */
 enum MHD_Result fwd_relay(struct MHD_Connection *c, const struct fwd_answer *a);
 
 #endif

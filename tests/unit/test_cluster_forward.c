@@ -166,6 +166,10 @@ static enum MHD_Result owner_answer(struct MHD_Connection *c, const char *url, s
 	} else if (!strcmp(url, "/hold")) {
 		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 1024, hold_body, NULL,
 		                                         NULL);
+	} else if (!strcmp(url, "/nocontent")) {
+		status = 204;
+		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+		MHD_add_response_header(resp, "X-Gone", "yes");
 	} else if (!strcmp(url, "/json")) {
 		status = 201;
 		char *b = strdup(r->body);
@@ -393,6 +397,7 @@ static CURLcode fetch(struct client *k, const char *method, const char *path,
 		h = curl_slist_append(h, *headers);
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(e, CURLOPT_NOBODY, (long)!strcmp(method, "HEAD"));
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT, 60L);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, client_write);
@@ -448,6 +453,27 @@ START_TEST(download_50mb_with_length)
 	ck_assert_ptr_nonnull(strcasestr(k.headers, "Content-Length: 52428800"));
 	wait_for(&front_closed, 1);
 	ck_assert_uint_le(front_peak, 2 * FWD_BUFFER);
+}
+END_TEST
+
+START_TEST(empty_bodies)
+{
+	struct client k = { 0 };
+	ck_assert_int_eq(fetch(&k, "POST", "/upload", NULL, 0, false), CURLE_OK);
+	ck_assert_int_eq(k.status, 200);
+	ck_assert_str_eq(k.body, "len=0 hash=cbf29ce484222325");
+
+	struct client h = { 0 };
+	ck_assert_int_eq(fetch(&h, "HEAD", "/download?size=1000", NULL, -1, false), CURLE_OK);
+	ck_assert_int_eq(h.status, 200);
+	ck_assert_uint_eq(h.len, 0);
+	ck_assert_ptr_nonnull(strcasestr(h.headers, "Content-Length: 1000"));
+
+	struct client n = { 0 };
+	ck_assert_int_eq(fetch(&n, "GET", "/nocontent", NULL, -1, false), CURLE_OK);
+	ck_assert_int_eq(n.status, 204);
+	ck_assert_ptr_nonnull(strcasestr(n.headers, "X-Gone: yes"));
+	wait_for(&front_closed, 3);
 }
 END_TEST
 
@@ -646,6 +672,7 @@ static Suite *make_suite(void)
 	tcase_set_timeout(t, 120);
 	tcase_add_test(t, upload_50mb_bounded);
 	tcase_add_test(t, download_50mb_with_length);
+	tcase_add_test(t, empty_bodies);
 	tcase_add_test(t, stream_first_chunk_early);
 	tcase_add_test(t, client_gone_in_silent_stream);
 	tcase_add_test(t, stream_idle_deadline);
