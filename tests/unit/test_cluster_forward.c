@@ -205,6 +205,8 @@ static enum MHD_Result owner_cb(void *cls, struct MHD_Connection *c, const char 
 			MHD_get_connection_values(c, MHD_HEADER_KIND, seen_header, NULL);
 			MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, seen_arg, NULL);
 		}
+		if (!strcmp(url, "/reject"))
+			return coved_json_error(c, 403, "no such sandbox here");
 		return MHD_YES;
 	}
 	if (*size) {
@@ -463,6 +465,11 @@ START_TEST(empty_bodies)
 	ck_assert_int_eq(k.status, 200);
 	ck_assert_str_eq(k.body, "len=0 hash=cbf29ce484222325");
 
+	struct client r = { 0 }; /* answered before the upload is read */
+	ck_assert_int_eq(fetch(&r, "PUT", "/reject", NULL, 10 * MB, false), CURLE_OK);
+	ck_assert_int_eq(r.status, 403);
+	ck_assert_str_eq(r.body, "{\"code\":403,\"message\":\"no such sandbox here\"}");
+
 	struct client h = { 0 };
 	ck_assert_int_eq(fetch(&h, "HEAD", "/download?size=1000", NULL, -1, false), CURLE_OK);
 	ck_assert_int_eq(h.status, 200);
@@ -473,7 +480,7 @@ START_TEST(empty_bodies)
 	ck_assert_int_eq(fetch(&n, "GET", "/nocontent", NULL, -1, false), CURLE_OK);
 	ck_assert_int_eq(n.status, 204);
 	ck_assert_ptr_nonnull(strcasestr(n.headers, "X-Gone: yes"));
-	wait_for(&front_closed, 3);
+	wait_for(&front_closed, 4);
 }
 END_TEST
 
