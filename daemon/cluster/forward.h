@@ -39,8 +39,10 @@ struct fwd *fwd_open(struct MHD_Connection *c, const char *method, const char *u
  * idle deadline), and *size set to 0; the end (*size == 0) waits for the
  * owner's head and queues the answer: its status and headers and a body
  * that streams.  No owner: 502 ({"code","message"} naming base); no head
- * within the idle deadline: 504.  After a failure the rest of an upload
- * is read and dropped (libmicrohttpd answers only at the end).
+ * within the idle deadline: 504.  After a failure, or once the owner
+ * answered without reading it all, the rest of an upload is read and
+ * dropped (libmicrohttpd answers only at the end; such an early answer's
+ * body waits in the answer buffer, so one over FWD_BUFFER ends in a 504).
  * Return: MHD_YES, or MHD_NO when no answer could be queued. */
 enum MHD_Result fwd_feed(struct fwd *f, struct MHD_Connection *c, const char *data, size_t *size);
 
