@@ -40,7 +40,7 @@ LIBS_NET := $(shell pkg-config --libs libmnl libnftables libcrypto 2>/dev/null |
 # libhttp-parser for credential injection.
 LIBS_EGRESS := $(shell pkg-config --libs libnftables libmnl ldns libnetfilter_log libssl libcrypto 2>/dev/null || \
                  echo -lnftables -lmnl -lldns -lnetfilter_log -lssl -lcrypto) -lhttp_parser
-# cove cluster: libcurl, to coved's Unix socket.
+# libcurl: coved's cluster mode (etcd, the other nodes) and cove cluster (coved's socket).
 LIBS_CURL := $(shell pkg-config --libs libcurl 2>/dev/null || echo -lcurl)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread)
 
@@ -127,7 +127,7 @@ LIBS_HTTPD := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicr
 $(B)/bin/coved: $(call obj,$(DAEMON_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS_VMM) $(LIBS_NET) $(LIBS_HTTPD)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS_VMM) $(LIBS_NET) $(LIBS_HTTPD) $(LIBS_CURL)
 
 # Tiny freestanding programs that go into guest images (rootfs/guest-tools).
 $(B)/guest/%: rootfs/guest-tools/%.c
@@ -170,6 +170,9 @@ ENVD_PURE_SRCS := $(sort $(wildcard daemon/http/connect.c daemon/http/multipart.
                     daemon/envd/messages.c))
 LIBS_MHD := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
 $(B)/asan/libenvd.a: $(call asan_obj,$(ENVD_SRCS))
+# daemon/cluster: its unit tests bring their own servers (reply.c is in libenvd.a).
+CLUSTER_SRCS := $(sort $(wildcard daemon/cluster/*.c))
+$(B)/asan/libcluster.a: $(call asan_obj,$(CLUSTER_SRCS))
 
 # What the unit tests share: every tests/unit/*.c that is not a test.
 UNIT_HELPER_SRCS := $(filter-out $(UNIT_SRCS),$(sort $(wildcard tests/unit/*.c)))
@@ -177,7 +180,7 @@ $(B)/asan/libunit.a: $(call asan_obj,$(UNIT_HELPER_SRCS))
 
 UNIT_ARCHIVES := $(B)/asan/libunit.a $(B)/asan/libvmm.a $(B)/asan/libagent.a $(B)/asan/libcove.a \
                  $(B)/asan/libegress.a $(B)/asan/libdaemon.a $(B)/asan/libenvd.a \
-                 $(B)/asan/libcli.a $(B)/asan/libcommon.a
+                 $(B)/asan/libcli.a $(B)/asan/libcluster.a $(B)/asan/libcommon.a
 $(B)/unit/%: tests/unit/%.c $(UNIT_ARCHIVES)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  TEST    $@")
@@ -206,7 +209,7 @@ $(SAN_B)/bin/cove-vmm: $(call san_obj,$(VMM_SRCS) $(COMMON_SRCS))
 $(SAN_B)/bin/cove: $(call san_obj,$(CLI_SRCS) $(CLI_DAEMON_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
 $(SAN_B)/bin/cove: SAN_LIBS := $(LIBS_NET) $(LIBS_CURL)
 $(SAN_B)/bin/coved: $(call san_obj,$(DAEMON_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
-$(SAN_B)/bin/coved: SAN_LIBS := $(LIBS_NET) $(LIBS_HTTPD)
+$(SAN_B)/bin/coved: SAN_LIBS := $(LIBS_NET) $(LIBS_HTTPD) $(LIBS_CURL)
 $(SAN_B)/bin/%:
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD-SAN  $@")
