@@ -40,6 +40,8 @@ LIBS_NET := $(shell pkg-config --libs libmnl libnftables libcrypto 2>/dev/null |
 # libhttp-parser for credential injection.
 LIBS_EGRESS := $(shell pkg-config --libs libnftables libmnl ldns libnetfilter_log libssl libcrypto 2>/dev/null || \
                  echo -lnftables -lmnl -lldns -lnetfilter_log -lssl -lcrypto) -lhttp_parser
+# coved's cluster mode: etcd's JSON gateway over libcurl.
+LIBS_CURL := $(shell pkg-config --libs libcurl 2>/dev/null || echo -lcurl)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread)
 
 # Sources, found by folder so a new file needs no Makefile edit.
@@ -123,7 +125,7 @@ LIBS_HTTPD := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicr
 $(B)/bin/coved: $(call obj,$(DAEMON_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS_VMM) $(LIBS_NET) $(LIBS_HTTPD)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS_VMM) $(LIBS_NET) $(LIBS_HTTPD) $(LIBS_CURL)
 
 # Tiny freestanding programs that go into guest images (rootfs/guest-tools).
 $(B)/guest/%: rootfs/guest-tools/%.c
@@ -165,17 +167,23 @@ ENVD_PURE_SRCS := $(sort $(wildcard daemon/http/connect.c daemon/http/multipart.
 LIBS_MHD := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
 $(B)/asan/libenvd.a: $(call asan_obj,$(ENVD_SRCS))
 
+# ---- cluster (issue 28): the etcd client.  Its unit test starts a real
+# etcd; the gateway's JSON (pure, no curl) also goes into the fuzz targets.
+CLUSTER_SRCS := $(sort $(wildcard daemon/cluster/etcd.c daemon/cluster/etcd_json.c))
+CLUSTER_PURE_SRCS := $(wildcard daemon/cluster/etcd_json.c)
+$(B)/asan/libcluster.a: $(call asan_obj,$(CLUSTER_SRCS))
+
 # What the unit tests share: every tests/unit/*.c that is not a test.
 UNIT_HELPER_SRCS := $(filter-out $(UNIT_SRCS),$(sort $(wildcard tests/unit/*.c)))
 $(B)/asan/libunit.a: $(call asan_obj,$(UNIT_HELPER_SRCS))
 
 UNIT_ARCHIVES := $(B)/asan/libunit.a $(B)/asan/libvmm.a $(B)/asan/libagent.a $(B)/asan/libcove.a \
                  $(B)/asan/libegress.a $(B)/asan/libdaemon.a $(B)/asan/libenvd.a \
-                 $(B)/asan/libcommon.a
+                 $(B)/asan/libcluster.a $(B)/asan/libcommon.a
 $(B)/unit/%: tests/unit/%.c $(UNIT_ARCHIVES)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  TEST    $@")
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $< -Wl,--start-group $(UNIT_ARCHIVES) -Wl,--end-group $(CHECK_LIBS) $(LIBS_VMM) $(LIBS_EGRESS) $(LIBS_NET) $(LIBS_MHD)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $< -Wl,--start-group $(UNIT_ARCHIVES) -Wl,--end-group $(CHECK_LIBS) $(LIBS_VMM) $(LIBS_EGRESS) $(LIBS_NET) $(LIBS_MHD) $(LIBS_CURL)
 
 unit: $(UNIT_BINS)
 	@fail=0; for t in $(UNIT_BINS); do \
@@ -200,7 +208,7 @@ $(SAN_B)/bin/cove-vmm: $(call san_obj,$(VMM_SRCS) $(COMMON_SRCS))
 $(SAN_B)/bin/cove: $(call san_obj,$(CLI_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
 $(SAN_B)/bin/cove: SAN_LIBS := $(LIBS_NET)
 $(SAN_B)/bin/coved: $(call san_obj,$(DAEMON_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
-$(SAN_B)/bin/coved: SAN_LIBS := $(LIBS_NET) $(LIBS_HTTPD)
+$(SAN_B)/bin/coved: SAN_LIBS := $(LIBS_NET) $(LIBS_HTTPD) $(LIBS_CURL)
 $(SAN_B)/bin/%:
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD-SAN  $@")
@@ -237,7 +245,7 @@ $(B)/fuzzobj/%.o: %.c
 	$(Q)$(FUZZ_CC) $(CPPFLAGS) -std=gnu11 -O1 -g $(WARN) -MMD -MP $(FUZZ_FLAGS) -c $< -o $@
 
 FUZZ_LINKED := $(VMM_LIB_SRCS) $(AGENT_LIB_SRCS) $(LIB_SRCS) $(EGRESS_LIB_SRCS) $(COMMON_SRCS) \
-               $(DAEMON_PURE_SRCS) $(ENVD_PURE_SRCS)
+               $(DAEMON_PURE_SRCS) $(ENVD_PURE_SRCS) $(CLUSTER_PURE_SRCS)
 $(B)/fuzz/%: tests/fuzz/%.c $(call fuzz_obj,$(FUZZ_LINKED))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ    $@")
