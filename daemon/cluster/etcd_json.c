@@ -408,6 +408,7 @@ int etcd_json_parse_txn(const char *buf, size_t len, bool *succeeded, struct etc
                         char *err, size_t errlen)
 {
 	struct etcd_kvs k = { 0 };
+	*succeeded = false;
 	if (got)
 		memset(got, 0, sizeof(*got));
 	json_t *o = load(buf, len, 0, err, errlen);
@@ -425,6 +426,8 @@ int etcd_json_parse_txn(const char *buf, size_t len, bool *succeeded, struct etc
 	for (size_t i = 0; !r && i < json_array_size(a); i++)
 		r = txn_response(json_array_get(a, i), &k, err, errlen);
 	json_decref(o);
+	if (r)
+		*succeeded = false;
 	if (r || !got)
 		etcd_kvs_free(&k);
 	else

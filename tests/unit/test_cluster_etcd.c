@@ -208,6 +208,7 @@ START_TEST(txn_answers)
 		"{" HDR ",\"succeeded\":\"yes\"}",
 		"{" HDR ",\"responses\":{}}",
 		"{" HDR ",\"responses\":[5]}",
+		"{" HDR ",\"succeeded\":true,\"responses\":[5]}",
 		"{" HDR ",\"responses\":[{}]}",
 		"{" HDR ",\"responses\":[{\"response_put\":{},\"response_range\":{}}]}",
 		"{" HDR ",\"responses\":[{\"response_txn\":{}}]}",
