@@ -42,25 +42,28 @@ static void curl_init(void)
 	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-static int endpoint_check(const char *s, char *err, size_t errlen)
+/* An http:// or https:// URL with a host, printable, bounded: its length
+ * without trailing slashes in *len. */
+static int endpoint_check(const char *s, size_t *len, char *err, size_t errlen)
 {
 	if (!s)
 		return errf(err, errlen, -EINVAL, "etcd endpoint missing");
-	size_t n = strlen(s), scheme = strncmp(s, "https://", 8) == 0  ? 8
-	                               : strncmp(s, "http://", 7) == 0 ? 7
-	                                                               : 0;
+	size_t n = strlen(s), scheme = strncmp(s, "https://", 8) == 0 ? 8 : 0;
+	if (strncmp(s, "http://", 7) == 0)
+		scheme = 7;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f)
+			return errf(err, errlen, -EINVAL,
+			            "etcd endpoint has a space or control byte");
+	while (n > scheme && s[n - 1] == '/')
+		n--;
 	if (!scheme || n == scheme || n > ETCD_ENDPOINT_MAX)
 		return errf(
 		    err, errlen, -EINVAL,
 		    "etcd endpoint \"%.64s\" is not an http:// or https:// URL of at most %u "
 		    "bytes",
 		    s, ETCD_ENDPOINT_MAX);
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f)
-			return errf(err, errlen, -EINVAL,
-			            "etcd endpoint \"%.64s\" has a space or "
-			            "control byte",
-			            s);
+	*len = n;
 	return 0;
 }
 
@@ -72,8 +75,9 @@ struct etcd *etcd_new(const char *const *endpoints, size_t n, unsigned int timeo
 		     n, ETCD_ENDPOINTS_MAX, timeout_ms);
 		return NULL;
 	}
+	size_t len[ETCD_ENDPOINTS_MAX];
 	for (size_t i = 0; i < n; i++)
-		if (endpoint_check(endpoints[i], err, errlen))
+		if (endpoint_check(endpoints[i], &len[i], err, errlen))
 			return NULL;
 	pthread_once(&curl_once, curl_init);
 	if (curl_init_rc != CURLE_OK) {
@@ -87,13 +91,10 @@ struct etcd *etcd_new(const char *const *endpoints, size_t n, unsigned int timeo
 		return NULL;
 	}
 	e->timeout_ms = timeout_ms;
-	for (; e->n < n; e->n++) {
-		size_t len = strlen(endpoints[e->n]);
-		while (endpoints[e->n][len - 1] == '/')
-			len--;
-		if (!(e->ep[e->n] = strndup(endpoints[e->n], len)))
+	atomic_init(&e->good, 0);
+	for (; e->n < n; e->n++)
+		if (!(e->ep[e->n] = strndup(endpoints[e->n], len[e->n])))
 			goto oom;
-	}
 	/* No "Expect: 100-continue" pause before a body. */
 	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
 	if (h)
@@ -189,6 +190,8 @@ static int curl_failure(CURL *c, CURLcode rc, const char *cerr, const struct ans
 	case CURLE_SSL_CERTPROBLEM:
 	case CURLE_SSL_CACERT_BADFILE:
 		return errf(msg, msglen, -EHOSTUNREACH, "%s", what);
+	case CURLE_FILESIZE_EXCEEDED:
+		return errf(msg, msglen, -EPROTO, "answer over %u bytes", ETCD_ANSWER_MAX);
 	case CURLE_WRITE_ERROR:
 		if (a->over)
 			return errf(msg, msglen, -EPROTO, "answer over %u bytes", ETCD_ANSWER_MAX);
@@ -306,9 +309,12 @@ static int answer_err(const struct answer *a, const char *path, int r, const cha
 static int post(struct etcd *e, const char *path, int br, char *body, bool read, struct answer *a,
                 char *err, size_t errlen)
 {
+	char why[256];
 	memset(a, 0, sizeof(*a));
-	if (br)
-		return br;
+	if (br) {
+		snprintf(why, sizeof(why), "%s", err && errlen ? err : "bad request");
+		return errf(err, errlen, br, "etcd %s: %s", path, why);
+	}
 	return request(e, path, body, read, a, err, errlen);
 }
 

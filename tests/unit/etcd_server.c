@@ -7,7 +7,9 @@
 #include <ftw.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,4 +173,104 @@ void unit_etcd_stop(struct unit_etcd *u)
 	if (u->dir[0])
 		nftw(u->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	u->dir[0] = '\0';
+}
+
+struct unit_canned {
+	int fd;
+	const struct unit_reply *replies;
+	size_t n, sent;
+	atomic_bool stop;
+	pthread_t thread;
+};
+
+/* Reads one request head and its Content-Length body (bounded). */
+static void read_request(int fd)
+{
+	char buf[65536];
+	size_t len = 0;
+	ssize_t r;
+	while (len < sizeof(buf) - 1 && (r = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0) {
+		len += (size_t)r;
+		buf[len] = '\0';
+		char *end = strstr(buf, "\r\n\r\n"), *cl = strcasestr(buf, "content-length:");
+		if (end && (size_t)(end + 4 - buf) + (cl ? strtoul(cl + 15, NULL, 10) : 0) <= len)
+			return;
+	}
+}
+
+static void serve(int fd, const struct unit_reply *rp)
+{
+	char head[256], cl[48] = "", fill[65536];
+	size_t blen = rp->body ? strlen(rp->body) : rp->length;
+	if (blen)
+		snprintf(cl, sizeof(cl), "Content-Length: %zu\r\n", blen);
+	int hl = snprintf(head, sizeof(head),
+	                  "HTTP/1.1 %d X\r\nContent-Type: application/json\r\n%s"
+	                  "Connection: close\r\n\r\n",
+	                  rp->status, cl);
+	read_request(fd);
+	if (send(fd, head, (size_t)hl, MSG_NOSIGNAL) != hl)
+		return;
+	if (rp->body) {
+		send(fd, rp->body, blen, MSG_NOSIGNAL);
+		return;
+	}
+	memset(fill, ' ', sizeof(fill));
+	while (send(fd, fill, sizeof(fill), MSG_NOSIGNAL) > 0)
+		;
+}
+
+static void *canned_main(void *arg)
+{
+	struct unit_canned *c = arg;
+	int64_t deadline = mono_ms() + 5000;
+	while (c->sent < c->n && !atomic_load(&c->stop) && mono_ms() < deadline) {
+		struct pollfd p = { .fd = c->fd, .events = POLLIN };
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		int s = accept4(c->fd, NULL, NULL, SOCK_CLOEXEC);
+		if (s < 0)
+			continue;
+		struct timeval tv = { .tv_sec = 2 };
+		setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		serve(s, &c->replies[c->sent++]);
+		close(s);
+		deadline = mono_ms() + 5000;
+	}
+	return NULL;
+}
+
+struct unit_canned *unit_canned_start(const struct unit_reply *replies, size_t n, char *url,
+                                      size_t urllen)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	struct unit_canned *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->replies = replies;
+	c->n = n;
+	atomic_init(&c->stop, false);
+	c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->fd < 0 || bind(c->fd, (struct sockaddr *)&a, sizeof(a)) ||
+	    getsockname(c->fd, (struct sockaddr *)&a, &alen) || listen(c->fd, 8) ||
+	    pthread_create(&c->thread, NULL, canned_main, c)) {
+		if (c->fd >= 0)
+			close(c->fd);
+		free(c);
+		return NULL;
+	}
+	snprintf(url, urllen, "http://127.0.0.1:%d", ntohs(a.sin_port));
+	return c;
+}
+
+size_t unit_canned_stop(struct unit_canned *c)
+{
+	atomic_store(&c->stop, true);
+	pthread_join(c->thread, NULL);
+	close(c->fd);
+	size_t sent = c->sent;
+	free(c);
+	return sent;
 }

@@ -31,4 +31,21 @@ bool unit_etcd_start(struct unit_etcd *u, int timeout_ms);
  * folder.  Safe on a stopped or never started u. */
 void unit_etcd_stop(struct unit_etcd *u);
 
+/* A fake gateway: a loopback HTTP server (in a thread) that answers its
+ * connections in turn with replies[0..n), one each, then closes them.  A
+ * body of NULL is endless (until the client hangs up), announced as length
+ * bytes (0: no Content-Length).  Each wait is bounded (5 s). */
+struct unit_reply {
+	int status;
+	const char *body;
+	size_t length;
+};
+struct unit_canned;
+/* unit_canned_start() - listens; *url: its "http://127.0.0.1:PORT".  The
+ * replies must outlive it.  Return: the server, or NULL. */
+struct unit_canned *unit_canned_start(const struct unit_reply *replies, size_t n, char *url,
+                                      size_t urllen);
+/* unit_canned_stop() - ends the thread; how many replies it sent. */
+size_t unit_canned_stop(struct unit_canned *c);
+
 #endif
