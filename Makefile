@@ -170,8 +170,12 @@ ENVD_PURE_SRCS := $(sort $(wildcard daemon/http/connect.c daemon/http/multipart.
                     daemon/envd/messages.c))
 LIBS_MHD := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
 $(B)/asan/libenvd.a: $(call asan_obj,$(ENVD_SRCS))
-# daemon/cluster: its unit tests bring their own servers (reply.c is in libenvd.a).
+# ---- cluster (issue 28): daemon/cluster.  Its unit tests start a real etcd
+# and their own HTTP servers (reply.c is in libenvd.a); the pure parsers of
+# what etcd and other nodes answer also go into the fuzz targets.
 CLUSTER_SRCS := $(sort $(wildcard daemon/cluster/*.c))
+CLUSTER_PURE_SRCS := $(wildcard daemon/cluster/etcd_json.c daemon/cluster/records.c \
+                       daemon/cluster/place.c)
 $(B)/asan/libcluster.a: $(call asan_obj,$(CLUSTER_SRCS))
 
 # What the unit tests share: every tests/unit/*.c that is not a test.
@@ -246,7 +250,7 @@ $(B)/fuzzobj/%.o: %.c
 	$(Q)$(FUZZ_CC) $(CPPFLAGS) -std=gnu11 -O1 -g $(WARN) -MMD -MP $(FUZZ_FLAGS) -c $< -o $@
 
 FUZZ_LINKED := $(VMM_LIB_SRCS) $(AGENT_LIB_SRCS) $(LIB_SRCS) $(EGRESS_LIB_SRCS) $(COMMON_SRCS) \
-               $(DAEMON_PURE_SRCS) $(ENVD_PURE_SRCS)
+               $(DAEMON_PURE_SRCS) $(ENVD_PURE_SRCS) $(CLUSTER_PURE_SRCS)
 $(B)/fuzz/%: tests/fuzz/%.c $(call fuzz_obj,$(FUZZ_LINKED))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ    $@")
