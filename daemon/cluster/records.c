@@ -35,8 +35,8 @@ static int str_field(json_t *o, const char *key, char *buf, size_t size, bool re
 {
 	json_t *v = json_object_get(o, key);
 	buf[0] = 0;
-	if (!v)
-		return required ? -EPROTO : 0;
+	if (!v || (json_is_null(v) && !required))
+		return v || !required ? 0 : -EPROTO;
 	const char *s = json_string_value(v);
 	if (!s || strlen(s) >= size)
 		return -EPROTO;

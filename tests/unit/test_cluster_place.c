@@ -39,6 +39,7 @@ START_TEST(pick_best_of_k)
 	ck_assert_uint_eq(out[2], 0);
 	/* The template's holder wins by a quarter. */
 	n[4].has_template = true;
+	n[4].used_vcpus = 2;
 	ck_assert_uint_eq(cl_pick(n, 5, 1, 512, CL_PICK_K, &seed, out), 3);
 	ck_assert_uint_eq(out[0], 4);
 	/* Memory counts as much as CPUs. */
@@ -145,7 +146,17 @@ static void etcd_down(void)
 	unit_etcd_stop(&etcd);
 }
 
-/* A node record (under a fresh lease) and, when used, its alloc. */
+/* Every key of the cluster's, gone: each test starts from nothing. */
+static void wipe(void)
+{
+	struct etcd_kvs k = { 0 };
+	ck_assert_int_eq(etcd_range_prefix(E, "/cove/", &k, err, sizeof(err)), 0);
+	for (size_t i = 0; i < k.n; i++)
+		ck_assert_int_eq(etcd_delete(E, k.kv[i].key, err, sizeof(err)), 0);
+	etcd_kvs_free(&k);
+}
+
+/* A node record, under a fresh lease. */
 static void node_add(const char *id, uint64_t vcpus, uint64_t mem)
 {
 	struct cl_node_rec n = { .vcpus = vcpus, .memory_mib = mem };
@@ -184,6 +195,7 @@ static void want_of(struct cl_dir *w, uint64_t vcpus)
 START_TEST(lifecycle_writes)
 {
 	ck_assert_msg(E, "etcd: %s", etcd.why);
+	wipe();
 	node_add("life", 8, 4096);
 	struct cl_dir_state s;
 	ck_assert_int_eq(cl_dir_init(&s, E, "life"), 0);
@@ -255,14 +267,8 @@ static void *race(void *arg)
 START_TEST(two_placers_one_node)
 {
 	ck_assert_msg(E, "etcd: %s", etcd.why);
-	/* The only node with room: 10 vCPUs.  Two placers, 20 creates each. */
-	char key[80];
-	snprintf(key, sizeof(key), "%s", CL_PREFIX_NODES);
-	struct etcd_kvs k = { 0 };
-	ck_assert_int_eq(etcd_range_prefix(E, CL_PREFIX_NODES, &k, err, sizeof(err)), 0);
-	for (size_t i = 0; i < k.n; i++)
-		ck_assert_int_eq(etcd_delete(E, k.kv[i].key, err, sizeof(err)), 0);
-	etcd_kvs_free(&k);
+	wipe();
+	/* The only node: room for 10 vCPUs.  Two placers, 20 creates each. */
 	node_add("third", 10, 1 << 20);
 	struct racer a = { .self = "pa" }, b = { .self = "pb" };
 	pthread_t ta, tb;
@@ -281,6 +287,7 @@ END_TEST
 START_TEST(scan_marks_lost)
 {
 	ck_assert_msg(E, "etcd: %s", etcd.why);
+	wipe();
 	node_add("alive", 8, 4096);
 	struct cl_dir_state s;
 	ck_assert_int_eq(cl_dir_init(&s, E, "alive"), 0);
@@ -337,6 +344,7 @@ static int cmp_double(const void *a, const void *b)
 START_TEST(thousand_nodes)
 {
 	ck_assert_msg(E, "etcd: %s", etcd.why);
+	wipe();
 	/* 1,000 synthetic nodes of 4 vCPUs, registered in batches of 100. */
 	int64_t lease;
 	ck_assert_int_eq(etcd_lease_grant(E, 300, &lease, err, sizeof(err)), 0);
