@@ -13,6 +13,7 @@
 
 #include "clock.h"
 #include "daemon/cluster/etcd.h"
+#include "daemon/cluster/forward.h"
 #include "daemon/sandboxes/lifecycle.h"
 #include "daemon/sandboxes/record.h"
 #include "daemon/sandboxes/sandbox.h"
@@ -320,6 +321,7 @@ int coved_cluster_start(struct coved *d, char *err, size_t errlen)
 		return errf(err, errlen, -ENOMEM, "out of memory");
 	cl->d = d;
 	cl->cfg = cfg;
+	fwd_curl_init(); /* libcurl's global set-up, once, before any thread uses it */
 	pthread_mutex_init(&cl->mu, NULL);
 	pthread_cond_init(&cl->cond, NULL);
 	if (gethostname(cl->host, sizeof(cl->host) - 1) < 0)
