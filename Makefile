@@ -175,7 +175,7 @@ $(B)/asan/libenvd.a: $(call asan_obj,$(ENVD_SRCS))
 # what etcd and other nodes answer also go into the fuzz targets.
 CLUSTER_SRCS := $(sort $(wildcard daemon/cluster/*.c))
 CLUSTER_PURE_SRCS := $(wildcard daemon/cluster/etcd_json.c daemon/cluster/records.c \
-                       daemon/cluster/place.c)
+                       daemon/cluster/place.c daemon/cluster/fwd_http.c)
 $(B)/asan/libcluster.a: $(call asan_obj,$(CLUSTER_SRCS))
 
 # What the unit tests share: every tests/unit/*.c that is not a test.
@@ -255,7 +255,7 @@ $(B)/fuzz/%: tests/fuzz/%.c $(call fuzz_obj,$(FUZZ_LINKED))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ    $@")
 	$(Q)$(FUZZ_CC) $(CPPFLAGS) -std=gnu11 -O1 -g $(WARN) -fsanitize=fuzzer,address,undefined \
-	  -o $@ $< -Wl,--start-group $(call fuzz_obj,$(FUZZ_LINKED)) -Wl,--end-group $(LIBS_VMM) $(LIBS_EGRESS) $(LIBS_NET)
+	  -o $@ $< -Wl,--start-group $(call fuzz_obj,$(FUZZ_LINKED)) -Wl,--end-group $(LIBS_VMM) $(LIBS_EGRESS) $(LIBS_NET) $(LIBS_MHD) $(LIBS_CURL)
 
 fuzz: $(FUZZ_BINS)
 
