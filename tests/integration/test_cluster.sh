@@ -52,7 +52,7 @@ import json, sys
 json.dump({"socket": "$d/coved.sock", "state_dir": "$d/state", "api_keys_file": "$WORK/keys",
            "tcp": "127.0.0.1:${HPORT[$i]}", "network": False, "memory_mib": 128,
            "templates_dir": "$COVE_TEMPLATE_DIR", "runtime_dir": "$d/rt",
-           "cgroup_parent": "cove-itest-n$n", "jail_ids": "$((200000 + i * 1000))-$((200000 + i * 1000 + 999))",
+           "cgroup_parent": "/sys/fs/cgroup/cove-itest-n$n", "jail_ids": "$((200000 + i * 1000))-$((200000 + i * 1000 + 999))",
            "cluster": {"etcd": $ENDPOINTS, "node_id": "n$n", "advertise": "http://127.0.0.1:${HPORT[$i]}",
                        "lease_ttl_s": $TTL, "secret_file": "$WORK/secret",
                        "capacity": {"vcpus": 8, "memory_mib": 4096}}}, open(sys.argv[1], "w"))
