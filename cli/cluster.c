@@ -100,7 +100,7 @@ static int get_uint(json_t *o, const char *k, uint64_t *v)
 {
 	json_t *x = json_object_get(o, k);
 	*v = 0;
-	if (!x)
+	if (!x || json_is_null(x))
 		return 0;
 	if (!json_is_integer(x) || json_integer_value(x) < 0)
 		return -1;
@@ -112,7 +112,7 @@ static int get_bool(json_t *o, const char *k, bool *v)
 {
 	json_t *x = json_object_get(o, k);
 	*v = false;
-	if (!x)
+	if (!x || json_is_null(x))
 		return 0;
 	if (!json_is_boolean(x))
 		return -1;
@@ -124,7 +124,7 @@ static int get_str(json_t *o, const char *k, char *out, size_t len)
 {
 	json_t *x = json_object_get(o, k);
 	snprintf(out, len, "-");
-	if (!x)
+	if (!x || json_is_null(x))
 		return 0;
 	if (!json_is_string(x))
 		return -1;

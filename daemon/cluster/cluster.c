@@ -43,6 +43,7 @@ static void want_of(struct coved_cluster *cl, const struct coved_dir_note *n, st
 	w->vcpus = n->cpus;
 	w->memory_mib = n->memory_mib;
 	snprintf(w->reason, sizeof(w->reason), "%s", n->reason);
+	w->shared = n->shared;
 }
 
 /* One record into the directory; a failure leaves it for the next tick. */
@@ -93,6 +94,9 @@ static int reconcile(struct coved_cluster *cl)
 		coved_sb_unref(all[i]);
 	}
 	free(all);
+	char err[300];
+	if (ret == 0 && cl_alloc_settle(&cl->dir, err, sizeof(err)) < 0)
+		ret = -EAGAIN;
 	return ret;
 }
 
@@ -395,7 +399,7 @@ json_t *coved_cluster_health(struct coved *d)
 	if (!d->cluster)
 		return NULL;
 	bool f = coved_cluster_fenced(d, why, sizeof(why));
-	return json_pack("{s:s, s:s, s:s?}", "node", d->cluster->cfg->node_id, "lease",
+	return json_pack("{s:s, s:s, s:s*}", "node", d->cluster->cfg->node_id, "lease",
 	                 f ? "lost" : "ok", "reason", f ? why : NULL);
 }
 
@@ -429,7 +433,7 @@ json_t *coved_cluster_status(struct coved *d)
 		              "templates", t));
 	}
 	pthread_mutex_unlock(&cl->dir.mu);
-	return json_pack("{s:s, s:o, s:{s:b, s:s?, s:I, s:s?}}", "node", cl->cfg->node_id, "nodes",
+	return json_pack("{s:s, s:o, s:{s:b, s:s*, s:I, s:s*}}", "node", cl->cfg->node_id, "nodes",
 	                 nodes, "self", "fenced", f, "reason", f ? why : NULL, "etcd_writes",
 	                 (json_int_t)atomic_load(&cl->dir.writes), "etcd_error",
 	                 r < 0 ? err : NULL);

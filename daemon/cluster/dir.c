@@ -639,3 +639,63 @@ int cl_dir_scan(struct cl_dir_state *s, char *err, size_t errlen)
 	etcd_kvs_free(&k);
 	return marked;
 }
+
+int cl_dir_claim(struct cl_dir_state *s, const char *sbid, const struct cl_dir *seen,
+                 const struct cl_dir *want, char *err, size_t errlen)
+{
+	struct cl_dir rec;
+	int64_t rev = 0;
+	pthread_mutex_lock(&s->wmu);
+	int r = dir_read(s, sbid, &rec, &rev, err, errlen);
+	if (r == 1 && dir_same(&rec, seen))
+		r = dir_txn(s, sbid, 1, &rec, &rev, want, err, errlen);
+	else if (r >= 0)
+		r = 0;
+	pthread_mutex_unlock(&s->wmu);
+	return r;
+}
+
+int cl_alloc_settle(struct cl_dir_state *s, char *err, size_t errlen)
+{
+	char akey[80];
+	snprintf(akey, sizeof(akey), CL_PREFIX_ALLOC "%s", s->self);
+	struct etcd_op get[2] = { { .kind = ETCD_OP_GET, .key = CL_PREFIX_SB },
+		                  { .kind = ETCD_OP_GET, .key = akey } };
+	struct etcd_kvs sbs = { 0 }, a = { 0 };
+	/* Two reads, the records first: a create between them raises the
+	 * alloc, and the transaction below then fails on its revision. */
+	int r = etcd_range_prefix(s->e, get[0].key, &sbs, err, errlen);
+	if (!r)
+		r = etcd_get(s->e, akey, &a, err, errlen);
+	struct cl_alloc sum = { 0 }, was = { 0 };
+	for (size_t i = 0; !r && i < sbs.n; i++) {
+		struct cl_dir d;
+		if (cl_dir_decode(sbs.kv[i].value, sbs.kv[i].value_len, &d) == 0 &&
+		    strcmp(d.node, s->self) == 0 && cl_dir_commits(&d)) {
+			sum.vcpus += d.vcpus;
+			sum.memory_mib += d.memory_mib;
+		}
+	}
+	int64_t rev = !r && a.n ? a.kv[0].mod_rev : 0;
+	if (!r && a.n)
+		cl_alloc_decode(a.kv[0].value, a.kv[0].value_len, &was);
+	etcd_kvs_free(&sbs);
+	etcd_kvs_free(&a);
+	if (r || (rev && was.vcpus == sum.vcpus && was.memory_mib == sum.memory_mib))
+		return r;
+	char *text = cl_alloc_encode(&sum);
+	if (!text)
+		return -ENOMEM;
+	struct etcd_cmp cmp = { .key = akey, .target = ETCD_CMP_MOD, .rev = rev };
+	struct etcd_op put = {
+		.kind = ETCD_OP_PUT, .key = akey, .value = text, .value_len = strlen(text)
+	};
+	bool won = false;
+	struct etcd_kvs got = { 0 };
+	r = etcd_txn(s->e, &cmp, 1, &put, 1, NULL, 0, &won, &got, err, errlen);
+	if (!r && won)
+		alloc_set(s, s->self, &sum, got.revision);
+	etcd_kvs_free(&got);
+	free(text);
+	return r;
+}

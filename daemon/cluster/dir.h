@@ -86,6 +86,19 @@ enum cl_where cl_dir_lookup(struct cl_dir_state *s, const char *sbid, struct cl_
  * Return: records marked, or -errno. */
 int cl_dir_scan(struct cl_dir_state *s, char *err, size_t errlen);
 
+/* cl_dir_claim() - takes over sbid's record as seen (its node and
+ * state as lookup gave them) for want, in one transaction on the revision
+ * it was seen at, never retried: of two nodes claiming it at once, one
+ * wins.  Return: 1 won, 0 another node changed it first, -errno. */
+int cl_dir_claim(struct cl_dir_state *s, const char *sbid, const struct cl_dir *seen,
+                 const struct cl_dir *want, char *err, size_t errlen);
+
+/* cl_alloc_settle() - this node's alloc set to what the directory's
+ * records running on it add up to (a reconcile after a restart or a lost
+ * lease).  On the alloc's revision: a placement racing it wins, and the
+ * next settle looks again.  Return: 0 or -errno. */
+int cl_alloc_settle(struct cl_dir_state *s, char *err, size_t errlen);
+
 /* cl_dir_forget() - drops sbid from the cache (its record is gone). */
 void cl_dir_forget(struct cl_dir_state *s, const char *sbid);
 

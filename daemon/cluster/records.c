@@ -160,7 +160,7 @@ int cl_alloc_decode(const char *text, size_t len, struct cl_alloc *a)
 
 char *cl_dir_encode(const struct cl_dir *r)
 {
-	return dump(json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:b, s:s?}", "node", r->node, "state",
+	return dump(json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:b, s:s*}", "node", r->node, "state",
 	                      r->state, "tenant", r->tenant, "template", r->template_id, "vcpus",
 	                      (json_int_t)r->vcpus, "memory_mib", (json_int_t)r->memory_mib,
 	                      "shared", r->shared, "reason", r->reason[0] ? r->reason : NULL));

@@ -10,6 +10,7 @@
 #include "daemon/cluster/forward.h"
 #include "daemon/conf/keys.h"
 #include "daemon/http/reply.h"
+#include "daemon/sandboxes/record.h"
 #include "daemon/sandboxes/sandbox.h"
 #include "daemon/sandboxes/state.h"
 #include "daemon/sandboxes/table.h"
@@ -121,6 +122,48 @@ static enum MHD_Result lost_reply(struct coved *d, struct MHD_Connection *c, con
 	                                  (json_int_t)rec->memory_mib, "node", rec->node));
 }
 
+/* A resume of a paused sandbox whose node is gone and whose snapshot is
+ * on the shared storage: this node claims its record (one transaction on
+ * the revision seen: of two nodes resuming it at once, one wins and the
+ * other answers 409) and adopts it from the record its node left there;
+ * the resume itself then runs here as any other.  Return: -1 not such a
+ * resume, 0 taken over (serve it here now), 1 answered (*ret). */
+static int takeover(struct coved *d, struct MHD_Connection *c, const char *method, const char *url,
+                    const char *id, const struct cl_dir *rec, enum MHD_Result *ret)
+{
+	const char *shared = d->cfg.cluster.shared_snapshot_dir;
+	char p1[100], p2[100], path[4300], err[300], msg[500];
+	snprintf(p1, sizeof(p1), "/sandboxes/%s/resume", id);
+	snprintf(p2, sizeof(p2), "/v2/sandboxes/%s/connect", id);
+	if (!shared || strcmp(method, "POST") != 0 || strcmp(rec->state, "paused") != 0 ||
+	    !rec->shared || (strcmp(url, p1) != 0 && strcmp(url, p2) != 0))
+		return -1;
+	struct cl_dir want = *rec;
+	snprintf(want.node, sizeof(want.node), "%s", d->cfg.cluster.node_id);
+	int r = cl_dir_claim(&d->cluster->dir, id, rec, &want, err, sizeof(err));
+	if (r == 0) {
+		snprintf(msg, sizeof(msg), "sandbox %s is being resumed by another node", id);
+		*ret = coved_json_error(c, 409, msg);
+		return 1;
+	}
+	if (r < 0) {
+		snprintf(msg, sizeof(msg), "cannot take sandbox %s over: %s", id, err);
+		*ret = coved_json_error(c, 503, msg);
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/records/%s.json", shared, id);
+	struct coved_sb *sb = coved_record_take(d, path, rec->tenant);
+	if (!sb) {
+		snprintf(msg, sizeof(msg),
+		         "sandbox %s: its record on the shared storage is unreadable", id);
+		*ret = coved_json_error(c, 500, msg);
+		return 1;
+	}
+	fprintf(stderr, "coved: cluster: took %s over from lost node %s\n", id, rec->node);
+	coved_sb_unref(sb);
+	return 0;
+}
+
 bool coved_cluster_intercept(struct coved *d, struct MHD_Connection *c, const char *method,
                              const char *url, bool envd, struct coved_tenant *t, struct fwd **f,
                              enum MHD_Result *ret)
@@ -140,6 +183,9 @@ bool coved_cluster_intercept(struct coved *d, struct MHD_Connection *c, const ch
 	/* Another tenant's sandbox answers as a missing one: here, 404. */
 	if (!envd && (w == CL_THERE || w == CL_LOST) && (!t || strcmp(rec.tenant, t->name) != 0))
 		return false;
+	int took = w == CL_LOST && !envd ? takeover(d, c, method, url, id, &rec, ret) : -1;
+	if (took >= 0)
+		return took == 1;
 	if (w == CL_LOST) {
 		*ret = lost_reply(d, c, method, url, id, &rec, envd);
 		return true;

@@ -37,8 +37,14 @@ int coved_sb_pause(struct coved_sb *sb, char *msg, size_t len)
 		goto out;
 	}
 	char dir[4200], err[512];
-	snprintf(dir, sizeof(dir), "%s/snapshots/%s.%u", d->cfg.state_dir, sb->id,
-	         sb->generation + 1);
+	/* Cluster mode: on the storage every node mounts, when there is one,
+	 * so that any node can resume it (docs/cluster.md). */
+	const char *shared = d->cfg.cluster.on ? d->cfg.cluster.shared_snapshot_dir : NULL;
+	if (shared)
+		snprintf(dir, sizeof(dir), "%s/%s.%u", shared, sb->id, sb->generation + 1);
+	else
+		snprintf(dir, sizeof(dir), "%s/snapshots/%s.%u", d->cfg.state_dir, sb->id,
+		         sb->generation + 1);
 	double t0 = coved_mono_s();
 	int r = cove_snapshot(sb->cove, dir, true, err, sizeof(err));
 	if (r < 0) {
@@ -259,6 +265,7 @@ int coved_sb_delete(struct coved_sb *sb, char *msg, size_t len)
 	pthread_mutex_unlock(&sb->mu);
 	coved_sb_list_remove(d, sb);
 	coved_record_remove(sb);
+	coved_record_shared_remove(sb);
 	/* User snapshots (snap-*) outlive their sandbox; the rest go when no
 	 * one stands on them. */
 	char user[4200];

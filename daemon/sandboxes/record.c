@@ -57,7 +57,36 @@ void coved_sb_dir_note(struct coved_sb *sb, struct coved_dir_note *n)
 	n->cpus = sb->cpus;
 	n->memory_mib = sb->memory_mib;
 	snprintf(n->reason, sizeof(n->reason), "%s", sb->dead_why ? sb->dead_why : "");
+	const char *shared = sb->d->cfg.cluster.shared_snapshot_dir;
+	n->shared = shared && sb->paused_dir &&
+	            strncmp(sb->paused_dir, shared, strlen(shared)) == 0 &&
+	            sb->paused_dir[strlen(shared)] == '/';
 	pthread_mutex_unlock(&sb->mu);
+}
+
+/* Cluster mode with a shared snapshot dir: the record goes there too, so
+ * that another node can resume the sandbox when this one is gone. */
+static void shared_copy(struct coved_sb *sb, const char *text)
+{
+	const char *shared = sb->d->cfg.cluster.shared_snapshot_dir;
+	if (!sb->d->cfg.cluster.on || !shared)
+		return;
+	char dir[4200], name[64];
+	snprintf(dir, sizeof(dir), "%s/records", shared);
+	snprintf(name, sizeof(name), "%s.json", sb->id);
+	if ((mkdir(dir, 0700) < 0 && errno != EEXIST) || coved_write_atomic(dir, name, text) < 0)
+		fprintf(stderr, "coved: shared record of %s in %s: %s\n", sb->id, dir,
+		        strerror(errno));
+}
+
+void coved_record_shared_remove(struct coved_sb *sb)
+{
+	const char *shared = sb->d->cfg.cluster.shared_snapshot_dir;
+	char path[4300];
+	if (!sb->d->cfg.cluster.on || !shared)
+		return;
+	snprintf(path, sizeof(path), "%s/records/%s.json", shared, sb->id);
+	unlink(path);
 }
 
 /* The cluster's directory follows the record (cluster mode only). */
@@ -97,6 +126,7 @@ int coved_record_write(struct coved_sb *sb)
 	snprintf(dir, sizeof(dir), "%s/sandboxes", sb->d->cfg.state_dir);
 	snprintf(name, sizeof(name), "%s.json", sb->id);
 	int r = coved_write_atomic(dir, name, text);
+	shared_copy(sb, text);
 	explicit_bzero(text, strlen(text));
 	free(text);
 	if (r < 0)
@@ -222,6 +252,23 @@ static void adopt_one(struct coved_sb *sb)
 	}
 	coved_journal_event(sb, "adopted",
 	                    json_pack("{s:s}", "state", coved_state_name(sb->state)));
+}
+
+struct coved_sb *coved_record_take(struct coved *d, const char *path, const char *tenant)
+{
+	struct coved_sb *sb = record_read(d, path);
+	if (!sb)
+		return NULL;
+	if (strcmp(sb->tenant, tenant) != 0 || sb->state != COVED_SB_PAUSED) {
+		fprintf(stderr, "coved: record %s: not a paused sandbox of tenant %s\n", path,
+		        tenant);
+		coved_sb_free(sb);
+		return NULL;
+	}
+	adopt_one(sb);
+	coved_sb_list_add(d, sb);
+	coved_record_write(sb);
+	return sb;
 }
 
 int coved_adopt_all(struct coved *d)

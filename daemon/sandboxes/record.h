@@ -8,6 +8,13 @@ struct coved_sb;
 
 int coved_record_write(struct coved_sb *sb);
 void coved_record_remove(struct coved_sb *sb);
+/* coved_record_shared_remove() - the copy of sb's record in the cluster's
+ * shared snapshot dir goes (sb is deleted). */
+void coved_record_shared_remove(struct coved_sb *sb);
+/* coved_record_take() - a paused sandbox of tenant, adopted from the
+ * record another node left in the shared snapshot dir (path): listed and
+ * recorded here.  Return: the sandbox (a reference), or NULL. */
+struct coved_sb *coved_record_take(struct coved *d, const char *path, const char *tenant);
 /* coved_sb_dir_note() - what the cluster's directory keeps of sb. */
 struct coved_dir_note;
 void coved_sb_dir_note(struct coved_sb *sb, struct coved_dir_note *n);

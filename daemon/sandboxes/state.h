@@ -32,6 +32,7 @@ struct coved_dir_note {
 	unsigned int cpus;
 	uint64_t memory_mib;
 	char reason[200];
+	bool shared; /* its pause snapshot is in the cluster's shared_snapshot_dir */
 };
 typedef void coved_dir_hook(struct coved *d, const struct coved_dir_note *n);
 
