@@ -98,8 +98,16 @@ static enum MHD_Result lost_reply(struct coved *d, struct MHD_Connection *c, con
                                   bool envd)
 {
 	char msg[400];
-	snprintf(msg, sizeof(msg), "sandbox %s is dead: %s", id,
-	         rec->reason[0] ? rec->reason : "node lost");
+	/* Paused with its snapshot on shared storage: any node resumes it. */
+	bool resumable = strcmp(rec->state, "paused") == 0 && rec->shared;
+	const char *why = rec->reason[0] ? rec->reason : "node lost";
+	if (resumable)
+		snprintf(msg, sizeof(msg),
+		         "sandbox %s is paused and its node %s is gone: resume it to run it on "
+		         "another node",
+		         id, rec->node);
+	else
+		snprintf(msg, sizeof(msg), "sandbox %s is dead: %s", id, why);
 	if (envd)
 		return coved_json_error(c, 502, msg);
 	char path[100];
@@ -113,13 +121,12 @@ static enum MHD_Result lost_reply(struct coved *d, struct MHD_Connection *c, con
 	}
 	if (strcmp(method, "GET") != 0 || !info)
 		return coved_json_error(c, 409, msg);
-	return coved_json_reply(c, 200,
-	                        json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:s}", "sandboxID",
-	                                  id, "templateID", rec->template_id, "clientID", "cove",
-	                                  "state", "dead", "deadReason",
-	                                  rec->reason[0] ? rec->reason : "node lost", "cpuCount",
-	                                  (json_int_t)rec->vcpus, "memoryMB",
-	                                  (json_int_t)rec->memory_mib, "node", rec->node));
+	return coved_json_reply(
+	    c, 200,
+	    json_pack("{s:s, s:s, s:s, s:s, s:s*, s:I, s:I, s:s}", "sandboxID", id, "templateID",
+	              rec->template_id, "clientID", "cove", "state", resumable ? "paused" : "dead",
+	              "deadReason", resumable ? NULL : why, "cpuCount", (json_int_t)rec->vcpus,
+	              "memoryMB", (json_int_t)rec->memory_mib, "node", rec->node));
 }
 
 /* A resume of a paused sandbox whose node is gone and whose snapshot is
