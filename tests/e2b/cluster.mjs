@@ -8,6 +8,8 @@
 //   list ID...          Sandbox.list shows exactly these; tenant B
 //                       (E2B_API_KEY_B) sees none of them
 //   alive ID...         a command in each answers
+//   cat ID PATH         prints the file (connects, so resumes a paused one)
+//   pause ID            betaPause
 //   rtt ID N            N exec round trips; prints the median in ms (the
 //                       benchmark runs it through node 1 and direct)
 import assert from 'node:assert/strict';
@@ -68,6 +70,13 @@ if (step === 'create') {
 		assert.equal((await sbx.commands.run('echo alive')).stdout, 'alive\n');
 	}
 	console.log(`ok alive: ${args.length}`);
+} else if (step === 'cat') {
+	const sbx = await Sandbox.connect(args[0]);
+	process.stdout.write(await sbx.files.read(args[1]));
+} else if (step === 'pause') {
+	const sbx = await Sandbox.connect(args[0]);
+	await sbx.betaPause();
+	console.log(`ok paused ${args[0]}`);
 } else if (step === 'rtt') {
 	const sbx = await Sandbox.connect(args[0]);
 	const t = [];

@@ -11,9 +11,13 @@
 #   with the reason within 2x TTL, creates go on, and node 3 coming back
 #   fences them (its VMMs stopped) instead of resurrecting them; one etcd
 #   member killed: creates go on; two: creates fail fast with 503, running
-#   sandboxes keep answering through node 1.
+#   sandboxes keep answering through node 1; etcd back: a paused sandbox on
+#   node 2, whose snapshot is on the storage all nodes share, is resumed
+#   through node 1 once node 2 is gone (same id and token, files intact),
+#   and of two nodes resuming it at once one wins, the other answers 409.
 source tests/integration/lib.sh
 source tests/integration/coved_lib.sh
+ok() { echo "ok - [${SECONDS}s] $*"; }
 NODE=${NODE:-/usr/bin/node}
 [ -x "$NODE" ] || { echo "skip: no $NODE"; exit 77; }
 [ -d tests/e2b/node_modules/e2b ] || { echo "skip: tests/e2b/node_modules is missing (scripts/install-deps)"; exit 77; }
@@ -55,6 +59,7 @@ json.dump({"socket": "$d/coved.sock", "state_dir": "$d/state", "api_keys_file": 
            "cgroup_parent": "/sys/fs/cgroup/cove-itest-n$n", "jail_ids": "$((200000 + i * 1000))-$((200000 + i * 1000 + 999))",
            "cluster": {"etcd": $ENDPOINTS, "node_id": "n$n", "advertise": "http://127.0.0.1:${HPORT[$i]}",
                        "lease_ttl_s": $TTL, "secret_file": "$WORK/secret",
+                       "shared_snapshot_dir": "$WORK/shared",
                        "capacity": {"vcpus": 8, "memory_mib": 4096}}}, open(sys.argv[1], "w"))
 PY
 	$BIN/coved --config "$d/coved.json" --foreground >>"$d/coved.log" 2>&1 &
@@ -115,6 +120,7 @@ cluster_cleanup() {
 }
 trap cluster_cleanup EXIT
 
+mkdir -p "$WORK/shared"
 for i in 0 1 2; do etcd_start $i; done
 for t in $(seq 200); do
 	curl -s --max-time 2 "http://127.0.0.1:${CPORT[0]}/health" | grep -q '"true"' && break
@@ -152,11 +158,12 @@ dr=$(E2B_API_URL=http://127.0.0.1:${HPORT[1]} E2B_SANDBOX_URL=http://127.0.0.1:$
 # ---- etcd writes over one lifecycle: create, pause, resume, delete ----
 w0=$(writes)
 sb=$(h1 POST /sandboxes '{"templateID": "base"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["sandboxID"])' 2>/dev/null)
+lnode=$(where "$sb")
 h1 POST "/sandboxes/$sb/pause" >/dev/null
 h1 POST "/sandboxes/$sb/resume" '{}' >/dev/null
 h1 DELETE "/sandboxes/$sb" >/dev/null
 w1=$(writes)
-[ -n "$sb" ] && [ $((w1 - w0)) -le 4 ] && [ $((w1 - w0)) -ge 4 ] && ok "etcd writes per lifecycle on ${ON[$sb]:-$(where "$sb")}: $((w1 - w0))" ||
+[ -n "$sb" ] && [ $((w1 - w0)) -le 4 ] && [ $((w1 - w0)) -ge 4 ] && ok "etcd writes per lifecycle (create, pause, resume, delete on $lnode): $((w1 - w0))" ||
 	not_ok "etcd writes per lifecycle: $((w1 - w0)) (sandbox '$sb', last status $(cat "$WORK/code"))"
 
 # ---- node 3's coved SIGKILLed, its VMMs left running: re-adopted ----
@@ -211,4 +218,41 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 	not_ok "create without quorum: $(cat "$WORK/code") in $ms ms: $(cat "$WORK/body")"
 out=$(sdk alive "${ALIVE[@]}" 2>&1) && ok "quorum lost: sandboxes on $(for id in "${ALIVE[@]}"; do printf '%s ' "${ON[$id]}"; done)answer through node 1" ||
 	not_ok "without quorum: $(tail -3 <<<"$out")"
+
+# ---- etcd back; node 2 gone with a paused sandbox on shared storage ----
+for i in 1 2; do etcd_start $i; done
+for t in $(seq 100); do
+	h1 POST "/sandboxes/$N2/pause" >/dev/null
+	[ "$(cat "$WORK/code")" = 204 ] && break
+	sleep 0.5
+done
+[ "$(cat "$WORK/code")" = 204 ] && ls "$WORK/shared/records/$N2.json" >/dev/null 2>&1 &&
+	ok "etcd back: $N2 on n2 paused through node 1, its snapshot and record on the shared storage" ||
+	not_ok "pause of $N2 after etcd came back: $(cat "$WORK/code") $(cat "$WORK/body")"
+token=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["token"])' "$WORK/n2/state/sandboxes/$N2.json")
+kill "${COVED[1]}"
+wait "${COVED[1]}" 2>/dev/null
+for t in $(seq $((4 * TTL * 5))); do
+	H1_MAX=3 h1 GET "/sandboxes/$N2" | grep -q '"state":"paused".*"node":"n2"' && break
+	sleep 0.2
+done
+# Both resume at once: through node 1 and through node 3.
+racers=()
+for n in 1 3; do
+	curl -s --max-time 300 -X POST -H "X-API-KEY: $KEY_A" -H 'Content-Type: application/json' -d '{}' \
+		-o "$WORK/race$n" -w '%{http_code}' "http://127.0.0.1:${HPORT[$((n - 1))]}/v2/sandboxes/$N2/connect" >"$WORK/race$n.code" &
+	racers+=($!)
+done
+wait "${racers[@]}"
+codes="$(cat "$WORK/race1.code") $(cat "$WORK/race3.code")"
+case $codes in "201 409" | "409 201") ok "two nodes resume $N2 at once: $codes" ;; *) not_ok "racing resumes: $codes: $(cat "$WORK/race1" "$WORK/race3")" ;; esac
+won=$(cat "$WORK/race1" "$WORK/race3" | python3 -c 'import json,sys
+for l in sys.stdin.read().replace("}{", "}\n{").splitlines():
+    o = json.loads(l)
+    if "envdAccessToken" in o: print(o["envdAccessToken"])' 2>/dev/null)
+[ -n "$token" ] && [ "$won" = "$token" ] && ok "resumed with the same id and access token" || not_ok "token after the takeover: '$won' against '$token'"
+out=$(sdk cat "$N2" /root/kept.txt 2>&1)
+winner=n1
+[ "$(cat "$WORK/race3.code")" = 201 ] && winner=n3
+[ "$out" = kept ] && ok "its files intact, read through node 1 on $winner" || not_ok "files after the takeover: $out"
 finish
