@@ -318,6 +318,51 @@ START_TEST(scan_marks_lost)
 }
 END_TEST
 
+START_TEST(claim_and_settle)
+{
+	ck_assert_msg(E, "etcd: %s", etcd.why);
+	wipe();
+	node_add("taker", 8, 4096);
+	struct cl_dir_state a, b;
+	ck_assert_int_eq(cl_dir_init(&a, E, "taker"), 0);
+	ck_assert_int_eq(cl_dir_init(&b, E, "other"), 0);
+	ck_assert_int_eq(cl_view_refresh(&a, err, sizeof(err)), 0);
+	/* A paused, shared record of a node that is gone. */
+	struct cl_dir r, seen;
+	want_of(&r, 2);
+	snprintf(r.node, sizeof(r.node), "ghost");
+	snprintf(r.state, sizeof(r.state), "paused");
+	r.shared = true;
+	ck_assert_int_eq(cl_dir_set(&a, "sb-claim", &r, false, err, sizeof(err)), 0);
+	ck_assert_int_eq(cl_dir_lookup(&a, "sb-claim", &seen, NULL, 0), CL_LOST);
+	ck_assert_int_eq(cl_dir_lookup(&b, "sb-claim", NULL, NULL, 0), CL_LOST);
+	struct cl_dir mine = seen, theirs = seen;
+	snprintf(mine.node, sizeof(mine.node), "taker");
+	snprintf(theirs.node, sizeof(theirs.node), "other");
+	/* Both claim what they saw: the first wins, the second finds it changed. */
+	ck_assert_int_eq(cl_dir_claim(&a, "sb-claim", &seen, &mine, err, sizeof(err)), 1);
+	ck_assert_int_eq(cl_dir_claim(&b, "sb-claim", &seen, &theirs, err, sizeof(err)), 0);
+	ck_assert_int_eq(cl_dir_lookup(&b, "sb-claim", &seen, NULL, 0),
+	                 CL_LOST); /* b's view: taker unknown */
+	ck_assert_str_eq(seen.node, "taker");
+	/* Settle: the alloc follows the records running on the node. */
+	snprintf(r.node, sizeof(r.node), "taker");
+	snprintf(r.state, sizeof(r.state), "running");
+	ck_assert_int_eq(cl_dir_set(&a, "sb-run", &r, true, err, sizeof(err)), 0);
+	ck_assert_uint_eq(alloc_of("taker"), 2);
+	struct cl_alloc wrong = { .vcpus = 7, .memory_mib = 1 };
+	char *t = cl_alloc_encode(&wrong);
+	ck_assert_int_eq(etcd_put(E, CL_PREFIX_ALLOC "taker", t, strlen(t), 0, err, sizeof(err)),
+	                 0);
+	free(t);
+	ck_assert_uint_eq(alloc_of("taker"), 7);
+	ck_assert_int_eq(cl_alloc_settle(&a, err, sizeof(err)), 0);
+	ck_assert_uint_eq(alloc_of("taker"), 2);
+	cl_dir_fini(&a);
+	cl_dir_fini(&b);
+}
+END_TEST
+
 static double cpu_us(void)
 {
 	struct timespec t;
@@ -439,6 +484,7 @@ static Suite *make_suite(void)
 	tcase_add_test(live, lifecycle_writes);
 	tcase_add_test(live, two_placers_one_node);
 	tcase_add_test(live, scan_marks_lost);
+	tcase_add_test(live, claim_and_settle);
 	tcase_add_test(live, thousand_nodes);
 	suite_add_tcase(s, live);
 	return s;
