@@ -43,8 +43,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (cl_alloc_decode(buf, size, &a) == 0) {
 		char *s = cl_alloc_encode(&a);
 		struct cl_alloc again;
-		assert(s && cl_alloc_decode(s, strlen(s), &again) == 0 &&
-		       again.vcpus == a.vcpus && again.memory_mib == a.memory_mib);
+		assert(s && cl_alloc_decode(s, strlen(s), &again) == 0 && again.vcpus == a.vcpus &&
+		       again.memory_mib == a.memory_mib);
 		free(s);
 	}
 	long st = fwd_parse_status(buf, size);

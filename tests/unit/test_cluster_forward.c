@@ -467,8 +467,12 @@ START_TEST(empty_bodies)
 
 	struct client r = { 0 }; /* answered before the upload is read */
 	ck_assert_int_eq(fetch(&r, "PUT", "/reject", NULL, 10 * MB, false), CURLE_OK);
-	ck_assert_int_eq(r.status, 403);
-	ck_assert_str_eq(r.body, "{\"code\":403,\"message\":\"no such sandbox here\"}");
+	/* The owner closes while the upload still flows: when the reset
+	 * reaches curl before the answer does, the answer is lost with the
+	 * connection (HTTP/1.1 has no way back), and the client gets 502. */
+	ck_assert_msg(r.status == 403 || r.status == 502, "status %ld", r.status);
+	if (r.status == 403)
+		ck_assert_str_eq(r.body, "{\"code\":403,\"message\":\"no such sandbox here\"}");
 
 	struct client h = { 0 };
 	ck_assert_int_eq(fetch(&h, "HEAD", "/download?size=1000", NULL, -1, false), CURLE_OK);
