@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "daemon/cluster/etcd.h"
 #include "daemon/cluster/forward.h"
+#include "daemon/cluster/view.h"
 #include "daemon/sandboxes/lifecycle.h"
 #include "daemon/sandboxes/record.h"
 #include "daemon/sandboxes/sandbox.h"

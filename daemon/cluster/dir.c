@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "daemon/cluster/etcd.h"
 #include "daemon/cluster/place.h"
+#include "daemon/cluster/view.h"
 #include "errf.h"
 
 #define BUCKETS    1024
@@ -89,13 +90,6 @@ int cl_dir_init(struct cl_dir_state *s, struct etcd *e, const char *self)
 	return 0;
 }
 
-static void view_free(struct cl_vnode *v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		cl_node_clear(&v[i].rec);
-	free(v);
-}
-
 void cl_dir_fini(struct cl_dir_state *s)
 {
 	for (size_t b = 0; s->buckets && b < BUCKETS; b++)
@@ -104,94 +98,10 @@ void cl_dir_fini(struct cl_dir_state *s)
 			free(e);
 		}
 	free(s->buckets);
-	view_free(s->nodes, s->nnodes);
+	cl_view_free(s->nodes, s->nnodes);
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->wmu);
 	memset(s, 0, sizeof(*s));
-}
-
-static struct cl_vnode *vfind(struct cl_vnode *v, size_t n, const char *id)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(v[i].rec.id, id) == 0)
-			return &v[i];
-	return NULL;
-}
-
-/* The vnode of id in v, added (not live) when missing. */
-static struct cl_vnode *vget(struct cl_vnode **v, size_t *n, const char *id)
-{
-	struct cl_vnode *x = vfind(*v, *n, id);
-	if (x || !cl_id_ok(id, CL_NODE_ID_MAX))
-		return x;
-	struct cl_vnode *g = realloc(*v, (*n + 1) * sizeof(**v));
-	if (!g)
-		return NULL;
-	*v = g;
-	x = &g[(*n)++];
-	memset(x, 0, sizeof(*x));
-	snprintf(x->rec.id, sizeof(x->rec.id), "%s", id);
-	return x;
-}
-
-int cl_view_refresh(struct cl_dir_state *s, char *err, size_t errlen)
-{
-	struct etcd_kvs nodes = { 0 }, allocs = { 0 }, drains = { 0 };
-	int r = etcd_range_prefix(s->e, CL_PREFIX_NODES, &nodes, err, errlen);
-	if (!r)
-		r = etcd_range_prefix(s->e, CL_PREFIX_ALLOC, &allocs, err, errlen);
-	if (!r)
-		r = etcd_range_prefix(s->e, CL_PREFIX_DRAIN, &drains, err, errlen);
-	struct cl_vnode *v = NULL, *x;
-	size_t n = 0;
-	for (size_t i = 0; !r && i < nodes.n; i++) {
-		struct cl_node_rec rec;
-		if (cl_node_decode(nodes.kv[i].value, nodes.kv[i].value_len, &rec) < 0)
-			continue; /* a malformed node record: that node is not placed on */
-		if (strcmp(nodes.kv[i].key + strlen(CL_PREFIX_NODES), rec.id) != 0 ||
-		    !(x = vget(&v, &n, rec.id))) {
-			cl_node_clear(&rec);
-			continue;
-		}
-		cl_node_clear(&x->rec);
-		x->rec = rec;
-		x->live = true;
-	}
-	for (size_t i = 0; !r && i < allocs.n; i++) {
-		struct cl_alloc a;
-		const char *id = allocs.kv[i].key + strlen(CL_PREFIX_ALLOC);
-		if (cl_alloc_decode(allocs.kv[i].value, allocs.kv[i].value_len, &a) == 0 &&
-		    (x = vget(&v, &n, id))) {
-			x->alloc = a;
-			x->alloc_rev = allocs.kv[i].mod_rev;
-		}
-	}
-	for (size_t i = 0; !r && i < drains.n; i++)
-		if ((x = vfind(v, n, drains.kv[i].key + strlen(CL_PREFIX_DRAIN))))
-			x->draining = true;
-	etcd_kvs_free(&nodes);
-	etcd_kvs_free(&allocs);
-	etcd_kvs_free(&drains);
-	if (r) {
-		view_free(v, n);
-		return r;
-	}
-	pthread_mutex_lock(&s->mu);
-	view_free(s->nodes, s->nnodes);
-	s->nodes = v;
-	s->nnodes = n;
-	s->view_ms = wall_ms();
-	pthread_mutex_unlock(&s->mu);
-	return 0;
-}
-
-bool cl_view_live(struct cl_dir_state *s, const char *id)
-{
-	pthread_mutex_lock(&s->mu);
-	struct cl_vnode *x = vfind(s->nodes, s->nnodes, id);
-	bool live = x && x->live;
-	pthread_mutex_unlock(&s->mu);
-	return live;
 }
 
 static const struct etcd_kv *kv_find(const struct etcd_kvs *k, const char *key)
@@ -209,7 +119,7 @@ static void alloc_update(struct cl_dir_state *s, const char *node, const struct 
 	snprintf(key, sizeof(key), CL_PREFIX_ALLOC "%s", node);
 	const struct etcd_kv *kv = kv_find(got, key);
 	pthread_mutex_lock(&s->mu);
-	struct cl_vnode *x = vget(&s->nodes, &s->nnodes, node);
+	struct cl_vnode *x = cl_vnode_get(&s->nodes, &s->nnodes, node);
 	if (x) {
 		memset(&x->alloc, 0, sizeof(x->alloc));
 		x->alloc_rev = 0;
@@ -223,7 +133,7 @@ static void alloc_set(struct cl_dir_state *s, const char *node, const struct cl_
                       int64_t rev)
 {
 	pthread_mutex_lock(&s->mu);
-	struct cl_vnode *x = vget(&s->nodes, &s->nnodes, node);
+	struct cl_vnode *x = cl_vnode_get(&s->nodes, &s->nnodes, node);
 	if (x) {
 		x->alloc = *a;
 		x->alloc_rev = rev;
@@ -264,7 +174,7 @@ static size_t alloc_changes(struct cl_dir_state *s, const struct cl_dir *old,
 			memset(&c[n], 0, sizeof(c[n]));
 			snprintf(c[n].node, sizeof(c[n].node), "%s", r->node);
 			snprintf(c[n].key, sizeof(c[n].key), CL_PREFIX_ALLOC "%s", r->node);
-			struct cl_vnode *x = vfind(s->nodes, s->nnodes, r->node);
+			struct cl_vnode *x = cl_vnode_find(s->nodes, s->nnodes, r->node);
 			if (x) {
 				c[n].was = x->alloc;
 				c[n].rev = x->alloc_rev;
@@ -448,7 +358,7 @@ enum cl_where cl_dir_lookup(struct cl_dir_state *s, const char *sbid, struct cl_
 	if (strcmp(d.node, s->self) == 0)
 		return CL_HERE;
 	pthread_mutex_lock(&s->mu);
-	struct cl_vnode *x = vfind(s->nodes, s->nnodes, d.node);
+	struct cl_vnode *x = cl_vnode_find(s->nodes, s->nnodes, d.node);
 	enum cl_where w = x && x->live ? CL_THERE : CL_LOST;
 	if (w == CL_THERE && addr)
 		snprintf(addr, addrlen, "%s", x->rec.addr);
@@ -490,7 +400,7 @@ static int reserve(struct cl_dir_state *s, const char *node, const struct cl_dir
 	int r = dtext ? 0 : -ENOMEM;
 	for (int tries = 0; r == 0 && tries < TXN_TRIES; tries++) {
 		pthread_mutex_lock(&s->mu);
-		struct cl_vnode *x = vfind(s->nodes, s->nnodes, node);
+		struct cl_vnode *x = cl_vnode_find(s->nodes, s->nnodes, node);
 		struct cl_node n = { 0 };
 		struct cl_alloc a = { 0 };
 		int64_t rev = 0;

@@ -52,12 +52,6 @@ struct cl_dir_state {
 int cl_dir_init(struct cl_dir_state *s, struct etcd *e, const char *self);
 void cl_dir_fini(struct cl_dir_state *s);
 
-/* cl_view_refresh() - the nodes, their allocs and drain marks, read again.
- * Return: 0 or -errno (the old view stays). */
-int cl_view_refresh(struct cl_dir_state *s, char *err, size_t errlen);
-/* Whether node id's key is live in the view. */
-bool cl_view_live(struct cl_dir_state *s, const char *id);
-
 /* cl_place() - best of K among the view's ready nodes, then the
  * reservation: one transaction that raises the chosen node's alloc (on
  * the revision read) and writes the sandbox's record (running, on that

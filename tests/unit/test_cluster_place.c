@@ -16,6 +16,7 @@
 #include "daemon/cluster/etcd.h"
 #include "daemon/cluster/place.h"
 #include "daemon/cluster/records.h"
+#include "daemon/cluster/view.h"
 #include "etcd_server.h"
 #include "unit.h"
 
