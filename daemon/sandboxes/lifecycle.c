@@ -151,6 +151,18 @@ int coved_sb_set_timeout(struct coved_sb *sb, uint64_t timeout_s, char *msg, siz
 	return 0;
 }
 
+/* halt() - sb's VMM stopped (when it runs) and its handle retired: it is
+ * stopped now.  Called with sb->op held. */
+static void halt(struct coved_sb *sb)
+{
+	if (sb->state == COVED_SB_RUNNING)
+		cove_stop(sb->cove);
+	pthread_mutex_lock(&sb->mu);
+	sb->state = COVED_SB_STOPPED;
+	coved_sb_retire(sb);
+	pthread_mutex_unlock(&sb->mu);
+}
+
 int coved_sb_stop(struct coved_sb *sb, char *msg, size_t len)
 {
 	pthread_mutex_lock(&sb->op);
@@ -158,12 +170,7 @@ int coved_sb_stop(struct coved_sb *sb, char *msg, size_t len)
 	if (sb->removed) {
 		st = errf(msg, len, 404, "sandbox %s not found", sb->id);
 	} else if (sb->state == COVED_SB_RUNNING || sb->state == COVED_SB_PAUSED) {
-		if (sb->state == COVED_SB_RUNNING)
-			cove_stop(sb->cove);
-		pthread_mutex_lock(&sb->mu);
-		sb->state = COVED_SB_STOPPED;
-		coved_sb_retire(sb);
-		pthread_mutex_unlock(&sb->mu);
+		halt(sb);
 		coved_record_write(sb);
 		coved_journal_event(sb, "stop", NULL);
 	}
@@ -175,11 +182,7 @@ void coved_sb_fence(struct coved_sb *sb, const char *why)
 {
 	pthread_mutex_lock(&sb->op);
 	if (!sb->removed && (sb->state == COVED_SB_RUNNING || sb->state == COVED_SB_PAUSED)) {
-		if (sb->state == COVED_SB_RUNNING)
-			cove_stop(sb->cove);
-		pthread_mutex_lock(&sb->mu);
-		coved_sb_retire(sb);
-		pthread_mutex_unlock(&sb->mu);
+		halt(sb);
 		coved_mark_dead(sb, why);
 	}
 	pthread_mutex_unlock(&sb->op);
@@ -189,12 +192,7 @@ void coved_sb_forget(struct coved_sb *sb)
 {
 	pthread_mutex_lock(&sb->op);
 	if (!sb->removed) {
-		if (sb->state == COVED_SB_RUNNING)
-			cove_stop(sb->cove);
-		pthread_mutex_lock(&sb->mu);
-		sb->state = COVED_SB_STOPPED;
-		coved_sb_retire(sb);
-		pthread_mutex_unlock(&sb->mu);
+		halt(sb);
 		coved_sb_list_remove(sb->d, sb);
 		coved_record_remove(sb);
 		coved_journal_event(sb, "moved", NULL);
@@ -257,12 +255,7 @@ int coved_sb_delete(struct coved_sb *sb, char *msg, size_t len)
 		pthread_mutex_unlock(&sb->op);
 		return errf(msg, len, 404, "sandbox %s not found", sb->id);
 	}
-	if (sb->state == COVED_SB_RUNNING)
-		cove_stop(sb->cove);
-	pthread_mutex_lock(&sb->mu);
-	sb->state = COVED_SB_STOPPED;
-	coved_sb_retire(sb);
-	pthread_mutex_unlock(&sb->mu);
+	halt(sb);
 	coved_sb_list_remove(d, sb);
 	coved_record_remove(sb);
 	coved_record_shared_remove(sb);
