@@ -21,6 +21,8 @@
 #include "daemon/sandboxes/state.h"
 #include "daemon/sandboxes/table.h"
 #include "errf.h"
+#include "lib/base/jail.h"
+#include "lib/net/net_addr.h"
 
 #define ETCD_TIMEOUT_MS 3000
 #define COVED_VERSION   "0.28"
@@ -122,6 +124,62 @@ static void templates_of(struct coved_cluster *cl, struct cl_node_rec *r)
 		closedir(dp);
 }
 
+/* "FIRST-LAST" from the environment (coved_config_setenv put the config's
+ * there), else the default range. */
+static void env_range(const char *name, uint64_t first, uint64_t last, uint64_t *a, uint64_t *b)
+{
+	const char *v = getenv(name);
+	unsigned long long x, y;
+	*a = first;
+	*b = last;
+	if (v && sscanf(v, "%llu-%llu", &x, &y) == 2 && x <= y) {
+		*a = x;
+		*b = y;
+	}
+}
+
+/* What this node hands out on its host (records.h, cl_ranges_collide). */
+static void ranges_of(struct coved_cluster *cl, struct cl_ranges *g)
+{
+	const char *rt = getenv("COVE_RUNTIME_DIR"), *cg = getenv("COVE_CGROUP_PARENT");
+	memset(g, 0, sizeof(*g));
+	g->given = true;
+	snprintf(g->state_dir, sizeof(g->state_dir), "%s", cl->d->cfg.state_dir);
+	snprintf(g->runtime_dir, sizeof(g->runtime_dir), "%s", rt ? rt : "");
+	snprintf(g->cgroup_parent, sizeof(g->cgroup_parent), "%s", cg ? cg : "");
+	env_range("COVE_JAIL_IDS", JAIL_IDS_FIRST, JAIL_IDS_FIRST + JAIL_IDS_COUNT - 1,
+	          &g->jail_first, &g->jail_last);
+	env_range("COVE_NET_INDEXES", 0, NET_INDEX_MAX, &g->net_first, &g->net_last);
+}
+
+/* Another live node on this host that would hand out what this one does,
+ * or this node's id live with another address: coved does not start. */
+static int collisions(struct coved_cluster *cl, char *err, size_t errlen)
+{
+	struct cl_ranges mine;
+	ranges_of(cl, &mine);
+	char why[300];
+	int r = 0;
+	pthread_mutex_lock(&cl->dir.mu);
+	for (size_t i = 0; !r && i < cl->dir.nnodes; i++) {
+		const struct cl_vnode *x = &cl->dir.nodes[i];
+		bool me = strcmp(x->rec.id, cl->cfg->node_id) == 0;
+		if (!x->live)
+			continue;
+		if (me && strcmp(x->rec.addr, cl->cfg->advertise) != 0)
+			r = errf(err, errlen, -EEXIST, "node id %s is live already, at %s",
+			         cl->cfg->node_id, x->rec.addr);
+		else if (!me && strcmp(x->rec.host, cl->host) == 0 &&
+		         cl_ranges_collide(&mine, &x->rec.ranges, why, sizeof(why)))
+			r = errf(err, errlen, -EEXIST,
+			         "node %s on this host (%s) has %s: give each node its own "
+			         "(config runtime_dir, cgroup_parent, jail_ids, net_indexes)",
+			         x->rec.id, cl->host, why);
+	}
+	pthread_mutex_unlock(&cl->dir.mu);
+	return r;
+}
+
 static char *node_json(struct coved_cluster *cl)
 {
 	struct cl_node_rec r = { 0 };
@@ -142,6 +200,7 @@ static char *node_json(struct coved_cluster *cl)
 	}
 	free(all);
 	templates_of(cl, &r);
+	ranges_of(cl, &r.ranges);
 	char *s = cl_node_encode(&r);
 	cl_node_clear(&r);
 	return s;
@@ -338,10 +397,21 @@ int coved_cluster_start(struct coved *d, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	cl->renewed_ms = wall_ms();
+	char e2[300];
+	int r = cl_view_refresh(&cl->dir, e2, sizeof(e2));
+	if (r == 0)
+		r = collisions(cl, err, errlen);
+	else
+		log_line("etcd cannot be read now (%s): the node starts fenced%s", e2, "");
+	if (r == -EEXIST) {
+		cl_dir_fini(&cl->dir);
+		etcd_free(cl->e);
+		free(cl);
+		return r;
+	}
 	cl->lease = lease_reuse(cl);
 	d->cluster = cl;
 	atomic_store(&d->dir_hook, follow);
-	char e2[300];
 	if (cl->lease && node_put(cl, true, e2, sizeof(e2)) < 0)
 		cl->lease = 0;
 	renew(cl); /* a new lease when the old one is gone */
@@ -370,6 +440,14 @@ void coved_cluster_stop(struct coved *d)
 	pthread_cond_signal(&cl->cond);
 	pthread_mutex_unlock(&cl->mu);
 	pthread_join(cl->thread, NULL);
+	/* A record write that etcd missed is written now, while etcd answers:
+	 * a node stopped for good must not leave a paused sandbox "running"
+	 * in the directory (the lost-node scan would mark it dead). */
+	pthread_mutex_lock(&cl->mu);
+	bool resync = cl->resync && !cl->fenced && cl->lease;
+	pthread_mutex_unlock(&cl->mu);
+	if (resync && reconcile(cl) < 0)
+		log_line("%s%s", "stopping with directory writes etcd did not take", "");
 	/* The lease stays: a restart within the TTL keeps the node's key,
 	 * and a node stopped for good is reaped as lost. */
 	atomic_store(&d->dir_hook, NULL);

@@ -6,24 +6,13 @@
 #ifndef COVED_CLUSTER_DIR_H
 #define COVED_CLUSTER_DIR_H
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/cluster/records.h"
+#include "daemon/cluster/dir_state.h"
 
 struct etcd;
-
-/* One node as the view has it. */
-struct cl_vnode {
-	struct cl_node_rec rec;
-	struct cl_alloc alloc;
-	int64_t alloc_rev; /* mod revision of /cove/alloc/<id>; 0: absent */
-	bool live;         /* its leased key is there */
-	bool draining;
-};
 
 /* What a directory lookup says about a sandbox id. */
 enum cl_where {
@@ -32,21 +21,6 @@ enum cl_where {
 	CL_THERE,   /* a live node owns it: addr set */
 	CL_LOST,    /* its node is gone (or the record says dead) */
 	CL_UNKNOWN, /* etcd cannot be reached and the cache has nothing */
-};
-
-struct cl_entry;
-
-struct cl_dir_state {
-	struct etcd *e;
-	char self[CL_NODE_ID_MAX + 1];
-	pthread_mutex_t mu;  /* the view, the allocs and the cache (held short) */
-	pthread_mutex_t wmu; /* one record transaction at a time from this node */
-	struct cl_vnode *nodes;
-	size_t nnodes;
-	int64_t view_ms; /* when the view was read; 0: never */
-	struct cl_entry **buckets;
-	atomic_uint_fast64_t writes; /* etcd write transactions this node made */
-	uint64_t seed;
 };
 
 int cl_dir_init(struct cl_dir_state *s, struct etcd *e, const char *self);

@@ -63,16 +63,89 @@ static char *dump(json_t *o)
 	return s;
 }
 
+/* [first, last] of two integers, first <= last. */
+static int pair_field(json_t *o, const char *key, uint64_t *first, uint64_t *last)
+{
+	json_t *v = json_object_get(o, key), *a = json_array_get(v, 0), *b = json_array_get(v, 1);
+	*first = *last = 0;
+	if (!v)
+		return 0;
+	if (json_array_size(v) != 2 || !json_is_integer(a) || !json_is_integer(b) ||
+	    json_integer_value(a) < 0 || json_integer_value(b) < json_integer_value(a))
+		return -EPROTO;
+	*first = (uint64_t)json_integer_value(a);
+	*last = (uint64_t)json_integer_value(b);
+	return 0;
+}
+
+static int ranges_decode(json_t *o, struct cl_ranges *g)
+{
+	memset(g, 0, sizeof(*g));
+	if (!o)
+		return 0;
+	if (!json_is_object(o))
+		return -EPROTO;
+	g->given = true;
+	int r = str_field(o, "state_dir", g->state_dir, sizeof(g->state_dir), false);
+	if (!r)
+		r = str_field(o, "runtime_dir", g->runtime_dir, sizeof(g->runtime_dir), false);
+	if (!r)
+		r = str_field(o, "cgroup_parent", g->cgroup_parent, sizeof(g->cgroup_parent),
+		              false);
+	if (!r)
+		r = pair_field(o, "jail_ids", &g->jail_first, &g->jail_last);
+	if (!r)
+		r = pair_field(o, "net_indexes", &g->net_first, &g->net_last);
+	return r;
+}
+
+static bool overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
+{
+	return a0 <= b1 && b0 <= a1;
+}
+
+bool cl_ranges_collide(const struct cl_ranges *a, const struct cl_ranges *b, char *why, size_t len)
+{
+	if (!a->given || !b->given)
+		return false;
+	if (a->state_dir[0] && strcmp(a->state_dir, b->state_dir) == 0)
+		return snprintf(why, len, "the same state_dir %s", a->state_dir), true;
+	if (strcmp(a->runtime_dir, b->runtime_dir) == 0)
+		return false; /* one runtime dir: its claim files keep them apart */
+	if (strcmp(a->cgroup_parent, b->cgroup_parent) == 0)
+		return snprintf(why, len,
+		                "the same cgroup_parent '%s' with runtime dirs of their own",
+		                a->cgroup_parent),
+		       true;
+	if (overlap(a->jail_first, a->jail_last, b->jail_first, b->jail_last))
+		return snprintf(why, len, "jail_ids %llu-%llu and %llu-%llu overlap",
+		                (unsigned long long)a->jail_first, (unsigned long long)a->jail_last,
+		                (unsigned long long)b->jail_first,
+		                (unsigned long long)b->jail_last),
+		       true;
+	if (overlap(a->net_first, a->net_last, b->net_first, b->net_last))
+		return snprintf(why, len, "net_indexes %llu-%llu and %llu-%llu overlap",
+		                (unsigned long long)a->net_first, (unsigned long long)a->net_last,
+		                (unsigned long long)b->net_first, (unsigned long long)b->net_last),
+		       true;
+	return false;
+}
+
 char *cl_node_encode(const struct cl_node_rec *n)
 {
 	json_t *t = json_array();
 	for (size_t i = 0; i < n->ntemplates; i++)
 		json_array_append_new(t, json_string(n->templates[i]));
-	return dump(json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:{s:I, s:I}, s:o}", "id", n->id,
-	                      "addr", n->addr, "version", n->version, "host", n->host, "vcpus",
-	                      (json_int_t)n->vcpus, "memory_mib", (json_int_t)n->memory_mib,
-	                      "sandboxes", "running", (json_int_t)n->running, "paused",
-	                      (json_int_t)n->paused, "templates", t));
+	const struct cl_ranges *g = &n->ranges;
+	return dump(json_pack(
+	    "{s:s, s:s, s:s, s:s, s:I, s:I, s:{s:I, s:I}, s:o, s:{s:s, s:s, s:s, "
+	    "s:[I, I], s:[I, I]}}",
+	    "id", n->id, "addr", n->addr, "version", n->version, "host", n->host, "vcpus",
+	    (json_int_t)n->vcpus, "memory_mib", (json_int_t)n->memory_mib, "sandboxes", "running",
+	    (json_int_t)n->running, "paused", (json_int_t)n->paused, "templates", t, "ranges",
+	    "state_dir", g->state_dir, "runtime_dir", g->runtime_dir, "cgroup_parent",
+	    g->cgroup_parent, "jail_ids", (json_int_t)g->jail_first, (json_int_t)g->jail_last,
+	    "net_indexes", (json_int_t)g->net_first, (json_int_t)g->net_last));
 }
 
 void cl_node_clear(struct cl_node_rec *n)
@@ -108,6 +181,8 @@ int cl_node_decode(const char *text, size_t len, struct cl_node_rec *n)
 		r = u64_field(sbs, "paused", &n->paused);
 	if (!r && t && !json_is_array(t))
 		r = -EPROTO;
+	if (!r)
+		r = ranges_decode(json_object_get(o, "ranges"), &n->ranges);
 	if (!r && !cl_id_ok(n->id, CL_NODE_ID_MAX))
 		r = -EPROTO;
 	size_t i;

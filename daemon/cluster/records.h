@@ -17,6 +17,15 @@
 #define CL_ADDR_MAX    255
 #define CL_TEMPLATES   64 /* template names a node record lists */
 
+/* What a node claims of its host, so that two nodes on one host never
+ * share it (cl_ranges_collide): its state and runtime directories, cgroup
+ * parent, and the jail uids and network indexes it hands out. */
+struct cl_ranges {
+	char state_dir[256], runtime_dir[256], cgroup_parent[256]; /* "": libcove's default */
+	uint64_t jail_first, jail_last, net_first, net_last;
+	bool given; /* a node record without them: never a collision */
+};
+
 /* /cove/nodes/<id>, under the node's lease. */
 struct cl_node_rec {
 	char id[CL_NODE_ID_MAX + 1];
@@ -27,6 +36,7 @@ struct cl_node_rec {
 	uint64_t running, paused;
 	char *templates[CL_TEMPLATES]; /* malloc'ed names */
 	size_t ntemplates;
+	struct cl_ranges ranges;
 };
 
 /* /cove/alloc/<id>: what the node has committed (running sandboxes). */
@@ -57,6 +67,12 @@ char *cl_dir_encode(const struct cl_dir *r);
 int cl_dir_decode(const char *text, size_t len, struct cl_dir *r);
 /* Whether the record commits its node's vCPUs and memory. */
 bool cl_dir_commits(const struct cl_dir *r);
+
+/* cl_ranges_collide() - whether two nodes on one host would hand out the
+ * same thing: the same state dir, or, with runtime dirs of their own
+ * (whose claim files keep nodes that share one apart), the same cgroup
+ * parent or overlapping jail uids or network indexes.  why says which. */
+bool cl_ranges_collide(const struct cl_ranges *a, const struct cl_ranges *b, char *why, size_t len);
 
 /* cl_id_ok() - a node or sandbox id: [a-z0-9-], 1 to max characters. */
 bool cl_id_ok(const char *s, size_t max);

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "daemon/cluster/dir.h"
+#include "daemon/cluster/dir_state.h"
 
 /* cl_view_refresh() - the nodes, their allocs and drain marks, read again.
  * Return: 0 or -errno (the old view stays). */

@@ -48,20 +48,26 @@ etcd_start() { # I
 	ETCD_PID[$i]=$!
 }
 
-node_start() { # I (0-based): coved node n$((I+1))
+node_json() { # I (0-based): coved node n$((I+1))'s config
 	local i=$1 n=$((i + 1)) d=$WORK/n$((i + 1))
 	mkdir -p "$d"
-	python3 - "$d/coved.json" <<PY || return 1
+	python3 - "$d/coved.json" <<PY
 import json, sys
 json.dump({"socket": "$d/coved.sock", "state_dir": "$d/state", "api_keys_file": "$WORK/keys",
            "tcp": "127.0.0.1:${HPORT[$i]}", "network": False, "memory_mib": 128,
            "templates_dir": "$COVE_TEMPLATE_DIR", "runtime_dir": "$d/rt",
            "cgroup_parent": "/sys/fs/cgroup/cove-itest-n$n", "jail_ids": "$((200000 + i * 1000))-$((200000 + i * 1000 + 999))",
+           "net_indexes": "$((i * 100))-$((i * 100 + 99))",
            "cluster": {"etcd": $ENDPOINTS, "node_id": "n$n", "advertise": "http://127.0.0.1:${HPORT[$i]}",
                        "lease_ttl_s": $TTL, "secret_file": "$WORK/secret",
                        "shared_snapshot_dir": "$WORK/shared",
                        "capacity": {"vcpus": 8, "memory_mib": 4096}}}, open(sys.argv[1], "w"))
 PY
+}
+
+node_start() { # I (0-based): coved node n$((I+1))
+	local i=$1 n=$((i + 1)) d=$WORK/n$((i + 1))
+	node_json "$i" || return 1
 	$BIN/coved --config "$d/coved.json" --foreground >>"$d/coved.log" 2>&1 &
 	COVED[$i]=$!
 	local k
@@ -91,6 +97,15 @@ h1() {
 	cat "$WORK/body"
 }
 
+dir_state() { # ID: "STATE shared|unshared NODE" of its directory record, read from etcd
+	curl -s --max-time 5 -X POST "http://127.0.0.1:${CPORT[0]}/v3/kv/range" \
+		-d "{\"key\": \"$(printf '/cove/sandboxes/%s' "$1" | base64 -w0)\"}" | python3 -c '
+import base64, json, sys
+o = json.load(sys.stdin)
+r = json.loads(base64.b64decode(o["kvs"][0]["value"])) if o.get("kvs") else None
+print("%s %s %s" % (r["state"], "shared" if r.get("shared") else "unshared", r["node"]) if r else "none")' 2>/dev/null
+}
+
 writes() { # the etcd write transactions of all live nodes
 	local n t=0 w
 	for n in 1 2 3; do
@@ -116,6 +131,7 @@ cluster_cleanup() {
 		for s in "$d"/*/; do [ -d "$s" ] && COVE_RUNTIME_DIR=$d $cove stop "$(basename "$s")" >/dev/null 2>&1; done
 	done
 	wait 2>/dev/null
+	rmdir /sys/fs/cgroup/cove-itest-n[123] 2>/dev/null
 	cove_cleanup
 }
 trap cluster_cleanup EXIT
@@ -129,6 +145,15 @@ done
 curl -s --max-time 2 "http://127.0.0.1:${CPORT[0]}/health" | grep -q '"true"' && ok "etcd: 3 members, healthy" ||
 	{ not_ok "etcd did not become healthy: $(tail -3 "$WORK/etcd0.log")"; finish; }
 for i in 0 1 2; do node_start $i || { not_ok "node n$((i + 1)) starts"; finish; }; done
+# A fourth coved on this host with node 1's jail uids but a runtime dir of
+# its own would hand out the same uids: it does not start, and says why.
+HPORT[3]=$((BASE + 9))
+node_json 3 && sed -i 's/"jail_ids": "[0-9-]*"/"jail_ids": "200500-200600"/' "$WORK/n4/coved.json"
+out=$(timeout 60 $BIN/coved --config "$WORK/n4/coved.json" --foreground 2>&1)
+rc=$?
+[ "$rc" != 0 ] && grep -q "node n1 on this host.*jail_ids 200000-200999 and 200500-200600 overlap" <<<"$out" &&
+	ok "a node whose jail uids overlap node 1's on this host does not start: $(tail -1 <<<"$out")" ||
+	not_ok "colliding node: rc $rc: $out"
 st=$(COVE_API_KEY=$KEY_A $BIN/cove cluster status --socket "$WORK/n1/coved.sock" 2>&1)
 [ "$(grep -c ' ready ' <<<"$st")" = 3 ] && ok "cove cluster status: 3 nodes ready" || not_ok "cluster status: $st"
 
@@ -149,6 +174,22 @@ for id in "$N2" "$N3"; do
 	out=$(sdk work "$id" 50 2>&1) && ok "through node 1 to ${ON[$id]}: ${out#ok }" || not_ok "work on ${ON[$id]}: $(tail -5 <<<"$out")"
 done
 out=$(sdk list "${IDS[@]}" 2>&1) && ok "Sandbox.list through node 1: ${out#ok list: }" || not_ok "list: $(tail -5 <<<"$out")"
+
+# ---- drain; create -> first exec placed on node 1 against on node 3 ----
+ctl() { COVE_API_KEY=$KEY_A $BIN/cove cluster "$@" --socket "$WORK/n1/coved.sock"; }
+ctl drain n2 >/dev/null && ctl drain n3 >/dev/null
+st=$(ctl status)
+sb=$(h1 POST /sandboxes '{"templateID": "base"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["sandboxID"])' 2>/dev/null)
+[ "$(grep -c ' draining ' <<<"$st")" = 2 ] && [ "$(where "$sb")" = n1 ] &&
+	ok "cove cluster drain n2, n3: status shows them draining; a create lands on n1" ||
+	not_ok "drain: the create landed on $(where "$sb"): $st"
+h1 DELETE "/sandboxes/$sb" >/dev/null
+here=$(cd tests/e2b && timeout 300 "$NODE" bench.mjs 3 2>/dev/null)
+ctl drain n1 >/dev/null && ctl drain --undo n3 >/dev/null
+there=$(cd tests/e2b && timeout 300 "$NODE" bench.mjs 3 2>/dev/null)
+ctl drain --undo n1 >/dev/null && ctl drain --undo n2 >/dev/null
+[ "$(ctl status | grep -c ' ready ')" = 3 ] && ok "drain --undo: 3 nodes ready again" || not_ok "undrain: $(ctl status)"
+echo "bench: create -> first exec through n1, placed on n1: $here; placed on n3: $there"
 
 # ---- benchmark: an exec round trip through node 1 against direct ----
 fw=$(sdk rtt "$N2" 15 2>/dev/null)
@@ -229,6 +270,13 @@ done
 [ "$(cat "$WORK/code")" = 204 ] && ls "$WORK/shared/records/$N2.json" >/dev/null 2>&1 &&
 	ok "etcd back: $N2 on n2 paused through node 1, its snapshot and record on the shared storage" ||
 	not_ok "pause of $N2 after etcd came back: $(cat "$WORK/code") $(cat "$WORK/body")"
+# The directory says so (etcd, read directly) before node 2 goes.
+for t in $(seq 100); do
+	[ "$(dir_state "$N2")" = "paused shared n2" ] && break
+	sleep 0.3
+done
+[ "$(dir_state "$N2")" = "paused shared n2" ] && ok "the directory has $N2 paused, shared, on n2" ||
+	not_ok "directory record of $N2: $(dir_state "$N2")"
 token=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["token"])' "$WORK/n2/state/sandboxes/$N2.json")
 kill "${COVED[1]}"
 wait "${COVED[1]}" 2>/dev/null

@@ -125,6 +125,42 @@ START_TEST(records_round_trip)
 }
 END_TEST
 
+START_TEST(ranges_on_one_host)
+{
+	char why[300];
+	struct cl_ranges a = { .state_dir = "/var/lib/a",
+		               .runtime_dir = "/run/a",
+		               .cgroup_parent = "/sys/fs/cgroup/a",
+		               .jail_first = 100,
+		               .jail_last = 199,
+		               .net_first = 0,
+		               .net_last = 99,
+		               .given = true };
+	struct cl_ranges b = a;
+	snprintf(b.state_dir, sizeof(b.state_dir), "/var/lib/b");
+	/* One runtime dir: its claim files keep the two apart. */
+	ck_assert(!cl_ranges_collide(&a, &b, why, sizeof(why)));
+	snprintf(b.runtime_dir, sizeof(b.runtime_dir), "/run/b");
+	ck_assert(cl_ranges_collide(&a, &b, why, sizeof(why)));
+	ck_assert(strstr(why, "cgroup_parent"));
+	snprintf(b.cgroup_parent, sizeof(b.cgroup_parent), "/sys/fs/cgroup/b");
+	ck_assert(cl_ranges_collide(&a, &b, why, sizeof(why)));
+	ck_assert(strstr(why, "jail_ids 100-199 and 100-199 overlap"));
+	b.jail_first = 200;
+	b.jail_last = 299;
+	ck_assert(cl_ranges_collide(&a, &b, why, sizeof(why)));
+	ck_assert(strstr(why, "net_indexes"));
+	b.net_first = 100;
+	b.net_last = 199;
+	ck_assert(!cl_ranges_collide(&a, &b, why, sizeof(why)));
+	snprintf(b.state_dir, sizeof(b.state_dir), "/var/lib/a");
+	ck_assert(cl_ranges_collide(&a, &b, why, sizeof(why)));
+	ck_assert(strstr(why, "state_dir"));
+	b.given = false; /* an older node's record says nothing */
+	ck_assert(!cl_ranges_collide(&a, &b, why, sizeof(why)));
+}
+END_TEST
+
 /* ---- against a real etcd ------------------------------------------------ */
 
 static struct unit_etcd etcd;
@@ -478,6 +514,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, pick_best_of_k);
 	tcase_add_test(tc, pick_spreads);
 	tcase_add_test(tc, records_round_trip);
+	tcase_add_test(tc, ranges_on_one_host);
 	suite_add_tcase(s, tc);
 	TCase *live = tcase_create("etcd");
 	tcase_add_unchecked_fixture(live, etcd_up, etcd_down);
