@@ -503,7 +503,7 @@ json_t *coved_cluster_status(struct coved *d)
 		    json_pack("{s:s, s:s, s:s, s:s, s:b, s:b, s:I, s:I, s:I, s:I, s:{s:I, s:I}, "
 		              "s:o}",
 		              "id", x->rec.id, "addr", x->rec.addr, "version", x->rec.version,
-		              "state", state, "ready", x->live && !x->draining, "draining",
+		              "state", state, "ready", x->live, "draining",
 		              x->draining, "vcpus", (json_int_t)x->rec.vcpus, "vcpus_committed",
 		              (json_int_t)x->alloc.vcpus, "memory_mib",
 		              (json_int_t)x->rec.memory_mib, "memory_mib_committed",

@@ -49,7 +49,8 @@ etcd_start() { # I
 }
 
 node_json() { # I (0-based): coved node n$((I+1))'s config
-	local i=$1 n=$((i + 1)) d=$WORK/n$((i + 1))
+	local i=$1
+	local n=$((i + 1)) d=$WORK/n$((i + 1))
 	mkdir -p "$d"
 	python3 - "$d/coved.json" <<PY
 import json, sys
@@ -66,7 +67,8 @@ PY
 }
 
 node_start() { # I (0-based): coved node n$((I+1))
-	local i=$1 n=$((i + 1)) d=$WORK/n$((i + 1))
+	local i=$1
+	local n=$((i + 1)) d=$WORK/n$((i + 1))
 	node_json "$i" || return 1
 	$BIN/coved --config "$d/coved.json" --foreground >>"$d/coved.log" 2>&1 &
 	COVED[$i]=$!
