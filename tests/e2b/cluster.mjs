@@ -20,7 +20,7 @@ const [step, ...args] = process.argv.slice(2);
 const opts = { timeoutMs: 900_000 };
 
 async function work(id, mb) {
-	const sbx = await Sandbox.connect(id);
+	const sbx = await Sandbox.connect(id, opts);
 	const r = await sbx.commands.run('echo fg-$X', { envs: { X: id } });
 	assert.equal(r.stdout, `fg-${id}\n`);
 	const h = await sbx.commands.run('read line; echo got $line', { background: true, stdin: true });
@@ -40,7 +40,7 @@ async function work(id, mb) {
 	}
 	await sbx.commands.run('echo kept > /root/kept.txt');
 	await sbx.betaPause();
-	const again = await Sandbox.connect(id);
+	const again = await Sandbox.connect(id, opts);
 	assert.equal(await again.files.read('/root/kept.txt'), 'kept\n');
 	console.log(`ok ${id}: commands, stdin, ${mb} MB each way, pause and resume`);
 }
@@ -66,19 +66,19 @@ if (step === 'create') {
 	console.log(`ok list: ${seen.length} sandboxes; tenant B sees ${theirs.length}`);
 } else if (step === 'alive') {
 	for (const id of args) {
-		const sbx = await Sandbox.connect(id);
+		const sbx = await Sandbox.connect(id, opts);
 		assert.equal((await sbx.commands.run('echo alive')).stdout, 'alive\n');
 	}
 	console.log(`ok alive: ${args.length}`);
 } else if (step === 'cat') {
-	const sbx = await Sandbox.connect(args[0]);
+	const sbx = await Sandbox.connect(args[0], opts);
 	process.stdout.write(await sbx.files.read(args[1]));
 } else if (step === 'pause') {
-	const sbx = await Sandbox.connect(args[0]);
+	const sbx = await Sandbox.connect(args[0], opts);
 	await sbx.betaPause();
 	console.log(`ok paused ${args[0]}`);
 } else if (step === 'rtt') {
-	const sbx = await Sandbox.connect(args[0]);
+	const sbx = await Sandbox.connect(args[0], opts);
 	const t = [];
 	for (let i = 0; i < Number(args[1]); i++) {
 		const t0 = performance.now();
