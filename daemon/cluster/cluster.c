@@ -105,13 +105,14 @@ static int reconcile(struct coved_cluster *cl)
 
 /* ---- the node record -------------------------------------------------- */
 
-static void templates_of(struct coved_cluster *cl, struct cl_node_rec *r)
+/* The directories under dir whose names pass keep, into r's templates. */
+static void names_in(const char *dir, bool snaps, struct cl_node_rec *r)
 {
-	const char *dir = cl->d->cfg.templates_dir;
 	DIR *dp = dir ? opendir(dir) : NULL;
 	struct dirent *de;
 	while (dp && r->ntemplates < CL_TEMPLATES && (de = readdir(dp))) {
-		if (de->d_name[0] == '.' || strlen(de->d_name) > 128)
+		if (de->d_name[0] == '.' || strlen(de->d_name) > 128 ||
+		    (snaps != (strncmp(de->d_name, "snap-", 5) == 0)))
 			continue;
 		char p[4400];
 		struct stat st;
@@ -122,6 +123,16 @@ static void templates_of(struct coved_cluster *cl, struct cl_node_rec *r)
 	}
 	if (dp)
 		closedir(dp);
+}
+
+/* What creates can start from here: the store's templates and the user
+ * snapshots (snap-*), which placement prefers, or for a snapshot needs. */
+static void templates_of(struct coved_cluster *cl, struct cl_node_rec *r)
+{
+	char snaps[4200];
+	snprintf(snaps, sizeof(snaps), "%s/snapshots", cl->d->cfg.state_dir);
+	names_in(cl->d->cfg.templates_dir, false, r);
+	names_in(snaps, true, r);
 }
 
 /* "FIRST-LAST" from the environment (coved_config_setenv put the config's
@@ -503,8 +514,8 @@ json_t *coved_cluster_status(struct coved *d)
 		    json_pack("{s:s, s:s, s:s, s:s, s:b, s:b, s:I, s:I, s:I, s:I, s:{s:I, s:I}, "
 		              "s:o}",
 		              "id", x->rec.id, "addr", x->rec.addr, "version", x->rec.version,
-		              "state", state, "ready", x->live, "draining",
-		              x->draining, "vcpus", (json_int_t)x->rec.vcpus, "vcpus_committed",
+		              "state", state, "ready", x->live, "draining", x->draining, "vcpus",
+		              (json_int_t)x->rec.vcpus, "vcpus_committed",
 		              (json_int_t)x->alloc.vcpus, "memory_mib",
 		              (json_int_t)x->rec.memory_mib, "memory_mib_committed",
 		              (json_int_t)x->alloc.memory_mib, "sandboxes", "running",

@@ -471,8 +471,21 @@ int cl_place(struct cl_dir_state *s, const struct cl_dir *want, const char *sbid
 	size_t n, pick[CL_PICK_K];
 	pthread_mutex_lock(&s->mu);
 	struct cl_node *c = candidates(s, want->template_id, skip, &n);
-	size_t got =
-	    c ? cl_pick(c, n, want->vcpus, want->memory_mib, CL_PICK_K, &s->seed, pick) : 0;
+	size_t got = 0;
+	/* A user snapshot lives on one node: only the nodes that list it
+	 * first; none (its node full or gone): any, which answers why. */
+	if (c && strncmp(want->template_id, "snap-", 5) == 0) {
+		struct cl_node *h = malloc((n ? n : 1) * sizeof(*h));
+		for (size_t i = 0; h && i < n; i++) {
+			h[i] = c[i];
+			h[i].ready &= h[i].has_template;
+		}
+		got =
+		    h ? cl_pick(h, n, want->vcpus, want->memory_mib, CL_PICK_K, &s->seed, pick) : 0;
+		free(h);
+	}
+	if (c && !got)
+		got = cl_pick(c, n, want->vcpus, want->memory_mib, CL_PICK_K, &s->seed, pick);
 	char ids[CL_PICK_K][CL_NODE_ID_MAX + 1], addrs[CL_PICK_K][CL_ADDR_MAX + 1];
 	for (size_t i = 0; i < got; i++) {
 		snprintf(ids[i], sizeof(ids[i]), "%s", s->nodes[pick[i]].rec.id);

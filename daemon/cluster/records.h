@@ -15,7 +15,7 @@
 
 #define CL_NODE_ID_MAX 32
 #define CL_ADDR_MAX    255
-#define CL_TEMPLATES   64 /* template names a node record lists */
+#define CL_TEMPLATES   256 /* template and user snapshot names a node record lists */
 
 /* What a node claims of its host, so that two nodes on one host never
  * share it (cl_ranges_collide): its state and runtime directories, cgroup

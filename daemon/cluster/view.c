@@ -29,10 +29,14 @@ struct cl_vnode *cl_vnode_get(struct cl_vnode **v, size_t *n, const char *id)
 	struct cl_vnode *x = cl_vnode_find(*v, *n, id);
 	if (x || !cl_id_ok(id, CL_NODE_ID_MAX))
 		return x;
-	struct cl_vnode *g = realloc(*v, (*n + 1) * sizeof(**v));
-	if (!g)
-		return NULL;
-	*v = g;
+	/* Room doubles at each power of two: a view of N nodes copies O(N). */
+	if (*n == 0 || (*n & (*n - 1)) == 0) {
+		struct cl_vnode *g = realloc(*v, (*n ? 2 * *n : 1) * sizeof(**v));
+		if (!g)
+			return NULL;
+		*v = g;
+	}
+	struct cl_vnode *g = *v;
 	x = &g[(*n)++];
 	memset(x, 0, sizeof(*x));
 	snprintf(x->rec.id, sizeof(x->rec.id), "%s", id);

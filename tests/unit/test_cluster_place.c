@@ -193,10 +193,12 @@ static void wipe(void)
 	etcd_kvs_free(&k);
 }
 
-/* A node record, under a fresh lease. */
-static void node_add(const char *id, uint64_t vcpus, uint64_t mem)
+/* A node record, under a fresh lease; it may list one template. */
+static void node_add_with(const char *id, uint64_t vcpus, uint64_t mem, const char *tmpl)
 {
 	struct cl_node_rec n = { .vcpus = vcpus, .memory_mib = mem };
+	if (tmpl)
+		n.templates[n.ntemplates++] = strdup(tmpl);
 	snprintf(n.id, sizeof(n.id), "%s", id);
 	snprintf(n.addr, sizeof(n.addr), "http://127.0.0.1:1");
 	char *s = cl_node_encode(&n), key[80];
@@ -205,6 +207,12 @@ static void node_add(const char *id, uint64_t vcpus, uint64_t mem)
 	ck_assert_int_eq(etcd_lease_grant(E, 60, &lease, err, sizeof(err)), 0);
 	ck_assert_msg(etcd_put(E, key, s, strlen(s), lease, err, sizeof(err)) == 0, "%s", err);
 	free(s);
+	cl_node_clear(&n);
+}
+
+static void node_add(const char *id, uint64_t vcpus, uint64_t mem)
+{
+	node_add_with(id, vcpus, mem, NULL);
 }
 
 static uint64_t alloc_of(const char *id)
@@ -400,6 +408,40 @@ START_TEST(claim_and_settle)
 }
 END_TEST
 
+START_TEST(snapshot_stays_home)
+{
+	ck_assert_msg(E, "etcd: %s", etcd.why);
+	wipe();
+	node_add_with("home", 4, 4096, "snap-0123456789abcdef");
+	for (int i = 0; i < 5; i++) {
+		char id[16];
+		snprintf(id, sizeof(id), "away-%d", i);
+		node_add(id, 64, 65536); /* roomier, but without the snapshot */
+	}
+	struct cl_dir_state s;
+	ck_assert_int_eq(cl_dir_init(&s, E, "placer"), 0);
+	ck_assert_int_eq(cl_view_refresh(&s, err, sizeof(err)), 0);
+	struct cl_dir w;
+	want_of(&w, 1);
+	snprintf(w.template_id, sizeof(w.template_id), "snap-0123456789abcdef");
+	char node[40], addr[300], id[40];
+	/* Its 4 vCPUs: every create from the snapshot lands at home. */
+	for (int i = 0; i < 4; i++) {
+		snprintf(id, sizeof(id), "from-snap-%d", i);
+		ck_assert_int_eq(cl_place(&s, &w, id, NULL, node, sizeof(node), addr, sizeof(addr),
+		                          err, sizeof(err)),
+		                 0);
+		ck_assert_str_eq(node, "home");
+	}
+	/* Home full: any node, which then answers whether it has it. */
+	ck_assert_int_eq(cl_place(&s, &w, "from-snap-x", NULL, node, sizeof(node), addr,
+	                          sizeof(addr), err, sizeof(err)),
+	                 0);
+	ck_assert(strncmp(node, "away-", 5) == 0);
+	cl_dir_fini(&s);
+}
+END_TEST
+
 static double cpu_us(void)
 {
 	struct timespec t;
@@ -523,6 +565,7 @@ static Suite *make_suite(void)
 	tcase_add_test(live, two_placers_one_node);
 	tcase_add_test(live, scan_marks_lost);
 	tcase_add_test(live, claim_and_settle);
+	tcase_add_test(live, snapshot_stays_home);
 	tcase_add_test(live, thousand_nodes);
 	suite_add_tcase(s, live);
 	return s;
