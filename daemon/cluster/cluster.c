@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,11 +28,14 @@
 #define ETCD_TIMEOUT_MS 3000
 #define COVED_VERSION   "0.28"
 
-static void log_line(const char *fmt, const char *a, const char *b)
+__attribute__((format(printf, 1, 2))) static void log_line(const char *fmt, ...)
 {
+	va_list ap;
+	va_start(ap, fmt);
 	fprintf(stderr, "coved: cluster: ");
-	fprintf(stderr, fmt, a, b);
+	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
+	va_end(ap);
 }
 
 /* ---- the directory follows the records --------------------------------- */
@@ -281,7 +285,7 @@ static void fence(struct coved_cluster *cl, const char *why)
 {
 	pthread_mutex_lock(&cl->mu);
 	if (!cl->fenced)
-		log_line("fenced: %s%s", why, " (no creates until etcd answers)");
+		log_line("fenced: %s (no creates until etcd answers)", why);
 	cl->fenced = true;
 	snprintf(cl->why, sizeof(cl->why), "%s", why);
 	pthread_mutex_unlock(&cl->mu);
@@ -307,8 +311,7 @@ static void renew(struct coved_cluster *cl)
 		}
 		if (r == 0) {
 			if (had)
-				log_line("lease was lost; %s%s", "registered again with a new one",
-				         "");
+				log_line("lease was lost; registered again with a new one");
 			pthread_mutex_lock(&cl->mu);
 			cl->resync = true;
 			pthread_mutex_unlock(&cl->mu);
@@ -318,7 +321,7 @@ static void renew(struct coved_cluster *cl)
 		pthread_mutex_lock(&cl->mu);
 		cl->renewed_ms = now;
 		if (cl->fenced)
-			log_line("%s%s", "lease renewed: accepting creates again", "");
+			log_line("lease renewed: accepting creates again");
 		cl->fenced = false;
 		cl->why[0] = 0;
 		pthread_mutex_unlock(&cl->mu);
@@ -344,7 +347,7 @@ static void tick(struct coved_cluster *cl)
 	if (fenced)
 		return;
 	if (node_put(cl, false, err, sizeof(err)) < 0)
-		log_line("node record: %s%s", err, "");
+		log_line("node record: %s", err);
 	if (cl_view_refresh(&cl->dir, err, sizeof(err)) < 0)
 		return;
 	int marked = cl_dir_scan(&cl->dir, err, sizeof(err));
@@ -413,7 +416,7 @@ int coved_cluster_start(struct coved *d, char *err, size_t errlen)
 	if (r == 0)
 		r = collisions(cl, err, errlen);
 	else
-		log_line("etcd cannot be read now (%s): the node starts fenced%s", e2, "");
+		log_line("etcd cannot be read now (%s): the node starts fenced", e2);
 	if (r == -EEXIST) {
 		cl_dir_fini(&cl->dir);
 		etcd_free(cl->e);
@@ -458,7 +461,7 @@ void coved_cluster_stop(struct coved *d)
 	bool resync = cl->resync && !cl->fenced && cl->lease;
 	pthread_mutex_unlock(&cl->mu);
 	if (resync && reconcile(cl) < 0)
-		log_line("%s%s", "stopping with directory writes etcd did not take", "");
+		log_line("stopping with directory writes etcd did not take");
 	/* The lease stays: a restart within the TTL keeps the node's key,
 	 * and a node stopped for good is reaped as lost. */
 	atomic_store(&d->dir_hook, NULL);

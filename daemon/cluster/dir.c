@@ -295,13 +295,11 @@ static int dir_txn(struct cl_dir_state *s, const char *id, int present, struct c
 			alloc_set(s, ch[i].node, &ch[i].now, got.revision);
 		r = 1;
 	} else if (!r) {
+		/* Lost the race: what the failure branch read is news. */
 		for (size_t i = 0; i < nch; i++)
 			alloc_update(s, ch[i].node, &got);
-		/* The alloc of a node the record moves to may be news too. */
-		r = 0;
+		dir_reread(s, id, &got, rec, rev);
 	}
-	int p = r == 0 ? dir_reread(s, id, &got, rec, rev) : 0;
-	(void)p;
 	etcd_kvs_free(&got);
 	for (size_t i = 0; i < nch; i++)
 		free(ch[i].text);
@@ -582,12 +580,10 @@ int cl_alloc_settle(struct cl_dir_state *s, char *err, size_t errlen)
 {
 	char akey[80];
 	snprintf(akey, sizeof(akey), CL_PREFIX_ALLOC "%s", s->self);
-	struct etcd_op get[2] = { { .kind = ETCD_OP_GET, .key = CL_PREFIX_SB },
-		                  { .kind = ETCD_OP_GET, .key = akey } };
 	struct etcd_kvs sbs = { 0 }, a = { 0 };
 	/* Two reads, the records first: a create between them raises the
 	 * alloc, and the transaction below then fails on its revision. */
-	int r = etcd_range_prefix(s->e, get[0].key, &sbs, err, errlen);
+	int r = etcd_range_prefix(s->e, CL_PREFIX_SB, &sbs, err, errlen);
 	if (!r)
 		r = etcd_get(s->e, akey, &a, err, errlen);
 	struct cl_alloc sum = { 0 }, was = { 0 };

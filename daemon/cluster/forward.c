@@ -418,7 +418,7 @@ struct fwd *fwd_open(struct MHD_Connection *c, const char *method, const char *u
 		errf(err, errlen, -ENOMEM, "out of memory forwarding to %s", t->base);
 		return NULL;
 	}
-	int r = fwd_request_url(c, t->base, url, &f->url);
+	int r = fwd_request_url(c, t->base, url, NULL, &f->url);
 	if (r == 0)
 		r = fwd_request_headers(c, t, &f->hdrs);
 	if (r == 0)

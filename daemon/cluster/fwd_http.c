@@ -141,6 +141,7 @@ static void sb_encode(struct sbuf *b, const char *s, const char *keep)
 struct query {
 	struct sbuf *b;
 	bool first;
+	const char *skip;
 };
 
 static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -148,6 +149,8 @@ static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *k
 {
 	(void)kind;
 	struct query *q = cls;
+	if (q->skip && strcmp(key, q->skip) == 0)
+		return MHD_YES;
 	sb_put(q->b, q->first ? "?" : "&", 1);
 	q->first = false;
 	sb_encode(q->b, key, NULL);
@@ -158,7 +161,8 @@ static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *k
 	return MHD_YES;
 }
 
-int fwd_request_url(struct MHD_Connection *c, const char *base, const char *path, char **out)
+int fwd_request_url(struct MHD_Connection *c, const char *base, const char *path, const char *skip,
+                    char **out)
 {
 	struct sbuf b = { 0 };
 	size_t n = strlen(base);
@@ -169,7 +173,7 @@ int fwd_request_url(struct MHD_Connection *c, const char *base, const char *path
 		return -EINVAL;
 	sb_put(&b, base, n);
 	sb_encode(&b, path, "/!$&'()*+,;=:@");
-	struct query q = { &b, true };
+	struct query q = { &b, true, skip };
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_arg, &q);
 	if (b.err) {
 		free(b.p);

@@ -46,9 +46,11 @@ bool fwd_pass_back(const char *name);
 
 /* fwd_request_url() - base, the request's path (decoded, as
  * libmicrohttpd gives it; must start with '/') and its query arguments
- * from c, percent-encoded again, into *out (malloc'ed).
- * Return: 0, -EINVAL (a bad path, over FWD_URL_MAX) or -ENOMEM. */
-int fwd_request_url(struct MHD_Connection *c, const char *base, const char *path, char **out);
+ * from c but skip (NULL: none), percent-encoded again, into *out
+ * (malloc'ed).  Return: 0, -EINVAL (a bad path, over FWD_URL_MAX) or
+ * -ENOMEM. */
+int fwd_request_url(struct MHD_Connection *c, const char *base, const char *path, const char *skip,
+                    char **out);
 
 /* fwd_request_headers() - the request's headers on c that pass on (not
  * hop-by-hop, none the target sets, no X-Cove-Node-Auth, X-Cove-Tenant

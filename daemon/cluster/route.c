@@ -286,67 +286,15 @@ int coved_cluster_place(struct coved *d, struct MHD_Connection *c, struct coved_
 	return 1;
 }
 
-/* The request's query string again ("?a=b&..."), for the other nodes. */
-struct query {
-	char buf[2048];
-	size_t len;
-	bool bad;
-};
-
-static void put_escaped(struct query *q, const char *s)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	for (; *s && !q->bad; s++) {
-		unsigned char ch = (unsigned char)*s;
-		bool plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		             (ch >= '0' && ch <= '9') || strchr("-._~", ch);
-		if (q->len + 4 >= sizeof(q->buf)) {
-			q->bad = true;
-			break;
-		}
-		if (plain) {
-			q->buf[q->len++] = (char)ch;
-		} else {
-			q->buf[q->len++] = '%';
-			q->buf[q->len++] = hex[ch >> 4];
-			q->buf[q->len++] = hex[ch & 15];
-		}
-	}
-	q->buf[q->len] = 0;
-}
-
-static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *key,
-                               const char *value)
-{
-	(void)kind;
-	struct query *q = cls;
-	if (strcmp(key, "nextToken") == 0)
-		return MHD_YES; /* each node pages its own from the start */
-	if (q->len + 2 >= sizeof(q->buf)) {
-		q->bad = true;
-		return MHD_NO;
-	}
-	char sep = q->len ? '&' : '?';
-	q->buf[q->len++] = sep;
-	put_escaped(q, key);
-	if (value) {
-		q->buf[q->len++] = '=';
-		put_escaped(q, value);
-	}
-	return MHD_YES;
-}
-
 void coved_cluster_list_more(struct coved *d, struct MHD_Connection *c, struct coved_tenant *t,
                              const char *url, json_t *arr, size_t limit)
 {
 	struct coved_cluster *cl = d->cluster;
 	if (!cl || coved_cluster_node_call(d, c))
 		return;
-	struct query q = { .len = 0 };
-	q.buf[0] = 0;
-	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_arg, &q);
-	char path[2300];
-	if (q.bad || snprintf(path, sizeof(path), "%s%s", url, q.buf) >= (int)sizeof(path))
+	/* Each node pages its own from the start: no nextToken. */
+	char *path = NULL;
+	if (fwd_request_url(c, "", url, "nextToken", &path) < 0)
 		return;
 	/* The nodes to ask, copied out of the view. */
 	pthread_mutex_lock(&cl->dir.mu);
@@ -386,6 +334,7 @@ void coved_cluster_list_more(struct coved *d, struct MHD_Connection *c, struct c
 	}
 	node_headers_wipe(&h);
 	free(addrs);
+	free(path);
 }
 
 enum MHD_Result coved_cluster_admin(struct coved *d, struct MHD_Connection *c, const char *method,
