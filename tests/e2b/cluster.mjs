@@ -17,7 +17,8 @@ import { createHash } from 'node:crypto';
 import { Sandbox } from 'e2b';
 
 const [step, ...args] = process.argv.slice(2);
-const opts = { timeoutMs: 900_000 };
+// requestTimeoutMs: a 50 MB file on a slow emulated host outlasts the SDK's default.
+const opts = { timeoutMs: 900_000, requestTimeoutMs: 600_000 };
 
 async function work(id, mb) {
 	const sbx = await Sandbox.connect(id, opts);
