@@ -40,6 +40,10 @@ LIBS_NET := $(shell pkg-config --libs libmnl libnftables libcrypto 2>/dev/null |
 # libhttp-parser for credential injection.
 LIBS_EGRESS := $(shell pkg-config --libs libnftables libmnl ldns libnetfilter_log libssl libcrypto 2>/dev/null || \
                  echo -lnftables -lmnl -lldns -lnetfilter_log -lssl -lcrypto) -lhttp_parser
+# libcove's images (lib/image): layers read with libarchive, root file
+# systems written with libext2fs; every host program that links libcove.
+LIBS_IMAGE := $(shell pkg-config --libs libarchive ext2fs com_err 2>/dev/null || echo -larchive -lext2fs -lcom_err)
+LIBS_NET += $(LIBS_IMAGE)
 # libcurl: coved's cluster mode (etcd, the other nodes) and cove cluster (coved's socket).
 LIBS_CURL := $(shell pkg-config --libs libcurl 2>/dev/null || echo -lcurl)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread)
