@@ -174,7 +174,17 @@ int oci_cache_put_mem(struct oci_cache *c, const void *buf, size_t len, const ch
                       char got[OCI_DIGEST_LEN + 1], char *err, size_t errlen)
 {
 	struct mem_reader m = { buf, len };
-	return oci_cache_put(c, mem_read, &m, NULL, (int64_t)len, what, got, err, errlen);
+	struct sha256 h;
+	uint8_t d[SHA256_LEN];
+	char hex[SHA256_HEX];
+	sha256_init(&h);
+	sha256_update(&h, buf, len);
+	sha256_final(&h, d);
+	sha256_hex(d, hex);
+	snprintf(got, OCI_DIGEST_LEN + 1, "sha256:%s", hex);
+	if (oci_cache_has(c, got, NULL)) /* a blob made again: nothing to read */
+		return 0;
+	return oci_cache_put(c, mem_read, &m, got, (int64_t)len, what, NULL, err, errlen);
 }
 
 int oci_cache_read(const struct oci_cache *c, const char *digest, size_t max, const char *what,

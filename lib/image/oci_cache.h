@@ -42,7 +42,8 @@ int oci_cache_put(struct oci_cache *c, oci_read_fn rd, void *arg, const char *wa
                   int64_t want_size, const char *what, char got[OCI_DIGEST_LEN + 1], char *err,
                   size_t errlen) __attribute__((warn_unused_result));
 
-/* oci_cache_put_mem() - oci_cache_put of @len bytes at @buf. */
+/* oci_cache_put_mem() - oci_cache_put of @len bytes at @buf, unless
+ * they are cached already; their digest into @got (not NULL). */
 int oci_cache_put_mem(struct oci_cache *c, const void *buf, size_t len, const char *what,
                       char got[OCI_DIGEST_LEN + 1], char *err, size_t errlen)
     __attribute__((warn_unused_result));

@@ -1,0 +1,781 @@
+/* Unit tests: image sources (lib/image/oci*.c).  Every image is made here:
+ * OCI layouts written blob by blob, oci-archives and docker-archives
+ * written with libarchive (hostile member names among them), and a layout
+ * made by umoci.  Covered: references, tag and platform selection, digest,
+ * size and media type refusals, missing blobs named, blobs never read
+ * twice, hostile members never written, and skopeo's command line, its
+ * absence and its failure (a fake skopeo in PATH; no network). */
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io.h"
+#include "lib/base/sha256.h"
+#include "lib/image/oci.h"
+#include "lib/image/oci_json.h"
+#include "lib/image/oci_pull.h"
+#include "unit.h"
+
+#define MT_INDEX    "application/vnd.oci.image.index.v1+json"
+#define MT_MANIFEST "application/vnd.oci.image.manifest.v1+json"
+#define MT_CONFIG   "application/vnd.oci.image.config.v1+json"
+#define MT_TAR      "application/vnd.oci.image.layer.v1.tar"
+
+static char tmp[64], cache[128], layout[128];
+
+static void setup(void)
+{
+	snprintf(tmp, sizeof(tmp), "/tmp/cove-ut-oci-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmp));
+	snprintf(cache, sizeof(cache), "%s/cache", tmp);
+	snprintf(layout, sizeof(layout), "%s/layout", tmp);
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static void run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void run(const char *fmt, ...)
+{
+	char cmd[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	ck_assert_msg(system(cmd) == 0, "failed: %s", cmd);
+}
+
+static void digest_of(const void *b, size_t n, char out[OCI_DIGEST_LEN + 1])
+{
+	struct sha256 h;
+	uint8_t d[SHA256_LEN];
+	char hex[SHA256_HEX];
+	sha256_init(&h);
+	sha256_update(&h, b, n);
+	sha256_final(&h, d);
+	sha256_hex(d, hex);
+	snprintf(out, OCI_DIGEST_LEN + 1, "sha256:%s", hex);
+}
+
+static void write_file(const char *path, const void *b, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, b, n), (ssize_t)n);
+	close(fd);
+}
+
+/* A blob into the layout; its digest out. */
+static void put_blob(const void *b, size_t n, char dg[OCI_DIGEST_LEN + 1])
+{
+	char p[256];
+	snprintf(p, sizeof(p), "%s/blobs/sha256", layout);
+	run("mkdir -p %s", p);
+	digest_of(b, n, dg);
+	snprintf(p, sizeof(p), "%s/blobs/sha256/%s", layout, dg + 7);
+	write_file(p, b, n);
+}
+
+/* A tar with one file @name holding @content. */
+static char *make_tar(const char *name, const char *content, size_t *len)
+{
+	size_t cap = 64 << 10;
+	char *buf = malloc(cap);
+	struct archive *a = archive_write_new();
+	struct archive_entry *e = archive_entry_new();
+	archive_write_set_format_pax_restricted(a);
+	archive_write_add_filter_none(a);
+	ck_assert_int_eq(archive_write_open_memory(a, buf, cap, len), ARCHIVE_OK);
+	archive_entry_set_pathname(e, name);
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_perm(e, 0644);
+	archive_entry_set_size(e, (la_int64_t)strlen(content));
+	ck_assert_int_eq(archive_write_header(a, e), ARCHIVE_OK);
+	ck_assert_int_eq(archive_write_data(a, content, strlen(content)), (ssize_t)strlen(content));
+	archive_entry_free(e);
+	ck_assert_int_eq(archive_write_close(a), ARCHIVE_OK);
+	archive_write_free(a);
+	return buf;
+}
+
+/* One image in the layout: a layer with /hello = @env's value, a config
+ * (os, arch, Env [@env], Cmd ["/bin/hello"]); @layer_mt its layer's media
+ * type; @size_delta added to the layer's size in the manifest.  The
+ * manifest's digest and size out. */
+struct img {
+	char manifest[OCI_DIGEST_LEN + 1], config[OCI_DIGEST_LEN + 1], layer[OCI_DIGEST_LEN + 1];
+	size_t manifest_size;
+};
+
+static void make_image_ex(const char *env, const char *os, const char *arch, const char *layer_mt,
+                          int size_delta, struct img *im)
+{
+	size_t n;
+	char *tar = make_tar("hello", env, &n);
+	put_blob(tar, n, im->layer);
+	free(tar);
+	char cfg[1024], man[1024];
+	snprintf(cfg, sizeof(cfg),
+	         "{\"os\":\"%s\",\"architecture\":\"%s\",\"config\":{\"Env\":[\"%s\"],"
+	         "\"Cmd\":[\"/bin/hello\"],\"WorkingDir\":\"/srv\",\"User\":\"1000\"},"
+	         "\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"%s\"]}}",
+	         os, arch, env, im->layer);
+	put_blob(cfg, strlen(cfg), im->config);
+	snprintf(man, sizeof(man),
+	         "{\"schemaVersion\":2,\"mediaType\":\"" MT_MANIFEST "\","
+	         "\"config\":{\"mediaType\":\"" MT_CONFIG "\",\"digest\":\"%s\",\"size\":%zu},"
+	         "\"layers\":[{\"mediaType\":\"%s\",\"digest\":\"%s\",\"size\":%zu}]}",
+	         im->config, strlen(cfg), layer_mt, im->layer, (size_t)((long)n + size_delta));
+	put_blob(man, strlen(man), im->manifest);
+	im->manifest_size = strlen(man);
+}
+
+static void make_image(const char *env, const char *arch, struct img *im)
+{
+	make_image_ex(env, "linux", arch, MT_TAR, 0, im);
+}
+
+/* index.json over @descs (a JSON list's inside), and oci-layout. */
+static void write_index(const char *descs)
+{
+	char p[256], text[4096];
+	snprintf(p, sizeof(p), "%s/index.json", layout);
+	snprintf(text, sizeof(text), "{\"schemaVersion\":2,\"manifests\":[%s]}", descs);
+	write_file(p, text, strlen(text));
+	snprintf(p, sizeof(p), "%s/oci-layout", layout);
+	write_file(p, "{\"imageLayoutVersion\":\"1.0.0\"}", 30);
+}
+
+/* A descriptor of a manifest (or index, @mt), tagged @tag (may be NULL),
+ * for @arch (may be NULL), into @out. */
+static void desc(char *out, size_t n, const char *mt, const char *dg, size_t size, const char *tag,
+                 const char *arch)
+{
+	char ann[128] = "", plat[128] = "";
+	if (tag)
+		snprintf(ann, sizeof(ann),
+		         ",\"annotations\":{\"org.opencontainers.image.ref.name\":\"%s\"}", tag);
+	if (arch)
+		snprintf(plat, sizeof(plat),
+		         ",\"platform\":{\"os\":\"linux\",\"architecture\":\"%s\"}", arch);
+	snprintf(out, n, "{\"mediaType\":\"%s\",\"digest\":\"%s\",\"size\":%zu%s%s}", mt, dg, size,
+	         ann, plat);
+}
+
+/* One image tagged "latest" in the layout. */
+static void make_tagged(const char *env, struct img *im)
+{
+	char d[512];
+	make_image(env, "amd64", im);
+	desc(d, sizeof(d), MT_MANIFEST, im->manifest, im->manifest_size, "latest", NULL);
+	write_index(d);
+}
+
+static int open_ref(const char *fmt, const char *arg, struct image_src *s, char *err, size_t n)
+{
+	char ref[512];
+	snprintf(ref, sizeof(ref), fmt, arg);
+	err[0] = '\0';
+	int r = image_src_open(cache, ref, 5000, s, err, n);
+	if (r)
+		ck_assert_msg(err[0] && !strchr(err, '\n'), "not one line: '%s'", err);
+	if (r && getenv("COVE_TEST_VERBOSE")) /* the messages, for a reader */
+		fprintf(stderr, "%s: %s\n", ref, err);
+	return r;
+}
+
+static const char *env0(const struct image_src *s)
+{
+	return s->config.n_env ? s->config.env[0] : "";
+}
+
+/* No file in the cache's blob folder but blobs (no temporary left). */
+static void cache_clean(void)
+{
+	char p[256];
+	snprintf(p, sizeof(p), "%s/blobs/sha256", cache);
+	DIR *d = opendir(p);
+	ck_assert_ptr_nonnull(d);
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.' || (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")))
+			ck_assert_msg(strlen(de->d_name) == 64, "stray %s", de->d_name);
+	closedir(d);
+}
+
+START_TEST(ref_parse)
+{
+	struct image_ref r;
+	char err[256];
+	ck_assert_int_eq(image_ref_parse("oci:/a/b", &r, err, sizeof(err)), 0);
+	ck_assert_int_eq(r.kind, IMAGE_REF_OCI);
+	ck_assert_str_eq(r.path, "/a/b");
+	ck_assert_str_eq(r.tag, "");
+	ck_assert_int_eq(image_ref_parse("oci:/a/b:v1.2", &r, err, sizeof(err)), 0);
+	ck_assert_str_eq(r.path, "/a/b");
+	ck_assert_str_eq(r.tag, "v1.2");
+	ck_assert_int_eq(image_ref_parse("oci:/a:b/c", &r, err, sizeof(err)), 0);
+	ck_assert_str_eq(r.path, "/a:b/c");
+	ck_assert_str_eq(r.tag, "");
+	ck_assert_int_eq(image_ref_parse("oci-archive:x.tar:latest", &r, err, sizeof(err)), 0);
+	ck_assert_int_eq(r.kind, IMAGE_REF_OCI_ARCHIVE);
+	ck_assert_str_eq(r.path, "x.tar");
+	ck_assert_str_eq(r.tag, "latest");
+	ck_assert_int_eq(image_ref_parse("docker-archive:/x:y.tar", &r, err, sizeof(err)), 0);
+	ck_assert_int_eq(r.kind, IMAGE_REF_DOCKER_ARCHIVE);
+	ck_assert_str_eq(r.path, "/x:y.tar");
+	ck_assert_int_eq(image_ref_parse("docker.io/library/alpine:3.19", &r, err, sizeof(err)), 0);
+	ck_assert_int_eq(r.kind, IMAGE_REF_REGISTRY);
+	ck_assert_str_eq(r.path, "docker.io/library/alpine:3.19");
+	ck_assert_int_eq(image_ref_parse("docker://alpine", &r, err, sizeof(err)), 0);
+	ck_assert_str_eq(r.path, "alpine");
+	const char *bad[] = { "",    "oci:", "oci::tag", "oci:/x:bad tag", "oci:/x:-t", "-rm",
+		              "a b", "x;rm", "/abs" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		ck_assert_msg(image_ref_parse(bad[i], &r, err, sizeof(err)) == -EINVAL, "%s",
+		              bad[i]);
+		ck_assert(err[0] && !strchr(err, '\n'));
+	}
+}
+END_TEST
+
+START_TEST(layout_tags)
+{
+	struct img a, b;
+	char d1[512], d2[512], both[1100], err[512];
+	make_image("X=a", "amd64", &a);
+	make_image("X=b", "amd64", &b);
+	desc(d1, sizeof(d1), MT_MANIFEST, a.manifest, a.manifest_size, "a", NULL);
+	desc(d2, sizeof(d2), MT_MANIFEST, b.manifest, b.manifest_size, "b", NULL);
+	snprintf(both, sizeof(both), "%s,%s", d1, d2);
+	write_index(both);
+	struct image_src s;
+	ck_assert_int_eq(open_ref("oci:%s:a", layout, &s, err, sizeof(err)), 0);
+	ck_assert_str_eq(s.manifest_digest, a.manifest);
+	ck_assert_str_eq(s.config_digest, a.config);
+	ck_assert_str_eq(env0(&s), "X=a");
+	ck_assert_uint_eq(s.blobs_read, 3);
+	ck_assert_uint_eq(s.n_layers, 1);
+	ck_assert_str_eq(s.layers[0].digest, a.layer);
+	ck_assert_int_eq(s.layers[0].comp, OCI_COMP_NONE);
+	struct stat st;
+	ck_assert_int_eq(stat(s.layers[0].path, &st), 0);
+	ck_assert_int_eq(st.st_mode & 0777, 0444);
+	ck_assert_uint_eq((uint64_t)st.st_size, s.layers[0].size);
+	ck_assert_uint_eq(s.config.n_cmd, 1);
+	ck_assert_str_eq(s.config.cmd[0], "/bin/hello");
+	ck_assert_str_eq(s.config.workdir, "/srv");
+	ck_assert_str_eq(s.config.user, "1000");
+	ck_assert_ptr_null(s.config.entrypoint);
+	image_src_free(&s);
+	ck_assert_int_eq(open_ref("oci:%s:b", layout, &s, err, sizeof(err)), 0);
+	ck_assert_str_eq(env0(&s), "X=b");
+	ck_assert_str_eq(s.manifest_digest, b.manifest);
+	image_src_free(&s);
+	/* Again: every blob is cached. */
+	ck_assert_int_eq(open_ref("oci:%s:a", layout, &s, err, sizeof(err)), 0);
+	ck_assert_uint_eq(s.blobs_read, 0);
+	image_src_free(&s);
+	ck_assert_int_eq(open_ref("oci:%s", layout, &s, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "2 images; name one with :TAG"));
+	ck_assert_int_eq(open_ref("oci:%s:c", layout, &s, err, sizeof(err)), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(err, "no image tagged 'c'"));
+	cache_clean();
+}
+END_TEST
+
+START_TEST(index_of_platforms)
+{
+	struct img arm, amd;
+	char d1[512], d2[512], both[1100], err[512], dg[OCI_DIGEST_LEN + 1];
+	make_image("ARCH=arm64", "arm64", &arm);
+	make_image("ARCH=amd64", "amd64", &amd);
+	desc(d1, sizeof(d1), MT_MANIFEST, arm.manifest, arm.manifest_size, NULL, "arm64");
+	desc(d2, sizeof(d2), MT_MANIFEST, amd.manifest, amd.manifest_size, NULL, "amd64");
+	snprintf(both, sizeof(both), "%s,%s", d1, d2);
+	/* Straight in index.json, no tags: linux/amd64 is picked. */
+	write_index(both);
+	struct image_src s;
+	ck_assert_int_eq(open_ref("oci:%s", layout, &s, err, sizeof(err)), 0);
+	ck_assert_str_eq(env0(&s), "ARCH=amd64");
+	ck_assert_str_eq(s.manifest_digest, amd.manifest);
+	image_src_free(&s);
+	/* An image index blob, tagged: its linux/amd64 manifest. */
+	char ix[1400], d[512];
+	snprintf(ix, sizeof(ix),
+	         "{\"schemaVersion\":2,\"mediaType\":\"" MT_INDEX "\","
+	         "\"manifests\":[%s]}",
+	         both);
+	put_blob(ix, strlen(ix), dg);
+	desc(d, sizeof(d), MT_INDEX, dg, strlen(ix), "multi", NULL);
+	write_index(d);
+	ck_assert_int_eq(open_ref("oci:%s:multi", layout, &s, err, sizeof(err)), 0);
+	ck_assert_str_eq(env0(&s), "ARCH=amd64");
+	ck_assert_str_eq(s.manifest_digest, amd.manifest);
+	image_src_free(&s);
+	/* Only an arm64 image: its config refuses it by name. */
+	run("rm -rf %s", cache);
+	desc(d, sizeof(d), MT_MANIFEST, arm.manifest, arm.manifest_size, NULL, NULL);
+	write_index(d);
+	ck_assert_int_eq(open_ref("oci:%s", layout, &s, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "architecture 'arm64', not amd64"));
+}
+END_TEST
+
+START_TEST(os_refused)
+{
+	struct img w;
+	char d[512], err[512];
+	make_image_ex("A=b", "windows", "amd64", MT_TAR, 0, &w);
+	desc(d, sizeof(d), MT_MANIFEST, w.manifest, w.manifest_size, NULL, NULL);
+	write_index(d);
+	struct image_src s;
+	ck_assert_int_eq(open_ref("oci:%s", layout, &s, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "os 'windows', not linux"));
+}
+END_TEST
+
+START_TEST(digest_mismatch)
+{
+	struct img im;
+	char p[256], err[512];
+	make_tagged("K=v", &im);
+	/* The layer's bytes changed, its size kept. */
+	snprintf(p, sizeof(p), "%s/blobs/sha256/%s", layout, im.layer + 7);
+	int fd = open(p, O_WRONLY);
+	ck_assert_int_eq(pwrite(fd, "Z", 1, 0), 1);
+	close(fd);
+	struct image_src s;
+	ck_assert_int_eq(open_ref("oci:%s", layout, &s, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "digest mismatch"));
+	ck_assert_ptr_nonnull(strstr(err, im.layer));
+	snprintf(p, sizeof(p), "%s/blobs/sha256/%s", cache, im.layer + 7);
+	ck_assert_int_ne(access(p, F_OK), 0);
+	cache_clean();
+}
+END_TEST
+
+START_TEST(size_mismatch)
+{
+	struct img im;
+	char d[512], err[512];
+	make_image_ex("K=v", "linux", "amd64", MT_TAR, 1, &im);
+	desc(d, sizeof(d), MT_MANIFEST, im.manifest, im.manifest_size, NULL, NULL);
+	write_index(d);
+	struct image_src s;
+	ck_assert_int_eq(open_ref("oci:%s", layout, &s, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "size mismatch"));
+	ck_assert_ptr_nonnull(strstr(err, "layer 1 of 1"));
+	/* The manifest's own size wrong in index.json. */
+	desc(d, sizeof(d), MT_MANIFEST, im.manifest, im.manifest_size - 1, NULL, NULL);
+	write_index(d);
+	ck_assert_int_eq(open_ref("oci:%s", layout, &s, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "size mismatch"));
+	cache_clean();
+}
+END_TEST
+
+START_TEST(media_type_refused)
+{
+	struct img im;
+	char d[512], err[512];
+	make_image_ex("K=v", "linux", "amd64", "application/vnd.example.weird.tar", 0, &im);
+	desc(d, sizeof(d), MT_MANIFEST, im.manifest, im.manifest_size, NULL, NULL);
+	write_index(d);
+	struct image_src s;
+	ck_assert_int_eq(open_ref("oci:%s", layout, &s, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "'application/vnd.example.weird.tar' is not supported"));
+	/* Non-distributable layers are not read either. */
+	make_image_ex("K=v", "linux", "amd64",
+	              "application/vnd.oci.image.layer.nondistributable.v1.tar+gzip", 0, &im);
+	desc(d, sizeof(d), MT_MANIFEST, im.manifest, im.manifest_size, NULL, NULL);
+	write_index(d);
+	ck_assert_int_eq(open_ref("oci:%s", layout, &s, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "nondistributable"));
+}
+END_TEST
+
+START_TEST(missing_blob_named)
+{
+	struct img im;
+	char p[256], err[512];
+	make_tagged("K=v", &im);
+	snprintf(p, sizeof(p), "%s/blobs/sha256/%s", layout, im.layer + 7);
+	ck_assert_int_eq(unlink(p), 0);
+	struct image_src s;
+	ck_assert_int_eq(open_ref("oci:%s", layout, &s, err, sizeof(err)), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(err, im.layer));
+	ck_assert_ptr_nonnull(strstr(err, "(layer 1 of 1) is missing"));
+}
+END_TEST
+
+/* Adds a member to an archive being written. */
+static void add_member(struct archive *a, const char *name, const void *b, size_t n)
+{
+	struct archive_entry *e = archive_entry_new();
+	archive_entry_set_pathname(e, name);
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_perm(e, 0644);
+	archive_entry_set_size(e, (la_int64_t)n);
+	ck_assert_int_eq(archive_write_header(a, e), ARCHIVE_OK);
+	ck_assert_int_eq(archive_write_data(a, b, n), (ssize_t)n);
+	archive_entry_free(e);
+}
+
+static void add_file(struct archive *a, const char *name, const char *path)
+{
+	size_t n;
+	struct stat st;
+	int e;
+	char *b = file_slurp(path, 1 << 20, &n, &st, &e);
+	ck_assert_ptr_nonnull(b);
+	add_member(a, name, b, n);
+	free(b);
+}
+
+/* The layout as a tar at @out, hostile members first: they must never be
+ * written anywhere. */
+static void write_oci_archive(const char *out, const struct img *im, const char *abs_evil)
+{
+	struct archive *a = archive_write_new();
+	archive_write_set_format_pax_restricted(a);
+	archive_write_add_filter_none(a);
+	ck_assert_int_eq(archive_write_open_filename(a, out), ARCHIVE_OK);
+	add_member(a, "../evil-up", "x", 1);
+	add_member(a, abs_evil, "x", 1);
+	add_member(a, "blobs/sha256/../../evil-climb", "x", 1);
+	char p[256], name[128];
+	snprintf(p, sizeof(p), "%s/index.json", layout);
+	add_file(a, "./index.json", p);
+	snprintf(p, sizeof(p), "%s/oci-layout", layout);
+	add_file(a, "oci-layout", p);
+	const char *dg[] = { im->manifest, im->config, im->layer };
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(p, sizeof(p), "%s/blobs/sha256/%s", layout, dg[i] + 7);
+		snprintf(name, sizeof(name), "./blobs/sha256/%s", dg[i] + 7);
+		add_file(a, name, p);
+	}
+	ck_assert_int_eq(archive_write_close(a), ARCHIVE_OK);
+	archive_write_free(a);
+}
+
+START_TEST(oci_archive_hostile)
+{
+	struct img im;
+	char ar[256], abs_evil[128], p[256], err[512];
+	make_tagged("K=archived", &im);
+	snprintf(ar, sizeof(ar), "%s/in/img.tar", tmp);
+	run("mkdir -p %s/in", tmp);
+	snprintf(abs_evil, sizeof(abs_evil), "%s/abs-evil", tmp);
+	write_oci_archive(ar, &im, abs_evil);
+	snprintf(p, sizeof(p), "%s/in", tmp);
+	ck_assert_int_eq(chdir(p), 0); /* "../evil-up" would land in tmp */
+	struct image_src s;
+	ck_assert_int_eq(open_ref("oci-archive:%s:latest", ar, &s, err, sizeof(err)), 0);
+	ck_assert_str_eq(s.manifest_digest, im.manifest);
+	ck_assert_str_eq(env0(&s), "K=archived");
+	ck_assert_uint_eq(s.blobs_read, 3);
+	image_src_free(&s);
+	const char *never[] = { "evil-up",
+		                "in/evil-up",
+		                "abs-evil",
+		                "evil-climb",
+		                "cache/evil-up",
+		                "cache/evil-climb",
+		                "cache/blobs/evil-climb" };
+	for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", tmp, never[i]);
+		ck_assert_msg(access(p, F_OK) != 0, "%s was written", p);
+	}
+	ck_assert_msg(access("/tmp/evil-up", F_OK) != 0, "/tmp/evil-up was written");
+	cache_clean();
+	/* The same archive again: no blob is read. */
+	ck_assert_int_eq(open_ref("oci-archive:%s", ar, &s, err, sizeof(err)), 0);
+	ck_assert_uint_eq(s.blobs_read, 0);
+	ck_assert_str_eq(s.manifest_digest, im.manifest);
+	image_src_free(&s);
+	/* Compressed with tar(1), into a fresh cache: the same image. */
+	run("rm -rf %s && tar -C %s -czf %s/img.tgz .", cache, layout, tmp);
+	snprintf(ar, sizeof(ar), "%s/img.tgz", tmp);
+	ck_assert_int_eq(open_ref("oci-archive:%s", ar, &s, err, sizeof(err)), 0);
+	ck_assert_str_eq(s.manifest_digest, im.manifest);
+	ck_assert_uint_eq(s.blobs_read, 3);
+	image_src_free(&s);
+	/* A blob member whose content is not its name. */
+	run("rm -rf %s && cp %s/blobs/sha256/%s %s/blobs/sha256/%s", cache, layout, im.config + 7,
+	    layout, im.layer + 7);
+	run("tar -C %s -cf %s/bad.tar .", layout, tmp);
+	snprintf(ar, sizeof(ar), "%s/bad.tar", tmp);
+	ck_assert_int_eq(open_ref("oci-archive:%s", ar, &s, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "digest mismatch"));
+	cache_clean();
+}
+END_TEST
+
+/* A docker-archive as `docker save` lays it out: layer dirs, the config
+ * as <hex>.json, manifest.json last.  @corrupt: the layer is not its
+ * diff_id. */
+static void write_docker_archive(const char *out, const char *env, bool corrupt)
+{
+	size_t n;
+	char *tar = make_tar("hello", env, &n);
+	char layer_dg[OCI_DIGEST_LEN + 1], cfg_dg[OCI_DIGEST_LEN + 1], cfg[1024], man[512],
+	    cfg_name[128];
+	digest_of(tar, n, layer_dg);
+	snprintf(cfg, sizeof(cfg),
+	         "{\"os\":\"linux\",\"architecture\":\"amd64\",\"config\":{\"Env\":[\"%s\"],"
+	         "\"Entrypoint\":[\"/bin/sh\",\"-c\"]},"
+	         "\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"%s\"]}}",
+	         env, layer_dg);
+	digest_of(cfg, strlen(cfg), cfg_dg);
+	snprintf(cfg_name, sizeof(cfg_name), "%s.json", cfg_dg + 7);
+	snprintf(man, sizeof(man),
+	         "[{\"Config\":\"%s\",\"RepoTags\":[\"x:1\"],\"Layers\":[\"abc/layer.tar\"]}]",
+	         cfg_name);
+	if (corrupt)
+		tar[600] ^= 1;
+	struct archive *a = archive_write_new();
+	archive_write_set_format_gnutar(a);
+	archive_write_add_filter_none(a);
+	ck_assert_int_eq(archive_write_open_filename(a, out), ARCHIVE_OK);
+	add_member(a, "abc/VERSION", "1.0", 3);
+	add_member(a, "abc/layer.tar", tar, n);
+	add_member(a, "../../layer.tar", tar, n);
+	add_member(a, cfg_name, cfg, strlen(cfg));
+	add_member(a, "manifest.json", man, strlen(man));
+	ck_assert_int_eq(archive_write_close(a), ARCHIVE_OK);
+	archive_write_free(a);
+	free(tar);
+}
+
+START_TEST(docker_archive)
+{
+	char ar[256], err[512], first[OCI_DIGEST_LEN + 1];
+	snprintf(ar, sizeof(ar), "%s/saved.tar", tmp);
+	write_docker_archive(ar, "D=1", false);
+	struct image_src s;
+	ck_assert_int_eq(open_ref("docker-archive:%s", ar, &s, err, sizeof(err)), 0);
+	ck_assert_str_eq(env0(&s), "D=1");
+	ck_assert_uint_eq(s.config.n_entrypoint, 2);
+	ck_assert_str_eq(s.config.entrypoint[1], "-c");
+	ck_assert_uint_eq(s.n_layers, 1);
+	ck_assert_int_eq(s.layers[0].comp, OCI_COMP_NONE);
+	ck_assert_uint_eq(s.blobs_read, 3); /* config, layer, the manifest made */
+	snprintf(first, sizeof(first), "%s", s.manifest_digest);
+	image_src_free(&s);
+	/* Again: the same identity, nothing read. */
+	ck_assert_int_eq(open_ref("docker-archive:%s", ar, &s, err, sizeof(err)), 0);
+	ck_assert_str_eq(s.manifest_digest, first);
+	ck_assert_uint_eq(s.blobs_read, 0);
+	image_src_free(&s);
+	cache_clean();
+	/* A layer that is not its diff_id. */
+	snprintf(ar, sizeof(ar), "%s/bad.tar", tmp);
+	write_docker_archive(ar, "D=2", true);
+	ck_assert_int_eq(open_ref("docker-archive:%s", ar, &s, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "layer 1: member 'abc/layer.tar': digest mismatch"));
+	cache_clean();
+}
+END_TEST
+
+START_TEST(umoci_layout)
+{
+	char err[512], ar[256];
+	run("cd %s && umoci init --layout u >/dev/null && umoci new --image u:latest && "
+	    "echo hi >hello && umoci insert --image u:latest hello /etc/hello >/dev/null && "
+	    "umoci config --image u:latest --config.env FOO=bar --config.cmd /bin/sh "
+	    "--config.workingdir /srv",
+	    tmp);
+	struct image_src s;
+	char u[128], first[OCI_DIGEST_LEN + 1];
+	snprintf(u, sizeof(u), "%s/u", tmp);
+	ck_assert_int_eq(open_ref("oci:%s:latest", u, &s, err, sizeof(err)), 0);
+	ck_assert_uint_eq(s.n_layers, 1);
+	ck_assert_int_eq(s.layers[0].comp, OCI_COMP_GZIP);
+	ck_assert_str_eq(env0(&s), "FOO=bar");
+	ck_assert_str_eq(s.config.cmd[0], "/bin/sh");
+	ck_assert_str_eq(s.config.workdir, "/srv");
+	snprintf(first, sizeof(first), "%s", s.manifest_digest);
+	image_src_free(&s);
+	/* The same layout as an oci-archive: the same image. */
+	run("rm -rf %s && tar -C %s -cf %s/u.tar .", cache, u, tmp);
+	snprintf(ar, sizeof(ar), "%s/u.tar", tmp);
+	ck_assert_int_eq(open_ref("oci-archive:%s:latest", ar, &s, err, sizeof(err)), 0);
+	ck_assert_str_eq(s.manifest_digest, first);
+	image_src_free(&s);
+}
+END_TEST
+
+/* A fake skopeo in @dir: the script's body. */
+static void fake_skopeo(const char *dir, const char *body)
+{
+	char p[256], text[1024];
+	run("mkdir -p %s", dir);
+	snprintf(p, sizeof(p), "%s/skopeo", dir);
+	snprintf(text, sizeof(text), "#!/bin/sh\n%s\n", body);
+	write_file(p, text, strlen(text));
+	ck_assert_int_eq(chmod(p, 0755), 0);
+}
+
+START_TEST(registry_skopeo)
+{
+	struct oci_pull_cmd c;
+	ck_assert_int_eq(oci_pull_cmd(&c, "skopeo", "docker.io/library/x:1", "/c/tmp/p", "cove"),
+	                 0);
+	const char *want[] = { "skopeo",
+		               "copy",
+		               "--quiet",
+		               "--override-os",
+		               "linux",
+		               "--override-arch",
+		               "amd64",
+		               "docker://docker.io/library/x:1",
+		               "oci:/c/tmp/p:cove",
+		               NULL };
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		ck_assert_pstr_eq(c.argv[i], want[i]);
+
+	char *path = strdup(getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+	char bin[128], err[512], args[256], cmd[512];
+	struct image_src s;
+	/* No skopeo in PATH. */
+	run("mkdir -p %s/empty %s/bin", tmp, tmp);
+	snprintf(bin, sizeof(bin), "%s/empty", tmp);
+	setenv("PATH", bin, 1);
+	ck_assert_int_eq(open_ref("%s", "x:1", &s, err, sizeof(err)), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(err, "needs skopeo, which is not installed"));
+	/* A skopeo that fails: its last line of stderr, one line. */
+	snprintf(bin, sizeof(bin), "%s/bin", tmp);
+	snprintf(cmd, sizeof(cmd), "%s:/usr/bin:/bin", bin);
+	setenv("PATH", cmd, 1);
+	snprintf(args, sizeof(args), "%s/args", tmp);
+	snprintf(cmd, sizeof(cmd),
+	         "echo \"$@\" >%s\necho 'Getting image source signatures' >&2\n"
+	         "echo 'time=\"x\" level=fatal msg=\"reading manifest 1: unauthorized\"' >&2\n"
+	         "exit 1",
+	         args);
+	fake_skopeo(bin, cmd);
+	ck_assert_int_eq(open_ref("%s", "docker.io/library/x:1", &s, err, sizeof(err)), -EIO);
+	ck_assert_ptr_nonnull(strstr(err, "unauthorized"));
+	ck_assert_ptr_null(strstr(err, "signatures"));
+	size_t n;
+	struct stat st;
+	int e;
+	char *got = file_slurp(args, 4096, &n, &st, &e);
+	ck_assert_ptr_nonnull(got);
+	char pre[256];
+	snprintf(pre, sizeof(pre),
+	         "copy --quiet --override-os linux --override-arch amd64 "
+	         "docker://docker.io/library/x:1 oci:%s/tmp/pull-",
+	         cache);
+	ck_assert_msg(!strncmp(got, pre, strlen(pre)), "args: %s", got);
+	ck_assert_ptr_nonnull(strstr(got, ":cove\n"));
+	free(got);
+	/* A skopeo that hangs is killed at the deadline. */
+	fake_skopeo(bin, "sleep 30");
+	ck_assert_int_eq(image_src_open(cache, "x:1", 300, &s, err, sizeof(err)), -ETIMEDOUT);
+	/* A skopeo that "pulls" (copies a layout): read as oci:, then removed. */
+	struct img im;
+	make_tagged("R=1", &im);
+	snprintf(cmd, sizeof(cmd),
+	         "d=${8#oci:}; d=${d%%:cove}; cp -r %s/. \"$d\" && "
+	         "sed -i 's/\"latest\"/\"cove\"/' \"$d/index.json\"",
+	         layout);
+	fake_skopeo(bin, cmd);
+	ck_assert_int_eq(open_ref("%s", "x:1", &s, err, sizeof(err)), 0);
+	ck_assert_str_eq(s.manifest_digest, im.manifest);
+	ck_assert_str_eq(env0(&s), "R=1");
+	image_src_free(&s);
+	snprintf(cmd, sizeof(cmd), "test -z \"$(ls -A %s/tmp)\"", cache);
+	setenv("PATH", path, 1);
+	run("%s", cmd);
+	free(path);
+}
+END_TEST
+
+START_TEST(json_parsers)
+{
+	char err[256];
+	struct image_config c;
+	char(*diff)[OCI_DIGEST_LEN + 1];
+	size_t nd;
+	const char *dup = "{\"os\":\"linux\",\"os\":\"linux\",\"architecture\":\"amd64\"}";
+	ck_assert_int_eq(oci_parse_config(dup, strlen(dup), &c, NULL, NULL, err, sizeof(err)),
+	                 -EINVAL);
+	const char *noeq =
+	    "{\"os\":\"linux\",\"architecture\":\"amd64\",\"config\":{\"Env\":[\"X\"]}}";
+	ck_assert_int_eq(oci_parse_config(noeq, strlen(noeq), &c, NULL, NULL, err, sizeof(err)),
+	                 -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "'Env' entry 1 is not KEY=VALUE"));
+	const char *nodiff = "{\"os\":\"linux\",\"architecture\":\"amd64\",\"config\":null}";
+	ck_assert_int_eq(oci_parse_config(nodiff, strlen(nodiff), &c, NULL, NULL, err, sizeof(err)),
+	                 0);
+	ck_assert_uint_eq(c.n_env, 0);
+	image_config_free(&c);
+	ck_assert_int_eq(oci_parse_config(nodiff, strlen(nodiff), &c, &diff, &nd, err, sizeof(err)),
+	                 -EINVAL);
+	ck_assert_ptr_null(diff);
+	const char *nul =
+	    "{\"os\":\"linux\",\"architecture\":\"amd64\",\"config\":{\"User\":\"a\\u0000b\"}}";
+	ck_assert_int_eq(oci_parse_config(nul, strlen(nul), &c, NULL, NULL, err, sizeof(err)),
+	                 -EINVAL);
+	struct docker_manifest d;
+	const char *two =
+	    "[{\"Config\":\"a.json\",\"Layers\":[\"l\"]},{\"Config\":\"b\",\"Layers\":[\"l\"]}]";
+	ck_assert_int_eq(oci_parse_docker_manifest(two, strlen(two), &d, err, sizeof(err)),
+	                 -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "holds 2 images"));
+	const char *climb = "[{\"Config\":\"a.json\",\"Layers\":[\"../l\"]}]";
+	ck_assert_int_eq(oci_parse_docker_manifest(climb, strlen(climb), &d, err, sizeof(err)),
+	                 -EINVAL);
+	ck_assert_ptr_nonnull(oci_member_name("./a/b"));
+	ck_assert_str_eq(oci_member_name(".//./a/b"), "a/b");
+	ck_assert_ptr_null(oci_member_name("/a"));
+	ck_assert_ptr_null(oci_member_name("a/../b"));
+	ck_assert_ptr_null(oci_member_name(".."));
+	ck_assert_ptr_nonnull(oci_member_name("a/..b"));
+	ck_assert(!oci_digest_valid("sha512:00"));
+	ck_assert(!oci_digest_valid("sha256:ABCDEF"));
+	struct oci_index ix;
+	const char *empty = "{\"schemaVersion\":2,\"manifests\":[]}";
+	ck_assert_int_eq(oci_parse_index(empty, strlen(empty), &ix, err, sizeof(err)), -EINVAL);
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+	Suite *s = suite_create("image_oci");
+	TCase *t = tcase_create("oci");
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, ref_parse);
+	tcase_add_test(t, layout_tags);
+	tcase_add_test(t, index_of_platforms);
+	tcase_add_test(t, os_refused);
+	tcase_add_test(t, digest_mismatch);
+	tcase_add_test(t, size_mismatch);
+	tcase_add_test(t, media_type_refused);
+	tcase_add_test(t, missing_blob_named);
+	tcase_add_test(t, oci_archive_hostile);
+	tcase_add_test(t, docker_archive);
+	tcase_add_test(t, umoci_layout);
+	tcase_add_test(t, registry_skopeo);
+	tcase_add_test(t, json_parsers);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+UNIT_MAIN()
