@@ -55,8 +55,8 @@ struct image_src {
 };
 
 /* image_ref_parse() - @s into @r.  An empty path, a bad tag, or a
- * registry reference with characters outside [A-Za-z0-9._/:@-] (or
- * starting with '-') is -EINVAL with a message. */
+ * registry reference with characters outside [A-Za-z0-9._/:@-] (or not
+ * starting with a letter or digit) is -EINVAL with a message. */
 int image_ref_parse(const char *s, struct image_ref *r, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 

@@ -22,8 +22,10 @@
 bool oci_pull_ref_valid(const char *ref)
 {
 	size_t n = ref ? strlen(ref) : 0;
-	if (n == 0 || n > OCI_PULL_REF_MAX || ref[0] == '-' || ref[0] == '/')
-		return false;
+	if (n == 0 || n > OCI_PULL_REF_MAX ||
+	    !((ref[0] >= 'a' && ref[0] <= 'z') || (ref[0] >= 'A' && ref[0] <= 'Z') ||
+	      (ref[0] >= '0' && ref[0] <= '9')))
+		return false; /* a name starts with a letter or digit: not an option, not a path */
 	for (size_t i = 0; i < n; i++) {
 		char c = ref[i];
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -109,7 +111,8 @@ static bool drain(int fd, int64_t deadline, char *keep, size_t *kept)
 }
 
 /* Waits for @pid until @deadline; kills its group after it.  Its wait
- * status, or -1 when it was killed at the deadline. */
+ * status, -1 when it was killed at the deadline, or -2 when its status is
+ * lost (a caller that ignores SIGCHLD). */
 static int reap(pid_t pid, int64_t deadline)
 {
 	int st = 0;
@@ -118,7 +121,7 @@ static int reap(pid_t pid, int64_t deadline)
 		if (w == pid)
 			return st;
 		if (w < 0 && errno != EINTR)
-			return -1;
+			return -2;
 		if (mono_ms() >= deadline)
 			break;
 		nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
@@ -172,6 +175,9 @@ int oci_pull(const char *ref, const char *dir, const char *tag, int timeout_ms, 
 	close(pfd[0]);
 	int st = reap(pid, ended ? deadline : mono_ms());
 	keep[kept] = '\0';
+	if (st == -2)
+		return errf(err, errlen, -ECHILD, "skopeo copy %s: its exit status was lost",
+		            c.src);
 	if (st < 0)
 		return errf(err, errlen, -ETIMEDOUT, "skopeo copy %s: no end within %d s", c.src,
 		            timeout_ms / 1000);

@@ -17,8 +17,9 @@ struct oci_pull_cmd {
 };
 
 /* oci_pull_ref_valid() - whether @ref looks like a registry reference
- * ([HOST/]NAME[:TAG][@sha256:HEX]: letters, digits, ". _ - / : @", not
- * starting with '-' or '/'), so it can go on skopeo's command line. */
+ * ([HOST/]NAME[:TAG][@sha256:HEX]: letters, digits, ". _ - / : @",
+ * starting with a letter or digit), so it can go on skopeo's command
+ * line. */
 bool oci_pull_ref_valid(const char *ref);
 
 /* oci_pull_cmd() - the command pulling @ref (valid) for linux/amd64 into

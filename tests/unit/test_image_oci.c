@@ -241,8 +241,8 @@ START_TEST(ref_parse)
 	ck_assert_str_eq(r.path, "docker.io/library/alpine:3.19");
 	ck_assert_int_eq(image_ref_parse("docker://alpine", &r, err, sizeof(err)), 0);
 	ck_assert_str_eq(r.path, "alpine");
-	const char *bad[] = { "",    "oci:", "oci::tag", "oci:/x:bad tag", "oci:/x:-t", "-rm",
-		              "a b", "x;rm", "/abs" };
+	const char *bad[] = { "",    "oci:", "oci::tag", "oci:/x:bad tag", "oci:/x:-t",
+		              "-rm", "a b",  "x;rm",     "/abs",           "./rel" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = '\0';
 		ck_assert_msg(image_ref_parse(bad[i], &r, err, sizeof(err)) == -EINVAL, "%s",
