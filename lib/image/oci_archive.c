@@ -5,6 +5,7 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,6 +170,8 @@ struct docker_pass {
 	const char *want;                 /* pass 2: the config's digest by its name, or NULL */
 	char config[OCI_DIGEST_LEN + 1];  /* pass 2: the config's digest, "" until read */
 	char (*diff)[OCI_DIGEST_LEN + 1]; /* pass 3: the layers' digests */
+	char **alias;                     /* pass 3: where a layer member that is a link points */
+	bool aliased;                     /* pass 3 found a link */
 };
 
 static int docker_manifest_member(void *arg, struct archive *a, struct archive_entry *e,
@@ -190,13 +193,60 @@ static int docker_config_member(void *arg, struct archive *a, struct archive_ent
 	return r < 0 ? r : 1;
 }
 
+/* The member a link member @name points to (a hard link's target is
+ * from the archive's root, a symlink's from @name's folder), resolved
+ * lexically; NULL when it leaves the archive or memory runs out. */
+static char *link_member(const char *name, struct archive_entry *e)
+{
+	const char *hard = archive_entry_hardlink(e), *sym = archive_entry_symlink(e);
+	char buf[2 * OCI_NAME_MAX + 2];
+	const char *slash = strrchr(name, '/');
+	if (hard)
+		snprintf(buf, sizeof(buf), "%s", hard);
+	else if (sym && sym[0] != '/')
+		snprintf(buf, sizeof(buf), "%.*s%s", slash ? (int)(slash - name + 1) : 0, name,
+		         sym);
+	else
+		return NULL;
+	/* Drop "." and "" components, and ".." with the one before it. */
+	char out[sizeof(buf)] = "", *save = NULL;
+	size_t n = 0;
+	for (char *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(c, "."))
+			continue;
+		if (!strcmp(c, "..")) {
+			if (n == 0)
+				return NULL;
+			char *up = strrchr(out, '/');
+			n = up ? (size_t)(up - out) : 0;
+			out[n] = '\0';
+			continue;
+		}
+		n += (size_t)snprintf(out + n, sizeof(out) - n, "%s%s", n ? "/" : "", c);
+		if (n >= sizeof(out))
+			return NULL;
+	}
+	return n ? strdup(out) : NULL;
+}
+
 static int docker_layer_member(void *arg, struct archive *a, struct archive_entry *e,
                                const char *name, char *err, size_t errlen)
 {
 	struct docker_pass *p = arg;
+	bool link = archive_entry_hardlink(e) || archive_entry_filetype(e) == AE_IFLNK;
 	for (size_t i = 0; name && i < p->m->n_layers; i++) {
-		if (strcmp(name, p->m->layers[i]) != 0 || oci_cache_has(p->c, p->diff[i], NULL))
+		bool by_alias = p->alias[i] && !strcmp(name, p->alias[i]);
+		if ((!by_alias && strcmp(name, p->m->layers[i]) != 0) ||
+		    oci_cache_has(p->c, p->diff[i], NULL))
 			continue;
+		if (link && !by_alias && !p->alias[i]) { /* followed once, in the next pass */
+			if (!(p->alias[i] = link_member(name, e)))
+				return errf(err, errlen, -EINVAL,
+				            "layer %zu: member '%.200s' links out of the archive",
+				            i + 1, name);
+			p->aliased = true;
+			continue;
+		}
 		char why[512] = "";
 		int r = member_put(p->c, a, e, name, p->diff[i], NULL, why, sizeof(why));
 		if (r < 0)
@@ -205,7 +255,6 @@ static int docker_layer_member(void *arg, struct archive *a, struct archive_entr
 			    "layer %zu: %s (docker-archive layers are the uncompressed tars "
 			    "the config's diff_ids name)",
 			    i + 1, why);
-		return 0;
 	}
 	return 0;
 }
@@ -271,9 +320,13 @@ static int docker_blobs(struct docker_pass *p, const char *path, char *err, size
 	bool need = false;
 	for (size_t i = 0; i < n_diff; i++)
 		need = need || !oci_cache_has(p->c, p->diff[i], NULL);
-	if (need &&
-	    (r = each_member(path, "docker-archive", docker_layer_member, p, err, errlen)) < 0)
-		return r;
+	if (need && !(p->alias = calloc(n_diff, sizeof(char *))))
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	/* A second pass reads what links of the first pointed to. */
+	for (int pass = 0; need && pass < 2 && (pass == 0 || p->aliased); pass++)
+		if ((r = each_member(path, "docker-archive", docker_layer_member, p, err, errlen)) <
+		    0)
+			return r;
 	for (size_t i = 0; i < n_diff; i++)
 		if (!oci_cache_has(p->c, p->diff[i], NULL))
 			return errf(err, errlen, -ENOENT, "layer %zu '%.200s' (%s) is missing",
@@ -297,6 +350,9 @@ int oci_archive_docker(struct oci_cache *c, const char *path, char manifest[OCI_
 	if (r == 0)
 		r = docker_oci_manifest(&p, manifest, e2, sizeof(e2));
 	free(p.manifest);
+	for (size_t i = 0; p.alias && i < m.n_layers; i++)
+		free(p.alias[i]);
+	free(p.alias);
 	free(p.diff);
 	docker_manifest_free(&m);
 	if (r)

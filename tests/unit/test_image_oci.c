@@ -435,6 +435,23 @@ static void add_member(struct archive *a, const char *name, const void *b, size_
 	archive_entry_free(e);
 }
 
+/* Adds a symlink (@hard false) or hard link member. */
+static void add_link(struct archive *a, const char *name, const char *target, bool hard)
+{
+	struct archive_entry *e = archive_entry_new();
+	archive_entry_set_pathname(e, name);
+	archive_entry_set_perm(e, 0644);
+	if (hard) {
+		archive_entry_set_filetype(e, AE_IFREG);
+		archive_entry_set_hardlink(e, target);
+	} else {
+		archive_entry_set_filetype(e, AE_IFLNK);
+		archive_entry_set_symlink(e, target);
+	}
+	ck_assert_int_eq(archive_write_header(a, e), ARCHIVE_OK);
+	archive_entry_free(e);
+}
+
 static void add_file(struct archive *a, const char *name, const char *path)
 {
 	size_t n;
@@ -527,24 +544,27 @@ END_TEST
 
 /* A docker-archive as `docker save` lays it out: layer dirs, the config
  * as <hex>.json, manifest.json last.  @corrupt: the layer is not its
- * diff_id. */
-static void write_docker_archive(const char *out, const char *env, bool corrupt)
+ * diff_id.  @links: the layers are a symlink and a hard link to that tar
+ * (which manifest.json does not name), after it, so a second pass reads
+ * it ("../../layer.tar" is a hostile decoy). */
+static void write_docker_archive(const char *out, const char *env, bool corrupt, bool links)
 {
 	size_t n;
 	char *tar = make_tar("hello", env, &n);
 	char layer_dg[OCI_DIGEST_LEN + 1], cfg_dg[OCI_DIGEST_LEN + 1], cfg[1024], man[512],
 	    cfg_name[128];
 	digest_of(tar, n, layer_dg);
+	char diffs[256];
+	snprintf(diffs, sizeof(diffs), links ? "\"%s\",\"%s\"" : "\"%s\"", layer_dg, layer_dg);
 	snprintf(cfg, sizeof(cfg),
 	         "{\"os\":\"linux\",\"architecture\":\"amd64\",\"config\":{\"Env\":[\"%s\"],"
 	         "\"Entrypoint\":[\"/bin/sh\",\"-c\"]},"
-	         "\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"%s\"]}}",
-	         env, layer_dg);
+	         "\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[%s]}}",
+	         env, diffs);
 	digest_of(cfg, strlen(cfg), cfg_dg);
 	snprintf(cfg_name, sizeof(cfg_name), "%s.json", cfg_dg + 7);
-	snprintf(man, sizeof(man),
-	         "[{\"Config\":\"%s\",\"RepoTags\":[\"x:1\"],\"Layers\":[\"abc/layer.tar\"]}]",
-	         cfg_name);
+	snprintf(man, sizeof(man), "[{\"Config\":\"%s\",\"RepoTags\":[\"x:1\"],\"Layers\":[%s]}]",
+	         cfg_name, links ? "\"sym/layer.tar\",\"hard/layer.tar\"" : "\"abc/layer.tar\"");
 	if (corrupt)
 		tar[600] ^= 1;
 	struct archive *a = archive_write_new();
@@ -553,6 +573,10 @@ static void write_docker_archive(const char *out, const char *env, bool corrupt)
 	ck_assert_int_eq(archive_write_open_filename(a, out), ARCHIVE_OK);
 	add_member(a, "abc/VERSION", "1.0", 3);
 	add_member(a, "abc/layer.tar", tar, n);
+	if (links) {
+		add_link(a, "sym/layer.tar", "../abc/./layer.tar", false);
+		add_link(a, "hard/layer.tar", "abc/layer.tar", true);
+	}
 	add_member(a, "../../layer.tar", tar, n);
 	add_member(a, cfg_name, cfg, strlen(cfg));
 	add_member(a, "manifest.json", man, strlen(man));
@@ -565,7 +589,7 @@ START_TEST(docker_archive)
 {
 	char ar[256], err[512], first[OCI_DIGEST_LEN + 1];
 	snprintf(ar, sizeof(ar), "%s/saved.tar", tmp);
-	write_docker_archive(ar, "D=1", false);
+	write_docker_archive(ar, "D=1", false, false);
 	struct image_src s;
 	ck_assert_int_eq(open_ref("docker-archive:%s", ar, &s, err, sizeof(err)), 0);
 	ck_assert_str_eq(env0(&s), "D=1");
@@ -584,10 +608,21 @@ START_TEST(docker_archive)
 	cache_clean();
 	/* A layer that is not its diff_id. */
 	snprintf(ar, sizeof(ar), "%s/bad.tar", tmp);
-	write_docker_archive(ar, "D=2", true);
+	write_docker_archive(ar, "D=2", true, false);
 	ck_assert_int_eq(open_ref("docker-archive:%s", ar, &s, err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "layer 1: member 'abc/layer.tar': digest mismatch"));
 	cache_clean();
+	/* Layers that are links to another member (docker save links a
+	 * layer it has written already). */
+	run("rm -rf %s", cache);
+	snprintf(ar, sizeof(ar), "%s/links.tar", tmp);
+	write_docker_archive(ar, "D=3", false, true);
+	ck_assert_int_eq(open_ref("docker-archive:%s", ar, &s, err, sizeof(err)), 0);
+	ck_assert_uint_eq(s.n_layers, 2);
+	ck_assert_str_eq(s.layers[1].digest, s.layers[0].digest);
+	ck_assert_uint_eq(s.blobs_read, 3);
+	ck_assert_str_eq(env0(&s), "D=3");
+	image_src_free(&s);
 }
 END_TEST
 
@@ -600,7 +635,7 @@ START_TEST(umoci_layout)
 	    "--config.workingdir /srv",
 	    tmp);
 	struct image_src s;
-	char u[128], first[OCI_DIGEST_LEN + 1];
+	char u[128], first[OCI_DIGEST_LEN + 1], cfg[OCI_DIGEST_LEN + 1];
 	snprintf(u, sizeof(u), "%s/u", tmp);
 	ck_assert_int_eq(open_ref("oci:%s:latest", u, &s, err, sizeof(err)), 0);
 	ck_assert_uint_eq(s.n_layers, 1);
@@ -615,6 +650,23 @@ START_TEST(umoci_layout)
 	snprintf(ar, sizeof(ar), "%s/u.tar", tmp);
 	ck_assert_int_eq(open_ref("oci-archive:%s:latest", ar, &s, err, sizeof(err)), 0);
 	ck_assert_str_eq(s.manifest_digest, first);
+	snprintf(cfg, sizeof(cfg), "%s", s.config_digest);
+	image_src_free(&s);
+	/* What skopeo writes from it, locally: a layout and a docker-archive
+	 * (a layer file named <hex>.tar, a symlink to it in a layer folder). */
+	run("cd %s && skopeo --insecure-policy copy --quiet oci:u:latest oci:s:v1 && "
+	    "skopeo --insecure-policy copy --quiet oci:u:latest docker-archive:d.tar:x/y:1",
+	    tmp);
+	snprintf(u, sizeof(u), "%s/s", tmp);
+	ck_assert_int_eq(open_ref("oci:%s:v1", u, &s, err, sizeof(err)), 0);
+	ck_assert_str_eq(s.config_digest, cfg);
+	ck_assert_str_eq(env0(&s), "FOO=bar");
+	image_src_free(&s);
+	snprintf(ar, sizeof(ar), "%s/d.tar", tmp);
+	ck_assert_int_eq(open_ref("docker-archive:%s", ar, &s, err, sizeof(err)), 0);
+	ck_assert_str_eq(s.config_digest, cfg);
+	ck_assert_int_eq(s.layers[0].comp, OCI_COMP_NONE);
+	ck_assert_str_eq(s.config.workdir, "/srv");
 	image_src_free(&s);
 }
 END_TEST
