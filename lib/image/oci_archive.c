@@ -71,7 +71,8 @@ static int member_slurp(struct archive *a, struct archive_entry *e, const char *
 {
 	if (*out)
 		return errf(err, errlen, -EINVAL, "member '%s' appears twice", name);
-	if (archive_entry_filetype(e) != AE_IFREG || archive_entry_size(e) > OCI_JSON_MAX)
+	if (archive_entry_filetype(e) != AE_IFREG || archive_entry_size(e) < 0 ||
+	    archive_entry_size(e) > OCI_JSON_MAX)
 		return errf(err, errlen, -EINVAL, "member '%s' is not a file of at most %d bytes",
 		            name, OCI_JSON_MAX);
 	size_t n = (size_t)archive_entry_size(e);

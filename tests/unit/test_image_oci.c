@@ -1,16 +1,15 @@
 /* Unit tests: image sources (lib/image/oci*.c).  Every image is made here:
  * OCI layouts written blob by blob, oci-archives and docker-archives
  * written with libarchive (hostile member names among them), and a layout
- * made by umoci.  Covered: references, tag and platform selection, digest,
+ * made by umoci, and what skopeo writes from it locally (builders in
+ * oci_images.c).  Covered: references, tag and platform selection, digest,
  * size and media type refusals, missing blobs named, blobs never read
  * twice, hostile members never written, and skopeo's command line, its
  * absence and its failure (a fake skopeo in PATH; no network). */
 #include <archive.h>
-#include <archive_entry.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,16 +17,11 @@
 #include <unistd.h>
 
 #include "io.h"
-#include "lib/base/sha256.h"
 #include "lib/image/oci.h"
 #include "lib/image/oci_json.h"
 #include "lib/image/oci_pull.h"
+#include "oci_images.h"
 #include "unit.h"
-
-#define MT_INDEX    "application/vnd.oci.image.index.v1+json"
-#define MT_MANIFEST "application/vnd.oci.image.manifest.v1+json"
-#define MT_CONFIG   "application/vnd.oci.image.config.v1+json"
-#define MT_TAR      "application/vnd.oci.image.layer.v1.tar"
 
 static char tmp[64], cache[128], layout[128];
 
@@ -46,141 +40,13 @@ static void teardown(void)
 	ck_assert_int_eq(system(cmd), 0);
 }
 
-static void run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void run(const char *fmt, ...)
-{
-	char cmd[2048];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	ck_assert_msg(system(cmd) == 0, "failed: %s", cmd);
-}
-
-static void digest_of(const void *b, size_t n, char out[OCI_DIGEST_LEN + 1])
-{
-	struct sha256 h;
-	uint8_t d[SHA256_LEN];
-	char hex[SHA256_HEX];
-	sha256_init(&h);
-	sha256_update(&h, b, n);
-	sha256_final(&h, d);
-	sha256_hex(d, hex);
-	snprintf(out, OCI_DIGEST_LEN + 1, "sha256:%s", hex);
-}
-
-static void write_file(const char *path, const void *b, size_t n)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write(fd, b, n), (ssize_t)n);
-	close(fd);
-}
-
-/* A blob into the layout; its digest out. */
-static void put_blob(const void *b, size_t n, char dg[OCI_DIGEST_LEN + 1])
-{
-	char p[256];
-	snprintf(p, sizeof(p), "%s/blobs/sha256", layout);
-	run("mkdir -p %s", p);
-	digest_of(b, n, dg);
-	snprintf(p, sizeof(p), "%s/blobs/sha256/%s", layout, dg + 7);
-	write_file(p, b, n);
-}
-
-/* A tar with one file @name holding @content. */
-static char *make_tar(const char *name, const char *content, size_t *len)
-{
-	size_t cap = 64 << 10;
-	char *buf = malloc(cap);
-	struct archive *a = archive_write_new();
-	struct archive_entry *e = archive_entry_new();
-	archive_write_set_format_pax_restricted(a);
-	archive_write_add_filter_none(a);
-	ck_assert_int_eq(archive_write_open_memory(a, buf, cap, len), ARCHIVE_OK);
-	archive_entry_set_pathname(e, name);
-	archive_entry_set_filetype(e, AE_IFREG);
-	archive_entry_set_perm(e, 0644);
-	archive_entry_set_size(e, (la_int64_t)strlen(content));
-	ck_assert_int_eq(archive_write_header(a, e), ARCHIVE_OK);
-	ck_assert_int_eq(archive_write_data(a, content, strlen(content)), (ssize_t)strlen(content));
-	archive_entry_free(e);
-	ck_assert_int_eq(archive_write_close(a), ARCHIVE_OK);
-	archive_write_free(a);
-	return buf;
-}
-
-/* One image in the layout: a layer with /hello = @env's value, a config
- * (os, arch, Env [@env], Cmd ["/bin/hello"]); @layer_mt its layer's media
- * type; @size_delta added to the layer's size in the manifest.  The
- * manifest's digest and size out. */
-struct img {
-	char manifest[OCI_DIGEST_LEN + 1], config[OCI_DIGEST_LEN + 1], layer[OCI_DIGEST_LEN + 1];
-	size_t manifest_size;
-};
-
-static void make_image_ex(const char *env, const char *os, const char *arch, const char *layer_mt,
-                          int size_delta, struct img *im)
-{
-	size_t n;
-	char *tar = make_tar("hello", env, &n);
-	put_blob(tar, n, im->layer);
-	free(tar);
-	char cfg[1024], man[1024];
-	snprintf(cfg, sizeof(cfg),
-	         "{\"os\":\"%s\",\"architecture\":\"%s\",\"config\":{\"Env\":[\"%s\"],"
-	         "\"Cmd\":[\"/bin/hello\"],\"WorkingDir\":\"/srv\",\"User\":\"1000\"},"
-	         "\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"%s\"]}}",
-	         os, arch, env, im->layer);
-	put_blob(cfg, strlen(cfg), im->config);
-	snprintf(man, sizeof(man),
-	         "{\"schemaVersion\":2,\"mediaType\":\"" MT_MANIFEST "\","
-	         "\"config\":{\"mediaType\":\"" MT_CONFIG "\",\"digest\":\"%s\",\"size\":%zu},"
-	         "\"layers\":[{\"mediaType\":\"%s\",\"digest\":\"%s\",\"size\":%zu}]}",
-	         im->config, strlen(cfg), layer_mt, im->layer, (size_t)((long)n + size_delta));
-	put_blob(man, strlen(man), im->manifest);
-	im->manifest_size = strlen(man);
-}
-
-static void make_image(const char *env, const char *arch, struct img *im)
-{
-	make_image_ex(env, "linux", arch, MT_TAR, 0, im);
-}
-
-/* index.json over @descs (a JSON list's inside), and oci-layout. */
-static void write_index(const char *descs)
-{
-	char p[256], text[4096];
-	snprintf(p, sizeof(p), "%s/index.json", layout);
-	snprintf(text, sizeof(text), "{\"schemaVersion\":2,\"manifests\":[%s]}", descs);
-	write_file(p, text, strlen(text));
-	snprintf(p, sizeof(p), "%s/oci-layout", layout);
-	write_file(p, "{\"imageLayoutVersion\":\"1.0.0\"}", 30);
-}
-
-/* A descriptor of a manifest (or index, @mt), tagged @tag (may be NULL),
- * for @arch (may be NULL), into @out. */
-static void desc(char *out, size_t n, const char *mt, const char *dg, size_t size, const char *tag,
-                 const char *arch)
-{
-	char ann[128] = "", plat[128] = "";
-	if (tag)
-		snprintf(ann, sizeof(ann),
-		         ",\"annotations\":{\"org.opencontainers.image.ref.name\":\"%s\"}", tag);
-	if (arch)
-		snprintf(plat, sizeof(plat),
-		         ",\"platform\":{\"os\":\"linux\",\"architecture\":\"%s\"}", arch);
-	snprintf(out, n, "{\"mediaType\":\"%s\",\"digest\":\"%s\",\"size\":%zu%s%s}", mt, dg, size,
-	         ann, plat);
-}
-
 /* One image tagged "latest" in the layout. */
 static void make_tagged(const char *env, struct img *im)
 {
 	char d[512];
-	make_image(env, "amd64", im);
-	desc(d, sizeof(d), MT_MANIFEST, im->manifest, im->manifest_size, "latest", NULL);
-	write_index(d);
+	img_make(layout, env, "amd64", im);
+	img_desc(d, sizeof(d), MT_MANIFEST, im->manifest, im->manifest_size, "latest", NULL);
+	img_write_index(layout, d);
 }
 
 static int open_ref(const char *fmt, const char *arg, struct image_src *s, char *err, size_t n)
@@ -256,12 +122,12 @@ START_TEST(layout_tags)
 {
 	struct img a, b;
 	char d1[512], d2[512], both[1100], err[512];
-	make_image("X=a", "amd64", &a);
-	make_image("X=b", "amd64", &b);
-	desc(d1, sizeof(d1), MT_MANIFEST, a.manifest, a.manifest_size, "a", NULL);
-	desc(d2, sizeof(d2), MT_MANIFEST, b.manifest, b.manifest_size, "b", NULL);
+	img_make(layout, "X=a", "amd64", &a);
+	img_make(layout, "X=b", "amd64", &b);
+	img_desc(d1, sizeof(d1), MT_MANIFEST, a.manifest, a.manifest_size, "a", NULL);
+	img_desc(d2, sizeof(d2), MT_MANIFEST, b.manifest, b.manifest_size, "b", NULL);
 	snprintf(both, sizeof(both), "%s,%s", d1, d2);
-	write_index(both);
+	img_write_index(layout, both);
 	struct image_src s;
 	ck_assert_int_eq(open_ref("oci:%s:a", layout, &s, err, sizeof(err)), 0);
 	ck_assert_str_eq(s.manifest_digest, a.manifest);
@@ -301,13 +167,13 @@ START_TEST(index_of_platforms)
 {
 	struct img arm, amd;
 	char d1[512], d2[512], both[1100], err[512], dg[OCI_DIGEST_LEN + 1];
-	make_image("ARCH=arm64", "arm64", &arm);
-	make_image("ARCH=amd64", "amd64", &amd);
-	desc(d1, sizeof(d1), MT_MANIFEST, arm.manifest, arm.manifest_size, NULL, "arm64");
-	desc(d2, sizeof(d2), MT_MANIFEST, amd.manifest, amd.manifest_size, NULL, "amd64");
+	img_make(layout, "ARCH=arm64", "arm64", &arm);
+	img_make(layout, "ARCH=amd64", "amd64", &amd);
+	img_desc(d1, sizeof(d1), MT_MANIFEST, arm.manifest, arm.manifest_size, NULL, "arm64");
+	img_desc(d2, sizeof(d2), MT_MANIFEST, amd.manifest, amd.manifest_size, NULL, "amd64");
 	snprintf(both, sizeof(both), "%s,%s", d1, d2);
 	/* Straight in index.json, no tags: linux/amd64 is picked. */
-	write_index(both);
+	img_write_index(layout, both);
 	struct image_src s;
 	ck_assert_int_eq(open_ref("oci:%s", layout, &s, err, sizeof(err)), 0);
 	ck_assert_str_eq(env0(&s), "ARCH=amd64");
@@ -319,17 +185,17 @@ START_TEST(index_of_platforms)
 	         "{\"schemaVersion\":2,\"mediaType\":\"" MT_INDEX "\","
 	         "\"manifests\":[%s]}",
 	         both);
-	put_blob(ix, strlen(ix), dg);
-	desc(d, sizeof(d), MT_INDEX, dg, strlen(ix), "multi", NULL);
-	write_index(d);
+	img_put_blob(layout, ix, strlen(ix), dg);
+	img_desc(d, sizeof(d), MT_INDEX, dg, strlen(ix), "multi", NULL);
+	img_write_index(layout, d);
 	ck_assert_int_eq(open_ref("oci:%s:multi", layout, &s, err, sizeof(err)), 0);
 	ck_assert_str_eq(env0(&s), "ARCH=amd64");
 	ck_assert_str_eq(s.manifest_digest, amd.manifest);
 	image_src_free(&s);
 	/* Only an arm64 image: its config refuses it by name. */
-	run("rm -rf %s", cache);
-	desc(d, sizeof(d), MT_MANIFEST, arm.manifest, arm.manifest_size, NULL, NULL);
-	write_index(d);
+	img_run("rm -rf %s", cache);
+	img_desc(d, sizeof(d), MT_MANIFEST, arm.manifest, arm.manifest_size, NULL, NULL);
+	img_write_index(layout, d);
 	ck_assert_int_eq(open_ref("oci:%s", layout, &s, err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "architecture 'arm64', not amd64"));
 }
@@ -339,9 +205,9 @@ START_TEST(os_refused)
 {
 	struct img w;
 	char d[512], err[512];
-	make_image_ex("A=b", "windows", "amd64", MT_TAR, 0, &w);
-	desc(d, sizeof(d), MT_MANIFEST, w.manifest, w.manifest_size, NULL, NULL);
-	write_index(d);
+	img_make_ex(layout, "A=b", "windows", "amd64", MT_TAR, 0, &w);
+	img_desc(d, sizeof(d), MT_MANIFEST, w.manifest, w.manifest_size, NULL, NULL);
+	img_write_index(layout, d);
 	struct image_src s;
 	ck_assert_int_eq(open_ref("oci:%s", layout, &s, err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "os 'windows', not linux"));
@@ -372,16 +238,16 @@ START_TEST(size_mismatch)
 {
 	struct img im;
 	char d[512], err[512];
-	make_image_ex("K=v", "linux", "amd64", MT_TAR, 1, &im);
-	desc(d, sizeof(d), MT_MANIFEST, im.manifest, im.manifest_size, NULL, NULL);
-	write_index(d);
+	img_make_ex(layout, "K=v", "linux", "amd64", MT_TAR, 1, &im);
+	img_desc(d, sizeof(d), MT_MANIFEST, im.manifest, im.manifest_size, NULL, NULL);
+	img_write_index(layout, d);
 	struct image_src s;
 	ck_assert_int_eq(open_ref("oci:%s", layout, &s, err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "size mismatch"));
 	ck_assert_ptr_nonnull(strstr(err, "layer 1 of 1"));
 	/* The manifest's own size wrong in index.json. */
-	desc(d, sizeof(d), MT_MANIFEST, im.manifest, im.manifest_size - 1, NULL, NULL);
-	write_index(d);
+	img_desc(d, sizeof(d), MT_MANIFEST, im.manifest, im.manifest_size - 1, NULL, NULL);
+	img_write_index(layout, d);
 	ck_assert_int_eq(open_ref("oci:%s", layout, &s, err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "size mismatch"));
 	cache_clean();
@@ -392,17 +258,17 @@ START_TEST(media_type_refused)
 {
 	struct img im;
 	char d[512], err[512];
-	make_image_ex("K=v", "linux", "amd64", "application/vnd.example.weird.tar", 0, &im);
-	desc(d, sizeof(d), MT_MANIFEST, im.manifest, im.manifest_size, NULL, NULL);
-	write_index(d);
+	img_make_ex(layout, "K=v", "linux", "amd64", "application/vnd.example.weird.tar", 0, &im);
+	img_desc(d, sizeof(d), MT_MANIFEST, im.manifest, im.manifest_size, NULL, NULL);
+	img_write_index(layout, d);
 	struct image_src s;
 	ck_assert_int_eq(open_ref("oci:%s", layout, &s, err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "'application/vnd.example.weird.tar' is not supported"));
 	/* Non-distributable layers are not read either. */
-	make_image_ex("K=v", "linux", "amd64",
-	              "application/vnd.oci.image.layer.nondistributable.v1.tar+gzip", 0, &im);
-	desc(d, sizeof(d), MT_MANIFEST, im.manifest, im.manifest_size, NULL, NULL);
-	write_index(d);
+	img_make_ex(layout, "K=v", "linux", "amd64",
+	            "application/vnd.oci.image.layer.nondistributable.v1.tar+gzip", 0, &im);
+	img_desc(d, sizeof(d), MT_MANIFEST, im.manifest, im.manifest_size, NULL, NULL);
+	img_write_index(layout, d);
 	ck_assert_int_eq(open_ref("oci:%s", layout, &s, err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "nondistributable"));
 }
@@ -422,47 +288,6 @@ START_TEST(missing_blob_named)
 }
 END_TEST
 
-/* Adds a member to an archive being written. */
-static void add_member(struct archive *a, const char *name, const void *b, size_t n)
-{
-	struct archive_entry *e = archive_entry_new();
-	archive_entry_set_pathname(e, name);
-	archive_entry_set_filetype(e, AE_IFREG);
-	archive_entry_set_perm(e, 0644);
-	archive_entry_set_size(e, (la_int64_t)n);
-	ck_assert_int_eq(archive_write_header(a, e), ARCHIVE_OK);
-	ck_assert_int_eq(archive_write_data(a, b, n), (ssize_t)n);
-	archive_entry_free(e);
-}
-
-/* Adds a symlink (@hard false) or hard link member. */
-static void add_link(struct archive *a, const char *name, const char *target, bool hard)
-{
-	struct archive_entry *e = archive_entry_new();
-	archive_entry_set_pathname(e, name);
-	archive_entry_set_perm(e, 0644);
-	if (hard) {
-		archive_entry_set_filetype(e, AE_IFREG);
-		archive_entry_set_hardlink(e, target);
-	} else {
-		archive_entry_set_filetype(e, AE_IFLNK);
-		archive_entry_set_symlink(e, target);
-	}
-	ck_assert_int_eq(archive_write_header(a, e), ARCHIVE_OK);
-	archive_entry_free(e);
-}
-
-static void add_file(struct archive *a, const char *name, const char *path)
-{
-	size_t n;
-	struct stat st;
-	int e;
-	char *b = file_slurp(path, 1 << 20, &n, &st, &e);
-	ck_assert_ptr_nonnull(b);
-	add_member(a, name, b, n);
-	free(b);
-}
-
 /* The layout as a tar at @out, hostile members first: they must never be
  * written anywhere. */
 static void write_oci_archive(const char *out, const struct img *im, const char *abs_evil)
@@ -471,19 +296,19 @@ static void write_oci_archive(const char *out, const struct img *im, const char 
 	archive_write_set_format_pax_restricted(a);
 	archive_write_add_filter_none(a);
 	ck_assert_int_eq(archive_write_open_filename(a, out), ARCHIVE_OK);
-	add_member(a, "../evil-up", "x", 1);
-	add_member(a, abs_evil, "x", 1);
-	add_member(a, "blobs/sha256/../../evil-climb", "x", 1);
+	img_add_member(a, "../evil-up", "x", 1);
+	img_add_member(a, abs_evil, "x", 1);
+	img_add_member(a, "blobs/sha256/../../evil-climb", "x", 1);
 	char p[256], name[128];
 	snprintf(p, sizeof(p), "%s/index.json", layout);
-	add_file(a, "./index.json", p);
+	img_add_file(a, "./index.json", p);
 	snprintf(p, sizeof(p), "%s/oci-layout", layout);
-	add_file(a, "oci-layout", p);
+	img_add_file(a, "oci-layout", p);
 	const char *dg[] = { im->manifest, im->config, im->layer };
 	for (size_t i = 0; i < 3; i++) {
 		snprintf(p, sizeof(p), "%s/blobs/sha256/%s", layout, dg[i] + 7);
 		snprintf(name, sizeof(name), "./blobs/sha256/%s", dg[i] + 7);
-		add_file(a, name, p);
+		img_add_file(a, name, p);
 	}
 	ck_assert_int_eq(archive_write_close(a), ARCHIVE_OK);
 	archive_write_free(a);
@@ -495,7 +320,7 @@ START_TEST(oci_archive_hostile)
 	char ar[256], abs_evil[128], p[256], err[512];
 	make_tagged("K=archived", &im);
 	snprintf(ar, sizeof(ar), "%s/in/img.tar", tmp);
-	run("mkdir -p %s/in", tmp);
+	img_run("mkdir -p %s/in", tmp);
 	snprintf(abs_evil, sizeof(abs_evil), "%s/abs-evil", tmp);
 	write_oci_archive(ar, &im, abs_evil);
 	snprintf(p, sizeof(p), "%s/in", tmp);
@@ -525,16 +350,16 @@ START_TEST(oci_archive_hostile)
 	ck_assert_str_eq(s.manifest_digest, im.manifest);
 	image_src_free(&s);
 	/* Compressed with tar(1), into a fresh cache: the same image. */
-	run("rm -rf %s && tar -C %s -czf %s/img.tgz .", cache, layout, tmp);
+	img_run("rm -rf %s && tar -C %s -czf %s/img.tgz .", cache, layout, tmp);
 	snprintf(ar, sizeof(ar), "%s/img.tgz", tmp);
 	ck_assert_int_eq(open_ref("oci-archive:%s", ar, &s, err, sizeof(err)), 0);
 	ck_assert_str_eq(s.manifest_digest, im.manifest);
 	ck_assert_uint_eq(s.blobs_read, 3);
 	image_src_free(&s);
 	/* A blob member whose content is not its name. */
-	run("rm -rf %s && cp %s/blobs/sha256/%s %s/blobs/sha256/%s", cache, layout, im.config + 7,
-	    layout, im.layer + 7);
-	run("tar -C %s -cf %s/bad.tar .", layout, tmp);
+	img_run("rm -rf %s && cp %s/blobs/sha256/%s %s/blobs/sha256/%s", cache, layout,
+	        im.config + 7, layout, im.layer + 7);
+	img_run("tar -C %s -cf %s/bad.tar .", layout, tmp);
 	snprintf(ar, sizeof(ar), "%s/bad.tar", tmp);
 	ck_assert_int_eq(open_ref("oci-archive:%s", ar, &s, err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "digest mismatch"));
@@ -550,10 +375,10 @@ END_TEST
 static void write_docker_archive(const char *out, const char *env, bool corrupt, bool links)
 {
 	size_t n;
-	char *tar = make_tar("hello", env, &n);
+	char *tar = img_tar("hello", env, &n);
 	char layer_dg[OCI_DIGEST_LEN + 1], cfg_dg[OCI_DIGEST_LEN + 1], cfg[1024], man[512],
 	    cfg_name[128];
-	digest_of(tar, n, layer_dg);
+	img_digest(tar, n, layer_dg);
 	char diffs[256];
 	snprintf(diffs, sizeof(diffs), links ? "\"%s\",\"%s\"" : "\"%s\"", layer_dg, layer_dg);
 	snprintf(cfg, sizeof(cfg),
@@ -561,7 +386,7 @@ static void write_docker_archive(const char *out, const char *env, bool corrupt,
 	         "\"Entrypoint\":[\"/bin/sh\",\"-c\"]},"
 	         "\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[%s]}}",
 	         env, diffs);
-	digest_of(cfg, strlen(cfg), cfg_dg);
+	img_digest(cfg, strlen(cfg), cfg_dg);
 	snprintf(cfg_name, sizeof(cfg_name), "%s.json", cfg_dg + 7);
 	snprintf(man, sizeof(man), "[{\"Config\":\"%s\",\"RepoTags\":[\"x:1\"],\"Layers\":[%s]}]",
 	         cfg_name, links ? "\"sym/layer.tar\",\"hard/layer.tar\"" : "\"abc/layer.tar\"");
@@ -571,15 +396,15 @@ static void write_docker_archive(const char *out, const char *env, bool corrupt,
 	archive_write_set_format_gnutar(a);
 	archive_write_add_filter_none(a);
 	ck_assert_int_eq(archive_write_open_filename(a, out), ARCHIVE_OK);
-	add_member(a, "abc/VERSION", "1.0", 3);
-	add_member(a, "abc/layer.tar", tar, n);
+	img_add_member(a, "abc/VERSION", "1.0", 3);
+	img_add_member(a, "abc/layer.tar", tar, n);
 	if (links) {
-		add_link(a, "sym/layer.tar", "../abc/./layer.tar", false);
-		add_link(a, "hard/layer.tar", "abc/layer.tar", true);
+		img_add_link(a, "sym/layer.tar", "../abc/./layer.tar", false);
+		img_add_link(a, "hard/layer.tar", "abc/layer.tar", true);
 	}
-	add_member(a, "../../layer.tar", tar, n);
-	add_member(a, cfg_name, cfg, strlen(cfg));
-	add_member(a, "manifest.json", man, strlen(man));
+	img_add_member(a, "../../layer.tar", tar, n);
+	img_add_member(a, cfg_name, cfg, strlen(cfg));
+	img_add_member(a, "manifest.json", man, strlen(man));
 	ck_assert_int_eq(archive_write_close(a), ARCHIVE_OK);
 	archive_write_free(a);
 	free(tar);
@@ -614,7 +439,7 @@ START_TEST(docker_archive)
 	cache_clean();
 	/* Layers that are links to another member (docker save links a
 	 * layer it has written already). */
-	run("rm -rf %s", cache);
+	img_run("rm -rf %s", cache);
 	snprintf(ar, sizeof(ar), "%s/links.tar", tmp);
 	write_docker_archive(ar, "D=3", false, true);
 	ck_assert_int_eq(open_ref("docker-archive:%s", ar, &s, err, sizeof(err)), 0);
@@ -629,11 +454,11 @@ END_TEST
 START_TEST(umoci_layout)
 {
 	char err[512], ar[256];
-	run("cd %s && umoci init --layout u >/dev/null && umoci new --image u:latest && "
-	    "echo hi >hello && umoci insert --image u:latest hello /etc/hello >/dev/null && "
-	    "umoci config --image u:latest --config.env FOO=bar --config.cmd /bin/sh "
-	    "--config.workingdir /srv",
-	    tmp);
+	img_run("cd %s && umoci init --layout u >/dev/null && umoci new --image u:latest && "
+	        "echo hi >hello && umoci insert --image u:latest hello /etc/hello >/dev/null && "
+	        "umoci config --image u:latest --config.env FOO=bar --config.cmd /bin/sh "
+	        "--config.workingdir /srv",
+	        tmp);
 	struct image_src s;
 	char u[128], first[OCI_DIGEST_LEN + 1], cfg[OCI_DIGEST_LEN + 1];
 	snprintf(u, sizeof(u), "%s/u", tmp);
@@ -646,7 +471,7 @@ START_TEST(umoci_layout)
 	snprintf(first, sizeof(first), "%s", s.manifest_digest);
 	image_src_free(&s);
 	/* The same layout as an oci-archive: the same image. */
-	run("rm -rf %s && tar -C %s -cf %s/u.tar .", cache, u, tmp);
+	img_run("rm -rf %s && tar -C %s -cf %s/u.tar .", cache, u, tmp);
 	snprintf(ar, sizeof(ar), "%s/u.tar", tmp);
 	ck_assert_int_eq(open_ref("oci-archive:%s:latest", ar, &s, err, sizeof(err)), 0);
 	ck_assert_str_eq(s.manifest_digest, first);
@@ -654,9 +479,9 @@ START_TEST(umoci_layout)
 	image_src_free(&s);
 	/* What skopeo writes from it, locally: a layout and a docker-archive
 	 * (a layer file named <hex>.tar, a symlink to it in a layer folder). */
-	run("cd %s && skopeo --insecure-policy copy --quiet oci:u:latest oci:s:v1 && "
-	    "skopeo --insecure-policy copy --quiet oci:u:latest docker-archive:d.tar:x/y:1",
-	    tmp);
+	img_run("cd %s && skopeo --insecure-policy copy --quiet oci:u:latest oci:s:v1 && "
+	        "skopeo --insecure-policy copy --quiet oci:u:latest docker-archive:d.tar:x/y:1",
+	        tmp);
 	snprintf(u, sizeof(u), "%s/s", tmp);
 	ck_assert_int_eq(open_ref("oci:%s:v1", u, &s, err, sizeof(err)), 0);
 	ck_assert_str_eq(s.config_digest, cfg);
@@ -675,10 +500,10 @@ END_TEST
 static void fake_skopeo(const char *dir, const char *body)
 {
 	char p[256], text[1024];
-	run("mkdir -p %s", dir);
+	img_run("mkdir -p %s", dir);
 	snprintf(p, sizeof(p), "%s/skopeo", dir);
 	snprintf(text, sizeof(text), "#!/bin/sh\n%s\n", body);
-	write_file(p, text, strlen(text));
+	img_write_file(p, text, strlen(text));
 	ck_assert_int_eq(chmod(p, 0755), 0);
 }
 
@@ -704,7 +529,7 @@ START_TEST(registry_skopeo)
 	char bin[128], err[512], args[256], cmd[512];
 	struct image_src s;
 	/* No skopeo in PATH. */
-	run("mkdir -p %s/empty %s/bin", tmp, tmp);
+	img_run("mkdir -p %s/empty %s/bin", tmp, tmp);
 	snprintf(bin, sizeof(bin), "%s/empty", tmp);
 	setenv("PATH", bin, 1);
 	ck_assert_int_eq(open_ref("%s", "x:1", &s, err, sizeof(err)), -ENOENT);
@@ -753,7 +578,7 @@ START_TEST(registry_skopeo)
 	image_src_free(&s);
 	snprintf(cmd, sizeof(cmd), "test -z \"$(ls -A %s/tmp)\"", cache);
 	setenv("PATH", path, 1);
-	run("%s", cmd);
+	img_run("%s", cmd);
 	free(path);
 }
 END_TEST
