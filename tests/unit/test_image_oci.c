@@ -343,6 +343,7 @@ START_TEST(oci_archive_hostile)
 		ck_assert_msg(access(p, F_OK) != 0, "%s was written", p);
 	}
 	ck_assert_msg(access("/tmp/evil-up", F_OK) != 0, "/tmp/evil-up was written");
+	ck_assert_int_eq(chdir("/"), 0);
 	cache_clean();
 	/* The same archive again: no blob is read. */
 	ck_assert_int_eq(open_ref("oci-archive:%s", ar, &s, err, sizeof(err)), 0);
@@ -356,6 +357,13 @@ START_TEST(oci_archive_hostile)
 	ck_assert_str_eq(s.manifest_digest, im.manifest);
 	ck_assert_uint_eq(s.blobs_read, 3);
 	image_src_free(&s);
+	/* An archive without the layer: the blob is named. */
+	img_run("rm -rf %s && tar -C %s --exclude=%s -cf %s/nolayer.tar .", cache, layout,
+	        im.layer + 7, tmp);
+	snprintf(ar, sizeof(ar), "%s/nolayer.tar", tmp);
+	ck_assert_int_eq(open_ref("oci-archive:%s", ar, &s, err, sizeof(err)), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(err, im.layer));
+	ck_assert_ptr_nonnull(strstr(err, "(layer 1 of 1) is missing"));
 	/* A blob member whose content is not its name. */
 	img_run("rm -rf %s && cp %s/blobs/sha256/%s %s/blobs/sha256/%s", cache, layout,
 	        im.config + 7, layout, im.layer + 7);
