@@ -179,8 +179,8 @@ int oci_pull(const char *ref, const char *dir, const char *tag, int timeout_ms, 
 		return errf(err, errlen, -ECHILD, "skopeo copy %s: its exit status was lost",
 		            c.src);
 	if (st < 0)
-		return errf(err, errlen, -ETIMEDOUT, "skopeo copy %s: no end within %d s", c.src,
-		            timeout_ms / 1000);
+		return errf(err, errlen, -ETIMEDOUT, "skopeo copy %s: no end within %.1f s", c.src,
+		            timeout_ms / 1000.0);
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
 		return 0;
 	const char *line = last_line(keep);

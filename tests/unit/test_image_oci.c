@@ -572,6 +572,7 @@ START_TEST(registry_skopeo)
 	/* A skopeo that hangs is killed at the deadline. */
 	fake_skopeo(bin, "sleep 30");
 	ck_assert_int_eq(image_src_open(cache, "x:1", 300, &s, err, sizeof(err)), -ETIMEDOUT);
+	ck_assert_ptr_nonnull(strstr(err, "no end within 0.3 s"));
 	/* A skopeo that "pulls" (copies a layout): read as oci:, then removed. */
 	struct img im;
 	make_tagged("R=1", &im);
