@@ -185,6 +185,8 @@ int dockerfile_parse(const char *text, size_t len, const char *const *build_args
 		p.line = 1;
 		r = df_perr(&p, "no FROM instruction");
 	}
+	if (r == -ENOMEM)
+		errf(err, errlen, r, "Dockerfile: out of memory");
 	df_vars_free(&p.meta);
 	df_vars_free(&p.args);
 	df_vars_free(&p.env);

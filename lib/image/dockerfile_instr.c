@@ -35,22 +35,33 @@ int df_words_at(struct parser *p, const char *s, bool split, struct df_list *out
 	return r;
 }
 
-/* ---- text of a step: KW then a JSON array (unambiguous in a key) ---------- */
+/* ---- text of a step: KW then its words quoted as JSON strings (bytes over
+ * 0x7f as they are), unambiguous in a key ---------------------------------- */
 
 static char *render(const char *kw, const struct df_list *l)
 {
-	json_t *a = json_array();
-	for (size_t i = 0; a && i < l->n; i++)
-		if (json_array_append_new(a, json_string(l->v[i]))) {
-			json_decref(a);
-			a = NULL;
+	size_t cap = strlen(kw) + 4;
+	for (size_t i = 0; i < l->n; i++)
+		cap += 6 * strlen(l->v[i]) + 3;
+	char *s = malloc(cap), *o = s;
+	if (!s)
+		return NULL;
+	o += sprintf(o, "%s [", kw);
+	for (size_t i = 0; i < l->n; i++) {
+		*o++ = i ? ',' : '"';
+		if (i)
+			*o++ = '"';
+		for (const unsigned char *c = (const unsigned char *)l->v[i]; *c; c++) {
+			if (*c == '"' || *c == '\\')
+				o += sprintf(o, "\\%c", *c);
+			else if (*c < 0x20 || *c == 0x7f)
+				o += sprintf(o, "\\u%04x", *c);
+			else
+				*o++ = (char)*c;
 		}
-	char *j = a ? json_dumps(a, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
-	json_decref(a);
-	char *s = NULL;
-	if (j && asprintf(&s, "%s %s", kw, j) < 0)
-		s = NULL;
-	free(j);
+		*o++ = '"';
+	}
+	strcpy(o, "]");
 	return s;
 }
 
