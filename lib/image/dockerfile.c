@@ -3,9 +3,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <jansson.h>
-#include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,17 +10,6 @@
 
 #include "errf.h"
 #include "lib/image/dockerfile_instr.h"
-
-const char *dockerfile_name(enum df_kind kind)
-{
-	static const char *const names[] = {
-		[DF_FROM] = "FROM",     [DF_ARG] = "ARG",     [DF_RUN] = "RUN",
-		[DF_COPY] = "COPY",     [DF_ENV] = "ENV",     [DF_WORKDIR] = "WORKDIR",
-		[DF_USER] = "USER",     [DF_CMD] = "CMD",     [DF_ENTRYPOINT] = "ENTRYPOINT",
-		[DF_EXPOSE] = "EXPOSE", [DF_LABEL] = "LABEL",
-	};
-	return (unsigned)kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
-}
 
 /* ---- lines ----------------------------------------------------------------- */
 
@@ -255,20 +241,4 @@ int dockerfile_resolve(struct dockerfile *df, const char *context, const char *b
 	if (c.rootfd >= 0)
 		ctx_close(&c);
 	return r;
-}
-
-void dockerfile_free(struct dockerfile *df)
-{
-	for (size_t i = 0; i < df->nsteps; i++)
-		df_step_free(&df->steps[i]);
-	free(df->steps);
-	struct df_config *c = &df->config;
-	df_list_free(&c->env);
-	df_list_free(&c->cmd);
-	df_list_free(&c->entrypoint);
-	df_list_free(&c->expose);
-	df_list_free(&c->labels);
-	free(c->workdir);
-	free(c->user);
-	*df = (struct dockerfile){ 0 };
 }

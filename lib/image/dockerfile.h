@@ -4,7 +4,8 @@
  * Call order: dockerfile_parse() (pure: text in, steps out), then
  * dockerfile_resolve() (reads the build context for COPY and ADD and sets
  * every key), then dockerfile_free().  Every message is one line,
- * "Dockerfile:LINE: ...". */
+ * "Dockerfile:LINE: ...".  The steps, the config and dockerfile_free()
+ * are in dockerfile_step.h. */
 #ifndef COVE_IMAGE_DOCKERFILE_H
 #define COVE_IMAGE_DOCKERFILE_H
 
@@ -12,82 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/base/sha256.h"
-#include "lib/image/context.h"
-#include "lib/image/dockerfile_word.h"
+#include "lib/image/dockerfile_step.h"
 
 #define DF_BYTES_MAX  (1 << 20) /* a Dockerfile's size */
 #define DF_INSTRS_MAX 1024      /* instructions in one */
-
-enum df_kind {
-	DF_FROM,
-	DF_ARG,
-	DF_RUN,
-	DF_COPY, /* COPY and ADD */
-	DF_ENV,
-	DF_WORKDIR,
-	DF_USER,
-	DF_CMD,
-	DF_ENTRYPOINT,
-	DF_EXPOSE,
-	DF_LABEL,
-};
-
-/* COPY or ADD. */
-struct df_copy {
-	bool add;            /* ADD: a matched local tar archive is unpacked (ctx_entry.archive) */
-	struct df_list srcs; /* source patterns after substitution, cleaned, relative to the
-	                        context ("" is the whole context) */
-	char *dest;          /* absolute (a relative one is joined to the WORKDIR), cleaned;
-	                        ends with '/' when written as a folder ("dir/", ".") */
-	char *chown_user;    /* --chown's user and group as given, after substitution; */
-	char *chown_group;   /*   NULL when absent */
-	long uid, gid;       /* the same when numeric, else -1 */
-	struct ctx_files files; /* what the sources matched: set by dockerfile_resolve() */
-};
-
-/* One step.  args by kind:
- *   FROM: { image reference }
- *   ARG: { "NAME=value" or "NAME" (declared, unset) ... }
- *   RUN, CMD, ENTRYPOINT: the JSON form's argv, or { command } when shell
- *        is set (a builder runs it with /bin/sh -c); never substituted
- *   ENV, LABEL: { "KEY=value" ... }
- *   WORKDIR: { absolute path }   USER: { user[:group] }
- *   EXPOSE: { "port[/proto]" ... }
- * A RUN runs with the ENV so far and the ARGs declared so far (ENV wins),
- * in the WORKDIR and as the USER so far. */
-struct df_step {
-	enum df_kind kind;
-	unsigned line; /* the instruction's first line */
-	char *text;    /* the instruction after substitution, as keyed and logged */
-	struct df_list args;
-	bool shell;
-	struct df_copy copy;     /* DF_COPY */
-	uint8_t key[SHA256_LEN]; /* set by dockerfile_resolve() */
-};
-
-/* What the steps leave in the image's config, over the base image's.  A
- * field is NULL (a list empty) when the Dockerfile does not set it. */
-struct df_config {
-	struct df_list env; /* "KEY=value", the Dockerfile's ENVs, a later one replacing */
-	char *workdir;
-	char *user;
-	bool has_cmd, has_entrypoint; /* set: replaces the base's (an ENTRYPOINT with no CMD
-	                                 before it clears CMD, as Docker does) */
-	struct df_list cmd;           /* a shell form is { "/bin/sh", "-c", command } */
-	struct df_list entrypoint;
-	struct df_list expose; /* "port[/proto]" */
-	struct df_list labels; /* "KEY=value" */
-};
-
-struct dockerfile {
-	struct df_step *steps; /* steps[0] is the FROM */
-	size_t nsteps;
-	struct df_config config;
-};
-
-/* dockerfile_name() - the instruction word of a kind ("COPY" for both COPY and ADD). */
-const char *dockerfile_name(enum df_kind kind);
 
 /* dockerfile_parse() - parses one Dockerfile.
  * @text, @len: its bytes (at most DF_BYTES_MAX, no NUL)
@@ -119,7 +48,5 @@ int dockerfile_parse(const char *text, size_t len, const char *const *build_args
  * Return: 0; -errno with "Dockerfile:LINE: ..." naming the source. */
 int dockerfile_resolve(struct dockerfile *df, const char *context, const char *base_id, char *err,
                        size_t errlen) __attribute__((warn_unused_result));
-
-void dockerfile_free(struct dockerfile *df);
 
 #endif

@@ -106,29 +106,18 @@ static int clean_path(const char *base, const char *in, char out[PATH_MAX])
 
 /* ---- steps ----------------------------------------------------------------- */
 
-void df_step_free(struct df_step *s)
-{
-	free(s->text);
-	df_list_free(&s->args);
-	df_list_free(&s->copy.srcs);
-	free(s->copy.dest);
-	free(s->copy.chown_user);
-	free(s->copy.chown_group);
-	ctx_files_free(&s->copy.files);
-}
-
 /* Appends st (taken over, freed on failure) with its text. */
 static int push_step(struct parser *p, struct df_step *st, const char *kw)
 {
 	struct dockerfile *df = p->df;
 	st->line = p->line;
 	if (!st->text && !(st->text = render(kw, &st->args))) {
-		df_step_free(st);
+		dockerfile_step_free(st);
 		return -ENOMEM;
 	}
 	struct df_step *v = realloc(df->steps, (df->nsteps + 1) * sizeof(*v));
 	if (!v) {
-		df_step_free(st);
+		dockerfile_step_free(st);
 		return -ENOMEM;
 	}
 	df->steps = v;
@@ -229,7 +218,7 @@ int df_do_from(struct parser *p, const char *kw, const char *rest)
 	if (!r && asprintf(&st.text, "FROM %s", st.args.v[0]) < 0)
 		st.text = NULL, r = -ENOMEM;
 	if (r) {
-		df_step_free(&st);
+		dockerfile_step_free(&st);
 		return r;
 	}
 	p->from_seen = true;
@@ -269,7 +258,7 @@ int df_do_arg(struct parser *p, const char *kw, const char *rest)
 	}
 	df_list_free(&w);
 	if (r || !p->from_seen) {
-		df_step_free(&st);
+		dockerfile_step_free(&st);
 		return r;
 	}
 	return push_step(p, &st, kw);
@@ -318,7 +307,7 @@ int df_do_env(struct parser *p, const char *kw, const char *rest)
 			r = kv_set(env ? &p->df->config.env : &p->df->config.labels, kv);
 	}
 	if (r) {
-		df_step_free(&st);
+		dockerfile_step_free(&st);
 		return r;
 	}
 	return push_step(p, &st, env ? "ENV" : "LABEL");
@@ -341,7 +330,7 @@ int df_do_one(struct parser *p, const char *kw, const char *rest)
 	if (r) {
 		free(v);
 		free(v2);
-		df_step_free(&st);
+		dockerfile_step_free(&st);
 		return r;
 	}
 	char **slot = wd ? &p->df->config.workdir : &p->df->config.user;
@@ -353,7 +342,7 @@ int df_do_one(struct parser *p, const char *kw, const char *rest)
 		free(st.args.v[0]);
 		st.args.v[0] = strdup(path);
 		if (!st.args.v[0]) {
-			df_step_free(&st);
+			dockerfile_step_free(&st);
 			return -ENOMEM;
 		}
 	} else {
@@ -398,7 +387,7 @@ int df_do_expose(struct parser *p, const char *kw, const char *rest)
 			r = kv_set(&p->df->config.expose, st.args.v[i]);
 	}
 	if (r) {
-		df_step_free(&st);
+		dockerfile_step_free(&st);
 		return r;
 	}
 	return push_step(p, &st, "EXPOSE");
@@ -447,7 +436,7 @@ int df_do_command(struct parser *p, const char *kw, const char *rest)
 		}
 	}
 	if (r) {
-		df_step_free(&st);
+		dockerfile_step_free(&st);
 		return r;
 	}
 	return push_step(p, &st, name);
@@ -574,7 +563,7 @@ int df_do_copy(struct parser *p, const char *kw, const char *rest)
 	df_list_free(&text);
 	df_list_free(&w);
 	if (r) {
-		df_step_free(&st);
+		dockerfile_step_free(&st);
 		return r;
 	}
 	return push_step(p, &st, name);

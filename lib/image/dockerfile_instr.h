@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "lib/image/dockerfile.h"
+#include "lib/image/dockerfile_step.h"
 #include "lib/image/dockerfile_word.h"
 
 /* One Dockerfile being parsed. */
@@ -30,8 +30,6 @@ int df_perr(struct parser *p, const char *fmt, ...) __attribute__((format(printf
 /* df_words_at() - df_words() with p's lexer; a message gets the line. */
 int df_words_at(struct parser *p, const char *s, bool split, struct df_list *out)
     __attribute__((warn_unused_result));
-
-void df_step_free(struct df_step *s);
 
 /* One instruction each.
  * @kw: the instruction's name in capitals
