@@ -524,7 +524,9 @@ int df_do_copy(struct parser *p, const char *kw, const char *rest)
 		size_t len = strcspn(rest, " \t");
 		char flag[4096];
 		snprintf(flag, sizeof(flag), "%.*s", (int)len, rest);
-		if (!strncmp(flag, "--chown=", 8) && !st.copy.chown_user)
+		if (!strncmp(flag, "--chown=", 8) && st.copy.chown_user)
+			r = df_perr(p, "%s: --chown is given twice", name);
+		else if (!strncmp(flag, "--chown=", 8))
 			r = chown_arg(p, &st.copy, flag + 8);
 		else if (!strncmp(flag, "--from", 6))
 			r = df_perr(p, "%s --from is not supported (one stage only)", name);

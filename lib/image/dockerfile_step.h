@@ -35,7 +35,11 @@ struct df_copy {
 	char *chown_user;    /* --chown's user and group as given, after substitution; */
 	char *chown_group;   /*   NULL when absent */
 	long uid, gid;       /* the same when numeric, else -1 */
-	struct ctx_files files; /* what the sources matched: set by dockerfile_resolve() */
+	struct ctx_files files; /* what the sources matched: set by dockerfile_resolve().
+	                           A matched folder's contents go under dest; a matched
+	                           file goes to dest + its rel name when dest ends with
+	                           '/', else (one match only) to dest itself, or under it
+	                           when dest is a folder in the image, as Docker does */
 };
 
 /* One step.  args by kind:

@@ -247,6 +247,8 @@ START_TEST(refused)
 	parse_fails("FROM a\nRUN --mount=type=cache,target=/x true\n",
 	            "Dockerfile:2: RUN --mount is not supported");
 	parse_fails("FROM a\nCOPY x\n", "Dockerfile:2: COPY needs a source and a destination");
+	parse_fails("FROM a\nCOPY --chown=1 --chown=2 x /y\n",
+	            "Dockerfile:2: COPY: --chown is given twice");
 	parse_fails("FROM a\nCOPY ../x /y\n",
 	            "Dockerfile:2: COPY source '../x' leaves the context");
 	parse_fails("FROM a\nEXPOSE 80/xyz\n",
