@@ -14,7 +14,6 @@
 
 #include "errf.h"
 
-int df_perr(struct parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int df_perr(struct parser *p, const char *fmt, ...)
 {
 	char msg[512];
@@ -25,7 +24,6 @@ int df_perr(struct parser *p, const char *fmt, ...)
 	return errf(p->err, p->errlen, -EINVAL, "Dockerfile:%u: %s", p->line, msg);
 }
 
-/* Substituted df_words_at of s; a lexer message gets the line. */
 int df_words_at(struct parser *p, const char *s, bool split, struct df_list *out)
 {
 	char msg[300];
