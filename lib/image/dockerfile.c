@@ -156,6 +156,10 @@ int dockerfile_parse(const char *text, size_t len, const char *const *build_args
 		return errf(err, errlen, -EINVAL, "Dockerfile: over %d bytes", DF_BYTES_MAX);
 	if (memchr(text, 0, len))
 		return errf(err, errlen, -EINVAL, "Dockerfile: a NUL byte");
+	if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3)) {
+		text += 3; /* a UTF-8 byte order mark, as Docker skips it */
+		len -= 3;
+	}
 	struct parser p = {
 		.df = df,
 		.lx = { .esc = '\\', .budget = DF_EXPAND_BUDGET },

@@ -136,7 +136,14 @@ static int kv_set(struct df_list *l, const char *kv)
 			l->v[i] = c;
 			return 0;
 		}
-	return df_list_push(l, kv, strlen(kv));
+	return l->n < DF_NAMES_MAX ? df_list_push(l, kv, strlen(kv)) : -E2BIG;
+}
+
+/* -E2BIG from a table as a message. */
+static int names(struct parser *p, int r)
+{
+	return r == -E2BIG ? df_perr(p, "over %d names in ENV, ARG, LABEL or EXPOSE", DF_NAMES_MAX)
+	                   : r;
 }
 
 static const char *build_arg(const struct parser *p, const char *name)
@@ -246,7 +253,7 @@ int df_do_arg(struct parser *p, const char *kw, const char *rest)
 			val = eq + 1;
 		if (!val && p->from_seen && meta)
 			val = meta->value;
-		r = df_vars_set(p->from_seen ? &p->args : &p->meta, w.v[i], val);
+		r = names(p, df_vars_set(p->from_seen ? &p->args : &p->meta, w.v[i], val));
 		char *kv = NULL;
 		if (!r && asprintf(&kv, "%s%s%s", w.v[i], val ? "=" : "", val ? val : "") < 0)
 			r = -ENOMEM;
@@ -299,10 +306,10 @@ int df_do_env(struct parser *p, const char *kw, const char *rest)
 	for (size_t i = 0; !r && i < st.args.n; i++) {
 		char *kv = st.args.v[i], *eq = strchr(kv, '=');
 		*eq = 0;
-		r = env ? df_vars_set(&p->env, kv, eq + 1) : 0;
+		r = env ? names(p, df_vars_set(&p->env, kv, eq + 1)) : 0;
 		*eq = '=';
 		if (!r)
-			r = kv_set(env ? &p->df->config.env : &p->df->config.labels, kv);
+			r = names(p, kv_set(env ? &p->df->config.env : &p->df->config.labels, kv));
 	}
 	if (r) {
 		dockerfile_step_free(&st);
@@ -382,7 +389,7 @@ int df_do_expose(struct parser *p, const char *kw, const char *rest)
 			r = df_perr(p, "EXPOSE '%s' is not a port[-port][/tcp|udp|sctp]",
 			            st.args.v[i]);
 		else
-			r = kv_set(&p->df->config.expose, st.args.v[i]);
+			r = names(p, kv_set(&p->df->config.expose, st.args.v[i]));
 	}
 	if (r) {
 		dockerfile_step_free(&st);

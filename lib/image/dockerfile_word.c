@@ -52,6 +52,10 @@ int df_vars_set(struct df_vars *vs, const char *name, const char *value)
 		v->value = val;
 		return 0;
 	}
+	if (vs->n == DF_NAMES_MAX) {
+		free(val);
+		return -E2BIG;
+	}
 	if (vs->n == vs->cap) {
 		size_t cap = vs->cap ? 2 * vs->cap : 8;
 		struct df_var *nv = realloc(vs->v, cap * sizeof(*nv));

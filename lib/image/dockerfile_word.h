@@ -11,6 +11,7 @@
 #define DF_WORD_MAX      (64 * 1024) /* bytes of one word after substitution */
 #define DF_EXPAND_BUDGET (16u << 20) /* bytes all substitutions of one file may produce */
 #define DF_NEST_MAX      16          /* ${A:-${B:-...}} depth */
+#define DF_NAMES_MAX     512         /* names in one table (ENV, ARG, LABEL, EXPOSE) */
 
 /* A growable list of malloc'ed strings; v[n] is NULL once n > 0. */
 struct df_list {
@@ -36,7 +37,7 @@ struct df_vars {
 /* df_vars_find() - the variable called name, or NULL. */
 const struct df_var *df_vars_find(const struct df_vars *vs, const char *name);
 /* df_vars_set() - sets (or adds) name to a copy of value (NULL: unset).
- * Return: 0 or -ENOMEM. */
+ * Return: 0; -E2BIG when a new name would pass DF_NAMES_MAX; -ENOMEM. */
 int df_vars_set(struct df_vars *vs, const char *name, const char *value)
     __attribute__((warn_unused_result));
 void df_vars_free(struct df_vars *vs);

@@ -74,6 +74,9 @@ START_TEST(escape_directive)
 	ck_assert_str_eq(df.config.env.v[0], "A=$HOME");
 	ck_assert_str_eq(df.config.env.v[1], "B=c:\\dir");
 	dockerfile_free(&df);
+	parse_ok("\xef\xbb\xbf# escape=`\nFROM x\nENV A=`$B\n", NULL, 0, &df);
+	ck_assert_str_eq(df.config.env.v[0], "A=$B");
+	dockerfile_free(&df);
 	/* A directive after a comment is a comment: the escape stays '\'. */
 	parse_ok("# hello\n# escape=`\nFROM x\nENV A=\\$B\n", NULL, 0, &df);
 	ck_assert_str_eq(df.config.env.v[0], "A=$B");
@@ -325,6 +328,14 @@ START_TEST(bounds)
 	free(t);
 	r = dockerfile_parse("FROM x", DF_BYTES_MAX + 1, NULL, 0, &df, err, sizeof(err));
 	ck_assert_int_eq(r, -EINVAL);
+	/* Names per table are bounded (lookups stay cheap on a 1 MiB file). */
+	char *many = malloc(16 * 600 + 32);
+	strcpy(many, "FROM x\nENV");
+	for (int i = 0; i < 600; i++)
+		sprintf(many + strlen(many), " V%d=1", i);
+	strcat(many, "\n");
+	parse_fails(many, "Dockerfile:2: over 512 names in ENV, ARG, LABEL or EXPOSE");
+	free(many);
 	/* Deep nesting stops at DF_NEST_MAX. */
 	char deep[512] = "FROM x\nUSER ";
 	for (int i = 0; i < 20; i++)
