@@ -92,6 +92,7 @@ int ext4w_open(const char *path, struct ext4w **out, char *err, size_t errlen)
 
 int ext4w_close(struct ext4w *w, char *err, size_t errlen)
 {
+	dirindex_reset(&w->idx);
 	errcode_t e = ext2fs_close_free(&w->fs);
 	int rc = 0;
 	if (w->failed)
@@ -201,12 +202,23 @@ static int find_cb(ext2_ino_t dir, int entry, struct ext2_dir_entry *de, int off
 }
 
 /* The entry name[0..len) of directory dir: *ino 0 when there is none;
- * *mode its S_IF* type. */
+ * *mode its S_IF* type.  From the index (the directory read once), else
+ * by a scan when the index is out of memory. */
 static errcode_t find(struct ext4w *w, ext2_ino_t dir, const char *name, size_t len,
                       ext2_ino_t *ino, uint32_t *mode)
 {
 	struct find f = { .name = name, .len = (int)len };
-	errcode_t e = ext2fs_dir_iterate2(w->fs, dir, 0, NULL, find_cb, &f);
+	uint32_t i = 0, m = 0;
+	int r = dirindex_find(&w->idx, dir, name, len, &i, &m);
+	errcode_t e = 0;
+	if (r < 0 && !(e = dirindex_load(&w->idx, w->fs, dir)))
+		r = dirindex_find(&w->idx, dir, name, len, &i, &m);
+	if (r >= 0) {
+		f.ino = r ? i : 0;
+		f.ft = ext4w_mode_ft(m);
+	} else if (e == EXT2_ET_NO_MEMORY) {
+		e = ext2fs_dir_iterate2(w->fs, dir, 0, NULL, find_cb, &f);
+	}
 	*ino = e ? 0 : f.ino;
 	*mode = ext4w_ft_mode(f.ft);
 	if (!e && f.ino && !*mode) { /* no file type in the entry: ask the inode */

@@ -14,15 +14,16 @@
 #include "lib/image/ext4w.h"
 #include "lib/image/ext4w_priv.h"
 
-/* Links ino into dir as name, growing dir when it is full. */
-static errcode_t add_link(ext2_filsys fs, ext2_ino_t dir, const char *name, ext2_ino_t ino, int ft)
+errcode_t ext4w_add_link(struct ext4w *w, ext2_ino_t dir, const char *name, ext2_ino_t ino, int ft)
 {
-	errcode_t e = ext2fs_link(fs, dir, name, ino, ft);
+	errcode_t e = ext4w_dir_append(w->fs, dir, name, ino, ft);
 	if (e == EXT2_ET_DIR_NO_SPACE) {
-		e = ext2fs_expand_dir(fs, dir);
+		e = ext2fs_expand_dir(w->fs, dir);
 		if (!e)
-			e = ext2fs_link(fs, dir, name, ino, ft);
+			e = ext2fs_link(w->fs, dir, name, ino, ft);
 	}
+	if (!e)
+		dirindex_add(&w->idx, dir, name, ino, ext4w_ft_mode(ft));
 	return e;
 }
 
@@ -60,7 +61,7 @@ static int commit_inode(struct ext4w *w, const char *path, ext2_ino_t dir, const
 	if (e)
 		return ext4w_fs_err(w, e, path, "writing an inode", err, errlen);
 	ext2fs_inode_alloc_stats2(w->fs, ino, +1, S_ISDIR(b->small.i_mode));
-	e = add_link(w->fs, dir, name, ino, ext4w_mode_ft(b->small.i_mode));
+	e = ext4w_add_link(w, dir, name, ino, ext4w_mode_ft(b->small.i_mode));
 	return e ? ext4w_fs_err(w, e, path, "linking", err, errlen) : 0;
 }
 
@@ -119,15 +120,12 @@ int ext4w_mkdir(struct ext4w *w, const char *path, const struct ext4w_attr *a, c
 	if (many && !ext2fs_has_feature_dir_nlink(w->fs->super))
 		return errf(err, errlen, -EMLINK, "'%s': too many subdirectories", path);
 	e = ext2fs_new_inode(w->fs, dir, (int)a->mode, NULL, &ino);
+	if (!e) /* made unlinked, then linked here: no scan of dir */
+		e = ext2fs_mkdir(w->fs, dir, ino, NULL);
 	if (!e)
-		e = ext2fs_mkdir(w->fs, dir, ino, name);
-	if (e == EXT2_ET_DIR_NO_SPACE) {
-		e = ext2fs_expand_dir(w->fs, dir);
-		if (!e)
-			e = ext2fs_mkdir(w->fs, dir, ino, name);
-	}
-	if (!e && many && !(e = ext4w_get(w, dir, &b))) {
-		b.small.i_links_count = 1;
+		e = ext4w_add_link(w, dir, name, ino, EXT2_FT_DIR);
+	if (!e && !(e = ext4w_get(w, dir, &b)) && (many || b.small.i_links_count == links)) {
+		b.small.i_links_count = many ? 1 : links + 1; /* the new ".." */
 		e = ext4w_put(w, dir, &b);
 	}
 	if (!e)
@@ -156,13 +154,10 @@ int ext4w_symlink(struct ext4w *w, const char *path, const char *target, const s
 	if (rc)
 		return rc;
 	errcode_t e = ext2fs_new_inode(w->fs, dir, S_IFLNK | 0777, NULL, &ino);
+	if (!e) /* made unlinked, then linked here: no scan of dir */
+		e = ext2fs_symlink(w->fs, dir, ino, NULL, copy);
 	if (!e)
-		e = ext2fs_symlink(w->fs, dir, ino, name, copy);
-	if (e == EXT2_ET_DIR_NO_SPACE) {
-		e = ext2fs_expand_dir(w->fs, dir);
-		if (!e)
-			e = ext2fs_symlink(w->fs, dir, ino, name, copy);
-	}
+		e = ext4w_add_link(w, dir, name, ino, EXT2_FT_SYMLINK);
 	if (!e)
 		e = ext4w_get(w, ino, &b);
 	if (e)
@@ -194,7 +189,7 @@ int ext4w_link(struct ext4w *w, const char *path, const char *target, char *err,
 		return ext4w_fs_err(w, e, path, "reading an inode", err, errlen);
 	if (b.small.i_links_count >= EXT2_LINK_MAX)
 		return errf(err, errlen, -EMLINK, "'%s': '%s' has too many links", path, target);
-	e = add_link(w->fs, dir, name, ino, ext4w_mode_ft(mode));
+	e = ext4w_add_link(w, dir, name, ino, ext4w_mode_ft(mode));
 	if (!e && !(e = ext4w_get(w, ino, &b))) {
 		b.small.i_links_count++;
 		e = ext4w_put(w, ino, &b);
@@ -345,6 +340,10 @@ int ext4w_remove(struct ext4w *w, const char *path, char *err, size_t errlen)
 		return rc;
 	w->dir_len = 0;
 	errcode_t e = ext2fs_unlink(w->fs, dir, name, ino, 0);
+	if (S_ISDIR(mode))
+		dirindex_reset(&w->idx); /* freed directories' numbers come back */
+	else
+		dirindex_del(&w->idx, dir, name);
 	if (!e && S_ISDIR(mode) && !(e = ext4w_get(w, dir, &p)) && p.small.i_links_count > 2) {
 		p.small.i_links_count--; /* its ".." */
 		e = ext4w_put(w, dir, &p);

@@ -266,6 +266,22 @@ START_TEST(large_directory)
 	ck_assert_int_eq(n, 3000);
 	ck_assert_int_eq(ext4w_lookup(w, "many", &st, err, sizeof(err)), 0);
 	ck_assert_uint_gt(st.size, 20 * 4096);
+	/* names removed and made again: the index follows */
+	for (int i = 0; i < 3000; i += 3) {
+		snprintf(p, sizeof(p), "many/a-name-of-some-length-%05d", i);
+		ck_assert_int_eq(ext4w_remove(w, p, err, sizeof(err)), 0);
+	}
+	for (int i = 0; i < 3000; i += 7) {
+		snprintf(p, sizeof(p), "many/a-name-of-some-length-%05d", i);
+		ck_assert_int_eq(ext4w_lookup(w, p, &st, err, sizeof(err)), i % 3 ? 0 : -ENOENT);
+	}
+	ck_assert_int_eq(
+	    ext4w_mkdir(w, "many/a-name-of-some-length-00003", &dir_attr, err, sizeof(err)), 0);
+	ck_assert_int_eq(ext4w_lookup(w, "many/a-name-of-some-length-00003", &st, err, sizeof(err)),
+	                 0);
+	ck_assert_uint_eq(st.mode, S_IFDIR | 0755);
+	ck_assert_int_eq(ext4w_lookup(w, "many", &st, err, sizeof(err)), 0);
+	ck_assert_uint_eq(st.nlink, 3);
 	close_clean(w);
 }
 END_TEST
