@@ -208,14 +208,15 @@ static errcode_t find(struct ext4w *w, ext2_ino_t dir, const char *name, size_t 
                       ext2_ino_t *ino, uint32_t *mode)
 {
 	struct find f = { .name = name, .len = (int)len };
-	uint32_t i = 0, m = 0;
-	int r = dirindex_find(&w->idx, dir, name, len, &i, &m);
+	uint32_t i = 0;
+	int ft = 0;
+	int r = dirindex_find(&w->idx, dir, name, len, &i, &ft);
 	errcode_t e = 0;
 	if (r < 0 && !(e = dirindex_load(&w->idx, w->fs, dir)))
-		r = dirindex_find(&w->idx, dir, name, len, &i, &m);
+		r = dirindex_find(&w->idx, dir, name, len, &i, &ft);
 	if (r >= 0) {
 		f.ino = r ? i : 0;
-		f.ft = ext4w_mode_ft(m);
+		f.ft = ft;
 	} else if (e == EXT2_ET_NO_MEMORY) {
 		e = ext2fs_dir_iterate2(w->fs, dir, 0, NULL, find_cb, &f);
 	}

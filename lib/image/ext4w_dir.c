@@ -6,10 +6,10 @@
 #include <time.h>
 
 #include "lib/image/ext4w_dir.h"
-#include "lib/image/ext4w_priv.h"
 
 struct dirname {
-	uint32_t dir, ino, mode;
+	uint32_t dir, ino;
+	int ft;
 	uint8_t len;
 	char name[];
 };
@@ -58,7 +58,7 @@ void dirindex_reset(struct dirindex *x)
 }
 
 int dirindex_find(const struct dirindex *x, uint32_t dir, const char *name, size_t len,
-                  uint32_t *ino, uint32_t *mode)
+                  uint32_t *ino, int *ft)
 {
 	if (!indexed(x, dir))
 		return -1;
@@ -66,7 +66,7 @@ int dirindex_find(const struct dirindex *x, uint32_t dir, const char *name, size
 	if (!d)
 		return 0;
 	*ino = d->ino;
-	*mode = d->mode;
+	*ft = d->ft;
 	return 1;
 }
 
@@ -103,8 +103,7 @@ static int grow(struct dirindex *x)
 	return 0;
 }
 
-static int put(struct dirindex *x, uint32_t dir, const char *name, size_t len, uint32_t ino,
-               uint32_t mode)
+static int put(struct dirindex *x, uint32_t dir, const char *name, size_t len, uint32_t ino, int ft)
 {
 	if (x->n >= EXT4W_DIRINDEX_MAX || grow(x))
 		return -ENOMEM;
@@ -114,16 +113,16 @@ static int put(struct dirindex *x, uint32_t dir, const char *name, size_t len, u
 	struct dirname *d = malloc(sizeof(*d) + len);
 	if (!d)
 		return -ENOMEM;
-	*d = (struct dirname){ .dir = dir, .ino = ino, .mode = mode, .len = (uint8_t)len };
+	*d = (struct dirname){ .dir = dir, .ino = ino, .ft = ft, .len = (uint8_t)len };
 	memcpy(d->name, name, len);
 	x->slot[i] = d;
 	x->n++;
 	return 0;
 }
 
-void dirindex_add(struct dirindex *x, uint32_t dir, const char *name, uint32_t ino, uint32_t mode)
+void dirindex_add(struct dirindex *x, uint32_t dir, const char *name, uint32_t ino, int ft)
 {
-	if (indexed(x, dir) && put(x, dir, name, strlen(name), ino, mode))
+	if (indexed(x, dir) && put(x, dir, name, strlen(name), ino, ft))
 		dirindex_reset(x);
 }
 
@@ -158,8 +157,7 @@ static int load_cb(ext2_ino_t dir, int entry, struct ext2_dir_entry *de, int off
 	(void)entry, (void)off, (void)bs, (void)buf;
 	if ((len == 1 && de->name[0] == '.') || (len == 2 && !memcmp(de->name, "..", 2)))
 		return 0;
-	l->rc = put(l->x, dir, de->name, (size_t)len, de->inode,
-	            ext4w_ft_mode(ext2fs_dirent_file_type(de)));
+	l->rc = put(l->x, dir, de->name, (size_t)len, de->inode, ext2fs_dirent_file_type(de));
 	return l->rc ? DIRENT_ABORT : 0;
 }
 

@@ -17,7 +17,7 @@
 struct dirname;
 
 /* The names of the directories read so far: (directory, name) -> (inode,
- * S_IF* type), and the set of directories read whole. */
+ * EXT2_FT_* type), and the set of directories read whole. */
 struct dirindex {
 	struct dirname **slot;
 	size_t cap, n;
@@ -27,17 +27,17 @@ struct dirindex {
 };
 
 /* dirindex_find() - name[0..len) in dir.
- * Return: 1 with *ino and *mode, 0 when dir has no such name, -1 when
- * dir was not read whole (scan it). */
+ * Return: 1 with *ino and *ft, 0 when dir has no such name, -1 when dir
+ * was not read whole (scan it). */
 int dirindex_find(const struct dirindex *x, uint32_t dir, const char *name, size_t len,
-                  uint32_t *ino, uint32_t *mode);
+                  uint32_t *ino, int *ft);
 
 /* dirindex_load() - reads directory dir of fs whole into the index. */
 errcode_t dirindex_load(struct dirindex *x, ext2_filsys fs, uint32_t dir);
 
 /* A name linked into or unlinked from dir (ignored unless dir is
  * indexed). */
-void dirindex_add(struct dirindex *x, uint32_t dir, const char *name, uint32_t ino, uint32_t mode);
+void dirindex_add(struct dirindex *x, uint32_t dir, const char *name, uint32_t ino, int ft);
 void dirindex_del(struct dirindex *x, uint32_t dir, const char *name);
 
 /* Forgets everything (directories freed: their numbers come back). */

@@ -8,6 +8,7 @@
 #include <limits.h>
 
 #include "lib/image/ext4w.h"
+#include "lib/image/ext4w_data.h"
 #include "lib/image/ext4w_dir.h"
 
 /* One inode, read and written at the image's full inode size: libext2fs
@@ -33,9 +34,6 @@ struct ext4w {
 	unsigned char *win;  /* EXT4W_DATA_WIN zero bytes for ext4w_data_fill */
 	struct dirindex idx; /* the names of the directories looked in */
 };
-
-/* Links name -> ino into dir (growing dir when full) and indexes it. */
-errcode_t ext4w_add_link(struct ext4w *w, ext2_ino_t dir, const char *name, ext2_ino_t ino, int ft);
 
 /* Marks the image failed (the first failure is kept for ext4w_close) and
  * formats the line into err; returns code. */

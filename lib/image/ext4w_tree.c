@@ -11,10 +11,11 @@
 #include <time.h>
 
 #include "common/errf.h"
-#include "lib/image/ext4w.h"
 #include "lib/image/ext4w_priv.h"
+#include "lib/image/ext4w_tree.h"
 
-errcode_t ext4w_add_link(struct ext4w *w, ext2_ino_t dir, const char *name, ext2_ino_t ino, int ft)
+/* Links name -> ino into dir (growing dir when full) and indexes it. */
+static errcode_t add_link(struct ext4w *w, ext2_ino_t dir, const char *name, ext2_ino_t ino, int ft)
 {
 	errcode_t e = ext4w_dir_append(w->fs, dir, name, ino, ft);
 	if (e == EXT2_ET_DIR_NO_SPACE) {
@@ -23,7 +24,7 @@ errcode_t ext4w_add_link(struct ext4w *w, ext2_ino_t dir, const char *name, ext2
 			e = ext2fs_link(w->fs, dir, name, ino, ft);
 	}
 	if (!e)
-		dirindex_add(&w->idx, dir, name, ino, ext4w_ft_mode(ft));
+		dirindex_add(&w->idx, dir, name, ino, ft);
 	return e;
 }
 
@@ -61,7 +62,7 @@ static int commit_inode(struct ext4w *w, const char *path, ext2_ino_t dir, const
 	if (e)
 		return ext4w_fs_err(w, e, path, "writing an inode", err, errlen);
 	ext2fs_inode_alloc_stats2(w->fs, ino, +1, S_ISDIR(b->small.i_mode));
-	e = ext4w_add_link(w, dir, name, ino, ext4w_mode_ft(b->small.i_mode));
+	e = add_link(w, dir, name, ino, ext4w_mode_ft(b->small.i_mode));
 	return e ? ext4w_fs_err(w, e, path, "linking", err, errlen) : 0;
 }
 
@@ -123,7 +124,7 @@ int ext4w_mkdir(struct ext4w *w, const char *path, const struct ext4w_attr *a, c
 	if (!e) /* made unlinked, then linked here: no scan of dir */
 		e = ext2fs_mkdir(w->fs, dir, ino, NULL);
 	if (!e)
-		e = ext4w_add_link(w, dir, name, ino, EXT2_FT_DIR);
+		e = add_link(w, dir, name, ino, EXT2_FT_DIR);
 	if (!e && !(e = ext4w_get(w, dir, &b)) && (many || b.small.i_links_count == links)) {
 		b.small.i_links_count = many ? 1 : links + 1; /* the new ".." */
 		e = ext4w_put(w, dir, &b);
@@ -157,7 +158,7 @@ int ext4w_symlink(struct ext4w *w, const char *path, const char *target, const s
 	if (!e) /* made unlinked, then linked here: no scan of dir */
 		e = ext2fs_symlink(w->fs, dir, ino, NULL, copy);
 	if (!e)
-		e = ext4w_add_link(w, dir, name, ino, EXT2_FT_SYMLINK);
+		e = add_link(w, dir, name, ino, EXT2_FT_SYMLINK);
 	if (!e)
 		e = ext4w_get(w, ino, &b);
 	if (e)
@@ -189,7 +190,7 @@ int ext4w_link(struct ext4w *w, const char *path, const char *target, char *err,
 		return ext4w_fs_err(w, e, path, "reading an inode", err, errlen);
 	if (b.small.i_links_count >= EXT2_LINK_MAX)
 		return errf(err, errlen, -EMLINK, "'%s': '%s' has too many links", path, target);
-	e = ext4w_add_link(w, dir, name, ino, ext4w_mode_ft(mode));
+	e = add_link(w, dir, name, ino, ext4w_mode_ft(mode));
 	if (!e && !(e = ext4w_get(w, ino, &b))) {
 		b.small.i_links_count++;
 		e = ext4w_put(w, ino, &b);

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "lib/image/ext4w.h"
+#include "lib/image/ext4w_tree.h"
 
 /* Most entries (tar headers: files, directories, links, whiteouts) in all
  * the layers of one image, unless the caller sets another. */

@@ -16,6 +16,7 @@
 
 #include "lib/image/ext4w.h"
 #include "lib/image/ext4w_mkfs.h"
+#include "lib/image/ext4w_tree.h"
 #include "lib/image/layer.h"
 
 #define IMAGE_BYTES  (4u << 20)

@@ -13,6 +13,7 @@
 #include "layer_build.h"
 #include "lib/image/ext4w.h"
 #include "lib/image/ext4w_mkfs.h"
+#include "lib/image/ext4w_tree.h"
 #include "unit.h"
 
 static char tmp[64], img[128];

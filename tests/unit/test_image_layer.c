@@ -16,6 +16,7 @@
 #include "layer_build.h"
 #include "lib/image/ext4w.h"
 #include "lib/image/ext4w_mkfs.h"
+#include "lib/image/ext4w_tree.h"
 #include "lib/image/layer.h"
 #include "lib/image/layer_path.h"
 #include "unit.h"
