@@ -448,7 +448,10 @@ static int broken(struct archive *ar, unsigned int index, const char *last, char
 static int apply(struct ext4w *w, unsigned int index, struct archive *ar, int open_rc,
                  struct layer_opts *o, char *err, size_t errlen)
 {
+	struct layer_opts none = { 0 };
 	struct ext4w_info info;
+	if (!o)
+		o = &none;
 	struct apply a = {
 		.w = w,
 		.ar = ar,

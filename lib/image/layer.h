@@ -45,6 +45,7 @@ struct layer_opts {
 
 /* layer_apply_file() - applies the layer in the file at path to w.
  * @index: the layer's number in messages ("layer 2: ...")
+ * @o: the image's limits and counts (NULL: a layer alone, default limit)
  *
  * Return: 0, or -errno with one line in err: a refused entry (-EINVAL,
  * -ELOOP, -ENOENT, -EFBIG, -E2BIG, ...), a full disk (-ENOSPC), a

@@ -474,6 +474,7 @@ START_TEST(full_disk)
 	              "%s", err);
 	ck_assert_ptr_null(strchr(err, '\n'));
 	ck_assert_int_eq(ext4w_close(w, err, sizeof(err)), -ENOSPC);
+	ck_assert_int_eq(lb_fsck(img), 0); /* failed, yet whole */
 	ck_assert_int_eq(lb_count(canary), 0);
 }
 END_TEST
