@@ -24,7 +24,9 @@
  * no blocks reserved for root (-m 0), the root directory 0755 root:root,
  * the volume label label (at most 16 bytes, printable ASCII; NULL: none).
  * mkfs.ext4 is run as `mkfs.ext4 -q -F -b 4096 -I 256 -m 0 -N INODES
- * -L LABEL -E root_owner=0:0,assume_storage_prezeroed=1 FILE BLOCKS`.
+ * -L LABEL -E root_owner=0:0,assume_storage_prezeroed=1 FILE BLOCKS`
+ * (assume_storage_prezeroed: e2fsprogs 1.47 or later; the file is new and
+ * sparse, so mke2fs need not zero its inode tables and journal).
  *
  * Return: 0, or -errno with a line in err (mkfs.ext4 missing, its first
  * error line, or its deadline). */
