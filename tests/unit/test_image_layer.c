@@ -520,6 +520,56 @@ START_TEST(measure_then_apply)
 }
 END_TEST
 
+/* Links that point at the canary beside the image: an entry through one
+ * is refused, an entry over one replaces the link in the image; the
+ * canary stays empty. */
+START_TEST(links_to_the_host_stay_links)
+{
+	char target[192];
+	struct lb b;
+	snprintf(target, sizeof(target), "%s/f", canary);
+	lb_open(&b, layer_path(1), LB_PLAIN);
+	lb_symlink(&b, "over", target);
+	lb_file(&b, "over", 0644, "in the image", 12);
+	lb_symlink(&b, "c", canary);
+	lb_file(&b, "c/x", 0644, "x", 1);
+	lb_close(&b);
+	struct ext4w *w = fresh(8 << 20, 256);
+	int rc = apply_one(w, NULL);
+	content_is(w, "over", "in the image");
+	char got[192];
+	ck_assert_int_eq(ext4w_readlink(w, "c", got, sizeof(got), err, sizeof(err)), 0);
+	ck_assert_str_eq(got, canary);
+	refused(w, rc, "c/x", "'c' is a symbolic link");
+}
+END_TEST
+
+/* lost+found at the root is the file system's: an opaque root and a
+ * whiteout leave it; the root's own entry sets the root's mode. */
+START_TEST(root_and_lost_found)
+{
+	struct lb b;
+	lb_open(&b, layer_path(1), LB_PLAIN);
+	lb_dir(&b, "./", 0700);
+	lb_file(&b, "old", 0644, "o", 1);
+	lb_close(&b);
+	lb_open(&b, layer_path(2), LB_PLAIN);
+	lb_file(&b, "./.wh..wh..opq", 0644, NULL, 0);
+	lb_file(&b, ".wh.lost+found", 0644, NULL, 0);
+	lb_file(&b, "new", 0644, "n", 1);
+	lb_close(&b);
+	struct ext4w *w = fresh(8 << 20, 256);
+	struct layer_opts o = { 0 };
+	apply_ok(w, 1, &o);
+	apply_ok(w, 2, &o);
+	ck_assert_uint_eq(stat_of(w, "").mode, S_IFDIR | 0700);
+	ck_assert(!exists(w, "old"));
+	ck_assert(exists(w, "new"));
+	ck_assert_uint_eq(stat_of(w, "lost+found").mode & S_IFMT, S_IFDIR);
+	close_clean(w);
+}
+END_TEST
+
 /* A layer in memory; a layer that is not a tar. */
 START_TEST(memory_and_garbage)
 {
@@ -567,6 +617,8 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, full_disk);
 	tcase_add_test(tc, measure_then_apply);
 	tcase_add_test(tc, memory_and_garbage);
+	tcase_add_test(tc, links_to_the_host_stay_links);
+	tcase_add_test(tc, root_and_lost_found);
 	suite_add_tcase(s, tc);
 	return s;
 }
