@@ -34,6 +34,7 @@ struct apply {
 	uint64_t max;
 	uint64_t disk;            /* the image's size in bytes */
 	struct pathset added;     /* what this layer wrote */
+	struct pathset under;     /* the directories above it */
 	char raw[NAME_SHOWN + 4]; /* the entry's name as the tar has it, cut */
 	char path[PATH_MAX];      /* its normalized path; a work buffer */
 	char *err;
@@ -82,7 +83,15 @@ static const char *entry_name(struct archive_entry *e)
 
 static int mark(struct apply *a, const char *path)
 {
+	char up[PATH_MAX];
 	int rc = pathset_add(&a->added, path);
+	snprintf(up, sizeof(up), "%s", path);
+	for (char *s = strrchr(up, '/'); !rc && s; s = strrchr(up, '/')) {
+		*s = 0;
+		if (pathset_has(&a->under, up))
+			break; /* and so are the ones above it */
+		rc = pathset_add(&a->under, up);
+	}
 	if (rc == -E2BIG)
 		return refuse(a, rc, "the layer's names pass %u MiB", LAYER_PATHSET_MAX >> 20);
 	return rc ? refuse(a, rc, "out of memory") : 0;
@@ -286,7 +295,9 @@ static int whiteout(struct apply *a, char *base)
 	int rc = ext4w_lookup(a->w, a->path, &st, why, sizeof(why));
 	if (rc == -ENOENT)
 		return 0;
-	if (!rc)
+	if (!rc && pathset_has(&a->under, a->path)) /* keep what this layer put below */
+		rc = S_ISDIR(st.mode) ? opaque_dir(a, strlen(a->path), why, sizeof(why)) : 0;
+	else if (!rc)
 		rc = ext4w_remove(a->w, a->path, why, sizeof(why));
 	return rc ? refuse(a, rc, "%s", about(why, a->path)) : 0;
 }
@@ -473,6 +484,7 @@ static int apply(struct ext4w *w, unsigned int index, struct archive *ar, int op
 		rc = r < ARCHIVE_WARN ? broken(ar, index, a.raw, err, errlen) : entry(&a, e);
 	}
 	pathset_free(&a.added);
+	pathset_free(&a.under);
 	archive_read_free(ar);
 	return rc;
 }

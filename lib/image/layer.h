@@ -4,7 +4,8 @@
  * - A name loses a leading "./" (and "." components, repeated '/'); an
  *   absolute name, a ".." component, an empty name or one of PATH_MAX
  *   bytes or more is refused.
- * - ".wh.NAME" removes NAME (and what is below it) of the layers before;
+ * - ".wh.NAME" removes NAME (and what is below it) of the layers before
+ *   (what this layer wrote there, before or after, stays);
  *   ".wh..wh..opq" empties its directory of what the layers before put
  *   there; what this layer itself wrote stays, before or after the marker
  *   in the tar.  Other ".wh..wh.*" names (aufs' own) are skipped.

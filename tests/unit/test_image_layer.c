@@ -155,9 +155,10 @@ START_TEST(three_layers)
 	lb_dir(&b, "./home/", 0755);
 	lb_file_owned(&b, "./home/u.txt", 0600, 1000, 1000, "mine", 4);
 	lb_dir(&b, "./dev/", 0755);
-	lb_node(&b, "./dev/null", AE_IFCHR, 1, 3);
+	lb_dir(&b, "./devs/", 0755);
+	lb_node(&b, "./devs/null", AE_IFCHR, 1, 3);
 	lb_node(&b, "./dev/sda", AE_IFBLK, 8, 0);
-	lb_node(&b, "./dev/big", AE_IFCHR, 300, 70000);
+	lb_node(&b, "./devs/big", AE_IFCHR, 300, 70000);
 	lb_node(&b, "./run.fifo", AE_IFIFO, 0, 0);
 	lb_dir(&b, "./opt/", 0755);
 	lb_file(&b, "./opt/old", 0644, "old", 3);
@@ -166,6 +167,8 @@ START_TEST(three_layers)
 	lb_close(&b);
 
 	lb_open(&b, layer_path(2), LB_ZSTD);
+	lb_file(&b, "dev/new", 0644, "nd", 2); /* before its parent's whiteout: stays */
+	lb_file(&b, ".wh.dev", 0644, NULL, 0);
 	lb_file(&b, "etc/.wh.a", 0644, NULL, 0);
 	lb_file(&b, "opt/new-before", 0644, "nb", 2);
 	lb_dir(&b, "opt/sub/", 0700);
@@ -185,7 +188,7 @@ START_TEST(three_layers)
 	struct layer_opts o = { 0 };
 	for (int i = 1; i <= 3; i++)
 		apply_ok(w, i, &o);
-	ck_assert_uint_eq(o.entries, 20 + 7 + 3);
+	ck_assert_uint_eq(o.entries, 21 + 9 + 3);
 
 	ck_assert(!exists(w, "etc/a"));
 	content_is(w, "etc/b", "B\n");
@@ -197,6 +200,8 @@ START_TEST(three_layers)
 	content_is(w, "opt/sub/new3", "n3");
 	ck_assert_uint_eq(stat_of(w, "opt/sub").mode, S_IFDIR | 0700);
 	ck_assert_uint_eq(stat_of(w, "usr").mode, S_IFDIR | 0755);
+	content_is(w, "dev/new", "nd");
+	ck_assert(!exists(w, "dev/sda"));
 
 	ck_assert_uint_eq(stat_of(w, "usr/bin/su").mode, S_IFREG | 04755);
 	struct ext4w_stat sh = stat_of(w, "usr/bin/sh"), dash = stat_of(w, "usr/bin/dash");
@@ -207,14 +212,13 @@ START_TEST(three_layers)
 	ck_assert_uint_eq(u.gid, 1000);
 	ck_assert_uint_eq(u.mode, S_IFREG | 0600);
 	ck_assert_int_eq(u.mtime, 1700000000);
-	struct ext4w_stat n = stat_of(w, "dev/null");
+	struct ext4w_stat n = stat_of(w, "devs/null");
 	ck_assert_uint_eq(n.mode, S_IFCHR | 0660);
 	ck_assert_uint_eq(n.rdev_major, 1);
 	ck_assert_uint_eq(n.rdev_minor, 3);
-	n = stat_of(w, "dev/big");
+	n = stat_of(w, "devs/big");
 	ck_assert_uint_eq(n.rdev_major, 300);
 	ck_assert_uint_eq(n.rdev_minor, 70000);
-	ck_assert_uint_eq(stat_of(w, "dev/sda").mode, S_IFBLK | 0660);
 	ck_assert_uint_eq(stat_of(w, "run.fifo").mode & S_IFMT, S_IFIFO);
 	ck_assert_uint_eq(stat_of(w, "bin").mode & S_IFMT, S_IFDIR);
 	content_is(w, "bin/x", "x");
@@ -235,7 +239,7 @@ START_TEST(three_layers)
 	char out[4096];
 	lb_stat(img, "/usr/bin/su", out, sizeof(out));
 	ck_assert_msg(strstr(out, "Mode:  04755") != NULL, "%s", out);
-	lb_stat(img, "/dev/null", out, sizeof(out));
+	lb_stat(img, "/devs/null", out, sizeof(out));
 	ck_assert_msg(strstr(out, "Type: character special") != NULL, "%s", out);
 	ck_assert_msg(strstr(out, "Device major/minor number: 01:03") != NULL, "%s", out);
 	lb_stat(img, "/home/u.txt", out, sizeof(out));
