@@ -1,6 +1,6 @@
 /* layer_bench [TAR]: times a layer into ext4 (lib/image): the sizing
  * pass, mkfs.ext4, the apply and the close.  With no TAR it makes the
- * synthetic layer of docs/images-layers.md first: 200 directories of 100
+ * synthetic layer of docs/images.md ("Layers") first: 200 directories of 100
  * files (one of 250,000 bytes and 99 of about 2,500 each; 20,200 entries,
  * 100 MB), random bytes.  Needs no KVM; the image and the made layer go
  * in a temporary directory that is removed.  Prints one line. */
