@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "daemon/cluster/etcd.h"
 #include "daemon/cluster/forward.h"
+#include "daemon/cluster/fwd_pool.h"
 #include "daemon/cluster/view.h"
 #include "daemon/sandboxes/lifecycle.h"
 #include "daemon/sandboxes/record.h"
@@ -227,20 +228,60 @@ static int node_put(struct coved_cluster *cl, bool force, char *err, size_t errl
 	char *s = node_json(cl);
 	if (!s)
 		return -ENOMEM;
-	if (!force && cl->node_json && strcmp(s, cl->node_json) == 0) {
-		free(s);
-		return 0;
+	pthread_mutex_lock(&cl->put_mu);
+	int r = 0;
+	if (force || !cl->node_json || strcmp(s, cl->node_json) != 0) {
+		char key[80];
+		snprintf(key, sizeof(key), CL_PREFIX_NODES "%s", cl->cfg->node_id);
+		pthread_mutex_lock(&cl->mu);
+		int64_t lease = cl->lease;
+		pthread_mutex_unlock(&cl->mu);
+		r = etcd_put(cl->e, key, s, strlen(s), lease, err, errlen);
+		if (r == 0) {
+			free(cl->node_json);
+			cl->node_json = s;
+			s = NULL;
+		}
 	}
-	char key[80];
-	snprintf(key, sizeof(key), CL_PREFIX_NODES "%s", cl->cfg->node_id);
-	int r = etcd_put(cl->e, key, s, strlen(s), cl->lease, err, errlen);
-	if (r < 0) {
-		free(s);
+	pthread_mutex_unlock(&cl->put_mu);
+	free(s);
+	return r;
+}
+
+/* ---- reservations to undo -------------------------------------------- */
+
+int coved_cluster_unreserve(struct coved_cluster *cl, const char *id, bool mine, char *err,
+                            size_t errlen)
+{
+	int r = cl_dir_set(&cl->dir, id, NULL, mine, err, errlen);
+	if (r == 0 || r == -EPERM || strlen(id) > CL_SB_ID_MAX)
 		return r;
+	pthread_mutex_lock(&cl->mu);
+	if (cl->nunreleased < CL_UNRELEASED_MAX) {
+		snprintf(cl->unreleased[cl->nunreleased].id, CL_SB_ID_MAX + 1, "%s", id);
+		cl->unreleased[cl->nunreleased++].mine = mine;
 	}
-	free(cl->node_json);
-	cl->node_json = s;
-	return 0;
+	pthread_mutex_unlock(&cl->mu);
+	return r;
+}
+
+/* The releases etcd missed, once more each (a failure queues it again). */
+static void unreserve_again(struct coved_cluster *cl)
+{
+	pthread_mutex_lock(&cl->mu);
+	size_t n = cl->nunreleased;
+	cl->nunreleased = 0;
+	struct cl_unreleased *todo = n ? malloc(n * sizeof(*todo)) : NULL;
+	if (todo)
+		memcpy(todo, cl->unreleased, n * sizeof(*todo));
+	else
+		cl->nunreleased = n; /* none, or no memory: next time */
+	pthread_mutex_unlock(&cl->mu);
+	char err[300];
+	for (size_t i = 0; todo && i < n; i++)
+		if (coved_cluster_unreserve(cl, todo[i].id, todo[i].mine, err, sizeof(err)) == 0)
+			log_line("released %s's reservation", todo[i].id);
+	free(todo);
 }
 
 /* ---- the lease -------------------------------------------------------- */
@@ -340,12 +381,12 @@ static void renew(struct coved_cluster *cl)
 static void tick(struct coved_cluster *cl)
 {
 	char err[300];
-	renew(cl);
 	pthread_mutex_lock(&cl->mu);
 	bool fenced = cl->fenced;
 	pthread_mutex_unlock(&cl->mu);
 	if (fenced)
 		return;
+	unreserve_again(cl);
 	if (node_put(cl, false, err, sizeof(err)) < 0)
 		log_line("node record: %s", err);
 	if (cl_view_refresh(&cl->dir, err, sizeof(err)) < 0)
@@ -364,28 +405,37 @@ static void tick(struct coved_cluster *cl)
 	}
 }
 
-static void *run(void *arg)
+/* every() - calls fn every third of the TTL, counted from each call's
+ * start (a slow call shortens the next wait), until the stop. */
+static void every(struct coved_cluster *cl, void (*fn)(struct coved_cluster *))
 {
-	struct coved_cluster *cl = arg;
 	int64_t period_ms = (int64_t)cl->cfg->lease_ttl_s * 1000 / 3;
+	int64_t next = mono_ms() + period_ms;
 	pthread_mutex_lock(&cl->mu);
 	while (!cl->stop) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += period_ms / 1000;
-		ts.tv_nsec += (period_ms % 1000) * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
+		int64_t left = next - mono_ms();
+		if (left > 0) {
+			struct timespec ts = clock_after_ms(CLOCK_MONOTONIC, left);
+			pthread_cond_timedwait(&cl->cond, &cl->mu, &ts);
+			continue; /* woken: look at stop and the time again */
 		}
-		pthread_cond_timedwait(&cl->cond, &cl->mu, &ts);
-		if (cl->stop)
-			break;
+		next = mono_ms() + period_ms;
 		pthread_mutex_unlock(&cl->mu);
-		tick(cl);
+		fn(cl);
 		pthread_mutex_lock(&cl->mu);
 	}
 	pthread_mutex_unlock(&cl->mu);
+}
+
+static void *lease_run(void *arg)
+{
+	every(arg, renew);
+	return NULL;
+}
+
+static void *dir_run(void *arg)
+{
+	every(arg, tick);
 	return NULL;
 }
 
@@ -400,8 +450,13 @@ int coved_cluster_start(struct coved *d, char *err, size_t errlen)
 	cl->d = d;
 	cl->cfg = cfg;
 	fwd_curl_init(); /* libcurl's global set-up, once, before any thread uses it */
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_mutex_init(&cl->mu, NULL);
-	pthread_cond_init(&cl->cond, NULL);
+	pthread_mutex_init(&cl->put_mu, NULL);
+	pthread_cond_init(&cl->cond, &ca);
+	pthread_condattr_destroy(&ca);
 	if (gethostname(cl->host, sizeof(cl->host) - 1) < 0)
 		snprintf(cl->host, sizeof(cl->host), "?");
 	cl->e = etcd_new((const char *const *)cfg->etcd, cfg->netcd, ETCD_TIMEOUT_MS, err, errlen);
@@ -433,7 +488,15 @@ int coved_cluster_start(struct coved *d, char *err, size_t errlen)
 		log_line("node %s joined (%s)", cfg->node_id, cfg->advertise);
 	else
 		cl->resync = true;
-	if (pthread_create(&cl->thread, NULL, run, cl) != 0) {
+	bool lease_on = pthread_create(&cl->lease_thread, NULL, lease_run, cl) == 0;
+	if (!lease_on || pthread_create(&cl->dir_thread, NULL, dir_run, cl) != 0) {
+		if (lease_on) {
+			pthread_mutex_lock(&cl->mu);
+			cl->stop = true;
+			pthread_cond_broadcast(&cl->cond);
+			pthread_mutex_unlock(&cl->mu);
+			pthread_join(cl->lease_thread, NULL);
+		}
 		atomic_store(&d->dir_hook, NULL);
 		d->cluster = NULL;
 		cl_dir_fini(&cl->dir);
@@ -451,9 +514,10 @@ void coved_cluster_stop(struct coved *d)
 		return;
 	pthread_mutex_lock(&cl->mu);
 	cl->stop = true;
-	pthread_cond_signal(&cl->cond);
+	pthread_cond_broadcast(&cl->cond);
 	pthread_mutex_unlock(&cl->mu);
-	pthread_join(cl->thread, NULL);
+	pthread_join(cl->lease_thread, NULL);
+	pthread_join(cl->dir_thread, NULL);
 	/* A record write that etcd missed is written now, while etcd answers:
 	 * a node stopped for good must not leave a paused sandbox "running"
 	 * in the directory (the lost-node scan would mark it dead). */
@@ -466,10 +530,12 @@ void coved_cluster_stop(struct coved *d)
 	 * and a node stopped for good is reaped as lost. */
 	atomic_store(&d->dir_hook, NULL);
 	d->cluster = NULL;
+	fwd_pool_flush();
 	cl_dir_fini(&cl->dir);
 	etcd_free(cl->e);
 	free(cl->node_json);
 	pthread_cond_destroy(&cl->cond);
+	pthread_mutex_destroy(&cl->put_mu);
 	pthread_mutex_destroy(&cl->mu);
 	free(cl);
 }
@@ -526,10 +592,13 @@ json_t *coved_cluster_status(struct coved *d)
 		              "templates", t));
 	}
 	pthread_mutex_unlock(&cl->dir.mu);
-	return json_pack("{s:s, s:o, s:{s:b, s:s*, s:I, s:s*}}", "node", cl->cfg->node_id, "nodes",
-	                 nodes, "self", "fenced", f, "reason", f ? why : NULL, "etcd_writes",
-	                 (json_int_t)atomic_load(&cl->dir.writes), "etcd_error",
-	                 r < 0 ? err : NULL);
+	size_t made, reused;
+	fwd_pool_stats(&made, &reused);
+	return json_pack("{s:s, s:o, s:{s:b, s:s*, s:I, s:s*, s:{s:I, s:I}}}", "node",
+	                 cl->cfg->node_id, "nodes", nodes, "self", "fenced", f, "reason",
+	                 f ? why : NULL, "etcd_writes", (json_int_t)atomic_load(&cl->dir.writes),
+	                 "etcd_error", r < 0 ? err : NULL, "node_connections", "opened",
+	                 (json_int_t)made, "reused", (json_int_t)reused);
 }
 
 int coved_cluster_drain(struct coved *d, const char *id, bool on, char *err, size_t errlen)

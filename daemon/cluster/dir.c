@@ -17,6 +17,12 @@
 #define BUCKETS    1024
 #define TXN_TRIES  8
 #define VIEW_MAX_S 5 /* a placement reads the view again when it is older */
+/* A placement whose refresh fails still places on a view this young: the
+ * reservation's transaction is on the alloc's revision, so capacity holds
+ * whatever the view says; only liveness and drains may be that late. */
+#define VIEW_USE_S 30
+/* Placers racing for one node's alloc retry while this lasts. */
+#define RESERVE_MS 5000
 
 struct cl_entry {
 	struct cl_entry *next;
@@ -84,6 +90,7 @@ int cl_dir_init(struct cl_dir_state *s, struct etcd *e, const char *self)
 	snprintf(s->self, sizeof(s->self), "%s", self);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->wmu, NULL);
+	pthread_mutex_init(&s->rmu, NULL);
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	s->seed = (uint64_t)t.tv_nsec ^ ((uint64_t)getpid() << 32) ^ hash(self);
@@ -101,6 +108,7 @@ void cl_dir_fini(struct cl_dir_state *s)
 	cl_view_free(s->nodes, s->nnodes);
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->wmu);
+	pthread_mutex_destroy(&s->rmu);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -320,7 +328,12 @@ int cl_dir_set(struct cl_dir_state *s, const char *sbid, const struct cl_dir *wa
 			         rec.node);
 			break;
 		}
-		if ((!want && !present) || (want && present && dir_same(&rec, want))) {
+		/* Dead is final: a record marked dead keeps the first reason
+		 * (a node that comes back after its loss says it differently). */
+		bool still_dead = want && present && !strcmp(rec.state, "dead") &&
+		                  !strcmp(want->state, "dead") && !strcmp(rec.node, want->node);
+		if ((!want && !present) || still_dead ||
+		    (want && present && dir_same(&rec, want))) {
 			r = 1;
 			break;
 		}
@@ -396,7 +409,10 @@ static int reserve(struct cl_dir_state *s, const char *node, const struct cl_dir
 	snprintf(dkey, sizeof(dkey), CL_PREFIX_SB "%s", sbid);
 	char *dtext = cl_dir_encode(want);
 	int r = dtext ? 0 : -ENOMEM;
-	for (int tries = 0; r == 0 && tries < TXN_TRIES; tries++) {
+	int64_t end = mono_ms() + RESERVE_MS;
+	int tries = 0;
+	bool full = false; /* no room there: not a lost race */
+	for (; r == 0 && (tries < TXN_TRIES || mono_ms() < end); tries++) {
 		pthread_mutex_lock(&s->mu);
 		struct cl_vnode *x = cl_vnode_find(s->nodes, s->nnodes, node);
 		struct cl_node n = { 0 };
@@ -411,8 +427,10 @@ static int reserve(struct cl_dir_state *s, const char *node, const struct cl_dir
 			rev = x->alloc_rev;
 		}
 		pthread_mutex_unlock(&s->mu);
-		if (!x || !cl_fits(&n, want->vcpus, want->memory_mib))
+		if (!x || !cl_fits(&n, want->vcpus, want->memory_mib)) {
+			full = true;
 			break;
+		}
 		a.vcpus += want->vcpus;
 		a.memory_mib += want->memory_mib;
 		char *atext = cl_alloc_encode(&a);
@@ -451,21 +469,45 @@ static int reserve(struct cl_dir_state *s, const char *node, const struct cl_dir
 		etcd_kvs_free(&got);
 	}
 	free(dtext);
+	if (r == 0 && !full)
+		r = errf(err, errlen, -EBUSY,
+		         "node %s: %d placements in a row lost the race for its capacity", node,
+		         tries);
 	return r;
+}
+
+static int64_t view_age_ms(struct cl_dir_state *s)
+{
+	pthread_mutex_lock(&s->mu);
+	int64_t age = s->view_ms ? wall_ms() - s->view_ms : INT64_MAX;
+	pthread_mutex_unlock(&s->mu);
+	return age;
+}
+
+/* fresh_view() - the view read again when it is older than VIEW_MAX_S, by
+ * one placement at a time (the others wait and find it fresh: a burst of
+ * creates reads etcd once, not once each).  A failed read leaves a view
+ * younger than VIEW_USE_S in use. */
+static int fresh_view(struct cl_dir_state *s, char *err, size_t errlen)
+{
+	if (view_age_ms(s) <= VIEW_MAX_S * 1000)
+		return 0;
+	pthread_mutex_lock(&s->rmu);
+	int r = 0;
+	if (view_age_ms(s) > VIEW_MAX_S * 1000)
+		r = cl_view_refresh(s, err, errlen);
+	pthread_mutex_unlock(&s->rmu);
+	return r < 0 && view_age_ms(s) > VIEW_USE_S * 1000 ? r : 0;
 }
 
 int cl_place(struct cl_dir_state *s, const struct cl_dir *want, const char *sbid,
              const char *const *skip, char *node, size_t nodelen, char *addr, size_t addrlen,
              char *err, size_t errlen)
 {
-	pthread_mutex_lock(&s->mu);
-	bool stale = wall_ms() - s->view_ms > VIEW_MAX_S * 1000;
-	pthread_mutex_unlock(&s->mu);
-	if (stale) {
-		int r = cl_view_refresh(s, err, errlen);
-		if (r < 0)
-			return r;
-	}
+	int r = fresh_view(s, err, errlen);
+	if (r < 0)
+		return r;
+	bool busy = false;
 	size_t n, pick[CL_PICK_K];
 	pthread_mutex_lock(&s->mu);
 	struct cl_node *c = candidates(s, want->template_id, skip, &n);
@@ -497,7 +539,11 @@ int cl_place(struct cl_dir_state *s, const struct cl_dir *want, const char *sbid
 		struct cl_dir w = *want;
 		snprintf(w.node, sizeof(w.node), "%s", ids[i]);
 		snprintf(w.state, sizeof(w.state), "running");
-		int r = reserve(s, ids[i], &w, sbid, err, errlen);
+		r = reserve(s, ids[i], &w, sbid, err, errlen);
+		if (r == -EBUSY) {
+			busy = true; /* err says so; the next candidate may have room */
+			continue;
+		}
 		if (r < 0)
 			return r;
 		if (r == 1) {
@@ -506,6 +552,8 @@ int cl_place(struct cl_dir_state *s, const struct cl_dir *want, const char *sbid
 			return 0;
 		}
 	}
+	if (busy)
+		return -EBUSY;
 	return errf(err, errlen, -ENOSPC, "no ready node has room for %llu vCPUs and %llu MiB",
 	            (unsigned long long)want->vcpus, (unsigned long long)want->memory_mib);
 }

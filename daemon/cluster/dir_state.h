@@ -28,6 +28,7 @@ struct cl_dir_state {
 	char self[CL_NODE_ID_MAX + 1];
 	pthread_mutex_t mu;  /* the view, the allocs and the cache (held short) */
 	pthread_mutex_t wmu; /* one record transaction at a time from this node */
+	pthread_mutex_t rmu; /* one placement's view refresh at a time */
 	struct cl_vnode *nodes;
 	size_t nnodes;
 	int64_t view_ms; /* when the view was read; 0: never */

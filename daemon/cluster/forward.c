@@ -22,13 +22,15 @@
 
 #include "clock.h"
 #include "daemon/cluster/fwd_http.h"
+#include "daemon/cluster/fwd_pool.h"
 #include "daemon/http/reply.h"
 #include "errf.h"
 
-#define HEAD_MAX   (64 * 1024) /* the owner's answer head, its header lines */
-#define HEAD_LINES 128
-#define SLICE_MS   200 /* how often a connection-side wait looks at the client */
-#define BLOCK_SIZE (32 * 1024)
+#define HEAD_MAX      (64 * 1024) /* the owner's answer head, its header lines */
+#define HEAD_LINES    128
+#define SLICE_MS      200 /* how often a connection-side wait looks at the client */
+#define BLOCK_SIZE    (32 * 1024)
+#define WHOLE_WAIT_MS 500 /* fwd_close's wait for a whole answer's transfer to end */
 
 struct ring {
 	char *buf;
@@ -40,13 +42,13 @@ struct fwd {
 	pthread_cond_t cv;
 	pthread_t thread;
 	bool started;
-	int refs; /* the caller's, and the queued answer body's */
-	CURL *easy;
+	int refs;              /* the caller's, and the queued answer body's */
+	struct fwd_conn *conn; /* the handle, kept or new (fwd_pool.h) */
+	CURL *easy;            /* its curl handle */
 	struct curl_slist *hdrs;
 	char *url, *base;
 	unsigned idle_ms;
 	int client_fd;
-	curl_socket_t sock; /* the socket to the owner, to shut down on cancel */
 	struct ring up, down;
 	bool up_end;       /* the client's upload is whole */
 	bool done, cancel; /* the transfer has ended; or is to end */
@@ -56,6 +58,7 @@ struct fwd {
 	CURLcode res;
 	long status;
 	int64_t clen; /* the owner's Content-Length; < 0: none, or chunked */
+	uint64_t got; /* the answer's body bytes in from the owner */
 	int64_t last_ms;
 	size_t peak;
 	char *lines; /* the owner's header lines, each "name\0value\0" */
@@ -107,8 +110,8 @@ static void moved(struct fwd *f)
 static void cancel_locked(struct fwd *f)
 {
 	f->cancel = true;
-	if (f->sock != CURL_SOCKET_BAD)
-		shutdown(f->sock, SHUT_RDWR);
+	if (f->conn)
+		fwd_conn_cancel(f->conn);
 	pthread_cond_broadcast(&f->cv);
 }
 
@@ -173,6 +176,7 @@ static size_t on_download(char *p, size_t size, size_t nmemb, void *cls)
 	while (!f->cancel) {
 		size_t k = ring_put(&f->down, p + done, n - done);
 		done += k;
+		f->got += k;
 		if (k)
 			moved(f);
 		if (done == n || wait_slice(f, false) < 0)
@@ -195,6 +199,7 @@ static bool head_line(struct fwd *f, const char *s, size_t n)
 		if (st < 0)
 			return false;
 		f->status = st;
+		f->got = 0;
 		f->lines_len = f->nlines = 0;
 		f->clen = -1;
 		return true;
@@ -254,32 +259,6 @@ static int on_progress(void *cls, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 	bool stop = f->cancel;
 	pthread_mutex_unlock(&f->mu);
 	return stop;
-}
-
-static curl_socket_t on_socket(void *cls, curlsocktype purpose, struct curl_sockaddr *a)
-{
-	(void)purpose;
-	struct fwd *f = cls;
-	curl_socket_t s = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
-	pthread_mutex_lock(&f->mu);
-	if (s != CURL_SOCKET_BAD && f->cancel) {
-		close(s);
-		s = CURL_SOCKET_BAD;
-	}
-	if (s != CURL_SOCKET_BAD)
-		f->sock = s;
-	pthread_mutex_unlock(&f->mu);
-	return s;
-}
-
-static int on_sockclose(void *cls, curl_socket_t s)
-{
-	struct fwd *f = cls;
-	pthread_mutex_lock(&f->mu);
-	if (f->sock == s)
-		f->sock = CURL_SOCKET_BAD;
-	pthread_mutex_unlock(&f->mu);
-	return close(s);
 }
 
 static void *worker(void *cls)
@@ -373,10 +352,6 @@ static int setup_easy(struct fwd *f, struct MHD_Connection *c, const char *metho
 	curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
 	curl_easy_setopt(e, CURLOPT_XFERINFODATA, f);
-	curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_socket);
-	curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, f);
-	curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, on_sockclose);
-	curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, f);
 	return 0;
 }
 
@@ -392,7 +367,6 @@ static struct fwd *fwd_new(const struct fwd_target *t)
 	pthread_cond_init(&f->cv, &ca);
 	pthread_condattr_destroy(&ca);
 	f->refs = 1;
-	f->sock = CURL_SOCKET_BAD;
 	f->client_fd = -1;
 	f->clen = -1;
 	f->idle_ms = t->idle_timeout_ms;
@@ -400,8 +374,8 @@ static struct fwd *fwd_new(const struct fwd_target *t)
 	f->down.buf = malloc(FWD_BUFFER);
 	f->lines = malloc(HEAD_MAX);
 	f->base = strdup(t->base);
-	fwd_curl_init();
-	f->easy = curl_easy_init();
+	f->conn = fwd_conn_get(t->base);
+	f->easy = f->conn ? fwd_conn_easy(f->conn) : NULL;
 	if (f->up.buf && f->down.buf && f->lines && f->base && f->easy)
 		return f;
 	fwd_close(f);
@@ -541,17 +515,37 @@ enum MHD_Result fwd_feed(struct fwd *f, struct MHD_Connection *c, const char *da
 	return head ? answer(f, c) : fail(f, c, done);
 }
 
+/* whole_locked() - the owner's whole answer is in (f->mu held). */
+static bool whole_locked(const struct fwd *f)
+{
+	if (!f->head)
+		return false;
+	if (f->status == 204 || f->status == 304)
+		return true;
+	return f->clen >= 0 && f->got == (uint64_t)f->clen;
+}
+
 void fwd_close(struct fwd *f)
 {
 	if (!f)
 		return;
+	/* A transfer that ended cleanly leaves its connection to the next.
+	 * An answer of known length may be sent whole before curl returns:
+	 * the worker is given a moment to see the end. */
 	pthread_mutex_lock(&f->mu);
-	cancel_locked(f);
+	int64_t end = mono_ms() + WHOLE_WAIT_MS;
+	while (!f->done && !f->cancel && whole_locked(f) && mono_ms() < end) {
+		struct timespec ts = clock_after_ms(CLOCK_MONOTONIC, WHOLE_WAIT_MS);
+		pthread_cond_timedwait(&f->cv, &f->mu, &ts);
+	}
+	bool clean = f->started && f->done && f->res == CURLE_OK && !f->cancel;
+	if (!f->done)
+		cancel_locked(f);
 	pthread_mutex_unlock(&f->mu);
 	if (f->started)
 		pthread_join(f->thread, NULL);
-	if (f->easy)
-		curl_easy_cleanup(f->easy);
+	fwd_conn_put(f->conn, clean);
+	f->conn = NULL;
 	f->easy = NULL;
 	curl_slist_free_all(f->hdrs);
 	f->hdrs = NULL;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/cluster/fwd_pool.h"
 #include "daemon/http/reply.h"
 #include "errf.h"
 
@@ -88,8 +89,9 @@ int fwd_call(const struct fwd_target *t, const char *method, const char *url_wit
 	char *url = NULL, errbuf[CURL_ERROR_SIZE];
 	struct curl_slist *h = NULL;
 	struct sink k = { 0 };
-	fwd_curl_init();
-	CURL *e = curl_easy_init();
+	bool clean = false;
+	struct fwd_conn *conn = fwd_conn_get(t->base);
+	CURL *e = conn ? fwd_conn_easy(conn) : NULL;
 	size_t blen = strlen(t->base);
 	while (blen && t->base[blen - 1] == '/')
 		blen--;
@@ -110,6 +112,7 @@ int fwd_call(const struct fwd_target *t, const char *method, const char *url_wit
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink_write);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, &k);
 	CURLcode rc = curl_easy_perform(e);
+	clean = rc == CURLE_OK;
 	if (rc != CURLE_OK) {
 		r = call_error(e, rc, &k, t, errbuf, err, errlen);
 		goto out;
@@ -129,8 +132,7 @@ out:
 	free(k.p);
 	free(url);
 	curl_slist_free_all(h);
-	if (e)
-		curl_easy_cleanup(e);
+	fwd_conn_put(conn, clean);
 	return r;
 }
 

@@ -219,8 +219,8 @@ bool coved_cluster_intercept(struct coved *d, struct MHD_Connection *c, const ch
 void coved_cluster_release(struct coved *d, const char *id)
 {
 	char err[300];
-	if (d->cluster && cl_dir_set(&d->cluster->dir, id, NULL, true, err, sizeof(err)) < 0)
-		fprintf(stderr, "coved: cluster: release of %s: %s\n", id, err);
+	if (d->cluster && coved_cluster_unreserve(d->cluster, id, true, err, sizeof(err)) < 0)
+		fprintf(stderr, "coved: cluster: release of %s: %s (tried again later)\n", id, err);
 }
 
 int coved_cluster_place(struct coved *d, struct MHD_Connection *c, struct coved_tenant *t,
@@ -273,7 +273,7 @@ int coved_cluster_place(struct coved *d, struct MHD_Connection *c, struct coved_
 		/* Not reached: the reservation is ours to undo.  Refused: the
 		 * owner undid it. */
 		if (r < 0)
-			cl_dir_set(&cl->dir, id, NULL, false, why, sizeof(why));
+			coved_cluster_unreserve(cl, id, false, why, sizeof(why));
 		snprintf(why, sizeof(why), "node %s %s", node,
 		         r < 0 ? "could not be reached" : "refused it");
 		fwd_answer_free(&a);

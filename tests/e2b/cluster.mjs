@@ -10,8 +10,9 @@
 //   alive ID...         a command in each answers
 //   cat ID PATH         prints the file (connects, so resumes a paused one)
 //   pause ID            betaPause
-//   rtt ID N            N exec round trips; prints the median in ms (the
-//                       benchmark runs it through node 1 and direct)
+//   rtt ID N URL        N exec round trips through node 1 and N direct to
+//                       URL (the owner), alternating; prints both medians
+//                       in ms
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { Sandbox } from 'e2b';
@@ -79,16 +80,18 @@ if (step === 'create') {
 	await sbx.betaPause();
 	console.log(`ok paused ${args[0]}`);
 } else if (step === 'rtt') {
-	const sbx = await Sandbox.connect(args[0], opts);
-	const t = [];
-	for (let i = 0; i < Number(args[1]); i++) {
+	const via = await Sandbox.connect(args[0], opts);
+	const direct = await Sandbox.connect(args[0], { ...opts, apiUrl: args[2], sandboxUrl: args[2] });
+	const t = { via: [], direct: [] };
+	for (let i = 0; i < 2 * Number(args[1]); i++) {
+		const [name, sbx] = i % 2 ? ['direct', direct] : ['via', via];
 		const t0 = performance.now();
 		await sbx.commands.run('true');
-		t.push(performance.now() - t0);
+		t[name].push(performance.now() - t0);
 	}
-	t.sort((a, b) => a - b);
-	console.log(t[t.length >> 1].toFixed(1));
+	const median = (a) => a.sort((x, y) => x - y)[a.length >> 1].toFixed(1);
+	console.log(`${median(t.via)} ${median(t.direct)}`);
 } else {
-	console.error('usage: cluster.mjs create N | work ID [MB] | list ID... | alive ID... | rtt ID N');
+	console.error('usage: cluster.mjs create N | work ID [MB] | list ID... | alive ID... | cat ID PATH | pause ID | rtt ID N URL');
 	process.exit(2);
 }

@@ -5,7 +5,8 @@
  * stream's first chunk before its second is sent, headers and query in
  * and out (a forged X-Cove-Tenant dropped), 502 for a node that is down,
  * 504 for one that never answers, a client that hangs up mid-download,
- * and fwd_call with fwd_relay. */
+ * fwd_call with fwd_relay, and kept connections: forwards and calls in a
+ * row reuse one, a cut one is never kept. */
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
@@ -23,6 +24,7 @@
 
 #include "clock.h"
 #include "daemon/cluster/forward.h"
+#include "daemon/cluster/fwd_pool.h"
 #include "daemon/http/reply.h"
 #include "unit.h"
 
@@ -327,6 +329,7 @@ static void setup(void)
 
 static void teardown(void)
 {
+	fwd_pool_flush();
 	MHD_stop_daemon(front);
 	MHD_stop_daemon(owner);
 }
@@ -675,6 +678,40 @@ START_TEST(call_and_relay)
 }
 END_TEST
 
+/* Forwards and calls one after another reuse one connection to the
+ * owner; one cut short (the client hung up) is closed, not kept. */
+START_TEST(connections_kept)
+{
+	size_t made0, reused0, made, reused;
+	fwd_pool_stats(&made0, &reused0);
+	for (int i = 0; i < 5; i++) {
+		struct client k = { 0 };
+		ck_assert_int_eq(fetch(&k, "GET", "/echo?q=1", NULL, -1, false), CURLE_OK);
+		ck_assert_int_eq(k.status, 200);
+		wait_for(&front_closed, i + 1);
+	}
+	struct fwd_answer a;
+	char err[256];
+	ck_assert_int_eq(
+	    fwd_call(&target, "GET", "/echo?q=2", NULL, NULL, 0, 5000, &a, err, sizeof(err)), 0);
+	fwd_answer_free(&a);
+	fwd_pool_stats(&made, &reused);
+	ck_assert_uint_eq(made - made0, 1);
+	ck_assert_uint_eq(reused - reused0, 5);
+
+	struct client cut = { .stop_at = 4 * MB };
+	char path[64];
+	snprintf(path, sizeof(path), "/download?size=%u", 1024u * MB);
+	ck_assert_int_eq(fetch(&cut, "GET", path, NULL, -1, false), CURLE_WRITE_ERROR);
+	wait_for(&front_closed, 6);
+	struct client k = { 0 };
+	ck_assert_int_eq(fetch(&k, "GET", "/echo?q=3", NULL, -1, false), CURLE_OK);
+	ck_assert_int_eq(k.status, 200);
+	fwd_pool_stats(&made, &reused);
+	ck_assert_uint_eq(made - made0, 2); /* the cut one's was not kept */
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("cluster_forward");
@@ -693,6 +730,7 @@ static Suite *make_suite(void)
 	tcase_add_test(t, owner_silent_504);
 	tcase_add_test(t, client_hangs_up_mid_download);
 	tcase_add_test(t, call_and_relay);
+	tcase_add_test(t, connections_kept);
 	suite_add_tcase(s, t);
 	return s;
 }
