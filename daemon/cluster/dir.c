@@ -399,6 +399,19 @@ static struct cl_node *candidates(struct cl_dir_state *s, const char *template_i
 	return c;
 }
 
+/* backoff() - a placer that lost the race for an alloc waits a random
+ * while, longer after each loss (up to 80 ms), so a burst of placers
+ * spreads out instead of retrying in lockstep. */
+static void backoff(int tries)
+{
+	static _Thread_local uint64_t x;
+	if (!x)
+		x = (uint64_t)mono_ms() ^ ((uint64_t)(uintptr_t)&x << 16) ^ 0x9e3779b97f4a7c15ULL;
+	x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+	unsigned cap = 5u << (tries < 4 ? tries : 4); /* 5, 10, 20, 40, 80 ms */
+	usleep((useconds_t)(x % cap) * 1000);
+}
+
 /* The reservation on node (see cl_place).  Return: 1 reserved, 0 no room
  * there now, -errno. */
 static int reserve(struct cl_dir_state *s, const char *node, const struct cl_dir *want,
@@ -465,6 +478,8 @@ static int reserve(struct cl_dir_state *s, const char *node, const struct cl_dir
 			alloc_update(s, node, &got);
 			if (kv_find(&got, dkey))
 				r = errf(err, errlen, -EEXIST, "sandbox id %s is taken", sbid);
+			else
+				backoff(tries);
 		}
 		etcd_kvs_free(&got);
 	}

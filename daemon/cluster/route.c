@@ -252,6 +252,11 @@ int coved_cluster_place(struct coved *d, struct MHD_Connection *c, struct coved_
 		                 err, sizeof(err));
 		if (r < 0) {
 			snprintf(why, sizeof(why), "%s", err);
+			/* An etcd call that failed may still have been applied:
+			 * a reservation under this new id is dropped (a no-op
+			 * when there is none). */
+			if (r != -ENOSPC && r != -EBUSY && r != -EEXIST)
+				coved_cluster_unreserve(cl, id, false, err, sizeof(err));
 			break;
 		}
 		if (strcmp(node, cl->cfg->node_id) == 0)

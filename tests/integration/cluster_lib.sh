@@ -159,7 +159,7 @@ cluster_up() {
 }
 
 ctl() { COVE_API_KEY=$KEY_A $BIN/cove cluster "$@" --socket "$WORK/n1/coved.sock"; }
-create() { h1 POST /sandboxes '{"templateID": "base"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["sandboxID"])' 2>/dev/null; }
+create() { h1 POST /sandboxes '{"templateID": "base", "timeout": 3600}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["sandboxID"])' 2>/dev/null; }
 
 # kill_vmms N: SIGKILL every cove-vmm of node N (its registry's pids).
 kill_vmms() {

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# Cluster mode (docs/cluster.md), the failures of etcd and of a node, on one
-# emulated host (tests/integration/cluster_lib.sh: 3 etcd members, 3 coved
-# nodes on loopback).  In order: nodes 1 and 2 each place 20 creates at
-# once on node 3, which has room for 10 (nodes 1 and 2 draining): node 3
-# gets at most 10, its committed vCPUs never past its capacity and back to
-# what it runs once the race is over, the rest answer 503; one etcd member killed: creates go on; two: creates fail fast
-# with 503, running sandboxes keep answering through node 1; etcd back: a
-# paused sandbox on node 2, whose snapshot is on the storage all nodes
-# share, is resumed through node 1 once node 2 is gone (same id and token,
-# files intact), and of two nodes resuming it at once one wins, the other
-# answers 409.
+# Cluster mode (docs/cluster.md), a load balancer and the failures of etcd
+# and of a node, on one emulated host (tests/integration/cluster_lib.sh:
+# 3 etcd members, 3 coved nodes on loopback).  In order: the SDK through a
+# plain TCP load balancer in front of all 3 nodes (commands, stdin, 5 MB
+# each way, pause and resume of a sandbox on node 2, each connection
+# landing on any node); nodes 1 and 2 each place 20 creates at once on
+# node 3, which has room for 10 (nodes 1 and 2 draining): node 3 gets at
+# most 10, its committed vCPUs never past its capacity and back to what it
+# runs once the race is over, the rest answer 503; one etcd member killed:
+# creates go on; two: creates fail fast with 503, running sandboxes keep
+# answering through node 1; etcd back: a paused sandbox on node 2, whose
+# snapshot is on the storage all nodes share, is resumed through node 1
+# once node 2 is gone (same id and token, files intact), and of two nodes
+# resuming it at once one wins, the other answers 409.
 source tests/integration/cluster_lib.sh
 trap cluster_cleanup EXIT
 
@@ -24,7 +27,16 @@ ctl drain --undo n3 >/dev/null && ctl drain n2 >/dev/null
 declare -A ON=([$N1]=$(where "$N1") [$N2]=$(where "$N2"))
 [ "${ON[$N1]} ${ON[$N2]}" = "n1 n2" ] && ok "one sandbox each on n1 and n2 (drain steers them)" ||
 	{ not_ok "drained creates landed on: ${ON[$N1]} ${ON[$N2]}"; finish; }
-sdk work "$N2" 0 >/dev/null 2>&1 # writes /root/kept.txt, pauses and resumes
+# A plain TCP load balancer in front of all three nodes, each connection
+# to the next node in turn: the SDK's requests for N2 land on any node.
+LB=$((BASE + 10))
+python3 tests/integration/rr_proxy.py "$LB" "127.0.0.1:${HPORT[0]}" "127.0.0.1:${HPORT[1]}" "127.0.0.1:${HPORT[2]}" >"$WORK/lb.log" 2>&1 &
+LB_PID=$!
+trap 'kill $LB_PID 2>/dev/null; cluster_cleanup' EXIT
+for t in $(seq 50); do grep -q ready "$WORK/lb.log" && break; sleep 0.2; done
+out=$(E2B_API_URL=http://127.0.0.1:$LB E2B_SANDBOX_URL=http://127.0.0.1:$LB sdk work "$N2" 5 2>&1) &&
+	ok "through a plain load balancer in front of all 3 nodes to $N2 on n2: ${out#ok *: }" ||
+	not_ok "through the load balancer: $(grep -m3 -iE 'error|message' <<<"$out")"
 
 # ---- two nodes place 20 creates each at once on node 3 (room for 10) ----
 # One curl per node with 20 transfers at once (--parallel): 40 curl
@@ -74,7 +86,7 @@ print(", ".join("%d %s" % (n, m) for m, n in c.most_common()))' 2>/dev/null)
 [ "$got" -ge 1 ] && [ "$got" -le 10 ] && [ "$on3" = "$got" ] && [ "$((got + full))" = 40 ] &&
 	[ -n "$peak" ] && [ "$peak" -le 10 ] && [ "$(committed)" = "$on3" ] &&
 	ok "40 creates placed at once by n1 and n2 on n3 (room for 10) in $took s: $got created, $full answered 503 ($why), n3 committed $peak vCPUs, then $(committed)" ||
-	not_ok "placement race: $got created, $full 503, $on3 records on n3, committed $peak then $(committed): $(cat "$WORK"/race.[12] | grep -v ' 20[01]$' | sort | uniq -c | head -3)"
+	not_ok "placement race ($took s): $got created, $full 503, $on3 records on n3, committed $peak then $(committed): $(cat "$WORK"/race.[12] | grep -v ' 20[01]$' | sort | uniq -c | head -3)"
 for id in $(cat "$WORK"/race.[12] | python3 -c '
 import json, sys
 for l in sys.stdin:
