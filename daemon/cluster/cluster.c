@@ -254,11 +254,11 @@ int coved_cluster_unreserve(struct coved_cluster *cl, const char *id, bool mine,
                             size_t errlen)
 {
 	int r = cl_dir_set(&cl->dir, id, NULL, mine, err, errlen);
-	if (r == 0 || r == -EPERM || strlen(id) > CL_SB_ID_MAX)
+	if (r == 0 || r == -EPERM || strlen(id) > COVED_ID_LEN)
 		return r;
 	pthread_mutex_lock(&cl->mu);
 	if (cl->nunreleased < CL_UNRELEASED_MAX) {
-		snprintf(cl->unreleased[cl->nunreleased].id, CL_SB_ID_MAX + 1, "%s", id);
+		snprintf(cl->unreleased[cl->nunreleased].id, COVED_ID_LEN + 1, "%s", id);
 		cl->unreleased[cl->nunreleased++].mine = mine;
 	}
 	pthread_mutex_unlock(&cl->mu);
@@ -268,20 +268,16 @@ int coved_cluster_unreserve(struct coved_cluster *cl, const char *id, bool mine,
 /* The releases etcd missed, once more each (a failure queues it again). */
 static void unreserve_again(struct coved_cluster *cl)
 {
+	struct cl_unreleased todo[CL_UNRELEASED_MAX];
 	pthread_mutex_lock(&cl->mu);
 	size_t n = cl->nunreleased;
+	memcpy(todo, cl->unreleased, n * sizeof(todo[0]));
 	cl->nunreleased = 0;
-	struct cl_unreleased *todo = n ? malloc(n * sizeof(*todo)) : NULL;
-	if (todo)
-		memcpy(todo, cl->unreleased, n * sizeof(*todo));
-	else
-		cl->nunreleased = n; /* none, or no memory: next time */
 	pthread_mutex_unlock(&cl->mu);
 	char err[300];
-	for (size_t i = 0; todo && i < n; i++)
+	for (size_t i = 0; i < n; i++)
 		if (coved_cluster_unreserve(cl, todo[i].id, todo[i].mine, err, sizeof(err)) == 0)
 			log_line("released %s's reservation", todo[i].id);
-	free(todo);
 }
 
 /* ---- the lease -------------------------------------------------------- */

@@ -11,15 +11,15 @@
 #include <stddef.h>
 
 #include "daemon/cluster/dir.h"
+#include "daemon/sandboxes/sandbox.h"
 
 struct coved;
 
 #define CL_UNRELEASED_MAX 256
-#define CL_SB_ID_MAX      64
 
 /* A reservation whose release etcd did not take. */
 struct cl_unreleased {
-	char id[CL_SB_ID_MAX + 1];
+	char id[COVED_ID_LEN + 1];
 	bool mine; /* only while the record names this node */
 };
 

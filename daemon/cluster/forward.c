@@ -43,8 +43,7 @@ struct fwd {
 	pthread_t thread;
 	bool started;
 	int refs;              /* the caller's, and the queued answer body's */
-	struct fwd_conn *conn; /* the handle, kept or new (fwd_pool.h) */
-	CURL *easy;            /* its curl handle */
+	struct fwd_conn *conn; /* the curl handle, kept or new (fwd_pool.h) */
 	struct curl_slist *hdrs;
 	char *url, *base;
 	unsigned idle_ms;
@@ -264,7 +263,7 @@ static int on_progress(void *cls, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 static void *worker(void *cls)
 {
 	struct fwd *f = cls;
-	CURLcode rc = curl_easy_perform(f->easy);
+	CURLcode rc = curl_easy_perform(fwd_conn_easy(f->conn));
 	pthread_mutex_lock(&f->mu);
 	f->res = rc;
 	f->done = true;
@@ -322,7 +321,7 @@ static void on_body_free(void *cls)
 static int setup_easy(struct fwd *f, struct MHD_Connection *c, const char *method,
                       const struct fwd_target *t)
 {
-	CURL *e = f->easy;
+	CURL *e = fwd_conn_easy(f->conn);
 	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
 	const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
 	int r = fwd_easy_common(e, t, f->url, f->hdrs, f->errbuf);
@@ -375,8 +374,7 @@ static struct fwd *fwd_new(const struct fwd_target *t)
 	f->lines = malloc(HEAD_MAX);
 	f->base = strdup(t->base);
 	f->conn = fwd_conn_get(t->base);
-	f->easy = f->conn ? fwd_conn_easy(f->conn) : NULL;
-	if (f->up.buf && f->down.buf && f->lines && f->base && f->easy)
+	if (f->up.buf && f->down.buf && f->lines && f->base && f->conn)
 		return f;
 	fwd_close(f);
 	return NULL;
@@ -445,7 +443,7 @@ static enum MHD_Result fail(struct fwd *f, struct MHD_Connection *c, bool done)
 	char msg[CURL_ERROR_SIZE + 256];
 	long connected = 0;
 	if (done)
-		curl_easy_getinfo(f->easy, CURLINFO_CONNECT_TIME_T, &connected);
+		curl_easy_getinfo(fwd_conn_easy(f->conn), CURLINFO_CONNECT_TIME_T, &connected);
 	bool late = f->timed_out || (done && f->res == CURLE_OPERATION_TIMEDOUT && connected);
 	if (late) {
 		snprintf(msg, sizeof(msg), "node %s did not answer within %u ms", f->base,
@@ -546,7 +544,6 @@ void fwd_close(struct fwd *f)
 		pthread_join(f->thread, NULL);
 	fwd_conn_put(f->conn, clean);
 	f->conn = NULL;
-	f->easy = NULL;
 	curl_slist_free_all(f->hdrs);
 	f->hdrs = NULL;
 	fwd_unref(f);
