@@ -67,7 +67,7 @@ int coved_template_for(struct coved *d, const char *tid, struct cove_config *cfg
 		r = cove_template_ensure(&m.spec, false, &io, path, sizeof(path), lockfd, err,
 		                         sizeof(err));
 	if (r != 0) {
-		cove_template_spec_free(&m.spec);
+		cove_template_manifest_free(&m);
 		errf(msg, len, 500, "template '%s': %s", tid, err);
 		return 500;
 	}
@@ -82,7 +82,7 @@ int coved_template_for(struct coved *d, const char *tid, struct cove_config *cfg
 		if (m.spec.net != COVE_TEMPLATE_NET_OFF && cfg->net.mode == COVE_NET_OFF)
 			cfg->net.mode = COVE_NET_NONE; /* not the build's policy */
 	}
-	cove_template_spec_free(&m.spec);
+	cove_template_manifest_free(&m);
 	if (!(*dir = strdup(path))) {
 		close(*lockfd);
 		*lockfd = -1;

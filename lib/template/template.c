@@ -273,7 +273,7 @@ static bool up_to_date(const char *dir, const char *hash)
 	if (template_read_manifest(dir, &m, e, sizeof(e)) < 0)
 		return false;
 	bool same = !strcmp(m.inputs_hash, hash);
-	cove_template_spec_free(&m.spec);
+	cove_template_manifest_free(&m);
 	return same;
 }
 
