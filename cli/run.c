@@ -55,16 +55,20 @@ static int start_from_template(const struct cove_config *cfg, const char *name,
 	}
 	if (r < 0) {
 		fprintf(stderr, "%s: %s\n", prog, err);
-		cove_template_spec_free(spec);
+		cove_template_manifest_free(&m);
 		return -1;
 	}
 	struct cove_template_io io;
 	cli_template_io(&io, prog, false);
 	int lockfd;
-	r = cove_template_ensure(spec, false, &io, dir, sizeof(dir), &lockfd, err, sizeof(err));
+	/* One built from an image, a parent or a folder is used as it is. */
+	r = name && cove_template_sealed(spec)
+	        ? cove_template_use(name, dir, sizeof(dir), &lockfd, err, sizeof(err))
+	        : cove_template_ensure(spec, false, &io, dir, sizeof(dir), &lockfd, err,
+	                               sizeof(err));
 	if (r != 0) {
 		fprintf(stderr, "%s: template %s: %s\n", prog, spec->name, err);
-		cove_template_spec_free(spec);
+		cove_template_manifest_free(&m);
 		return -1;
 	}
 	struct cove_config rc = *cfg;
@@ -74,7 +78,7 @@ static int start_from_template(const struct cove_config *cfg, const char *name,
 		rc.net.mode = COVE_NET_NONE; /* not the build's policy */
 	r = cove_restore(&rc, dir, sb, err, sizeof(err));
 	close(lockfd);
-	cove_template_spec_free(spec);
+	cove_template_manifest_free(&m);
 	if (r < 0) {
 		fprintf(stderr, "%s: %s\n", prog, err);
 		return -1;

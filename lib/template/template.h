@@ -53,4 +53,31 @@ int cove_template_ensure(const struct cove_template_spec *s, bool force,
                          const struct cove_template_io *io, char *dir, size_t dirlen, int *lockfd,
                          char *err, size_t errlen) __attribute__((warn_unused_result));
 
+/* The cove-agent an imported image gets: $COVE_AGENT, else the one
+ * beside s->vmm. */
+int cove_template_set_agent(struct cove_template_spec *s, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* Adds to s what the Dockerfile at path says: FROM (an oci:,
+ * oci-archive: or docker-archive: image, else a template of that name,
+ * else a registry reference), then its steps; COPY reads context (NULL:
+ * a COPY is refused); CMD and ENTRYPOINT are recorded.  build_args:
+ * "NAME=value" overriding ARG defaults.  -errno with "Dockerfile:LINE:
+ * ..." in err. */
+int cove_template_from_dockerfile(struct cove_template_spec *s, const char *path,
+                                  const char *context, const char *const *build_args, size_t nargs,
+                                  char *err, size_t errlen) __attribute__((warn_unused_result));
+
+/* Whether s is built only when asked (cove template build, the API): it
+ * imports an image, starts from another template or copies a folder in,
+ * whose sources a use need not find again.  Its uses take it as it is
+ * (cove_template_use), never rebuilding it. */
+bool cove_template_sealed(const struct cove_template_spec *s);
+
+/* The store's template name as it is: its path into dir and a shared use
+ * lock in *lockfd (close it once the restore has started).  -ENOENT when
+ * there is none. */
+int cove_template_use(const char *name, char *dir, size_t dirlen, int *lockfd, char *err,
+                      size_t errlen) __attribute__((warn_unused_result));
+
 #endif

@@ -109,8 +109,13 @@ static const struct {
 	const char *key;
 	enum cove_template_step_kind kind;
 } simple[] = {
-	{ "run", COVE_STEP_RUN },   { "env", COVE_STEP_ENV }, { "workdir", COVE_STEP_WORKDIR },
-	{ "user", COVE_STEP_USER }, { "arg", COVE_STEP_ARG },
+	{ "run", COVE_STEP_RUN },
+	{ "env", COVE_STEP_ENV },
+	{ "workdir", COVE_STEP_WORKDIR },
+	{ "user", COVE_STEP_USER },
+	{ "arg", COVE_STEP_ARG },
+	{ "cmd", COVE_STEP_CMD },
+	{ "entrypoint", COVE_STEP_ENTRYPOINT },
 };
 
 static int parse_copy(json_t *j, struct cove_template_spec *s, char *err, size_t errlen)

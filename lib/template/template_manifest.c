@@ -172,6 +172,18 @@ static bool user_ok(const char *u)
 	return true;
 }
 
+/* A JSON array of strings. */
+static bool strv_ok(const char *text)
+{
+	json_t *a = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
+	bool ok = json_is_array(a);
+	size_t i;
+	json_t *e;
+	json_array_foreach(a, i, e) ok = ok && json_is_string(e);
+	json_decref(a);
+	return ok;
+}
+
 int cove_template_add_step(struct cove_template_spec *s, enum cove_template_step_kind kind,
                            const char *arg, char *err, size_t errlen)
 {
@@ -179,11 +191,13 @@ int cove_template_add_step(struct cove_template_spec *s, enum cove_template_step
 		                             [COVE_STEP_ENV] = "ENV",
 		                             [COVE_STEP_WORKDIR] = "WORKDIR",
 		                             [COVE_STEP_USER] = "USER",
-		                             [COVE_STEP_ARG] = "ARG" };
+		                             [COVE_STEP_ARG] = "ARG",
+		                             [COVE_STEP_CMD] = "CMD",
+		                             [COVE_STEP_ENTRYPOINT] = "ENTRYPOINT" };
 	if (kind == COVE_STEP_RUN)
 		return cove_template_add_run(s, arg, err, errlen);
 	if (kind != COVE_STEP_ENV && kind != COVE_STEP_WORKDIR && kind != COVE_STEP_USER &&
-	    kind != COVE_STEP_ARG)
+	    kind != COVE_STEP_ARG && kind != COVE_STEP_CMD && kind != COVE_STEP_ENTRYPOINT)
 		return errf(err, errlen, -EINVAL, "not a one-argument step");
 	const char *n = names[kind];
 	if (!arg || !*arg || strlen(arg) > COVE_TEMPLATE_RUN_MAX)
@@ -193,6 +207,8 @@ int cove_template_add_step(struct cove_template_spec *s, enum cove_template_step
 		return errf(err, errlen, -EINVAL, "%s '%.64s': not NAME=value", n, arg);
 	if (kind == COVE_STEP_WORKDIR && !path_ok(arg, GUEST_PATH_MAX))
 		return errf(err, errlen, -EINVAL, "WORKDIR '%.64s': not an absolute path", arg);
+	if ((kind == COVE_STEP_CMD || kind == COVE_STEP_ENTRYPOINT) && !strv_ok(arg))
+		return errf(err, errlen, -EINVAL, "%s: not a JSON array of strings", n);
 	if (kind == COVE_STEP_USER && !user_ok(arg))
 		return errf(err, errlen, -EINVAL, "USER '%.64s': not user[:group]", arg);
 	struct cove_template_step *st = step_new(s, err, errlen);

@@ -30,6 +30,8 @@ enum cove_template_step_kind {
 	COVE_STEP_WORKDIR,
 	COVE_STEP_USER,
 	COVE_STEP_ARG,
+	COVE_STEP_CMD,        /* run = a JSON array of strings: the recorded Cmd */
+	COVE_STEP_ENTRYPOINT, /* the same for Entrypoint */
 };
 
 struct cove_template_step {
@@ -99,7 +101,8 @@ int cove_template_add_run(struct cove_template_spec *s, const char *cmd, char *e
 int cove_template_add_put(struct cove_template_spec *s, const char *local, const char *guest,
                           char *err, size_t errlen) __attribute__((warn_unused_result));
 
-/* Appends an ENV, ARG ("K=V"), WORKDIR (absolute) or USER step, or a RUN. */
+/* Appends an ENV, ARG ("K=V"), WORKDIR (absolute), USER, CMD or
+ * ENTRYPOINT (a JSON array of strings) step, or a RUN. */
 int cove_template_add_step(struct cove_template_spec *s, enum cove_template_step_kind kind,
                            const char *arg, char *err, size_t errlen)
     __attribute__((warn_unused_result));
