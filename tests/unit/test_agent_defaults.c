@@ -10,10 +10,13 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include "cove.h"
 #include "guest-agent/agent.h"
 #include "guest-agent/request.h"
+#include "lib/base/handle.h"
 #include "proto.h"
 #include "proto_json.h"
 #include "unit.h"
@@ -363,6 +366,161 @@ START_TEST(symlink_and_owned_mkdir)
 }
 END_TEST
 
+/* ---- libcove's side, behind a stand-in for cove-vmm's vsock socket ----- */
+
+static struct cove_sandbox sb;
+static char tmpdir[64];
+static int lfd = -1;
+static pthread_t acceptor;
+
+static void *vsock_conn(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	char line[32], ch;
+	size_t n = 0;
+	while (n < sizeof(line) - 1 && read(fd, &ch, 1) == 1 && ch != '\n')
+		line[n++] = ch;
+	line[n] = 0;
+	if (strcmp(line, "CONNECT 1024") == 0 && write(fd, "OK 7\n", 5) == 5)
+		(void)agent_serve_conn(fd, NULL);
+	close(fd);
+	return NULL;
+}
+
+static void *accept_thread(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			break;
+		pthread_t t;
+		if (pthread_create(&t, NULL, vsock_conn, (void *)(intptr_t)fd) == 0)
+			pthread_detach(t);
+		else
+			close(fd);
+	}
+	return NULL;
+}
+
+static void host_setup(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	strcpy(tmpdir, "/tmp/cove-defaults-host-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	memset(&sb, 0, sizeof(sb));
+	snprintf(sb.vsock, sizeof(sb.vsock), "%s/vsock", tmpdir);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(lfd, 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sb.vsock);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(lfd, 16), 0);
+	ck_assert_int_eq(pthread_create(&acceptor, NULL, accept_thread, NULL), 0);
+}
+
+static void host_teardown(void)
+{
+	shutdown(lfd, SHUT_RDWR);
+	pthread_join(acceptor, NULL);
+	close(lfd);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot clean %s\n", tmpdir);
+}
+
+static void collect_out(void *opaque, const void *data, size_t len)
+{
+	char *out = opaque;
+	size_t n = strlen(out);
+	if (n + len < 512) {
+		memcpy(out + n, data, len);
+		out[n + len] = 0;
+	}
+}
+
+START_TEST(host_defaults_and_users)
+{
+	char err[256], out[512] = "";
+	const char *env[] = { "COVE_D=dflt", "COVE_R=dflt", NULL };
+	struct cove_exec_defaults d = { .env = env, .cwd = "/tmp" };
+	ck_assert_int_eq(cove_set_exec_defaults(&sb, &d, err, sizeof(err)), 0);
+	const char *argv[] = { "sh", "-c", "echo $COVE_D $COVE_R; pwd; id -u", NULL };
+	const char *renv[] = { "COVE_R=req", NULL };
+	struct cove_exec_opts o = {
+		.argv = argv, .env = renv, .stdin_fd = -1, .on_stdout = collect_out, .opaque = out
+	};
+	struct cove_exec_result res;
+	ck_assert_int_eq(cove_exec(&sb, &o, &res, err, sizeof(err)), 0);
+	char want[64];
+	snprintf(want, sizeof(want), "dflt req\n/tmp\n%u\n", (unsigned)geteuid());
+	ck_assert_str_eq(out, want);
+	o.user = "cove-no-such-user";
+	ck_assert_int_eq(cove_exec(&sb, &o, &res, err, sizeof(err)), -EINVAL);
+	ck_assert_str_eq(err, "user 'cove-no-such-user' is not in /etc/passwd");
+	o.user = "a b";
+	ck_assert_int_eq(cove_exec(&sb, &o, &res, err, sizeof(err)), -EINVAL);
+	struct cove_proc_spec spec = { .argv = argv, .user = "cove-no-such-user" };
+	int pid;
+	ck_assert_int_eq(cove_proc_start(&sb, &spec, &pid, err, sizeof(err)), -EINVAL);
+	ck_assert_str_eq(err, "user 'cove-no-such-user' is not in /etc/passwd");
+	if (geteuid() == 0) {
+		out[0] = 0;
+		o.user = "4242:4343";
+		ck_assert_int_eq(cove_exec(&sb, &o, &res, err, sizeof(err)), 0);
+		ck_assert_str_eq(out, "dflt req\n/tmp\n4242\n");
+	}
+	/* Refused before anything is sent. */
+	const char *bad_env[] = { "NOEQUALS", NULL };
+	struct cove_exec_defaults bad = { .env = bad_env };
+	ck_assert_int_eq(cove_set_exec_defaults(&sb, &bad, err, sizeof(err)), -EINVAL);
+	bad = (struct cove_exec_defaults){ .cwd = "rel" };
+	ck_assert_int_eq(cove_set_exec_defaults(&sb, &bad, err, sizeof(err)), -EINVAL);
+	bad = (struct cove_exec_defaults){ .user = "" };
+	ck_assert_int_eq(cove_set_exec_defaults(&sb, &bad, err, sizeof(err)), -EINVAL);
+	bad = (struct cove_exec_defaults){ 0 };
+	ck_assert_int_eq(cove_set_exec_defaults(&sb, &bad, err, sizeof(err)), 0);
+}
+END_TEST
+
+START_TEST(host_files_owned)
+{
+	char err[256], path[128], local[128];
+	bool root = geteuid() == 0;
+	long uid = root ? 4242 : -1, gid = root ? 4343 : -1;
+	snprintf(path, sizeof(path), "%s/d/e", tmpdir);
+	ck_assert_int_eq(cove_mkdir(&sb, path, 0750, uid, gid, true, err, sizeof(err)), 0);
+	struct stat st;
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0750);
+	if (root)
+		ck_assert(st.st_uid == 4242 && st.st_gid == 4343);
+	ck_assert_int_eq(cove_mkdir(&sb, path, 0750, -1, -1, false, err, sizeof(err)), -EEXIST);
+	ck_assert_int_eq(cove_mkdir(&sb, "rel", 0750, -1, -1, false, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(cove_mkdir(&sb, path, 0750, -2, -1, false, err, sizeof(err)), -EINVAL);
+	snprintf(local, sizeof(local), "%s/local", tmpdir);
+	FILE *f = fopen(local, "w");
+	fputs("x", f);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/d/e/f", tmpdir);
+	ck_assert_int_eq(cove_put_file_owned(&sb, local, path, 0640, uid, gid, err, sizeof(err)),
+	                 0);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0640);
+	if (root)
+		ck_assert(st.st_uid == 4242 && st.st_gid == 4343);
+	char link[128], buf[64];
+	snprintf(link, sizeof(link), "%s/d/l", tmpdir);
+	ck_assert_int_eq(cove_symlink(&sb, "e/f", link, uid, gid, err, sizeof(err)), 0);
+	ck_assert_int_eq(readlink(link, buf, sizeof(buf)), 3);
+	ck_assert_int_eq(cove_symlink(&sb, "e", link, -1, -1, err, sizeof(err)), 0);
+	ck_assert_int_eq(readlink(link, buf, sizeof(buf)), 1);
+	ck_assert_int_eq(cove_symlink(&sb, "", link, -1, -1, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(cove_symlink(&sb, "x", "rel", -1, -1, err, sizeof(err)), -EINVAL);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("agent_defaults");
@@ -376,6 +534,12 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, exec_defaults_env_cwd);
 	tcase_add_test(tc, exec_users);
 	tcase_add_test(tc, symlink_and_owned_mkdir);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("host");
+	tcase_add_checked_fixture(tc, host_setup, host_teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, host_defaults_and_users);
+	tcase_add_test(tc, host_files_owned);
 	suite_add_tcase(s, tc);
 	return s;
 }
