@@ -22,7 +22,7 @@
 
 static const char run_usage[] =
     "usage: cove run [--cpus N] [--memory MiB] [--image minimal|debian|PATH]\n"
-    "                [--kernel PATH] [--hostname NAME] [-e K=V]... [-w DIR]\n"
+    "                [--kernel PATH] [--hostname NAME] [-e K=V]... [-w DIR] [-u USER]\n"
     "                [--timeout S] [--put LOCAL:GUEST]... [--get GUEST:LOCAL]...\n"
     "                [--cold | --template NAME] [LIMITS] [-it] -- CMD [ARGS...]\n"
     "  restored from the base template of the image, CPUs, memory and disk size\n"
@@ -110,6 +110,7 @@ int cli_run(int argc, char **argv)
 		{ "timeout", required_argument, NULL, CLI_O_TIMEOUT },
 		{ "env", required_argument, NULL, 'e' },
 		{ "workdir", required_argument, NULL, 'w' },
+		{ "user", required_argument, NULL, 'u' },
 		{ "interactive", no_argument, NULL, 'i' },
 		{ "tty", no_argument, NULL, 't' },
 		{ "put", required_argument, NULL, O_PUT },
