@@ -79,36 +79,34 @@ static int copy(struct cove_template_spec *s, const struct df_step *st, const ch
 	if (!context)
 		return errf(err, errlen, -EINVAL, "Dockerfile:%u: COPY needs a build context",
 		            st->line);
-	if (c->add) {
-		/* ADD unpacks a local tar; that is not done here (yet). */
-		struct ctx x;
-		struct ctx_files f = { 0 };
-		int r = ctx_open(&x, context, err, errlen);
-		if (r < 0)
-			return r;
-		r = ctx_resolve(&x, (const char *const *)c->srcs.v, c->srcs.n, true, &f, err,
-		                errlen);
-		for (size_t i = 0; r == 0 && i < f.n; i++)
-			if (f.v[i].archive)
-				r = errf(
-				    err, errlen, -ENOTSUP,
-				    "Dockerfile:%u: ADD of an archive ('%s') is not supported; "
-				    "COPY it and unpack it in a RUN",
-				    st->line, f.v[i].src);
-		ctx_files_free(&f);
+	/* The sources must be there now (and ADD's archives are refused):
+	 * a missing one is this line's error, not the build's. */
+	struct ctx x;
+	struct ctx_files f = { 0 };
+	char e[512];
+	int r = ctx_open(&x, context, e, sizeof(e));
+	if (r == 0) {
+		r = ctx_resolve(&x, (const char *const *)c->srcs.v, c->srcs.n, c->add, &f, e,
+		                sizeof(e));
 		ctx_close(&x);
-		if (r < 0)
-			return r;
 	}
+	for (size_t i = 0; r == 0 && i < f.n; i++)
+		if (f.v[i].archive)
+			r = errf(e, sizeof(e), -ENOTSUP,
+			         "ADD of an archive ('%s') is not supported; COPY it and unpack it "
+			         "in a RUN",
+			         f.v[i].src);
+	ctx_files_free(&f);
+	if (r < 0)
+		return errf(err, errlen, r, "Dockerfile:%u: %s", st->line, e);
 	char chown[300], *owner = NULL;
 	if (c->chown_user) {
 		snprintf(chown, sizeof(chown), "%s%s%s", c->chown_user, c->chown_group ? ":" : "",
 		         c->chown_group ? c->chown_group : "");
 		owner = chown;
 	}
-	char e[512];
-	int r = cove_template_add_copy(s, context, (const char *const *)c->srcs.v, c->srcs.n,
-	                               c->dest, owner, e, sizeof(e));
+	r = cove_template_add_copy(s, context, (const char *const *)c->srcs.v, c->srcs.n, c->dest,
+	                           owner, e, sizeof(e));
 	return r < 0 ? errf(err, errlen, r, "Dockerfile:%u: %s", st->line, e) : 0;
 }
 

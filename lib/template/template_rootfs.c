@@ -111,11 +111,11 @@ static int put_agent(struct ext4w *w, const char *agent, char *err, size_t errle
 	struct ext4w_stat st;
 	char e[256];
 	/* The image's own /.cove (if it has one) is not ours to keep. */
-	if (ext4w_lookup(w, "/.cove", &st, e, sizeof(e)) == 0 &&
-	    ext4w_remove(w, "/.cove", err, errlen) < 0)
+	if (ext4w_lookup(w, ".cove", &st, e, sizeof(e)) == 0 &&
+	    ext4w_remove(w, ".cove", err, errlen) < 0)
 		return -EIO;
 	const struct ext4w_attr dir = { .mode = S_IFDIR | 0755, .mtime = (int64_t)time(NULL) };
-	int r = ext4w_mkdir(w, "/.cove", &dir, err, errlen);
+	int r = ext4w_mkdir(w, ".cove", &dir, err, errlen);
 	if (r < 0)
 		return r;
 	struct file_src *f = calloc(1, sizeof(*f));
@@ -131,7 +131,7 @@ static int put_agent(struct ext4w *w, const char *agent, char *err, size_t errle
 	} else {
 		f->size = (uint64_t)fs.st_size;
 		const struct ext4w_attr a = { .mode = S_IFREG | 0755, .mtime = dir.mtime };
-		r = ext4w_write(w, ROOTFS_AGENT, &a, f->size, file_read, f, err, errlen);
+		r = ext4w_write(w, ROOTFS_AGENT_REL, &a, f->size, file_read, f, err, errlen);
 	}
 	if (f->fd >= 0)
 		close(f->fd);

@@ -11,8 +11,9 @@
 
 #define ROOTFS_INIT      "init=/.cove/cove-agent"
 #define ROOTFS_AGENT     "/.cove/cove-agent"
-#define ROOTFS_HEADROOM  (256ull << 20) /* free space at least, without --disk-size */
-#define ROOTFS_CACHE_DIR ".images"      /* in the template store */
+#define ROOTFS_AGENT_REL ".cove/cove-agent" /* as lib/image/ext4w.h names paths */
+#define ROOTFS_HEADROOM  (256ull << 20)     /* free space at least, without --disk-size */
+#define ROOTFS_CACHE_DIR ".images"          /* in the template store */
 
 /* Makes sure the root file system of s->from with s->agent exists in
  * <store>/.images/rootfs/, keyed by the image's manifest digest, the

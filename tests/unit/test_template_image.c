@@ -85,8 +85,8 @@ START_TEST(rootfs_from_layout)
 	struct ext4w *w;
 	ck_assert_int_eq(ext4w_open(path, &w, err, sizeof(err)), 0);
 	struct ext4w_stat es;
-	ck_assert_int_eq(ext4w_lookup(w, "/hello", &es, err, sizeof(err)), 0);
-	ck_assert_int_eq(ext4w_lookup(w, ROOTFS_AGENT, &es, err, sizeof(err)), 0);
+	ck_assert_int_eq(ext4w_lookup(w, "hello", &es, err, sizeof(err)), 0);
+	ck_assert_int_eq(ext4w_lookup(w, ROOTFS_AGENT_REL, &es, err, sizeof(err)), 0);
 	ck_assert_uint_eq(es.mode, S_IFREG | 0755);
 	ck_assert_uint_eq(es.size, 10);
 	ck_assert_int_eq(ext4w_close(w, err, sizeof(err)), 0);
