@@ -26,6 +26,7 @@
 #include "lib/base/sha256.h"
 #include "lib/template/template.h"
 #include "lib/template/template_build.h"
+#include "lib/template/template_json.h"
 #include "lib/template/template_manifest.h"
 #include "lib/template/template_store.h"
 #include "lib/vmm/memcache.h"
@@ -335,26 +336,5 @@ int cove_template_use(const char *name, char *dir, size_t dirlen, int *lockfd, c
 	}
 	cove_template_manifest_free(&m);
 	*lockfd = fd;
-	return 0;
-}
-
-int cove_template_set_agent(struct cove_template_spec *s, char *err, size_t errlen)
-{
-	char p[PATH_MAX + 16];
-	const char *env = getenv("COVE_AGENT");
-	if (env && *env) {
-		snprintf(p, sizeof(p), "%s", env);
-	} else {
-		snprintf(p, sizeof(p), "%s", s->vmm ? s->vmm : "");
-		char *slash = strrchr(p, '/');
-		if (!slash)
-			return errf(err, errlen, -EINVAL, "no cove-vmm to find cove-agent beside");
-		snprintf(slash + 1, sizeof(p) - (size_t)(slash + 1 - p), "cove-agent");
-	}
-	char *a = abs_path(p, "cove-agent", err, errlen);
-	if (!a)
-		return -ENOENT;
-	free(s->agent);
-	s->agent = a;
 	return 0;
 }

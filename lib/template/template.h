@@ -16,6 +16,8 @@
 #include <stddef.h>
 
 #include "cove.h"
+#include "lib/template/template_dockerfile.h"
+#include "lib/template/template_json.h"
 #include "lib/template/template_manifest.h"
 #include "lib/template/template_store.h"
 
@@ -29,14 +31,6 @@ int cove_template_spec_init(struct cove_template_spec *s, const char *name,
  * name base-<image>-<cpus>x<memory>[-d<disk>][-net]-<8 hex of the paths>. */
 int cove_template_base_spec(struct cove_template_spec *s, const struct cove_config *cfg, int net,
                             char *err, size_t errlen) __attribute__((warn_unused_result));
-
-/* Where a build's progress and its steps' output go (all may be NULL):
- * note gets one line per event ("building ...", "inputs changed ..."). */
-struct cove_template_io {
-	void (*note)(void *opaque, const char *line);
-	cove_output_fn on_stdout, on_stderr;
-	void *opaque;
-};
 
 /* Makes sure the template s names exists and is built from s's inputs:
  * an up-to-date one is used as it is, a missing or outdated one is built
@@ -52,21 +46,6 @@ struct cove_template_io {
 int cove_template_ensure(const struct cove_template_spec *s, bool force,
                          const struct cove_template_io *io, char *dir, size_t dirlen, int *lockfd,
                          char *err, size_t errlen) __attribute__((warn_unused_result));
-
-/* The cove-agent an imported image gets: $COVE_AGENT, else the one
- * beside s->vmm. */
-int cove_template_set_agent(struct cove_template_spec *s, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-
-/* Adds to s what the Dockerfile at path says: FROM (an oci:,
- * oci-archive: or docker-archive: image, else a template of that name,
- * else a registry reference), then its steps; COPY reads context (NULL:
- * a COPY is refused); CMD and ENTRYPOINT are recorded.  build_args:
- * "NAME=value" overriding ARG defaults.  -errno with "Dockerfile:LINE:
- * ..." in err. */
-int cove_template_from_dockerfile(struct cove_template_spec *s, const char *path,
-                                  const char *context, const char *const *build_args, size_t nargs,
-                                  char *err, size_t errlen) __attribute__((warn_unused_result));
 
 /* Whether s is built only when asked (cove template build, the API): it
  * imports an image, starts from another template or copies a folder in,

@@ -25,12 +25,14 @@
 #include <jansson.h>
 
 #include "clock.h"
+#include "cove.h"
 #include "errf.h"
 #include "io.h"
 #include "lib/agent/proc.h"
 #include "lib/template/template_copy.h"
 #include "lib/template/template_ready.h"
 #include "lib/template/template_rootfs.h"
+#include "lib/template/template_store.h"
 #include "proto.h"
 
 static void note(const struct cove_template_io *io, const char *fmt, ...)

@@ -7,11 +7,10 @@
 
 #include <stddef.h>
 
-#include "lib/template/template.h"
+#include "lib/base/cove_types.h"
+#include "lib/template/template_manifest.h"
 
-#define STEPS_DIR       ".steps"
-#define READY_TIMEOUT_S 60  /* a start command's ready check, by default */
-#define READY_POLL_MS   250 /* between two tries of the ready check */
+#define STEPS_DIR ".steps"
 
 /* Builds s into the new directory tmp (a snapshot directory; its
  * template.json is the caller's), keys being each step's key

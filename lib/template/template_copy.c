@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cove.h"
 #include "errf.h"
 #include "lib/agent/agent_client.h"
 #include "lib/agent/conn.h"

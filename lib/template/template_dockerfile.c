@@ -14,7 +14,8 @@
 #include "io.h"
 #include "lib/image/context.h"
 #include "lib/image/dockerfile.h"
-#include "lib/template/template.h"
+#include "lib/template/template_dockerfile.h"
+#include "lib/template/template_store.h"
 
 /* A JSON-form RUN for /bin/sh -c: each word quoted, run by exec. */
 static char *shell_words(const struct df_list *l)

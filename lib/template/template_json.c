@@ -12,7 +12,7 @@
 #include "cove_limits.h"
 #include "errf.h"
 #include "lib/base/cove_types.h"
-#include "lib/template/template_manifest.h"
+#include "lib/template/template_json.h"
 
 #define MANIFEST_MAX   (1 << 20)
 #define DISK_SIZE_MAX  (64ULL << 40)

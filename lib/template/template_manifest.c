@@ -295,6 +295,27 @@ int cove_template_set(struct cove_template_spec *s, char **field, const char *va
 	return 0;
 }
 
+int cove_template_set_agent(struct cove_template_spec *s, char *err, size_t errlen)
+{
+	char p[PATH_MAX + 16];
+	const char *env = getenv("COVE_AGENT");
+	if (env && *env) {
+		snprintf(p, sizeof(p), "%s", env);
+	} else {
+		snprintf(p, sizeof(p), "%s", s->vmm ? s->vmm : "");
+		char *slash = strrchr(p, '/');
+		if (!slash)
+			return errf(err, errlen, -EINVAL, "no cove-vmm to find cove-agent beside");
+		snprintf(slash + 1, sizeof(p) - (size_t)(slash + 1 - p), "cove-agent");
+	}
+	char *a = realpath(p, NULL);
+	if (!a)
+		return errf(err, errlen, -errno, "cove-agent '%s': %s", p, strerror(errno));
+	free(s->agent);
+	s->agent = a;
+	return 0;
+}
+
 /* ---- hashes ---- */
 
 static void put_field(struct sha256 *h, const char *key, const char *val)

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/base/cove_types.h"
 #include "lib/base/sha256.h"
 
 #define COVE_TEMPLATE_NAME_MAX  64   /* 1-64 of [A-Za-z0-9_.-], not starting with '.' */
@@ -87,6 +88,19 @@ struct cove_template_manifest {
 	struct cove_template_config config;
 };
 
+/* Where a build's progress and its steps' output go (all may be NULL):
+ * note gets one line per event ("building ...", "inputs changed ..."). */
+struct cove_template_io {
+	void (*note)(void *opaque, const char *line);
+	cove_output_fn on_stdout, on_stderr;
+	void *opaque;
+};
+
+/* The cove-agent an imported image gets: $COVE_AGENT, else the one
+ * beside s->vmm. */
+int cove_template_set_agent(struct cove_template_spec *s, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
 void cove_template_spec_free(struct cove_template_spec *s);
 void cove_template_config_free(struct cove_template_config *c);
 void cove_template_manifest_free(struct cove_template_manifest *m);
@@ -125,13 +139,6 @@ int cove_template_add_copy_archive(struct cove_template_spec *s, const char *tar
  * checked: 1 to COVE_TEMPLATE_RUN_MAX bytes. */
 int cove_template_set(struct cove_template_spec *s, char **field, const char *value, char *err,
                       size_t errlen) __attribute__((warn_unused_result));
-
-/* The pure part, for tests and the fuzz target: a manifest from its JSON
- * text (every field type- and bounds-checked; -EINVAL with a message),
- * and the JSON of one (malloc'ed, NULL when out of memory). */
-int template_manifest_parse(const char *text, size_t len, struct cove_template_manifest *m,
-                            char *err, size_t errlen) __attribute__((warn_unused_result));
-char *template_manifest_dump(const struct cove_template_manifest *m);
 
 /* The inputs hash from the hashes already known (hex): vmm, kernel, the
  * base (the image file's content hash, or what names an imported image or

@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "cove.h"
 #include "errf.h"
 #include "lib/agent/proc.h"
-#include "lib/template/template_build.h"
 
 bool template_port_listening(const char *text, size_t len, unsigned int port)
 {

@@ -5,9 +5,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "lib/template/template.h"
+#include "lib/base/cove_types.h"
+#include "lib/template/template_manifest.h"
 
-#define READY_NET_MAX (1u << 20) /* bytes of /proc/net/tcp read */
+#define READY_NET_MAX   (1u << 20) /* bytes of /proc/net/tcp read */
+#define READY_TIMEOUT_S 60         /* a start command's ready check, by default */
+#define READY_POLL_MS   250        /* between two tries of the ready check */
 
 /* Starts s->start_cmd as a detached process (through /bin/sh -c, with the
  * exec defaults) and waits until its ready check passes: s->ready_cmd

@@ -7,7 +7,8 @@
 
 #include <stddef.h>
 
-#include "lib/template/template.h"
+#include "lib/base/cove_types.h"
+#include "lib/template/template_manifest.h"
 
 #define ROOTFS_INIT      "init=/.cove/cove-agent"
 #define ROOTFS_AGENT     "/.cove/cove-agent"

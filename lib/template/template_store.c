@@ -18,6 +18,7 @@
 #include "lib/base/sha256.h"
 #include "lib/image/context.h"
 #include "lib/image/oci.h"
+#include "lib/template/template_json.h"
 #include "lib/template/template_manifest.h"
 #include "lib/template/template_store.h"
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "lib/base/sha256.h"
+#include "lib/template/template_json.h"
 #include "lib/template/template_manifest.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
