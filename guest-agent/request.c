@@ -346,7 +346,8 @@ static int parse_json_body(struct agent_req *req, char *err, size_t errlen)
 		if (get_path(o, "path", &req->u.put.path, err, errlen) < 0 ||
 		    get_int(o, "mode", 0, MODE_MAX, 0644, &v, err, errlen) < 0 ||
 		    get_int(o, "uid", 0, ID_MAX, -1, &req->u.put.uid, err, errlen) < 0 ||
-		    get_int(o, "gid", 0, ID_MAX, -1, &req->u.put.gid, err, errlen) < 0)
+		    get_int(o, "gid", 0, ID_MAX, -1, &req->u.put.gid, err, errlen) < 0 ||
+		    get_user(o, &req->u.put.user, err, errlen) < 0)
 			return -EPROTO;
 		req->u.put.mode = (uint32_t)v;
 		return 0;
@@ -359,7 +360,8 @@ static int parse_json_body(struct agent_req *req, char *err, size_t errlen)
 		    get_int(o, "mode", 0, MODE_MAX, 0755, &v, err, errlen) < 0 ||
 		    get_bool(o, "parents", false, &req->u.mkdir.parents, err, errlen) < 0 ||
 		    get_int(o, "uid", 0, ID_MAX, -1, &req->u.mkdir.uid, err, errlen) < 0 ||
-		    get_int(o, "gid", 0, ID_MAX, -1, &req->u.mkdir.gid, err, errlen) < 0)
+		    get_int(o, "gid", 0, ID_MAX, -1, &req->u.mkdir.gid, err, errlen) < 0 ||
+		    get_user(o, &req->u.mkdir.user, err, errlen) < 0)
 			return -EPROTO;
 		req->u.mkdir.mode = (uint32_t)v;
 		return 0;

@@ -4,6 +4,7 @@
  * change ids need root and use the host's "nobody". */
 #include <errno.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,6 +151,15 @@ START_TEST(request_symlink_mkdir)
 	agent_req_free(&q);
 	ck_assert_int_eq(parse_req(PROTO_MKDIR, "{\"path\":\"/d\"}", &q), 0);
 	ck_assert_int_eq(q.u.mkdir.uid, -1);
+	ck_assert_ptr_null(q.u.mkdir.user);
+	agent_req_free(&q);
+	ck_assert_int_eq(parse_req(PROTO_MKDIR, "{\"path\":\"/d\",\"user\":\"app\"}", &q), 0);
+	ck_assert_str_eq(q.u.mkdir.user, "app");
+	agent_req_free(&q);
+	ck_assert_int_eq(parse_req(PROTO_FILE_PUT, "{\"path\":\"/f\",\"user\":\"1:2\"}", &q), 0);
+	ck_assert_str_eq(q.u.put.user, "1:2");
+	agent_req_free(&q);
+	ck_assert_int_eq(parse_req(PROTO_FILE_PUT, "{\"path\":\"/f\",\"user\":\"\"}", &q), -EPROTO);
 	agent_req_free(&q);
 }
 END_TEST
@@ -309,7 +319,23 @@ START_TEST(exec_users)
 	snprintf(req, sizeof(req), "{%s,\"user\":\"nobody:cove-no-such-group\"}", probe);
 	ck_assert_int_eq(run(c.fd, req, out, sizeof(out), &code), EINVAL);
 	ck_assert_str_eq(out, "group 'cove-no-such-group' is not in /etc/group");
+	/* Without a cwd anywhere: the user's home when it can go there. */
+	ck_assert_int_eq(call(c.fd, PROTO_DEFAULTS, "{}", msg, sizeof(msg)), 0);
+	struct passwd *pw = getpwnam("daemon");
+	struct stat st;
+	if (pw && stat(pw->pw_dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+		char want[300];
+		snprintf(want, sizeof(want), "%s\n", pw->pw_dir);
+		ck_assert_int_eq(
+		    run(c.fd, "{\"argv\":[\"pwd\"],\"user\":\"daemon\"}", out, sizeof(out), &code),
+		    0);
+		ck_assert_str_eq(out, want);
+	}
+	ck_assert_int_eq(
+	    run(c.fd, "{\"argv\":[\"pwd\"],\"user\":\"4242\"}", out, sizeof(out), &code), 0);
+	ck_assert_str_eq(out, "/\n");
 	/* An older host's uid/gid stands for itself, not the default user. */
+	ck_assert_int_eq(call(c.fd, PROTO_DEFAULTS, "{\"user\":\"nobody\"}", msg, sizeof(msg)), 0);
 	snprintf(req, sizeof(req), "{%s,\"uid\":0,\"gid\":0}", probe);
 	ck_assert_int_eq(run(c.fd, req, out, sizeof(out), &code), 0);
 	ck_assert(!strncmp(out, "0\n0\n", 4));
