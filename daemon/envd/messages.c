@@ -8,7 +8,7 @@
 #include <strings.h>
 
 #include "errf.h"
-#include "lib/agent/exec.h"
+#include "lib/agent/agent_client.h"
 
 #define bad(...) errf(err, errlen, -EPROTO, __VA_ARGS__)
 

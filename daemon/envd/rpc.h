@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/agent/exec.h"
+#include "lib/agent/agent_client.h"
 
 #define ENVD_BODY_MAX        (1u << 20)   /* an RPC request body */
 #define ENVD_STREAM_BLOCK    (256 * 1024) /* what a streaming reader hands MHD at once */

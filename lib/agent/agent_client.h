@@ -21,7 +21,19 @@ int agent_connect_until(struct cove_sandbox *sb, int64_t deadline, char *err, si
 int agent_connect_cancel(struct cove_sandbox *sb, int64_t deadline, volatile int *cancel, char *err,
                          size_t errlen);
 
+/* One request (req, a jansson object, consumed) answered by OK, whose
+ * payload is dropped; the agent's ERROR becomes -errno and its message. */
+struct json_t;
+int agent_request(struct cove_sandbox *sb, uint16_t type, struct json_t *req, char *err,
+                  size_t errlen) __attribute__((warn_unused_result));
+
 /* ---- part of cove.h's API ---- */
+
+/* True for a user spec's syntax (cove_exec_opts.user): 1..COVE_USER_MAX
+ * printable bytes without spaces, at most one ':' with something on
+ * either side.  Whether the user exists is the guest's question. */
+#define COVE_USER_MAX 256
+bool cove_user_valid(const char *user);
 
 /* Streams a local file into the guest (atomically replaced there). */
 int cove_put_file(struct cove_sandbox *sb, const char *local, const char *guest, uint32_t mode,

@@ -14,7 +14,6 @@
 #include "errf.h"
 #include "lib/agent/agent_client.h"
 #include "lib/agent/conn.h"
-#include "lib/agent/exec.h"
 #include "lib/agent/proc.h"
 #include "lib/base/cove_types.h"
 #include "lib/base/handle.h"
