@@ -352,7 +352,11 @@ int agent_mkdir(struct agent_conn *c, const struct agent_req *req)
 int agent_symlink(struct agent_conn *c, const struct agent_req *req)
 {
 	const char *path = req->u.symlink.path, *target = req->u.symlink.target;
-	int r = 0;
+	int64_t uid = req->u.symlink.uid, gid = req->u.symlink.gid;
+	char msg[256];
+	int r = owner(req->u.symlink.user, &uid, &gid, msg, sizeof(msg));
+	if (r < 0)
+		return agent_conn_fail(c, req->id, r, "%s", msg);
 	/* ln -sf: a file or link already there is replaced, a folder is not. */
 	if (symlink(target, path) < 0) {
 		struct stat st;
@@ -366,10 +370,34 @@ int agent_symlink(struct agent_conn *c, const struct agent_req *req)
 			r = -errno;
 	}
 	if (r == 0)
-		r = own(path, req->u.symlink.uid, req->u.symlink.gid);
+		r = own(path, uid, gid);
 	if (r < 0)
 		return agent_conn_fail(c, req->id, r, "symlink %s: %s", path, strerror(-r));
 	return agent_conn_ok(c, req->id, NULL);
+}
+
+/* ---- USER --------------------------------------------------------------- */
+
+int agent_user(struct agent_conn *c, const struct agent_req *req)
+{
+	struct agent_user *u = malloc(sizeof(*u));
+	char msg[256];
+	if (!u)
+		return agent_conn_fail(c, req->id, ENOMEM, "out of memory");
+	int r =
+	    agent_user_resolve(req->u.user.spec, AGENT_PASSWD, AGENT_GROUP, u, msg, sizeof(msg));
+	json_t *groups = r == 0 ? json_array() : NULL;
+	for (size_t i = 0; groups && i < u->ngroups; i++)
+		json_array_append_new(groups, json_integer(u->groups[i]));
+	json_t *o = groups ? json_pack("{s:I, s:I, s:o, s:s}", "uid", (json_int_t)u->uid, "gid",
+	                               (json_int_t)u->gid, "groups", groups, "home", u->home)
+	                   : NULL;
+	free(u);
+	if (r < 0)
+		return agent_conn_fail(c, req->id, r, "%s", msg);
+	if (!o)
+		return agent_conn_fail(c, req->id, ENOMEM, "out of memory");
+	return agent_conn_ok(c, req->id, o);
 }
 
 /* ---- REMOVE ------------------------------------------------------------- */

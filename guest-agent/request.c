@@ -233,7 +233,8 @@ static int parse_symlink(struct agent_req *req, const json_t *o, char *err, size
 	const char *t;
 	if (get_path(o, "path", &req->u.symlink.path, err, errlen) < 0 ||
 	    get_int(o, "uid", 0, ID_MAX, -1, &req->u.symlink.uid, err, errlen) < 0 ||
-	    get_int(o, "gid", 0, ID_MAX, -1, &req->u.symlink.gid, err, errlen) < 0)
+	    get_int(o, "gid", 0, ID_MAX, -1, &req->u.symlink.gid, err, errlen) < 0 ||
+	    get_user(o, &req->u.symlink.user, err, errlen) < 0)
 		return -EPROTO;
 	if (proto_json_str(o, "target", &t) < 0 || !t || !t[0] || strnlen(t, PATH_MAX) >= PATH_MAX)
 		return bad(err, errlen, "\"target\" must be a non-empty string under %d bytes",
@@ -378,6 +379,10 @@ static int parse_json_body(struct agent_req *req, char *err, size_t errlen)
 		return parse_symlink(req, o, err, errlen);
 	case PROTO_DEFAULTS:
 		return parse_defaults(req, o, err, errlen);
+	case PROTO_USER:
+		if (get_user(o, &req->u.user.spec, err, errlen) < 0)
+			return -EPROTO;
+		return req->u.user.spec ? 0 : bad(err, errlen, "\"user\" is required");
 	case PROTO_PROC_START:
 	case PROTO_PROC_ATTACH:
 	case PROTO_PROC_CLOSE_STDIN:

@@ -64,6 +64,7 @@ struct agent_req {
 		struct {
 			const char *path, *target; /* SYMLINK: path absolute */
 			int64_t uid, gid;          /* -1: leave as created */
+			const char *user;          /* NULL: none; else its uid and gid win */
 		} symlink;
 		/* DEFAULTS: env "K=V" (NULL-terminated, malloc'ed like an exec's;
 		 * NULL when absent), cwd and user NULL when absent. */
@@ -71,6 +72,9 @@ struct agent_req {
 			char **env;
 			const char *cwd, *user;
 		} defaults;
+		struct {
+			const char *spec; /* USER: agent_user_spec_valid() */
+		} user;
 		struct {
 			const char *path;
 			bool recursive;

@@ -54,7 +54,7 @@
  *     lib/base/handle.h; cove_confinement: lib/base/jail.h;
  *   cove_exec, cove_set_exec_defaults: lib/agent/exec.h;
  *     cove_put_file(_owned), cove_get_file(_max), cove_mkdir, cove_symlink,
- *     cove_user_valid, cove_ping: lib/agent/agent_client.h; cove_agent_restored:
+ *     cove_user_valid, cove_user_lookup, cove_ping: lib/agent/agent_client.h; cove_agent_restored:
  *     lib/agent/notice.h; detached processes and file requests:
  *     lib/agent/proc.h;
  *   cove_sandbox_exited: lib/vmm/limits.h; cove_vmm_stats:

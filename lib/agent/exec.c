@@ -421,5 +421,5 @@ int cove_set_exec_defaults(struct cove_sandbox *sb, const struct cove_exec_defau
 		json_object_set_new(req, "user", json_string(d->user));
 	if (!req)
 		return errf(err, errlen, -ENOMEM, "out of memory");
-	return agent_request(sb, PROTO_DEFAULTS, req, err, errlen);
+	return agent_request(sb, PROTO_DEFAULTS, req, NULL, err, errlen);
 }

@@ -133,6 +133,18 @@ START_TEST(request_symlink_mkdir)
 	agent_req_free(&q);
 	ck_assert_int_eq(parse_req(PROTO_SYMLINK, "{\"path\":\"/l\",\"target\":\"t\"}", &q), 0);
 	ck_assert_int_eq(q.u.symlink.uid, -1);
+	ck_assert_ptr_null(q.u.symlink.user);
+	agent_req_free(&q);
+	ck_assert_int_eq(
+	    parse_req(PROTO_SYMLINK, "{\"path\":\"/l\",\"target\":\"t\",\"user\":\"a:b\"}", &q), 0);
+	ck_assert_str_eq(q.u.symlink.user, "a:b");
+	agent_req_free(&q);
+	ck_assert_int_eq(parse_req(PROTO_USER, "{\"user\":\"app:dev\"}", &q), 0);
+	ck_assert_str_eq(q.u.user.spec, "app:dev");
+	agent_req_free(&q);
+	ck_assert_int_eq(parse_req(PROTO_USER, "{}", &q), -EPROTO);
+	agent_req_free(&q);
+	ck_assert_int_eq(parse_req(PROTO_USER, "{\"user\":\"a b\"}", &q), -EPROTO);
 	agent_req_free(&q);
 	static const char *bad[] = {
 		"{\"path\":\"l\",\"target\":\"t\"}",
@@ -370,6 +382,18 @@ START_TEST(symlink_and_owned_mkdir)
 	snprintf(req, sizeof(req), "{\"path\":\"%s\",\"target\":\"x\"}", dir);
 	ck_assert_int_eq(call(c.fd, PROTO_SYMLINK, req, msg, sizeof(msg)), EISDIR);
 	ck_assert(strstr(msg, "symlink") != NULL);
+	/* Its owner by name, resolved in the guest. */
+	snprintf(req, sizeof(req), "{\"path\":\"%s\",\"target\":\"t\",\"user\":\"%s\"}", path,
+	         root ? "4242:4344" : "cove-no-such-user");
+	if (root) {
+		ck_assert_int_eq(call(c.fd, PROTO_SYMLINK, req, msg, sizeof(msg)), 0);
+		ck_assert_int_eq(lstat(path, &st), 0);
+		ck_assert(st.st_uid == 4242 && st.st_gid == 4344);
+	}
+	snprintf(req, sizeof(req),
+	         "{\"path\":\"%s\",\"target\":\"t\",\"user\":\"cove-no-such-user\"}", path);
+	ck_assert_int_eq(call(c.fd, PROTO_SYMLINK, req, msg, sizeof(msg)), EINVAL);
+	ck_assert_str_eq(msg, "user 'cove-no-such-user' is not in /etc/passwd");
 	/* MKDIR's owner: every folder it makes, and the last one. */
 	snprintf(req, sizeof(req), "{\"path\":\"%s/a/b\",\"parents\":true,\"uid\":%d,\"gid\":%d}",
 	         dir, root ? 4242 : (int)geteuid(), root ? 4343 : (int)getegid());
@@ -543,6 +567,18 @@ START_TEST(host_files_owned)
 	ck_assert_int_eq(cove_symlink(&sb, "e", link, -1, -1, err, sizeof(err)), 0);
 	ck_assert_int_eq(readlink(link, buf, sizeof(buf)), 1);
 	ck_assert_int_eq(cove_symlink(&sb, "", link, -1, -1, err, sizeof(err)), -EINVAL);
+	/* Names resolved in the guest, for chown-like steps. */
+	long u = -1, g = -1;
+	ck_assert_int_eq(cove_user_lookup(&sb, "root", &u, &g, err, sizeof(err)), 0);
+	ck_assert(u == 0 && g == 0);
+	ck_assert_int_eq(cove_user_lookup(&sb, "4242:77", &u, &g, err, sizeof(err)), 0);
+	ck_assert(u == 4242 && g == 77);
+	ck_assert_int_eq(cove_user_lookup(&sb, "4242", &u, &g, err, sizeof(err)), 0);
+	ck_assert(u == 4242 && g == 4242);
+	ck_assert_int_eq(cove_user_lookup(&sb, "cove-no-such-user", &u, &g, err, sizeof(err)),
+	                 -EINVAL);
+	ck_assert_str_eq(err, "user 'cove-no-such-user' is not in /etc/passwd");
+	ck_assert_int_eq(cove_user_lookup(&sb, "a:", &u, &g, err, sizeof(err)), -EINVAL);
 	ck_assert_int_eq(cove_symlink(&sb, "x", "rel", -1, -1, err, sizeof(err)), -EINVAL);
 }
 END_TEST
