@@ -339,8 +339,10 @@ int agent_mkdir(struct agent_conn *c, const struct agent_req *req)
 	/* mkdir(2) applies the umask; the host asked for this mode. */
 	if (r == 0 && !existed && chmod(path, mode) < 0)
 		r = -errno;
-	/* The final folder is the caller's even when it was there. */
-	if (r == 0 && (uid >= 0 || gid >= 0) && chown(path, (uid_t)uid, (gid_t)gid) < 0)
+	/* The last folder is the caller's even when it was there, unless
+	 * it asked to keep an existing one's owner. */
+	bool own_last = !existed || !req->u.mkdir.keep_existing;
+	if (r == 0 && own_last && (uid >= 0 || gid >= 0) && chown(path, (uid_t)uid, (gid_t)gid) < 0)
 		r = -errno;
 	if (r < 0)
 		return agent_conn_fail(c, req->id, r, "mkdir %s: %s", path, strerror(-r));

@@ -362,7 +362,9 @@ static int parse_json_body(struct agent_req *req, char *err, size_t errlen)
 		    get_bool(o, "parents", false, &req->u.mkdir.parents, err, errlen) < 0 ||
 		    get_int(o, "uid", 0, ID_MAX, -1, &req->u.mkdir.uid, err, errlen) < 0 ||
 		    get_int(o, "gid", 0, ID_MAX, -1, &req->u.mkdir.gid, err, errlen) < 0 ||
-		    get_user(o, &req->u.mkdir.user, err, errlen) < 0)
+		    get_user(o, &req->u.mkdir.user, err, errlen) < 0 ||
+		    get_bool(o, "keep_existing", false, &req->u.mkdir.keep_existing, err, errlen) <
+		        0)
 			return -EPROTO;
 		req->u.mkdir.mode = (uint32_t)v;
 		return 0;

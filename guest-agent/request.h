@@ -58,8 +58,9 @@ struct agent_req {
 			const char *path;
 			uint32_t mode;
 			bool parents;
-			int64_t uid, gid; /* -1: leave as created */
-			const char *user; /* NULL: none; else its uid and gid win */
+			int64_t uid, gid;   /* -1: leave as created */
+			const char *user;   /* NULL: none; else its uid and gid win */
+			bool keep_existing; /* an existing last folder keeps its owner */
 		} mkdir;
 		struct {
 			const char *path, *target; /* SYMLINK: path absolute */

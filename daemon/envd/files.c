@@ -226,7 +226,8 @@ int envd_fs_mkdir(struct envd_req *r, struct MHD_Connection *c, json_t *body, js
 		snprintf(msg, msglen, "'%.300s' already exists", path);
 		return -1;
 	}
-	json_t *req = json_pack("{s:s, s:i, s:b}", "path", path, "mode", 0755, "parents", 1);
+	json_t *req = json_pack("{s:s, s:i, s:b, s:b}", "path", path, "mode", 0755, "parents", 1,
+	                        "keep_existing", 1);
 	if (req && envd_req_user(r))
 		json_object_set_new(req, "user", json_string(envd_req_user(r)));
 	if (agent_call(r, PROTO_MKDIR, req, NULL, code, msg, msglen) < 0)
@@ -445,7 +446,9 @@ static int up_open(struct envd_upload *up, const char *path)
 	char *slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
 		*slash = 0;
-		json_t *req = json_pack("{s:s, s:i, s:b}", "path", dir, "mode", 0755, "parents", 1);
+		/* The user gets the folders made for the file, not those there. */
+		json_t *req = json_pack("{s:s, s:i, s:b, s:b}", "path", dir, "mode", 0755,
+		                        "parents", 1, "keep_existing", 1);
 		if (req && envd_req_user(up->r))
 			json_object_set_new(req, "user", json_string(envd_req_user(up->r)));
 		int rc = cove_agent_call(up->sb, PROTO_MKDIR, req, NULL, err, sizeof(err));

@@ -409,6 +409,17 @@ START_TEST(symlink_and_owned_mkdir)
 		ck_assert_int_eq(call(c.fd, PROTO_MKDIR, req, msg, sizeof(msg)), 0);
 		ck_assert_int_eq(stat(path, &st), 0);
 		ck_assert(st.st_uid == 7 && st.st_gid == 4343);
+		/* ... unless it asks to keep an existing one's owner. */
+		snprintf(req, sizeof(req),
+		         "{\"path\":\"%s/a/c\",\"parents\":true,\"user\":\"9:9\","
+		         "\"keep_existing\":true}",
+		         dir);
+		ck_assert_int_eq(call(c.fd, PROTO_MKDIR, req, msg, sizeof(msg)), 0);
+		ck_assert_int_eq(stat(path, &st), 0);
+		ck_assert_uint_eq(st.st_uid, 7);
+		snprintf(path, sizeof(path), "%s/a/c", dir);
+		ck_assert_int_eq(stat(path, &st), 0);
+		ck_assert(st.st_uid == 9 && st.st_gid == 9);
 	}
 	conn_close(&c);
 	snprintf(req, sizeof(req), "rm -rf '%s'", dir);

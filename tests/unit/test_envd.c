@@ -1030,6 +1030,15 @@ START_TEST(start_and_files_as_user)
 		snprintf(path, sizeof(path), "%s/u", tmpdir);
 		ck_assert_int_eq(stat(path, &st), 0);
 		ck_assert_uint_eq(st.st_uid, 4242);
+		/* A folder that was there keeps its owner. */
+		ck_assert_int_eq(stat(tmpdir, &st), 0);
+		ck_assert_uint_eq(st.st_uid, 0);
+		snprintf(q, sizeof(q), "/files?path=%s/g.txt&username=4242", tmpdir);
+		http("POST", q, AUTH "Content-Type: application/octet-stream\r\n", "y", 1, &r);
+		ck_assert_int_eq(r.status, 200);
+		resp_free(&r);
+		ck_assert_int_eq(stat(tmpdir, &st), 0);
+		ck_assert_uint_eq(st.st_uid, 0);
 	}
 	free(b);
 }
