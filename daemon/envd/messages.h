@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ENVD_HOME     "/root" /* relative paths start here (the guest's user is root) */
+#define ENVD_HOME     "/root" /* relative paths start here, whatever the user */
 #define ENVD_ARGS_MAX 4096
 #define ENVD_ENVS_MAX 4096
 #define ENVD_TAG_MAX  256
