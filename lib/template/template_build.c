@@ -167,6 +167,7 @@ static const char *step_word(const struct cove_template_step *t)
 {
 	static const char *const w[] = { "RUN",  "PUT", "COPY", "ENV",       "WORKDIR",
 		                         "USER", "ARG", "CMD",  "ENTRYPOINT" };
+	_Static_assert(sizeof(w) / sizeof(w[0]) == COVE_STEP_ENTRYPOINT + 1, "a word each");
 	return w[t->kind];
 }
 

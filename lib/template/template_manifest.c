@@ -343,8 +343,17 @@ static void put_key(struct sha256 *h, const char *key, const char *val)
 static void put_step(struct sha256 *h, const struct cove_template_step *t, const char *input)
 {
 	static const char *const kinds[] = {
-		"run", "put", "copy", "env", "workdir", "user", "arg"
+		[COVE_STEP_RUN] = "run",
+		[COVE_STEP_PUT] = "put",
+		[COVE_STEP_COPY] = "copy",
+		[COVE_STEP_ENV] = "env",
+		[COVE_STEP_WORKDIR] = "workdir",
+		[COVE_STEP_USER] = "user",
+		[COVE_STEP_ARG] = "arg",
+		[COVE_STEP_CMD] = "cmd",
+		[COVE_STEP_ENTRYPOINT] = "entrypoint",
 	};
+	_Static_assert(sizeof(kinds) / sizeof(kinds[0]) == COVE_STEP_ENTRYPOINT + 1, "a name each");
 	put_field(h, "step", kinds[t->kind]);
 	put_key(h, "arg", t->run);
 	put_key(h, "input", input);

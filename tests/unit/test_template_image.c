@@ -203,6 +203,11 @@ START_TEST(dockerfile_steps)
 	ck_assert_str_eq(s.steps[4].chown, "1000:1000");
 	ck_assert_str_eq(s.steps[5].run, "exec 'python3' '-c' 'print('\\''it'\\'''\\''s'\\'')'");
 	ck_assert_str_eq(s.steps[8].run, "[]"); /* an ENTRYPOINT clears the base's CMD */
+	/* Every kind hashes; the COPY's input is its own. */
+	const char *in[] = { "copy-input" };
+	char keys[9][SHA256_HEX], h[SHA256_HEX];
+	template_hash_inputs(&s, "v", "k", "b", in, keys, h);
+	ck_assert_str_ne(keys[7], keys[8]);
 	cove_template_spec_free(&s);
 
 	/* Refusals name the line. */
