@@ -53,7 +53,8 @@ img_make() {
 		[ -e "$root/$name/$file" ] && { echo "$root/$name/$file"; return 0; }
 	done < <(img_roots)
 	while read -r root; do
-		mkdir -p "$root" 2>/dev/null && tmp=$(mktemp -d "$root/.make.XXXXXX" 2>/dev/null) || continue
+		mkdir -p "$root" 2>/dev/null || continue
+		tmp=$(mktemp -d "$root/.make.XXXXXX" 2>/dev/null) || continue
 		mkdir "$tmp/entry"
 		if ! OUT=$tmp/entry/$file "$@" >&2; then
 			rm -rf "$tmp"
@@ -70,7 +71,21 @@ img_make() {
 	return 1
 }
 
-img_py() { python3 "$IMAGES_LIB_DIR/mkimage.py" "$@"; }
+# img_py KIND [ARGS]: mkimage.py KIND $OUT ARGS.
+img_py() {
+	local kind=$1
+	shift
+	python3 "$IMAGES_LIB_DIR/mkimage.py" "$kind" "$OUT" "$@"
+}
+
+# img_py_debian EXT4 EXPORTER: the rootfs exported, then the archive.
+img_py_debian() {
+	local rc
+	"$2" "$1" "$OUT.rootfs" && img_py debian "$OUT.rootfs"
+	rc=$?
+	rm -f "$OUT.rootfs"
+	return $rc
+}
 
 img_busybox_key() {
 	[ -x "$IMAGES_BUSYBOX" ] || { echo "images_lib: no $IMAGES_BUSYBOX (busybox-static)" >&2; return 1; }
@@ -80,22 +95,20 @@ img_busybox_key() {
 img_three() {
 	local k p
 	k=$(img_busybox_key three) || return 1
-	p=$(img_make "three-$k" oci -- sh -c 'python3 "$0" three "$OUT" "$1"' \
-		"$IMAGES_LIB_DIR/mkimage.py" "$IMAGES_BUSYBOX") && echo "oci:$p:latest"
+	p=$(img_make "three-$k" oci -- img_py three "$IMAGES_BUSYBOX") && echo "oci:$p:latest"
 }
 
 img_busybox() {
 	local k p
 	k=$(img_busybox_key busybox) || return 1
-	p=$(img_make "busybox-$k" oci -- sh -c 'python3 "$0" busybox "$OUT" "$1"' \
-		"$IMAGES_LIB_DIR/mkimage.py" "$IMAGES_BUSYBOX") && echo "oci:$p:latest"
+	p=$(img_make "busybox-$k" oci -- img_py busybox "$IMAGES_BUSYBOX") && echo "oci:$p:latest"
 }
 
 img_busybox_docker() {
 	local k p
 	k=$(img_busybox_key docker-busybox) || return 1
-	p=$(img_make "docker-busybox-$k" image.tar -- sh -c 'python3 "$0" docker-busybox "$OUT" "$1"' \
-		"$IMAGES_LIB_DIR/mkimage.py" "$IMAGES_BUSYBOX") && echo "docker-archive:$p"
+	p=$(img_make "docker-busybox-$k" image.tar -- img_py docker-busybox "$IMAGES_BUSYBOX") &&
+		echo "docker-archive:$p"
 }
 
 # img_debian [EXT4]: the Debian rootfs (build/images/debian.ext4) as an
@@ -108,9 +121,7 @@ img_debian() {
 	# The recipe names the image's contents; without one, its size and time.
 	recipe=$(cat "$ext4.recipe" 2>/dev/null || stat -c '%s %Y' "$ext4")
 	k=$(img_key debian "$recipe" "$(sha256sum <"$IMAGES_LIB_DIR/ext4_tar.c" | cut -d' ' -f1)")
-	p=$(img_make "debian-$k" image.tar -- sh -c \
-		'"$0" "$1" "$OUT.rootfs" && python3 "$2" debian "$OUT" "$OUT.rootfs"; rc=$?; rm -f "$OUT.rootfs"; exit $rc' \
-		"$exporter" "$ext4" "$IMAGES_LIB_DIR/mkimage.py") && echo "oci-archive:$p"
+	p=$(img_make "debian-$k" image.tar -- img_py_debian "$ext4" "$exporter") && echo "oci-archive:$p"
 }
 
 # img_hostile KIND: escape, abs, symlink, hardlink, many, sparse.
@@ -121,8 +132,7 @@ img_hostile() {
 	*) echo "images_lib: no hostile image '$kind'" >&2; return 1 ;;
 	esac
 	k=$(img_key "hostile-$kind")
-	p=$(img_make "hostile-$kind-$k" oci -- sh -c 'python3 "$0" "hostile-$1" "$OUT"' \
-		"$IMAGES_LIB_DIR/mkimage.py" "$kind") && echo "oci:$p:latest"
+	p=$(img_make "hostile-$kind-$k" oci -- img_py "hostile-$kind") && echo "oci:$p:latest"
 }
 
 # img_all: every image above (on the host, before the emulated one boots).
