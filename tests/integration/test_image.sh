@@ -58,14 +58,19 @@ if build img-three --from "$three"; then ok "built from the three-layer image"; 
 fi
 $cove template inspect img-three >"$WORK/inspect" && python3 -m json.tool "$WORK/inspect" >/dev/null &&
 	ok "template inspect prints JSON" || not_ok "template inspect: $(head -c 300 "$WORK/inspect")"
+# One line per check, whatever fails (so a failure does not shift the rest).
 timeout -k 5 180 $cove run --template img-three -- sh -c '
-	id -u; pwd; echo "$IMG_VAR"
-	stat -c "%u %g %a %F" /usr/local/bin/suid /home/app/owned /data/link /data/hard1 /home/app
-	readlink /data/link
-	[ "$(stat -c %i /data/hard1)" = "$(stat -c %i /data/hard2)" ] && echo same-inode; stat -c %h /data/hard2
+	one() { out=$("$@" 2>&1); echo ${out:-"(nothing from $*)"}; }
+	one id -u; one pwd; one echo "$IMG_VAR"
+	for p in /usr/local/bin/suid /home/app/owned /data/link /data/hard1 /home/app; do
+		one stat -c "%u %g %a %F" $p
+	done
+	one readlink /data/link
+	[ "$(stat -c %i /data/hard1)" = "$(stat -c %i /data/hard2)" ] && echo same-inode || echo other-inodes
+	one stat -c %h /data/hard2
 	test -e /data/gone && echo gone-is-there || echo gone-removed
-	echo $(ls -A /opq)
-	cat /data/keep /etc/motd /home/app/owned' >"$WORK/three" 2>"$WORK/err"
+	one ls -A /opq
+	for p in /data/keep /etc/motd /home/app/owned; do one cat $p; done' >"$WORK/three" 2>"$WORK/err"
 sed 's/^/  three: /' "$WORK/three" "$WORK/err"
 expect_lines "$WORK/three" "three layers" 1000 /home/app three \
 	"0 0 4755 regular file" "1000 1000 640 regular file" "0 0 777 symbolic link" \
@@ -90,7 +95,11 @@ if build img-deb --from "$deb"; then
 else not_ok "build from $deb: $(tail -n 3 "$WORK/err")"; fi
 
 # 4. Hostile layers: one line naming the entry, no template, nothing outside.
-snapshot() { ls -A / /tmp /var/tmp "$T" 2>/dev/null | grep -v '^img-'; }
+# What is in /, /var/tmp, the store (but our templates) and Cove's in /tmp.
+snapshot() {
+	ls -A / /var/tmp "$T" 2>/dev/null | grep -v '^img-'
+	ls -A /tmp | grep -i cove
+}
 snapshot >"$WORK/before"
 shadow_links=$(stat -c %h /etc/shadow)
 for spec in "escape|'../../cove-escape'" "abs|'/cove-abs'" "symlink|'cove-lnk/cove-owned'" \
@@ -116,7 +125,7 @@ if [ -z "$stray" ] && [ ! -e /cove-abs ] && [ ! -e /cove-escape ] && [ ! -e /tmp
 	ok "no hostile entry was written outside an image (and /etc/shadow has $shadow_links link)"
 else not_ok "hostile entries outside: '$stray', /etc/shadow links $(stat -c %h /etc/shadow)"; fi
 snapshot >"$WORK/after"
-diff "$WORK/before" "$WORK/after" >"$WORK/diff" && ok "/, /tmp, /var/tmp and the store as before" ||
+diff "$WORK/before" "$WORK/after" >"$WORK/diff" && ok "/, /var/tmp, the store and /tmp/cove* as before" ||
 	not_ok "left behind: $(tr '\n' ' ' <"$WORK/diff")"
 
 # 5. The same image again: nothing built, nothing rewritten.
