@@ -229,7 +229,7 @@ static int walk(struct exporter *x, ext2_ino_t dir, const char *path)
 	errcode_t r = ext2fs_dir_iterate2(x->fs, dir, 0, NULL, collect, &ns);
 	if (r)
 		rc = fail("listing", path, r);
-	if (!rc)
+	if (!rc && ns.n)
 		qsort(ns.v, ns.n, sizeof(*ns.v), by_name);
 	for (size_t i = 0; i < ns.n && !rc; i++) {
 		if (!*path && !strcmp(ns.v[i].s, "lost+found"))
@@ -266,21 +266,23 @@ int main(int argc, char **argv)
 	}
 	struct exporter x = { .a = archive_write_new(), .e = archive_entry_new() };
 	errcode_t r = ext2fs_open(argv[1], 0, 0, 0, unix_io_manager, &x.fs);
-	if (r) {
-		fail("opening", argv[1], r);
-		return 1;
+	int rc = 0;
+	if (r)
+		rc = fail("opening (not an ext2/3/4 image?)", argv[1], r);
+	else if (!x.a || !x.e || archive_write_set_format_pax_restricted(x.a) != ARCHIVE_OK ||
+	         archive_write_open_filename(x.a, argv[2]) != ARCHIVE_OK)
+		rc = fail("writing", argv[2], 0);
+	else {
+		rc = walk(&x, EXT2_ROOT_INO, "");
+		if (archive_write_close(x.a) != ARCHIVE_OK && !rc)
+			rc = fail("closing", argv[2], 0);
 	}
-	if (!x.a || !x.e || archive_write_set_format_pax_restricted(x.a) != ARCHIVE_OK ||
-	    archive_write_open_filename(x.a, argv[2]) != ARCHIVE_OK) {
-		fail("writing", argv[2], 0);
-		return 1;
-	}
-	int rc = walk(&x, EXT2_ROOT_INO, "");
-	if (archive_write_close(x.a) != ARCHIVE_OK && !rc)
-		rc = fail("closing", argv[2], 0);
-	archive_write_free(x.a);
-	archive_entry_free(x.e);
-	ext2fs_close_free(&x.fs);
+	if (x.a)
+		archive_write_free(x.a);
+	if (x.e)
+		archive_entry_free(x.e);
+	if (x.fs)
+		ext2fs_close_free(&x.fs);
 	for (size_t i = 0; i < x.nseen; i++)
 		free(x.seen[i].path);
 	free(x.seen);
