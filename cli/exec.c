@@ -10,7 +10,8 @@
 #include "cove.h"
 
 static const char exec_usage[] =
-    "usage: cove exec NAME [-it] [-e K=V]... [-w DIR] [--timeout S] -- CMD [ARGS...]\n";
+    "usage: cove exec NAME [-it] [-e K=V]... [-w DIR] [-u USER[:GROUP]] [--timeout S]\n"
+    "                 -- CMD [ARGS...]\n";
 
 int cli_exec(int argc, char **argv)
 {
@@ -18,6 +19,7 @@ int cli_exec(int argc, char **argv)
 		{ "timeout", required_argument, NULL, CLI_O_TIMEOUT },
 		{ "env", required_argument, NULL, 'e' },
 		{ "workdir", required_argument, NULL, 'w' },
+		{ "user", required_argument, NULL, 'u' },
 		{ "interactive", no_argument, NULL, 'i' },
 		{ "tty", no_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },

@@ -107,6 +107,7 @@ int cli_exec_command(struct cove_sandbox *sb, const struct cli_exec *x, char **a
 		.argv = (const char *const *)argv,
 		.env = x->nenv ? x->env : NULL,
 		.cwd = x->workdir,
+		.user = x->user,
 		.timeout_ms = (uint64_t)x->timeout_s * 1000,
 		.pty = x->tty,
 		.stdin_fd = x->interactive || !isatty(STDIN_FILENO) ? STDIN_FILENO : -1,

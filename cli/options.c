@@ -237,6 +237,15 @@ int cli_exec_option(struct cli_exec *x, int o, const char *arg, const char *prog
 	case 'w':
 		x->workdir = arg;
 		return 1;
+	case 'u':
+		if (!cove_user_valid(arg)) {
+			fprintf(stderr,
+			        "%s: --user needs a user, uid, user:group or uid:gid, got '%s'\n",
+			        prog, arg);
+			return -1;
+		}
+		x->user = arg;
+		return 1;
 	case 'i':
 		x->interactive = true;
 		return 1;

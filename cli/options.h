@@ -63,8 +63,8 @@ int cli_parse_size(const char *s, uint64_t max, uint64_t *out);
  * not one or exceeds max seconds. */
 int cli_parse_duration(const char *s, uint64_t max, uint64_t *out);
 
-/* Short options of struct cli_exec (-e K=V, -w DIR, -i, -t). */
-#define CLI_EXEC_SHORT "e:w:it"
+/* Short options of struct cli_exec (-e K=V, -w DIR, -u USER, -i, -t). */
+#define CLI_EXEC_SHORT "e:w:u:it"
 
 /* Parses a decimal number 0..max; -1 when s is not one. */
 int cli_parse_num(const char *s, unsigned long max, unsigned long *out);
@@ -88,11 +88,12 @@ struct cli_exec {
 	const char *env[CLI_MAX_LIST + 1];
 	int nenv;
 	const char *workdir;
+	const char *user; /* NULL: the sandbox's default */
 	unsigned long timeout_s;
 	bool interactive, tty;
 };
 
-/* Handles one of --timeout, -e, -w, -i, -t; returns as
+/* Handles one of --timeout, -e, -w, -u, -i, -t; returns as
  * cli_config_option. */
 int cli_exec_option(struct cli_exec *x, int o, const char *arg, const char *prog);
 

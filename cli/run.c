@@ -22,7 +22,7 @@
 
 static const char run_usage[] =
     "usage: cove run [--cpus N] [--memory MiB] [--image minimal|debian|PATH]\n"
-    "                [--kernel PATH] [--hostname NAME] [-e K=V]... [-w DIR]\n"
+    "                [--kernel PATH] [--hostname NAME] [-e K=V]... [-w DIR] [-u USER]\n"
     "                [--timeout S] [--put LOCAL:GUEST]... [--get GUEST:LOCAL]...\n"
     "                [--cold | --template NAME] [LIMITS] [-it] -- CMD [ARGS...]\n"
     "  restored from the base template of the image, CPUs, memory and disk size\n"
@@ -55,16 +55,20 @@ static int start_from_template(const struct cove_config *cfg, const char *name,
 	}
 	if (r < 0) {
 		fprintf(stderr, "%s: %s\n", prog, err);
-		cove_template_spec_free(spec);
+		cove_template_manifest_free(&m);
 		return -1;
 	}
 	struct cove_template_io io;
 	cli_template_io(&io, prog, false);
 	int lockfd;
-	r = cove_template_ensure(spec, false, &io, dir, sizeof(dir), &lockfd, err, sizeof(err));
+	/* One built from an image, a parent or a folder is used as it is. */
+	r = name && cove_template_sealed(spec)
+	        ? cove_template_use(name, dir, sizeof(dir), &lockfd, err, sizeof(err))
+	        : cove_template_ensure(spec, false, &io, dir, sizeof(dir), &lockfd, err,
+	                               sizeof(err));
 	if (r != 0) {
 		fprintf(stderr, "%s: template %s: %s\n", prog, spec->name, err);
-		cove_template_spec_free(spec);
+		cove_template_manifest_free(&m);
 		return -1;
 	}
 	struct cove_config rc = *cfg;
@@ -74,7 +78,7 @@ static int start_from_template(const struct cove_config *cfg, const char *name,
 		rc.net.mode = COVE_NET_NONE; /* not the build's policy */
 	r = cove_restore(&rc, dir, sb, err, sizeof(err));
 	close(lockfd);
-	cove_template_spec_free(spec);
+	cove_template_manifest_free(&m);
 	if (r < 0) {
 		fprintf(stderr, "%s: %s\n", prog, err);
 		return -1;
@@ -106,6 +110,7 @@ int cli_run(int argc, char **argv)
 		{ "timeout", required_argument, NULL, CLI_O_TIMEOUT },
 		{ "env", required_argument, NULL, 'e' },
 		{ "workdir", required_argument, NULL, 'w' },
+		{ "user", required_argument, NULL, 'u' },
 		{ "interactive", no_argument, NULL, 'i' },
 		{ "tty", no_argument, NULL, 't' },
 		{ "put", required_argument, NULL, O_PUT },

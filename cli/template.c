@@ -18,16 +18,23 @@
 #include "lib/template/template.h"
 
 static const char template_usage[] =
-    "usage: cove template build NAME [--image minimal|debian|PATH] [--kernel PATH]\n"
-    "                           [--cpus N] [--memory MiB] [--disk-size SIZE]\n"
-    "                           [--net none|open] [--run CMD]... [--put LOCAL:GUEST]...\n"
+    "usage: cove template build NAME [--image minimal|debian|PATH | --from IMAGE]\n"
+    "                           [--kernel PATH] [--cpus N] [--memory MiB]\n"
+    "                           [--disk-size SIZE] [--net none|open]\n"
+    "                           [--run CMD]... [--put LOCAL:GUEST]...\n"
+    "                           [--start CMD [--ready CMD | --ready-port N]\n"
+    "                            [--ready-timeout S]] [--force]\n"
+    "       cove template build NAME -f DOCKERFILE [CONTEXT] [--build-arg K=V]...\n"
+    "                           (and the options above but --image, --from)\n"
     "       cove template ls [--json]\n"
+    "       cove template inspect NAME\n"
     "       cove template rm NAME...\n"
-    "  steps run in the order given, CMD through /bin/sh -c; a template whose\n"
-    "  inputs (kernel, image, cove-vmm, sizes, steps, --put files' contents) are\n"
-    "  unchanged is not built again (--force builds it anyway).  The store is\n"
-    "  $COVE_TEMPLATE_DIR, else $XDG_CACHE_HOME/cove/templates, else\n"
-    "  ~/.cache/cove/templates.\n";
+    "  IMAGE: oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE, or a\n"
+    "  registry reference (pulled with skopeo).  Steps run in the order given,\n"
+    "  CMD through /bin/sh -c; each one's result is cached, and a template whose\n"
+    "  inputs are unchanged is not built again (--force runs every step again).\n"
+    "  The store is $COVE_TEMPLATE_DIR, else $XDG_CACHE_HOME/cove/templates,\n"
+    "  else ~/.cache/cove/templates.\n";
 
 /* A step's output to our stdout or stderr, filtered as cove run's. */
 static struct cli_stream outs[2];
@@ -64,7 +71,17 @@ void cli_template_io(struct cove_template_io *io, const char *prog, bool steps_o
 
 static int template_build(int argc, char **argv)
 {
-	enum { O_RUN = CLI_O_FIRST_FREE, O_PUT, O_FORCE };
+	enum {
+		O_RUN = CLI_O_FIRST_FREE,
+		O_PUT,
+		O_FORCE,
+		O_FROM,
+		O_BUILD_ARG,
+		O_START,
+		O_READY,
+		O_READY_PORT,
+		O_READY_TIMEOUT,
+	};
 	static const struct option opts[] = {
 		{ "cpus", required_argument, NULL, CLI_O_CPUS },
 		{ "memory", required_argument, NULL, CLI_O_MEMORY },
@@ -75,6 +92,13 @@ static int template_build(int argc, char **argv)
 		{ "run", required_argument, NULL, O_RUN },
 		{ "put", required_argument, NULL, O_PUT },
 		{ "force", no_argument, NULL, O_FORCE },
+		{ "from", required_argument, NULL, O_FROM },
+		{ "file", required_argument, NULL, 'f' },
+		{ "build-arg", required_argument, NULL, O_BUILD_ARG },
+		{ "start", required_argument, NULL, O_START },
+		{ "ready", required_argument, NULL, O_READY },
+		{ "ready-port", required_argument, NULL, O_READY_PORT },
+		{ "ready-timeout", required_argument, NULL, O_READY_TIMEOUT },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -91,10 +115,14 @@ static int template_build(int argc, char **argv)
 	bool force = false;
 	int net = COVE_TEMPLATE_NET_OFF;
 	char *image = NULL, err[600];
+	const char *from = NULL, *dockerfile = NULL, *start = NULL, *ready = NULL;
+	const char *build_args[COVE_TEMPLATE_STEPS_MAX];
+	size_t nargs = 0;
+	unsigned long port = 0, ready_s = 0;
 	struct cove_template_spec spec = { 0 };
 	opterr = 0;
 	/* NAME may come before the options (permuted). */
-	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "hf:", opts, NULL)) != -1) {
 		int k = o == CLI_O_NET ? 0 : cli_config_option(&cfg, &image, o, optarg, prog);
 		if (k < 0)
 			goto out;
@@ -125,6 +153,40 @@ static int template_build(int argc, char **argv)
 		case O_FORCE:
 			force = true;
 			break;
+		case O_FROM:
+			from = optarg;
+			break;
+		case 'f':
+			dockerfile = optarg;
+			break;
+		case O_BUILD_ARG:
+			if (nargs == COVE_TEMPLATE_STEPS_MAX || !strchr(optarg, '=')) {
+				fprintf(stderr, "%s: --build-arg needs NAME=value (at most %d)\n",
+				        prog, COVE_TEMPLATE_STEPS_MAX);
+				goto out;
+			}
+			build_args[nargs++] = optarg;
+			break;
+		case O_START:
+			start = optarg;
+			break;
+		case O_READY:
+			ready = optarg;
+			break;
+		case O_READY_PORT:
+		case O_READY_TIMEOUT: {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			unsigned long max = o == O_READY_PORT ? 65535 : COVE_TEMPLATE_READY_MAX;
+			if (*end || !v || v > max || optarg[0] == '-') {
+				fprintf(stderr, "%s: --%s must be 1 to %lu, got '%s'\n", prog,
+				        o == O_READY_PORT ? "ready-port" : "ready-timeout", max,
+				        optarg);
+				goto out;
+			}
+			*(o == O_READY_PORT ? &port : &ready_s) = v;
+			break;
+		}
 		case 'h':
 			fputs(template_usage, stdout);
 			status = 0;
@@ -135,11 +197,30 @@ static int template_build(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (argc - optind != 1) {
-		fprintf(stderr, "%s: needs one NAME\n%s", prog, template_usage);
+	if (argc - optind != 1 && !(dockerfile && argc - optind == 2)) {
+		fprintf(stderr, "%s: needs one NAME%s\n%s", prog,
+		        dockerfile ? " and at most one CONTEXT" : "", template_usage);
 		goto out;
 	}
-	const char *name = argv[optind];
+	const char *name = argv[optind], *context = dockerfile ? argv[optind + 1] : NULL;
+	if ((from || dockerfile) && image) {
+		fprintf(stderr, "%s: --image does not go with --from or -f\n", prog);
+		goto out;
+	}
+	if (from && dockerfile) {
+		fprintf(stderr, "%s: --from and -f: the Dockerfile's FROM says where to start\n",
+		        prog);
+		goto out;
+	}
+	if ((ready || port || ready_s) && !start) {
+		fprintf(stderr, "%s: --ready, --ready-port and --ready-timeout need --start\n",
+		        prog);
+		goto out;
+	}
+	if (ready && port) {
+		fprintf(stderr, "%s: --ready or --ready-port, not both\n", prog);
+		goto out;
+	}
 	if (!strncmp(name, "base-", 5)) {
 		fprintf(stderr, "%s: names starting with 'base-' are cove run's own\n", prog);
 		goto out;
@@ -149,6 +230,17 @@ static int template_build(int argc, char **argv)
 		goto out;
 	}
 	spec.net = net;
+	if ((from && (cove_template_set(&spec, &spec.from, from, err, sizeof(err)) < 0 ||
+	              cove_template_set_agent(&spec, err, sizeof(err)) < 0)) ||
+	    (dockerfile && cove_template_from_dockerfile(&spec, dockerfile, context, build_args,
+	                                                 nargs, err, sizeof(err)) < 0) ||
+	    (start && cove_template_set(&spec, &spec.start_cmd, start, err, sizeof(err)) < 0) ||
+	    (ready && cove_template_set(&spec, &spec.ready_cmd, ready, err, sizeof(err)) < 0)) {
+		fprintf(stderr, "%s: %s\n", prog, err);
+		goto out;
+	}
+	spec.ready_port = (unsigned int)port;
+	spec.ready_timeout_s = (unsigned int)ready_s;
 	for (int i = 0; i < nsteps; i++) {
 		int r;
 		if (steps[i].kind == O_RUN) {
@@ -228,6 +320,30 @@ static int template_ls(int argc, char **argv)
 	return 0;
 }
 
+static int template_inspect(int argc, char **argv)
+{
+	const char *prog = "cove template inspect";
+	if (argc != 2) {
+		fprintf(stderr, "%s: needs one NAME\n%s", prog, template_usage);
+		return 2;
+	}
+	struct cove_template_manifest m;
+	char err[600];
+	if (cove_template_load(argv[1], &m, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, err);
+		return 1;
+	}
+	char *text = template_manifest_dump(&m);
+	cove_template_manifest_free(&m);
+	if (!text) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		return 1;
+	}
+	puts(text);
+	free(text);
+	return 0;
+}
+
 static int template_rm(int argc, char **argv)
 {
 	const char *prog = "cove template rm";
@@ -252,12 +368,14 @@ int cli_template(int argc, char **argv)
 		return template_build(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "ls"))
 		return template_ls(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "inspect"))
+		return template_inspect(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "rm"))
 		return template_rm(argc - 1, argv + 1);
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		fputs(template_usage, stdout);
 		return 0;
 	}
-	fprintf(stderr, "cove template: needs build, ls or rm\n%s", template_usage);
+	fprintf(stderr, "cove template: needs build, ls, inspect or rm\n%s", template_usage);
 	return 2;
 }

@@ -48,6 +48,8 @@ bool proto_type_known(uint16_t type)
 	case PROTO_PROC_LIST:
 	case PROTO_PROC_RESIZE:
 	case PROTO_MOVE:
+	case PROTO_SYMLINK:
+	case PROTO_DEFAULTS:
 		return true;
 	default:
 		return false;

@@ -37,7 +37,7 @@ enum proto_type {
 	PROTO_DATA = 22,     /* raw file bytes; an empty DATA frame ends the file */
 	PROTO_STAT = 23,     /* {"path"} -> OK {"type","size","mode","uid","gid","mtime"} */
 	PROTO_LIST = 24,     /* {"path"} -> OK {"entries": [{"name","type","size","mode"}]} */
-	PROTO_MKDIR = 25,    /* {"path", "mode", "parents"} -> OK {} */
+	PROTO_MKDIR = 25,    /* {"path", "mode", "parents", "uid", "gid"} -> OK {} */
 	PROTO_REMOVE = 26,   /* {"path", "recursive"} -> OK {} */
 	PROTO_SYNC = 27,     /* {} -> OK {} */
 	PROTO_SHUTDOWN = 28, /* {} -> OK {}, then the guest syncs and ends its VM */
@@ -55,9 +55,13 @@ enum proto_type {
 	PROTO_PROC_LIST = 45,        /* {} -> OK {"procs": [...]} */
 	PROTO_PROC_RESIZE = 46,      /* {"pid", "rows", "cols"} -> OK {} */
 	PROTO_MOVE = 47,             /* {"from", "to"} -> OK {} (rename) */
+	PROTO_SYMLINK = 48,          /* {"path", "target", "uid", "gid"} -> OK {} (ln -sf) */
 	/* 50-59: credential injection (issue 15) */
 	PROTO_CA = 50, /* {"ca": PEM, "env": {"NAME": "value"}} -> OK {"bundle": B}: trust the
 	                  sandbox CA (replacing an older one), export it and env to new execs */
+	/* 60-69: templates (issue 29) */
+	PROTO_DEFAULTS = 60, /* {"env": {"K": "V"}, "cwd", "user"} -> OK {}: the defaults of
+	                        every later EXEC and PROC_START (replacing older ones) */
 };
 
 struct proto_hdr {

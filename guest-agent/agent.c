@@ -11,6 +11,7 @@
 
 #include "ca.h"
 #include "conn.h"
+#include "defaults.h"
 #include "exec.h"
 #include "files.h"
 #include "proc.h"
@@ -72,6 +73,15 @@ static int do_ca(struct agent_conn *c, const struct agent_req *req)
 	return agent_conn_ok(c, req->id, o);
 }
 
+/* PROTO_DEFAULTS: the defaults of later execs (defaults.c). */
+static int do_defaults(struct agent_conn *c, const struct agent_req *req)
+{
+	int r = agent_defaults_set(req->u.defaults.env, req->u.defaults.cwd, req->u.defaults.user);
+	if (r < 0)
+		return agent_conn_fail(c, req->id, -r, "out of memory");
+	return agent_conn_ok(c, req->id, NULL);
+}
+
 static int dispatch(struct agent_conn *c, const struct agent_req *req)
 {
 	switch (req->type) {
@@ -100,6 +110,10 @@ static int dispatch(struct agent_conn *c, const struct agent_req *req)
 		return do_restored(c, req);
 	case PROTO_CA:
 		return do_ca(c, req);
+	case PROTO_DEFAULTS:
+		return do_defaults(c, req);
+	case PROTO_SYMLINK:
+		return agent_symlink(c, req);
 	case PROTO_PROC_START:
 	case PROTO_PROC_ATTACH:
 	case PROTO_PROC_INPUT:

@@ -21,10 +21,12 @@
 
 #include "ca.h"
 #include "clock.h"
+#include "defaults.h"
 #include "errf.h"
 #include "exec.h"
 #include "proto_json.h"
 #include "spawn.h"
+#include "users.h"
 
 #define OUT_CHUNK (64 * 1024) /* one pipe's worth per output frame */
 #define PTY_TERM  "TERM=xterm-256color"
@@ -67,44 +69,31 @@ static bool env_same_key(const char *a, const char *b)
 	return (*a == '=' || !*a) && (*b == '=' || !*b);
 }
 
-/* The agent's environment with the request's overrides on top (and TERM for
- * a pty unless set); the array is malloc'ed, its strings are borrowed. */
-char **agent_exec_env(const struct agent_exec_req *x, char **ca)
+/* True when a layer above layer i names e's variable. */
+static bool env_overridden(char **const *layers, size_t n, size_t i, const char *e)
 {
-	size_t n = 0, m = 0, nc = 0;
-	for (char **e = environ; e && *e; e++)
-		n++;
-	for (char **e = x->env; e && *e; e++)
-		m++;
-	for (char **e = ca; e && *e; e++)
-		nc++;
-	char **out = malloc((n + m + nc + 2) * sizeof(*out));
+	for (size_t j = i + 1; j < n; j++)
+		for (char **o = layers[j]; o && *o; o++)
+			if (env_same_key(e, *o))
+				return true;
+	return false;
+}
+
+char **agent_exec_env(char **const *layers, size_t n, bool pty)
+{
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++)
+		for (char **e = layers[i]; e && *e; e++)
+			total++;
+	char **out = malloc((total + 2) * sizeof(*out));
 	if (!out)
 		return NULL;
 	size_t k = 0;
-	for (char **e = environ; e && *e; e++) {
-		bool overridden = false;
-		for (char **o = x->env; o && *o && !overridden; o++)
-			overridden = env_same_key(*e, *o);
-		for (char **o = ca; o && *o && !overridden; o++)
-			overridden = env_same_key(*e, *o);
-		if (!overridden)
-			out[k++] = *e;
-	}
-	/* The sandbox CA's variables and the rules' dummies (guest-agent/ca.c),
-	 * under the request's own. */
-	for (char **e = ca; e && *e; e++) {
-		bool overridden = false;
-		for (char **o = x->env; o && *o && !overridden; o++)
-			overridden = env_same_key(*e, *o);
-		if (!overridden)
-			out[k++] = *e;
-	}
-	for (char **o = x->env; o && *o; o++) {
-		if (strchr(*o, '='))
-			out[k++] = *o;
-	}
-	if (x->pty) {
+	for (size_t i = 0; i < n; i++)
+		for (char **e = layers[i]; e && *e; e++)
+			if (strchr(*e, '=') && !env_overridden(layers, n, i, *e))
+				out[k++] = *e;
+	if (pty) {
 		bool has_term = false;
 		for (size_t i = 0; i < k && !has_term; i++)
 			has_term = env_same_key(out[i], "TERM");
@@ -145,21 +134,77 @@ fail:;
 	return e;
 }
 
+/* Who a process runs as, where, and with what environment: the request's
+ * own, else the defaults' (defaults.c). */
+struct exec_ctx {
+	struct agent_defaults d;
+	struct agent_user u;
+	char **ca;
+	char *home[2]; /* "HOME=" the user's home, when one was resolved */
+	char **env;
+};
+
+static void ctx_free(struct exec_ctx *t)
+{
+	agent_defaults_free(&t->d);
+	agent_ca_env_free(t->ca);
+	free(t->home[0]);
+	free(t->env);
+	free(t);
+}
+
+/* Resolves the user and builds the environment into *t; fills s's ids,
+ * groups, cwd, env and search path.  0 or -errno with err. */
+static int ctx_build(struct exec_ctx *t, const struct agent_exec_req *x, struct agent_spawn *s,
+                     char *err, size_t errlen)
+{
+	if (agent_defaults_get(&t->d) < 0)
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	s->cwd = x->cwd ? x->cwd : t->d.cwd;
+	/* An older host's "uid"/"gid" stand for a user of its own. */
+	const char *user = x->user ? x->user : x->uid < 0 && x->gid < 0 ? t->d.user : NULL;
+	if (!user) {
+		s->uid = x->uid;
+		s->gid = x->gid;
+	} else {
+		int r = agent_user_resolve(user, AGENT_PASSWD, AGENT_GROUP, &t->u, err, errlen);
+		if (r < 0)
+			return r;
+		/* root as itself keeps the agent's ids and groups. */
+		bool as_is = t->u.uid == 0 && !strchr(user, ':');
+		s->uid = as_is ? -1 : (int64_t)t->u.uid;
+		s->gid = as_is ? -1 : (int64_t)t->u.gid;
+		s->groups = as_is ? NULL : t->u.groups;
+		s->ngroups = as_is ? 0 : t->u.ngroups;
+		if (asprintf(&t->home[0], "HOME=%s", t->u.home) < 0) {
+			t->home[0] = NULL;
+			return errf(err, errlen, -ENOMEM, "out of memory");
+		}
+	}
+	t->ca = agent_ca_env();
+	/* Lowest first: the agent's, the user's HOME, the defaults', the
+	 * sandbox CA's (ca.c), the request's. */
+	char **const layers[] = { environ, t->home, t->d.env, t->ca, x->env };
+	t->env = agent_exec_env(layers, sizeof(layers) / sizeof(layers[0]), x->pty);
+	if (!t->env)
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	s->envp = t->env;
+	s->path = agent_env_get(t->env, "PATH");
+	return 0;
+}
+
 int agent_exec_spawn(const struct agent_exec_req *x, bool out_nonblock, int *master, int *in,
                      int out[2], pid_t *pid, int *pidfd, char *err, size_t errlen)
 {
 	int child[3] = { -1, -1, -1 };
 	int p[2];
 	int r = 0;
-	struct agent_spawn s = { .argv = x->argv, .cwd = x->cwd, .uid = x->uid, .gid = x->gid };
-	char **ca = agent_ca_env();
-	char **env = agent_exec_env(x, ca);
-	if (!env) {
-		r = errf(err, errlen, -ENOMEM, "out of memory");
+	struct agent_spawn s = { .argv = x->argv };
+	struct exec_ctx *t = calloc(1, sizeof(*t));
+	if (!t)
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	if ((r = ctx_build(t, x, &s, err, errlen)) < 0)
 		goto out;
-	}
-	s.envp = env;
-	s.path = agent_env_get(env, "PATH");
 	if (x->pty) {
 		int slave = -1;
 		if ((r = agent_open_pty(x, master, &slave)) < 0) {
@@ -203,8 +248,7 @@ out:
 	else
 		for (int i = 0; i < 3; i++)
 			close_fd(&child[i]);
-	free(env);
-	agent_ca_env_free(ca);
+	ctx_free(t);
 	return r;
 }
 

@@ -1,4 +1,4 @@
-/* File requests: FILE_PUT, FILE_GET, STAT, LIST, MKDIR, REMOVE. */
+/* File requests: FILE_PUT, FILE_GET, STAT, LIST, MKDIR, SYMLINK, REMOVE. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -267,7 +267,15 @@ static bool is_dir(const char *path)
 	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static int mkdir_parents(const char *path, mode_t mode)
+static int own(const char *path, int64_t uid, int64_t gid)
+{
+	if (uid < 0 && gid < 0)
+		return 0;
+	return lchown(path, (uid_t)uid, (gid_t)gid) < 0 ? -errno : 0;
+}
+
+/* mkdir -p: the folders it makes get uid and gid (-1: unchanged). */
+static int mkdir_parents(const char *path, mode_t mode, int64_t uid, int64_t gid)
 {
 	char buf[PATH_MAX];
 	size_t len = strlen(path);
@@ -279,8 +287,13 @@ static int mkdir_parents(const char *path, mode_t mode)
 			continue; /* "//" */
 		char saved = buf[i];
 		buf[i] = 0;
-		if (mkdir(buf, mode) < 0 && !(errno == EEXIST && is_dir(buf)))
+		if (mkdir(buf, mode) == 0) {
+			int r = own(buf, uid, gid);
+			if (r < 0)
+				return r;
+		} else if (!(errno == EEXIST && is_dir(buf))) {
 			return -errno;
+		}
 		buf[i] = saved;
 	}
 	return 0;
@@ -290,17 +303,46 @@ int agent_mkdir(struct agent_conn *c, const struct agent_req *req)
 {
 	const char *path = req->u.mkdir.path;
 	mode_t mode = req->u.mkdir.mode;
+	int64_t uid = req->u.mkdir.uid, gid = req->u.mkdir.gid;
 	bool existed = is_dir(path);
 	int r = 0;
 	if (req->u.mkdir.parents)
-		r = mkdir_parents(path, mode);
+		r = mkdir_parents(path, mode, uid, gid);
 	else if (mkdir(path, mode) < 0)
 		r = -errno;
 	/* mkdir(2) applies the umask; the host asked for this mode. */
 	if (r == 0 && !existed && chmod(path, mode) < 0)
 		r = -errno;
+	/* The final folder is the caller's even when it was there. */
+	if (r == 0 && (uid >= 0 || gid >= 0) && chown(path, (uid_t)uid, (gid_t)gid) < 0)
+		r = -errno;
 	if (r < 0)
 		return agent_conn_fail(c, req->id, r, "mkdir %s: %s", path, strerror(-r));
+	return agent_conn_ok(c, req->id, NULL);
+}
+
+/* ---- SYMLINK ------------------------------------------------------------ */
+
+int agent_symlink(struct agent_conn *c, const struct agent_req *req)
+{
+	const char *path = req->u.symlink.path, *target = req->u.symlink.target;
+	int r = 0;
+	/* ln -sf: a file or link already there is replaced, a folder is not. */
+	if (symlink(target, path) < 0) {
+		struct stat st;
+		if (errno != EEXIST)
+			r = -errno;
+		else if (lstat(path, &st) < 0)
+			r = -errno;
+		else if (S_ISDIR(st.st_mode))
+			r = -EISDIR;
+		else if (unlink(path) < 0 || symlink(target, path) < 0)
+			r = -errno;
+	}
+	if (r == 0)
+		r = own(path, req->u.symlink.uid, req->u.symlink.gid);
+	if (r < 0)
+		return agent_conn_fail(c, req->id, r, "symlink %s: %s", path, strerror(-r));
 	return agent_conn_ok(c, req->id, NULL);
 }
 

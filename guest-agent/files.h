@@ -1,5 +1,5 @@
 /* File requests (files.c, docs/protocol.md): FILE_PUT, FILE_GET, STAT,
- * LIST, MKDIR, REMOVE. */
+ * LIST, MKDIR, SYMLINK, REMOVE. */
 #ifndef COVE_AGENT_FILES_H
 #define COVE_AGENT_FILES_H
 
@@ -17,6 +17,8 @@ int agent_stat(struct agent_conn *c, const struct agent_req *req)
 int agent_list(struct agent_conn *c, const struct agent_req *req)
     __attribute__((warn_unused_result));
 int agent_mkdir(struct agent_conn *c, const struct agent_req *req)
+    __attribute__((warn_unused_result));
+int agent_symlink(struct agent_conn *c, const struct agent_req *req)
     __attribute__((warn_unused_result));
 int agent_remove(struct agent_conn *c, const struct agent_req *req)
     __attribute__((warn_unused_result));

@@ -13,6 +13,7 @@
 
 #include "proto_json.h"
 #include "sys.h"
+#include "users.h"
 
 #define SIGNAL_MAX 64
 #define ID_MAX     ((int64_t)UINT32_MAX - 1) /* (uid_t)-1 means "unchanged" to the kernel */
@@ -74,15 +75,20 @@ static int parse_argv(struct agent_exec_req *x, const json_t *o, char *err, size
 	return 0;
 }
 
-static int parse_env(struct agent_exec_req *x, const json_t *o, char *err, size_t errlen)
+/* An "env" object into "KEY=VALUE" strings (a bare "KEY" for null, where
+ * allowed); NULL-terminated and malloc'ed into *out, NULL when absent. */
+static int env_strings(const json_t *o, char ***out, bool nulls, char *err, size_t errlen)
 {
 	json_t *env = json_object_get(o, "env");
 	if (!env || json_is_null(env))
 		return 0;
 	if (!json_is_object(env))
 		return bad(err, errlen, "\"env\" must be an object of strings");
-	x->env = calloc(json_object_size(env) + 1, sizeof(*x->env));
-	if (!x->env)
+	if (!nulls && json_object_size(env) > AGENT_DEFAULTS_ENV_MAX)
+		return bad(err, errlen, "\"env\" has more than %d variables",
+		           AGENT_DEFAULTS_ENV_MAX);
+	*out = calloc(json_object_size(env) + 1, sizeof(**out));
+	if (!*out)
 		return -ENOMEM;
 	size_t i = 0;
 	const char *key;
@@ -91,10 +97,14 @@ static int parse_env(struct agent_exec_req *x, const json_t *o, char *err, size_
 	{
 		if (!key[0] || strchr(key, '='))
 			return bad(err, errlen, "\"env\" has an invalid name");
-		if (!json_is_string(val) && !json_is_null(val))
-			return bad(err, errlen, "\"env\" values must be strings or null");
+		if (!json_is_string(val) && !(nulls && json_is_null(val)))
+			return bad(err, errlen, "\"env\" values must be strings%s",
+			           nulls ? " or null" : "");
 		const char *v = json_string_value(val);
 		size_t klen = strlen(key), vlen = v ? strlen(v) : 0;
+		if (!nulls && (vlen != json_string_length(val) || vlen > AGENT_DEFAULTS_VALUE_MAX))
+			return bad(err, errlen, "\"env\" value of %s is over %d bytes or holds NUL",
+			           key, AGENT_DEFAULTS_VALUE_MAX);
 		char *kv = malloc(klen + vlen + 2);
 		if (!kv)
 			return -ENOMEM;
@@ -105,9 +115,25 @@ static int parse_env(struct agent_exec_req *x, const json_t *o, char *err, size_
 		} else {
 			kv[klen] = 0;
 		}
-		x->env[i++] = kv;
+		(*out)[i++] = kv;
 	}
 	return 0;
+}
+
+static int get_user(const json_t *o, const char **user, char *err, size_t errlen)
+{
+	if (proto_json_str(o, "user", user) < 0 || (*user && !agent_user_spec_valid(*user)))
+		return bad(err, errlen,
+		           "\"user\" must be a user, uid, user:group or uid:gid (at most %d bytes)",
+		           AGENT_USER_SPEC_MAX);
+	return 0;
+}
+
+static void strv_free(char **v)
+{
+	for (char **e = v; e && *e; e++)
+		free(*e);
+	free(v);
 }
 
 static int parse_winsize(const json_t *o, uint16_t *rows, uint16_t *cols, char *err, size_t errlen)
@@ -125,7 +151,9 @@ static int parse_exec(struct agent_exec_req *x, const json_t *o, char *err, size
 {
 	int r = parse_argv(x, o, err, errlen);
 	if (r == 0)
-		r = parse_env(x, o, err, errlen);
+		r = env_strings(o, &x->env, true, err, errlen);
+	if (r == 0)
+		r = get_user(o, &x->user, err, errlen);
 	if (r < 0)
 		return r;
 	if (proto_json_str(o, "cwd", &x->cwd) < 0 || (x->cwd && !agent_path_valid(x->cwd)))
@@ -198,6 +226,35 @@ static int parse_restored(struct agent_restore_req *x, const json_t *o, char *er
 	return 0;
 bad_seed:
 	return bad(err, errlen, "\"seed\" must be %zu hex digits", 2 * sizeof(x->seed));
+}
+
+static int parse_symlink(struct agent_req *req, const json_t *o, char *err, size_t errlen)
+{
+	const char *t;
+	if (get_path(o, "path", &req->u.symlink.path, err, errlen) < 0 ||
+	    get_int(o, "uid", 0, ID_MAX, -1, &req->u.symlink.uid, err, errlen) < 0 ||
+	    get_int(o, "gid", 0, ID_MAX, -1, &req->u.symlink.gid, err, errlen) < 0)
+		return -EPROTO;
+	if (proto_json_str(o, "target", &t) < 0 || !t || !t[0] || strnlen(t, PATH_MAX) >= PATH_MAX)
+		return bad(err, errlen, "\"target\" must be a non-empty string under %d bytes",
+		           PATH_MAX);
+	req->u.symlink.target = t;
+	return 0;
+}
+
+/* DEFAULTS: {"env", "cwd", "user"}, each optional. */
+static int parse_defaults(struct agent_req *req, const json_t *o, char *err, size_t errlen)
+{
+	int r = env_strings(o, &req->u.defaults.env, false, err, errlen);
+	if (r == 0)
+		r = get_user(o, &req->u.defaults.user, err, errlen);
+	if (r < 0)
+		return r;
+	const char *cwd;
+	if (proto_json_str(o, "cwd", &cwd) < 0 || (cwd && !agent_path_valid(cwd)))
+		return bad(err, errlen, "\"cwd\" must be an absolute path");
+	req->u.defaults.cwd = cwd;
+	return 0;
 }
 
 /* Types 40-47: detached processes and MOVE. */
@@ -300,7 +357,9 @@ static int parse_json_body(struct agent_req *req, char *err, size_t errlen)
 	case PROTO_MKDIR:
 		if (get_path(o, "path", &req->u.mkdir.path, err, errlen) < 0 ||
 		    get_int(o, "mode", 0, MODE_MAX, 0755, &v, err, errlen) < 0 ||
-		    get_bool(o, "parents", false, &req->u.mkdir.parents, err, errlen) < 0)
+		    get_bool(o, "parents", false, &req->u.mkdir.parents, err, errlen) < 0 ||
+		    get_int(o, "uid", 0, ID_MAX, -1, &req->u.mkdir.uid, err, errlen) < 0 ||
+		    get_int(o, "gid", 0, ID_MAX, -1, &req->u.mkdir.gid, err, errlen) < 0)
 			return -EPROTO;
 		req->u.mkdir.mode = (uint32_t)v;
 		return 0;
@@ -313,6 +372,10 @@ static int parse_json_body(struct agent_req *req, char *err, size_t errlen)
 		return parse_restored(&req->u.restored, o, err, errlen);
 	case PROTO_CA:
 		return 0; /* guest-agent/ca.c reads req->json */
+	case PROTO_SYMLINK:
+		return parse_symlink(req, o, err, errlen);
+	case PROTO_DEFAULTS:
+		return parse_defaults(req, o, err, errlen);
 	case PROTO_PROC_START:
 	case PROTO_PROC_ATTACH:
 	case PROTO_PROC_CLOSE_STDIN:
@@ -361,12 +424,10 @@ void agent_req_free(struct agent_req *req)
 {
 	if (req->type == PROTO_EXEC || req->type == PROTO_PROC_START) {
 		free(req->u.exec.argv);
-		if (req->u.exec.env) {
-			for (char **e = req->u.exec.env; *e; e++)
-				free(*e);
-			free(req->u.exec.env);
-		}
+		strv_free(req->u.exec.env);
 	}
+	if (req->type == PROTO_DEFAULTS)
+		strv_free(req->u.defaults.env);
 	json_decref(req->json);
 	memset(req, 0, sizeof(*req));
 }

@@ -30,8 +30,9 @@ struct agent_exec_req {
 	/* Environment overrides, NULL-terminated: "KEY=VALUE" sets, a bare
 	 * "KEY" (JSON null) removes a default.  Array and strings malloc'ed. */
 	char **env;
-	const char *cwd;     /* NULL: the default ("/root", else "/") */
-	int64_t uid, gid;    /* -1: the agent's own */
+	const char *cwd;     /* NULL: the defaults' cwd, else "/root", else "/" */
+	const char *user;    /* NULL: the defaults' user; agent_user_spec_valid() */
+	int64_t uid, gid;    /* -1: the agent's own (older hosts; "user" wins) */
 	uint64_t timeout_ms; /* 0: none */
 	bool pty;
 	bool stdin_open; /* false: stdin is /dev/null (ignored with a pty) */
@@ -56,7 +57,18 @@ struct agent_req {
 			const char *path;
 			uint32_t mode;
 			bool parents;
+			int64_t uid, gid; /* -1: leave as created */
 		} mkdir;
+		struct {
+			const char *path, *target; /* SYMLINK: path absolute */
+			int64_t uid, gid;          /* -1: leave as created */
+		} symlink;
+		/* DEFAULTS: env "K=V" (NULL-terminated, malloc'ed like an exec's;
+		 * NULL when absent), cwd and user NULL when absent. */
+		struct {
+			char **env;
+			const char *cwd, *user;
+		} defaults;
 		struct {
 			const char *path;
 			bool recursive;
@@ -86,6 +98,9 @@ struct agent_req {
 };
 
 #define AGENT_TAG_MAX 256 /* bytes of a PROC_START "tag" */
+/* DEFAULTS' bounds: variables, and bytes of one value. */
+#define AGENT_DEFAULTS_ENV_MAX   256
+#define AGENT_DEFAULTS_VALUE_MAX (32 * 1024)
 
 /* Parses one frame received from the host into *req (zeroed first).  Types
  * only the agent sends (HELLO, PONG, STARTED, STDOUT, STDERR, EXIT, OK) and

@@ -137,7 +137,8 @@ CHILD_CODE __attribute__((noreturn)) static int child_main(void *arg)
 	bool new_gid = s->gid >= 0 && (gid_t)s->gid != getegid();
 	bool new_uid = s->uid >= 0 && (uid_t)s->uid != geteuid();
 	step = STEP_GROUPS;
-	if ((new_gid || new_uid) && syscall(SYS_setgroups, 0, NULL) < 0 && errno != EPERM)
+	if ((s->ngroups || new_gid || new_uid) &&
+	    syscall(SYS_setgroups, s->ngroups, s->groups) < 0 && errno != EPERM)
 		goto fail;
 	step = STEP_GID;
 	if (new_gid && syscall(SYS_setresgid, s->gid, s->gid, s->gid) < 0)

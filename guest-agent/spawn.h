@@ -14,8 +14,12 @@ struct agent_spawn {
 	const char *path; /* the search path (the child's PATH), NULL for the default */
 	const char *cwd;  /* NULL: "/root", else "/" */
 	int64_t uid, gid; /* -1: unchanged */
-	int fds[3];       /* become the child's 0, 1, 2 (stay open in the caller) */
-	bool ctty;        /* fds[0] is a pty slave: make it the controlling terminal */
+	/* The supplementary groups (setgroups) with uid/gid; ngroups 0: none
+	 * when the ids change, else unchanged. */
+	const gid_t *groups;
+	size_t ngroups;
+	int fds[3]; /* become the child's 0, 1, 2 (stay open in the caller) */
+	bool ctty;  /* fds[0] is a pty slave: make it the controlling terminal */
 };
 
 /* Starts argv in a new session (so its pid is also its process group id)

@@ -63,11 +63,15 @@ int coved_template_for(struct coved *d, const char *tid, struct cove_config *cfg
 		                            err, sizeof(err));
 	}
 	const struct cove_template_io io = { .note = note };
-	if (r == 0)
+	/* A template built from an image, a parent or a folder is used as it
+	 * is: only a build (the CLI, the API) makes it again. */
+	if (r == 0 && named && cove_template_sealed(&m.spec))
+		r = cove_template_use(tid, path, sizeof(path), lockfd, err, sizeof(err));
+	else if (r == 0)
 		r = cove_template_ensure(&m.spec, false, &io, path, sizeof(path), lockfd, err,
 		                         sizeof(err));
 	if (r != 0) {
-		cove_template_spec_free(&m.spec);
+		cove_template_manifest_free(&m);
 		errf(msg, len, 500, "template '%s': %s", tid, err);
 		return 500;
 	}
@@ -82,7 +86,7 @@ int coved_template_for(struct coved *d, const char *tid, struct cove_config *cfg
 		if (m.spec.net != COVE_TEMPLATE_NET_OFF && cfg->net.mode == COVE_NET_OFF)
 			cfg->net.mode = COVE_NET_NONE; /* not the build's policy */
 	}
-	cove_template_spec_free(&m.spec);
+	cove_template_manifest_free(&m);
 	if (!(*dir = strdup(path))) {
 		close(*lockfd);
 		*lockfd = -1;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "lib/agent/agent_client.h"
 #include "lib/agent/conn.h"
 #include "lib/agent/notice.h"
+#include "lib/agent/proc.h"
 #include "lib/base/cove_types.h"
 #include "lib/base/handle.h"
 #include "proto.h"
@@ -57,9 +59,66 @@ int cove_ping(struct cove_sandbox *sb, char *err, size_t errlen)
 	return r;
 }
 
+/* uid and gid for a request: -1 (unchanged) or a valid id. */
+static bool id_ok(long id)
+{
+	return id == -1 || (id >= 0 && (unsigned long)id < UINT32_MAX);
+}
+
+/* {"uid", "gid"} of the ones given, into req. */
+static json_t *with_owner(json_t *req, long uid, long gid)
+{
+	if (req && uid >= 0)
+		json_object_set_new(req, "uid", json_integer(uid));
+	if (req && gid >= 0)
+		json_object_set_new(req, "gid", json_integer(gid));
+	return req;
+}
+
 int cove_put_file(struct cove_sandbox *sb, const char *local, const char *guest, uint32_t mode,
                   char *err, size_t errlen)
 {
+	return cove_put_file_owned(sb, local, guest, mode, -1, -1, err, errlen);
+}
+
+int cove_mkdir(struct cove_sandbox *sb, const char *path, uint32_t mode, long uid, long gid,
+               bool parents, char *err, size_t errlen)
+{
+	if (!path || path[0] != '/')
+		return errf(err, errlen, -EINVAL, "'%.200s' is not an absolute path",
+		            path ? path : "");
+	if (mode > 07777 || !id_ok(uid) || !id_ok(gid))
+		return errf(err, errlen, -EINVAL, "mkdir %.200s: mode, uid or gid out of range",
+		            path);
+	json_t *req =
+	    json_pack("{s:s, s:i, s:b}", "path", path, "mode", (int)mode, "parents", (int)parents);
+	if (!with_owner(req, uid, gid))
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	return cove_agent_call(sb, PROTO_MKDIR, req, NULL, err, errlen);
+}
+
+int cove_symlink(struct cove_sandbox *sb, const char *target, const char *path, long uid, long gid,
+                 char *err, size_t errlen)
+{
+	if (!path || path[0] != '/')
+		return errf(err, errlen, -EINVAL, "'%.200s' is not an absolute path",
+		            path ? path : "");
+	if (!target || !target[0])
+		return errf(err, errlen, -EINVAL, "symlink %.200s: no target", path);
+	if (!id_ok(uid) || !id_ok(gid))
+		return errf(err, errlen, -EINVAL, "symlink %.200s: uid or gid out of range", path);
+	json_t *req = json_pack("{s:s, s:s}", "path", path, "target", target);
+	if (!with_owner(req, uid, gid))
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	return cove_agent_call(sb, PROTO_SYMLINK, req, NULL, err, errlen);
+}
+
+int cove_put_file_owned(struct cove_sandbox *sb, const char *local, const char *guest,
+                        uint32_t mode, long uid, long gid, char *err, size_t errlen)
+{
+	if (mode > 07777 || !id_ok(uid) || !id_ok(gid))
+		return errf(err, errlen, -EINVAL, "put %.200s: mode, uid or gid out of range",
+		            guest);
 	int in = open(local, O_RDONLY | O_CLOEXEC);
 	if (in < 0)
 		return errf(err, errlen, -errno, "cannot open '%s': %s", local, strerror(errno));
@@ -76,10 +135,13 @@ int cove_put_file(struct cove_sandbox *sb, const char *local, const char *guest,
 		return fd;
 	}
 	char *buf = malloc(FILE_CHUNK);
-	int r = buf ? cove_send_json(fd, PROTO_FILE_PUT,
-	                             json_pack("{s:s, s:i}", "path", guest, "mode", (int)mode), err,
-	                             errlen)
-	            : -ENOMEM;
+	json_t *req =
+	    with_owner(json_pack("{s:s, s:i}", "path", guest, "mode", (int)mode), uid, gid);
+	int r = -ENOMEM;
+	if (buf && req)
+		r = cove_send_json(fd, PROTO_FILE_PUT, req, err, errlen);
+	else
+		json_decref(req);
 	while (r == 0) {
 		ssize_t n = read(in, buf, FILE_CHUNK);
 		if (n < 0 && errno == EINTR)

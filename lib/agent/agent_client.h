@@ -4,6 +4,7 @@
 #define COVE_AGENT_CLIENT_H
 
 #include "lib/base/cove_types.h"
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,6 +26,20 @@ int agent_connect_cancel(struct cove_sandbox *sb, int64_t deadline, volatile int
 /* Streams a local file into the guest (atomically replaced there). */
 int cove_put_file(struct cove_sandbox *sb, const char *local, const char *guest, uint32_t mode,
                   char *err, size_t errlen) __attribute__((warn_unused_result));
+/* cove_put_file with the guest file's owner: uid, gid -1 leave it root's
+ * (the agent's); mode 0 takes the local file's. */
+int cove_put_file_owned(struct cove_sandbox *sb, const char *local, const char *guest,
+                        uint32_t mode, long uid, long gid, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+/* mkdir path (absolute) with mode; parents: mkdir -p (existing folders are
+ * fine).  uid, gid (-1: unchanged) go to every folder it makes and to the
+ * last one even when it was there. */
+int cove_mkdir(struct cove_sandbox *sb, const char *path, uint32_t mode, long uid, long gid,
+               bool parents, char *err, size_t errlen) __attribute__((warn_unused_result));
+/* ln -sf target path (path absolute; a file or link there is replaced, a
+ * folder is not), then lchown to uid, gid (-1: unchanged). */
+int cove_symlink(struct cove_sandbox *sb, const char *target, const char *path, long uid, long gid,
+                 char *err, size_t errlen) __attribute__((warn_unused_result));
 /* Streams a guest file to a local path (written to a temporary name and
  * renamed, so a failure leaves nothing half-written). */
 int cove_get_file(struct cove_sandbox *sb, const char *guest, const char *local, char *err,

@@ -14,6 +14,7 @@
 #include "lib/agent/conn.h"
 #include "lib/agent/exec.h"
 #include "lib/agent/notice.h"
+#include "lib/agent/proc.h"
 #include "lib/base/cove_types.h"
 #include "lib/base/handle.h"
 #include "lib/base/text.h"
@@ -49,8 +50,8 @@ static json_t *exec_request(const struct cove_exec_opts *o)
 	}
 	if (o->cwd)
 		json_object_set_new(req, "cwd", json_string(o->cwd));
-	json_object_set_new(req, "uid", json_integer(o->uid));
-	json_object_set_new(req, "gid", json_integer(o->gid));
+	if (o->user)
+		json_object_set_new(req, "user", json_string(o->user));
 	json_object_set_new(req, "timeout_ms", json_integer(o->timeout_ms));
 	json_object_set_new(req, "stdin", json_boolean(o->stdin_fd >= 0));
 	if (o->pty)
@@ -242,11 +243,27 @@ static bool exec_frames(struct exec_conn *x, int *r, char *err, size_t errlen)
 	}
 }
 
+bool cove_user_valid(const char *user)
+{
+	size_t n = user ? strnlen(user, COVE_USER_MAX + 1) : 0;
+	if (n == 0 || n > COVE_USER_MAX)
+		return false;
+	const char *colon = strchr(user, ':');
+	if (colon && (colon == user || !colon[1] || strchr(colon + 1, ':')))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)user[i] <= ' ' || (unsigned char)user[i] >= 0x7f)
+			return false;
+	return true;
+}
+
 /* What cove_exec refuses before it connects. */
 static int exec_check(const struct cove_exec_opts *o, char *err, size_t errlen)
 {
 	if (!o->argv || !o->argv[0])
 		return errf(err, errlen, -EINVAL, "no command given");
+	if (o->user && !cove_user_valid(o->user))
+		return errf(err, errlen, -EINVAL, "user '%.64s' is not a user[:group]", o->user);
 	if (o->timeout_ms > COVE_TIMEOUT_MAX_MS)
 		return errf(err, errlen, -EINVAL, "timeout of %llu ms is over the limit of %llu",
 		            (unsigned long long)o->timeout_ms,
@@ -372,4 +389,52 @@ out:
 		(void)sb->ws_take(sb, werr, sizeof(werr));
 	}
 	return r;
+}
+
+/* "K=V" strings into the object DEFAULTS and EXEC take. */
+static int env_object(const char *const *env, json_t **out, char *err, size_t errlen)
+{
+	*out = json_object();
+	size_t n = 0;
+	for (const char *const *e = env; *out && e && *e; e++, n++) {
+		const char *eq = strchr(*e, '=');
+		if (!eq || eq == *e || n >= COVE_DEFAULTS_ENV_MAX ||
+		    strlen(eq + 1) > COVE_DEFAULTS_VALUE_MAX) {
+			json_decref(*out);
+			*out = NULL;
+			return errf(err, errlen, -EINVAL,
+			            "env entry %zu is not K=V, or over the limits (%d entries, "
+			            "values of %d bytes)",
+			            n + 1, COVE_DEFAULTS_ENV_MAX, COVE_DEFAULTS_VALUE_MAX);
+		}
+		char *key = strndup(*e, (size_t)(eq - *e));
+		json_t *v = json_string(eq + 1);
+		if (!key || !v || json_object_set_new(*out, key, v) < 0) {
+			json_decref(*out);
+			*out = NULL;
+		}
+		free(key);
+	}
+	return *out ? 0 : errf(err, errlen, -ENOMEM, "out of memory");
+}
+
+int cove_set_exec_defaults(struct cove_sandbox *sb, const struct cove_exec_defaults *d, char *err,
+                           size_t errlen)
+{
+	if (d->cwd && d->cwd[0] != '/')
+		return errf(err, errlen, -EINVAL, "cwd '%.200s' is not an absolute path", d->cwd);
+	if (d->user && !cove_user_valid(d->user))
+		return errf(err, errlen, -EINVAL, "user '%.64s' is not a user[:group]", d->user);
+	json_t *env;
+	int r = env_object(d->env, &env, err, errlen);
+	if (r < 0)
+		return r;
+	json_t *req = json_pack("{s:o}", "env", env);
+	if (req && d->cwd)
+		json_object_set_new(req, "cwd", json_string(d->cwd));
+	if (req && d->user)
+		json_object_set_new(req, "user", json_string(d->user));
+	if (!req)
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	return cove_agent_call(sb, PROTO_DEFAULTS, req, NULL, err, errlen);
 }

@@ -14,6 +14,7 @@
 #include "errf.h"
 #include "lib/agent/agent_client.h"
 #include "lib/agent/conn.h"
+#include "lib/agent/exec.h"
 #include "lib/agent/proc.h"
 #include "lib/base/cove_types.h"
 #include "lib/base/handle.h"
@@ -102,10 +103,14 @@ int cove_proc_start(struct cove_sandbox *sb, const struct cove_proc_spec *spec, 
 		return errf(err, errlen, -EINVAL, "no command");
 	if (spec->timeout_ms > COVE_TIMEOUT_MAX_MS)
 		return errf(err, errlen, -EINVAL, "timeout over the limit");
+	if (spec->user && !cove_user_valid(spec->user))
+		return errf(err, errlen, -EINVAL, "user '%.64s' is not a user[:group]", spec->user);
 	json_t *req = json_pack("{s:o, s:o, s:b}", "argv", json_strv(spec->argv), "env",
 	                        json_envv(spec->env), "stdin", (int)spec->stdin_open);
 	if (req && spec->cwd)
 		json_object_set_new(req, "cwd", json_string(spec->cwd));
+	if (req && spec->user)
+		json_object_set_new(req, "user", json_string(spec->user));
 	if (req && spec->tag)
 		json_object_set_new(req, "tag", json_string(spec->tag));
 	if (req && spec->timeout_ms)

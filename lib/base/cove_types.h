@@ -121,8 +121,11 @@ typedef void (*cove_output_fn)(void *opaque, const void *data, size_t len);
 struct cove_exec_opts {
 	const char *const *argv; /* NULL-terminated, required */
 	const char *const *env;  /* "K=V" strings, NULL-terminated, or NULL */
-	const char *cwd;         /* NULL: the agent's default */
-	uint32_t uid, gid;
+	const char *cwd;         /* NULL: the sandbox's default (cove_set_exec_defaults) */
+	/* NULL: the sandbox's default user (root unless set); else "root", a
+	 * name, a uid, "name:group" or "uid:gid", resolved in the guest from
+	 * its /etc/passwd and /etc/group */
+	const char *user;
 	uint64_t timeout_ms; /* 0: none; on expiry the process group is killed; at most
 	                        COVE_TIMEOUT_MAX_MS.  The host gives up 3 s later
 	                        (-ETIMEDOUT) if the agent has not answered */
@@ -140,6 +143,20 @@ struct cove_exec_opts {
 	volatile int *pending_signal;
 };
 
+/* What every later exec and detached process in a sandbox gets unless it
+ * gives its own (cove_set_exec_defaults): the agent keeps them, so a
+ * snapshot taken afterwards (a template's) hands them to its restores. */
+struct cove_exec_defaults {
+	const char *const *env; /* "K=V", NULL-terminated, or NULL; under an exec's own env;
+	                           at most COVE_DEFAULTS_ENV_MAX, values up to
+	                           COVE_DEFAULTS_VALUE_MAX bytes */
+	const char *cwd;        /* absolute, or NULL: "/root", else "/" */
+	const char *user;       /* as cove_exec_opts' user, or NULL: root */
+};
+
+#define COVE_DEFAULTS_ENV_MAX   256
+#define COVE_DEFAULTS_VALUE_MAX (32 * 1024)
+
 /* The protocol's limit on timeout_ms (2^42 ms, about 139 years). */
 #define COVE_TIMEOUT_MAX_MS ((uint64_t)1 << 42)
 
@@ -156,7 +173,8 @@ struct cove_exec_result {
 struct cove_proc_spec {
 	const char *const *argv; /* NULL-terminated, required */
 	const char *const *env;  /* "K=V", NULL-terminated, or NULL */
-	const char *cwd;         /* NULL: the agent's default */
+	const char *cwd;         /* NULL: the sandbox's default */
+	const char *user;        /* NULL: the sandbox's default; as cove_exec_opts' */
 	const char *tag;         /* NULL: none; at most 256 bytes */
 	bool stdin_open;         /* false: stdin is /dev/null */
 	bool pty;

@@ -25,11 +25,11 @@
 #include "lib/base/registry.h"
 #include "lib/base/sha256.h"
 #include "lib/template/template.h"
+#include "lib/template/template_build.h"
+#include "lib/template/template_json.h"
 #include "lib/template/template_manifest.h"
 #include "lib/template/template_store.h"
 #include "lib/vmm/memcache.h"
-
-#define STEP_TIMEOUT_MS 0 /* steps run as long as they take (a build is attended) */
 
 static char *abs_path(const char *p, const char *what, char *err, size_t errlen)
 {
@@ -108,80 +108,6 @@ static void note(const struct cove_template_io *io, const char *fmt, ...)
 	io->note(io->opaque, line);
 }
 
-/* Runs the steps in sb: 0, a failing step's status (> 0), or -errno. */
-static int run_steps(struct cove_sandbox *sb, const struct cove_template_spec *s,
-                     const struct cove_template_io *io, char *err, size_t errlen)
-{
-	for (size_t i = 0; i < s->nsteps; i++) {
-		const struct cove_template_step *t = &s->steps[i];
-		char e[512];
-		if (t->kind == COVE_STEP_PUT) {
-			note(io, "step %zu/%zu: put %s:%s", i + 1, s->nsteps, t->local, t->guest);
-			int r = cove_put_file(sb, t->local, t->guest, 0, e, sizeof(e));
-			if (r < 0)
-				return errf(err, errlen, r, "step %zu (--put %s:%s): %s", i + 1,
-				            t->local, t->guest, e);
-			continue;
-		}
-		note(io, "step %zu/%zu: run %s", i + 1, s->nsteps, t->run);
-		const char *argv[] = { "/bin/sh", "-c", t->run, NULL };
-		struct cove_exec_opts o = {
-			.argv = argv,
-			.stdin_fd = -1,
-			.timeout_ms = STEP_TIMEOUT_MS,
-			.on_stdout = io ? io->on_stdout : NULL,
-			.on_stderr = io ? io->on_stderr : NULL,
-			.opaque = io ? io->opaque : NULL,
-		};
-		struct cove_exec_result res;
-		int r = cove_exec(sb, &o, &res, e, sizeof(e));
-		if (r < 0)
-			return errf(err, errlen, r, "step %zu (--run %s): %s", i + 1, t->run, e);
-		int status = res.signal ? 128 + res.signal : res.exit_code;
-		if (status) {
-			errf(err, errlen, 0, "step %zu (--run %s) failed with status %d", i + 1,
-			     t->run, status);
-			return status > 255 ? 255 : status;
-		}
-	}
-	return 0;
-}
-
-/* Boots, runs the steps and snapshots into tmp (which must not exist). */
-static int build_into(const struct cove_template_spec *s, const char *tmp,
-                      const struct cove_template_io *io, char *err, size_t errlen)
-{
-	struct cove_config cfg;
-	cove_config_defaults(&cfg);
-	cfg.vmm = s->vmm;
-	cfg.kernel = s->kernel;
-	cfg.image = s->image;
-	cfg.cpus = s->cpus;
-	cfg.memory_mib = s->memory_mib;
-	cfg.disk_size = s->disk_size;
-	/* A NIC; restores bring their own policy. */
-	if (s->net != COVE_TEMPLATE_NET_OFF)
-		cfg.net.mode = s->net == COVE_TEMPLATE_NET_OPEN ? COVE_NET_OPEN : COVE_NET_NONE;
-	struct cove_sandbox *sb = NULL;
-	char e[512];
-	int r = cove_start(&cfg, &sb, e, sizeof(e));
-	if (r < 0)
-		return errf(err, errlen, r, "%s", e);
-	r = run_steps(sb, s, io, err, errlen);
-	if (r == 0) {
-		/* The guest's dirty pages are in the snapshot either way; sync
-		 * makes the disk alone consistent too. */
-		const char *argv[] = { "/bin/sync", NULL };
-		struct cove_exec_opts o = { .argv = argv, .stdin_fd = -1 };
-		struct cove_exec_result res;
-		(void)!cove_exec(sb, &o, &res, e, sizeof(e));
-		if ((r = cove_snapshot(sb, tmp, true, e, sizeof(e))) < 0)
-			errf(err, errlen, r, "snapshot: %s", e);
-	}
-	cove_free(sb);
-	return r;
-}
-
 static int write_manifest(const char *dir, const struct cove_template_manifest *m, char *err,
                           size_t errlen)
 {
@@ -221,15 +147,16 @@ static int swap_in(const char *store, const char *tmp, const char *final, char *
 }
 
 static int build(const struct cove_template_spec *s, const char *store, const char *final,
-                 const char *hash, const struct cove_template_io *io, char *err, size_t errlen)
+                 const char *hash, const char (*keys)[SHA256_HEX], bool force,
+                 const struct cove_template_io *io, char *err, size_t errlen)
 {
 	char tmp[PATH_MAX + 128];
 	uint32_t rnd = 0;
 	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
 		rnd = (uint32_t)time(NULL);
 	snprintf(tmp, sizeof(tmp), "%s/.build-%s.%d.%08x", store, s->name, (int)getpid(), rnd);
-	int r = build_into(s, tmp, io, err, errlen);
 	struct cove_template_manifest m = { .spec = *s, .created = (int64_t)time(NULL) };
+	int r = template_build(store, s, keys, force, tmp, io, &m.config, err, errlen);
 	memcpy(m.inputs_hash, hash, SHA256_HEX);
 	if (r == 0)
 		r = write_manifest(tmp, &m, err, errlen);
@@ -237,6 +164,7 @@ static int build(const struct cove_template_spec *s, const char *store, const ch
 		r = swap_in(store, tmp, final, err, errlen);
 	if (r != 0)
 		template_remove_dir(tmp); /* nothing half-written stays */
+	cove_template_config_free(&m.config);
 	return r;
 }
 
@@ -273,9 +201,14 @@ static bool up_to_date(const char *dir, const char *hash)
 	if (template_read_manifest(dir, &m, e, sizeof(e)) < 0)
 		return false;
 	bool same = !strcmp(m.inputs_hash, hash);
-	cove_template_spec_free(&m.spec);
+	cove_template_manifest_free(&m);
 	return same;
 }
+
+static int ensure_locked(const struct cove_template_spec *s, bool force,
+                         const struct cove_template_io *io, const char *store, const char *hash,
+                         const char (*keys)[SHA256_HEX], char *dir, size_t dirlen, int *lockfd,
+                         char *err, size_t errlen);
 
 int cove_template_ensure(const struct cove_template_spec *s, bool force,
                          const struct cove_template_io *io, char *dir, size_t dirlen, int *lockfd,
@@ -285,9 +218,25 @@ int cove_template_ensure(const struct cove_template_spec *s, bool force,
 	char store[PATH_MAX], hash[SHA256_HEX], rt[PATH_MAX];
 	/* The runtime base refuses us before anything is built (one line). */
 	int r = registry_base(rt, sizeof(rt), err, errlen);
-	if (r < 0 || (r = cove_template_store(store, sizeof(store), err, errlen)) < 0 ||
-	    (r = cove_template_hash(s, hash, err, errlen)) < 0)
+	if (r < 0 || (r = cove_template_store(store, sizeof(store), err, errlen)) < 0)
 		return r;
+	char(*keys)[SHA256_HEX] = calloc(s->nsteps + 1, SHA256_HEX);
+	if (!keys)
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	r = cove_template_hash_keys(s, keys, hash, err, errlen);
+	if (r == 0)
+		r = ensure_locked(s, force, io, store, hash, (const char(*)[SHA256_HEX])keys, dir,
+		                  dirlen, lockfd, err, errlen);
+	free(keys);
+	return r;
+}
+
+static int ensure_locked(const struct cove_template_spec *s, bool force,
+                         const struct cove_template_io *io, const char *store, const char *hash,
+                         const char (*keys)[SHA256_HEX], char *dir, size_t dirlen, int *lockfd,
+                         char *err, size_t errlen)
+{
+	int r;
 	if ((size_t)snprintf(dir, dirlen, "%s/%s", store, s->name) >= dirlen)
 		return errf(err, errlen, -ENAMETOOLONG, "template path is too long");
 	int fd = template_lock_open(store, s->name, err, errlen);
@@ -332,7 +281,7 @@ int cove_template_ensure(const struct cove_template_spec *s, bool force,
 			note(io, "template %s: its inputs changed, rebuilding it", s->name);
 		else
 			note(io, "template %s: building it (cached in %s)", s->name, store);
-		r = build(s, store, dir, hash, io, err, errlen);
+		r = build(s, store, dir, hash, keys, force, io, err, errlen);
 		if (r != 0) {
 			close(bfd);
 			close(fd);
@@ -351,6 +300,41 @@ int cove_template_ensure(const struct cove_template_spec *s, bool force,
 		close(fd);
 		return errf(err, errlen, r, "template '%s': lock: %s", s->name, strerror(-r));
 	}
+	*lockfd = fd;
+	return 0;
+}
+
+bool cove_template_sealed(const struct cove_template_spec *s)
+{
+	bool sealed = s->from || s->from_template;
+	for (size_t i = 0; i < s->nsteps; i++)
+		sealed = sealed || s->steps[i].kind == COVE_STEP_COPY;
+	return sealed;
+}
+
+int cove_template_use(const char *name, char *dir, size_t dirlen, int *lockfd, char *err,
+                      size_t errlen)
+{
+	*lockfd = -1;
+	char store[PATH_MAX];
+	int r = cove_template_store(store, sizeof(store), err, errlen);
+	if (r < 0)
+		return r;
+	if (!cove_template_name_valid(name))
+		return errf(err, errlen, -EINVAL, "invalid template name '%s'", name);
+	snprintf(dir, dirlen, "%s/%s", store, name);
+	int fd = template_lock_open(store, name, err, errlen);
+	if (fd < 0)
+		return fd;
+	struct cove_template_manifest m;
+	if ((r = flock_wait(fd, LOCK_SH, LOCK_BUILD_WAIT_MS)) < 0 ||
+	    (r = template_read_manifest(dir, &m, err, errlen)) < 0) {
+		if (r == -ETIMEDOUT)
+			errf(err, errlen, r, "template '%s' is being built", name);
+		close(fd);
+		return r;
+	}
+	cove_template_manifest_free(&m);
 	*lockfd = fd;
 	return 0;
 }

@@ -16,6 +16,8 @@
 #include <stddef.h>
 
 #include "cove.h"
+#include "lib/template/template_dockerfile.h"
+#include "lib/template/template_json.h"
 #include "lib/template/template_manifest.h"
 #include "lib/template/template_store.h"
 
@@ -29,14 +31,6 @@ int cove_template_spec_init(struct cove_template_spec *s, const char *name,
  * name base-<image>-<cpus>x<memory>[-d<disk>][-net]-<8 hex of the paths>. */
 int cove_template_base_spec(struct cove_template_spec *s, const struct cove_config *cfg, int net,
                             char *err, size_t errlen) __attribute__((warn_unused_result));
-
-/* Where a build's progress and its steps' output go (all may be NULL):
- * note gets one line per event ("building ...", "inputs changed ..."). */
-struct cove_template_io {
-	void (*note)(void *opaque, const char *line);
-	cove_output_fn on_stdout, on_stderr;
-	void *opaque;
-};
 
 /* Makes sure the template s names exists and is built from s's inputs:
  * an up-to-date one is used as it is, a missing or outdated one is built
@@ -52,5 +46,17 @@ struct cove_template_io {
 int cove_template_ensure(const struct cove_template_spec *s, bool force,
                          const struct cove_template_io *io, char *dir, size_t dirlen, int *lockfd,
                          char *err, size_t errlen) __attribute__((warn_unused_result));
+
+/* Whether s is built only when asked (cove template build, the API): it
+ * imports an image, starts from another template or copies a folder in,
+ * whose sources a use need not find again.  Its uses take it as it is
+ * (cove_template_use), never rebuilding it. */
+bool cove_template_sealed(const struct cove_template_spec *s);
+
+/* The store's template name as it is: its path into dir and a shared use
+ * lock in *lockfd (close it once the restore has started).  -ENOENT when
+ * there is none. */
+int cove_template_use(const char *name, char *dir, size_t dirlen, int *lockfd, char *err,
+                      size_t errlen) __attribute__((warn_unused_result));
 
 #endif

@@ -38,18 +38,49 @@ bool cove_template_name_valid(const char *name)
 	return true;
 }
 
+static void strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; v && (n ? i < n : v[i] != NULL); i++)
+		free(v[i]);
+	free(v);
+}
+
 void cove_template_spec_free(struct cove_template_spec *s)
 {
 	for (size_t i = 0; i < s->nsteps; i++) {
-		free(s->steps[i].run);
-		free(s->steps[i].local);
-		free(s->steps[i].guest);
+		struct cove_template_step *t = &s->steps[i];
+		free(t->run);
+		free(t->local);
+		free(t->guest);
+		free(t->chown);
+		strv_free(t->srcs, t->nsrcs);
 	}
 	free(s->steps);
 	free(s->vmm);
 	free(s->kernel);
 	free(s->image);
+	free(s->from);
+	free(s->from_template);
+	free(s->agent);
+	free(s->start_cmd);
+	free(s->ready_cmd);
 	memset(s, 0, sizeof(*s));
+}
+
+void cove_template_config_free(struct cove_template_config *c)
+{
+	strv_free(c->env, c->nenv);
+	free(c->workdir);
+	free(c->user);
+	strv_free(c->entrypoint, 0);
+	strv_free(c->cmd, 0);
+	memset(c, 0, sizeof(*c));
+}
+
+void cove_template_manifest_free(struct cove_template_manifest *m)
+{
+	cove_template_spec_free(&m->spec);
+	cove_template_config_free(&m->config);
 }
 
 static bool path_ok(const char *p, size_t max)
@@ -113,188 +144,176 @@ int cove_template_add_put(struct cove_template_spec *s, const char *local, const
 	return 0;
 }
 
-/* ---- the manifest ---- */
-
-static int get_str(json_t *o, const char *key, size_t max, bool abs, char **out, char *err,
-                   size_t errlen)
+/* "K=V" with a non-empty name of [A-Za-z0-9_] not starting with a digit. */
+static bool env_ok(const char *kv)
 {
-	json_t *v = json_object_get(o, key);
-	const char *s = json_string_value(v);
-	if (!s || json_string_length(v) == 0 || json_string_length(v) >= max ||
-	    strlen(s) != json_string_length(v) || (abs && s[0] != '/'))
-		return errf(err, errlen, -EINVAL,
-		            "template.json: '%s' must be %s of under %zu bytes", key,
-		            abs ? "an absolute path" : "a string", max);
-	if (!(*out = strdup(s)))
+	const char *eq = strchr(kv, '=');
+	if (!eq || eq == kv || (*kv >= '0' && *kv <= '9'))
+		return false;
+	for (const char *c = kv; c < eq; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (*c >= '0' && *c <= '9') || *c == '_'))
+			return false;
+	return true;
+}
+
+/* "user[:group]": names or numbers, no space, '/' or second ':'. */
+static bool user_ok(const char *u)
+{
+	size_t n = strlen(u);
+	if (!n || n > 256 || u[0] == ':' || u[n - 1] == ':')
+		return false;
+	const char *colon = strchr(u, ':');
+	if (colon && strchr(colon + 1, ':'))
+		return false;
+	for (const char *c = u; *c; c++)
+		if (*c <= ' ' || *c == '/' || *c == 0x7f)
+			return false;
+	return true;
+}
+
+/* A JSON array of strings. */
+static bool strv_ok(const char *text)
+{
+	json_t *a = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
+	bool ok = json_is_array(a);
+	size_t i;
+	json_t *e;
+	json_array_foreach(a, i, e) ok = ok && json_is_string(e);
+	json_decref(a);
+	return ok;
+}
+
+int cove_template_add_step(struct cove_template_spec *s, enum cove_template_step_kind kind,
+                           const char *arg, char *err, size_t errlen)
+{
+	static const char *const names[] = { [COVE_STEP_RUN] = "RUN",
+		                             [COVE_STEP_ENV] = "ENV",
+		                             [COVE_STEP_WORKDIR] = "WORKDIR",
+		                             [COVE_STEP_USER] = "USER",
+		                             [COVE_STEP_ARG] = "ARG",
+		                             [COVE_STEP_CMD] = "CMD",
+		                             [COVE_STEP_ENTRYPOINT] = "ENTRYPOINT" };
+	if (kind == COVE_STEP_RUN)
+		return cove_template_add_run(s, arg, err, errlen);
+	if (kind != COVE_STEP_ENV && kind != COVE_STEP_WORKDIR && kind != COVE_STEP_USER &&
+	    kind != COVE_STEP_ARG && kind != COVE_STEP_CMD && kind != COVE_STEP_ENTRYPOINT)
+		return errf(err, errlen, -EINVAL, "not a one-argument step");
+	const char *n = names[kind];
+	if (!arg || !*arg || strlen(arg) > COVE_TEMPLATE_RUN_MAX)
+		return errf(err, errlen, -EINVAL, "%s needs 1 to %d bytes", n,
+		            COVE_TEMPLATE_RUN_MAX);
+	if ((kind == COVE_STEP_ENV || kind == COVE_STEP_ARG) && !env_ok(arg))
+		return errf(err, errlen, -EINVAL, "%s '%.64s': not NAME=value", n, arg);
+	if (kind == COVE_STEP_WORKDIR && !path_ok(arg, GUEST_PATH_MAX))
+		return errf(err, errlen, -EINVAL, "WORKDIR '%.64s': not an absolute path", arg);
+	if ((kind == COVE_STEP_CMD || kind == COVE_STEP_ENTRYPOINT) && !strv_ok(arg))
+		return errf(err, errlen, -EINVAL, "%s: not a JSON array of strings", n);
+	if (kind == COVE_STEP_USER && !user_ok(arg))
+		return errf(err, errlen, -EINVAL, "USER '%.64s': not user[:group]", arg);
+	struct cove_template_step *st = step_new(s, err, errlen);
+	if (!st)
+		return -EINVAL;
+	st->kind = kind;
+	if (!(st->run = strdup(arg)))
 		return errf(err, errlen, -ENOMEM, "out of memory");
+	s->nsteps++;
 	return 0;
 }
 
-static int get_uint(json_t *o, const char *key, uint64_t lo, uint64_t hi, uint64_t *out, char *err,
-                    size_t errlen)
+static int copy_step(struct cove_template_spec *s, const char *local, bool folder, const char *dest,
+                     const char *chown, struct cove_template_step **out, char *err, size_t errlen)
 {
-	json_t *v = json_object_get(o, key);
-	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-	    (uint64_t)json_integer_value(v) < lo || (uint64_t)json_integer_value(v) > hi)
-		return errf(err, errlen, -EINVAL,
-		            "template.json: '%s' must be an integer from %llu to %llu", key,
-		            (unsigned long long)lo, (unsigned long long)hi);
-	*out = (uint64_t)json_integer_value(v);
-	return 0;
-}
-
-static int parse_step(json_t *j, struct cove_template_spec *s, char *err, size_t errlen)
-{
-	if (!json_is_object(j))
-		return errf(err, errlen, -EINVAL, "template.json: a step must be an object");
+	if (!path_ok(dest, GUEST_PATH_MAX))
+		return errf(err, errlen, -EINVAL, "COPY to '%.64s': not an absolute path",
+		            dest ? dest : "");
+	if (chown && !user_ok(chown))
+		return errf(err, errlen, -EINVAL, "COPY --chown '%.64s': not user[:group]", chown);
+	char abs[PATH_MAX];
+	struct stat st;
+	if (!realpath(local, abs) || stat(abs, &st) < 0)
+		return errf(err, errlen, -errno, "COPY from '%s': %s", local, strerror(errno));
+	if (folder ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
+		return errf(err, errlen, -EINVAL, "COPY from '%s': not a %s", local,
+		            folder ? "folder" : "regular file");
 	struct cove_template_step *t = step_new(s, err, errlen);
 	if (!t)
 		return -EINVAL;
-	int r;
-	if (json_object_get(j, "run")) {
-		t->kind = COVE_STEP_RUN;
-		s->nsteps++;
-		if (json_object_size(j) != 1)
-			return errf(err, errlen, -EINVAL,
-			            "template.json: a run step has only 'run'");
-		return get_str(j, "run", COVE_TEMPLATE_RUN_MAX + 1, false, &t->run, err, errlen);
-	}
-	t->kind = COVE_STEP_PUT;
+	t->kind = COVE_STEP_COPY;
 	s->nsteps++;
-	if (json_object_size(j) != 2)
-		return errf(
-		    err, errlen, -EINVAL,
-		    "template.json: a step is {\"run\": CMD} or {\"put\": LOCAL, \"to\": GUEST}");
-	if ((r = get_str(j, "put", PATH_MAX, true, &t->local, err, errlen)) < 0)
-		return r;
-	return get_str(j, "to", GUEST_PATH_MAX, true, &t->guest, err, errlen);
+	t->local = strdup(abs);
+	t->guest = strdup(dest);
+	t->chown = chown ? strdup(chown) : NULL;
+	if (!t->local || !t->guest || (chown && !t->chown))
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	*out = t;
+	return 0;
 }
 
-int template_manifest_parse(const char *text, size_t len, struct cove_template_manifest *m,
-                            char *err, size_t errlen)
+int cove_template_add_copy(struct cove_template_spec *s, const char *context,
+                           const char *const *srcs, size_t nsrcs, const char *dest,
+                           const char *chown, char *err, size_t errlen)
 {
-	memset(m, 0, sizeof(*m));
-	if (len > MANIFEST_MAX)
-		return errf(err, errlen, -EINVAL, "template.json is larger than %d bytes",
-		            MANIFEST_MAX);
-	json_error_t je;
-	json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-	if (!json_is_object(o)) {
-		json_decref(o);
-		return errf(err, errlen, -EINVAL, "template.json: not a JSON object (%s)",
-		            o ? "another type" : je.text);
-	}
-	static const char *const known[] = { "version",    "name",      "inputs_hash", "created",
-		                             "vmm",        "kernel",    "image",       "cpus",
-		                             "memory_mib", "disk_size", "net",         "steps" };
-	int r = 0;
-	uint64_t v;
-	const char *k;
-	json_t *jv;
-	json_object_foreach(o, k, jv)
-	{
-		bool ok = false;
-		for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-			ok = ok || !strcmp(k, known[i]);
-		if (!ok) {
-			r = errf(err, errlen, -EINVAL, "template.json: unknown key '%.64s'", k);
-			goto out;
-		}
-	}
-	struct cove_template_spec *s = &m->spec;
-	char *name = NULL, *hash = NULL;
-	if ((r = get_uint(o, "version", 1, 1, &v, err, errlen)) < 0 ||
-	    (r = get_str(o, "name", COVE_TEMPLATE_NAME_MAX + 1, false, &name, err, errlen)) < 0)
-		goto out;
-	if (!cove_template_name_valid(name)) {
-		free(name);
-		r = errf(err, errlen, -EINVAL,
-		         "template.json: 'name' is not a valid template name");
-		goto out;
-	}
-	snprintf(s->name, sizeof(s->name), "%s", name);
-	free(name);
-	if ((r = get_str(o, "inputs_hash", SHA256_HEX, false, &hash, err, errlen)) < 0)
-		goto out;
-	bool hex = strlen(hash) == SHA256_HEX - 1;
-	for (size_t i = 0; hex && hash[i]; i++)
-		hex = (hash[i] >= '0' && hash[i] <= '9') || (hash[i] >= 'a' && hash[i] <= 'f');
-	if (hex)
-		memcpy(m->inputs_hash, hash, SHA256_HEX);
-	free(hash);
-	if (!hex) {
-		r = errf(err, errlen, -EINVAL,
-		         "template.json: 'inputs_hash' must be 64 hex digits");
-		goto out;
-	}
-	if ((r = get_uint(o, "created", 0, (uint64_t)1 << 40, &v, err, errlen)) < 0)
-		goto out;
-	m->created = (int64_t)v;
-	if ((r = get_str(o, "vmm", PATH_MAX, true, &s->vmm, err, errlen)) < 0 ||
-	    (r = get_str(o, "kernel", PATH_MAX, true, &s->kernel, err, errlen)) < 0 ||
-	    (r = get_str(o, "image", PATH_MAX, true, &s->image, err, errlen)) < 0 ||
-	    (r = get_uint(o, "cpus", 1, COVE_CPUS_MAX, &v, err, errlen)) < 0)
-		goto out;
-	s->cpus = (unsigned int)v;
-	if ((r = get_uint(o, "memory_mib", COVE_MEMORY_MIN_MIB, MEMORY_MAX_MIB, &s->memory_mib, err,
-	                  errlen)) < 0 ||
-	    (r = get_uint(o, "disk_size", 0, DISK_SIZE_MAX, &s->disk_size, err, errlen)) < 0)
-		goto out;
-	const char *net = json_string_value(json_object_get(o, "net"));
-	s->net = !net                   ? -1
-	         : !strcmp(net, "off")  ? COVE_TEMPLATE_NET_OFF
-	         : !strcmp(net, "none") ? COVE_TEMPLATE_NET_NONE
-	         : !strcmp(net, "open") ? COVE_TEMPLATE_NET_OPEN
-	                                : -1;
-	if (s->net < 0) {
-		r = errf(err, errlen, -EINVAL, "template.json: 'net' must be off, none or open");
-		goto out;
-	}
-	json_t *steps = json_object_get(o, "steps");
-	if (!json_is_array(steps) || json_array_size(steps) > COVE_TEMPLATE_STEPS_MAX) {
-		r = errf(err, errlen, -EINVAL,
-		         "template.json: 'steps' must be an array of at most %d",
-		         COVE_TEMPLATE_STEPS_MAX);
-		goto out;
-	}
-	size_t i;
-	json_array_foreach(steps, i, jv)
-	{
-		if ((r = parse_step(jv, s, err, errlen)) < 0)
-			goto out;
-	}
-out:
-	json_decref(o);
+	if (!nsrcs || nsrcs > COVE_TEMPLATE_SRCS_MAX)
+		return errf(err, errlen, -EINVAL, "COPY needs 1 to %d sources",
+		            COVE_TEMPLATE_SRCS_MAX);
+	for (size_t i = 0; i < nsrcs; i++)
+		if (!srcs[i] || strlen(srcs[i]) >= GUEST_PATH_MAX || srcs[i][0] == '/')
+			return errf(err, errlen, -EINVAL,
+			            "COPY source '%.64s': not a path inside the context",
+			            srcs[i] ? srcs[i] : "");
+	struct cove_template_step *t;
+	int r = copy_step(s, context, true, dest, chown, &t, err, errlen);
 	if (r < 0)
-		cove_template_spec_free(&m->spec);
-	return r;
+		return r;
+	if (!(t->srcs = calloc(nsrcs, sizeof(*t->srcs))))
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	for (; t->nsrcs < nsrcs; t->nsrcs++)
+		if (!(t->srcs[t->nsrcs] = strdup(srcs[t->nsrcs])))
+			return errf(err, errlen, -ENOMEM, "out of memory");
+	return 0;
 }
 
-char *template_manifest_dump(const struct cove_template_manifest *m)
+int cove_template_add_copy_archive(struct cove_template_spec *s, const char *tar, const char *dest,
+                                   const char *chown, char *err, size_t errlen)
 {
-	const struct cove_template_spec *s = &m->spec;
-	json_t *steps = json_array();
-	for (size_t i = 0; steps && i < s->nsteps; i++) {
-		const struct cove_template_step *t = &s->steps[i];
-		json_t *j = t->kind == COVE_STEP_RUN
-		                ? json_pack("{s:s}", "run", t->run)
-		                : json_pack("{s:s, s:s}", "put", t->local, "to", t->guest);
-		if (!j || json_array_append_new(steps, j) < 0) {
-			json_decref(steps);
-			return NULL;
-		}
+	struct cove_template_step *t;
+	return copy_step(s, tar, false, dest, chown, &t, err, errlen);
+}
+
+int cove_template_set(struct cove_template_spec *s, char **field, const char *value, char *err,
+                      size_t errlen)
+{
+	(void)s;
+	if (!value || !*value || strlen(value) > COVE_TEMPLATE_RUN_MAX)
+		return errf(err, errlen, -EINVAL, "needs 1 to %d bytes", COVE_TEMPLATE_RUN_MAX);
+	char *v = strdup(value);
+	if (!v)
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	free(*field);
+	*field = v;
+	return 0;
+}
+
+int cove_template_set_agent(struct cove_template_spec *s, char *err, size_t errlen)
+{
+	char p[PATH_MAX + 16];
+	const char *env = getenv("COVE_AGENT");
+	if (env && *env) {
+		snprintf(p, sizeof(p), "%s", env);
+	} else {
+		snprintf(p, sizeof(p), "%s", s->vmm ? s->vmm : "");
+		char *slash = strrchr(p, '/');
+		if (!slash)
+			return errf(err, errlen, -EINVAL, "no cove-vmm to find cove-agent beside");
+		snprintf(slash + 1, sizeof(p) - (size_t)(slash + 1 - p), "cove-agent");
 	}
-	static const char *const nets[] = { "off", "none", "open" };
-	const char *net = s->net >= 0 && s->net <= COVE_TEMPLATE_NET_OPEN ? nets[s->net] : "off";
-	json_t *o =
-	    json_pack("{s:i, s:s, s:s, s:I, s:s, s:s, s:s, s:i, s:I, s:I, s:s, s:o}", "version", 1,
-	              "name", s->name, "inputs_hash", m->inputs_hash, "created",
-	              (json_int_t)m->created, "vmm", s->vmm, "kernel", s->kernel, "image", s->image,
-	              "cpus", (int)s->cpus, "memory_mib", (json_int_t)s->memory_mib, "disk_size",
-	              (json_int_t)s->disk_size, "net", net, "steps", steps);
-	char *text = o ? json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
-	json_decref(o);
-	return text;
+	char *a = realpath(p, NULL);
+	if (!a)
+		return errf(err, errlen, -errno, "cove-agent '%s': %s", p, strerror(errno));
+	free(s->agent);
+	s->agent = a;
+	return 0;
 }
 
 /* ---- hashes ---- */
@@ -315,14 +334,40 @@ static void put_num(struct sha256 *h, const char *key, uint64_t v)
 	put_field(h, key, num);
 }
 
+static void put_key(struct sha256 *h, const char *key, const char *val)
+{
+	put_field(h, key, val ? val : "");
+}
+
+/* Adds what one step is to h (the same text for the same step). */
+static void put_step(struct sha256 *h, const struct cove_template_step *t, const char *input)
+{
+	static const char *const kinds[] = {
+		"run", "put", "copy", "env", "workdir", "user", "arg"
+	};
+	put_field(h, "step", kinds[t->kind]);
+	put_key(h, "arg", t->run);
+	put_key(h, "input", input);
+	put_key(h, "to", t->guest);
+	put_key(h, "chown", t->chown);
+	put_num(h, "srcs", t->nsrcs);
+	for (size_t i = 0; i < t->nsrcs; i++)
+		put_field(h, "src", t->srcs[i]);
+}
+
 void template_hash_inputs(const struct cove_template_spec *s, const char *vmm, const char *kernel,
-                          const char *image, const char *const *puts, char hex[SHA256_HEX])
+                          const char *image, const char *const *puts, char (*keys)[SHA256_HEX],
+                          char hex[SHA256_HEX])
 {
 	/* Every field is "key length value\n": no two input lists hash the
-	 * same text.  Paths are not inputs, contents are. */
+	 * same text.  Paths are not inputs, contents are.  Each step's key
+	 * hashes the key before it, so a change keys every step after it
+	 * anew and none before. */
 	struct sha256 h;
+	uint8_t d[SHA256_LEN];
+	char prev[SHA256_HEX];
 	sha256_init(&h);
-	put_field(&h, "cove-template", "1");
+	put_field(&h, "cove-template", "2");
 	put_field(&h, "vmm", vmm);
 	put_field(&h, "kernel", kernel);
 	put_field(&h, "image", image);
@@ -330,16 +375,26 @@ void template_hash_inputs(const struct cove_template_spec *s, const char *vmm, c
 	put_num(&h, "memory_mib", s->memory_mib);
 	put_num(&h, "disk_size", s->disk_size);
 	put_num(&h, "net", (uint64_t)s->net);
+	sha256_final(&h, d);
+	sha256_hex(d, prev);
 	size_t k = 0;
 	for (size_t i = 0; i < s->nsteps; i++) {
-		if (s->steps[i].kind == COVE_STEP_RUN) {
-			put_field(&h, "run", s->steps[i].run);
-		} else {
-			put_field(&h, "put", puts[k++]);
-			put_field(&h, "to", s->steps[i].guest);
-		}
+		const struct cove_template_step *t = &s->steps[i];
+		bool input = t->kind == COVE_STEP_PUT || t->kind == COVE_STEP_COPY;
+		sha256_init(&h);
+		put_field(&h, "parent", prev);
+		put_step(&h, t, input ? puts[k++] : NULL);
+		sha256_final(&h, d);
+		sha256_hex(d, prev);
+		if (keys)
+			memcpy(keys[i], prev, SHA256_HEX);
 	}
-	uint8_t d[SHA256_LEN];
+	sha256_init(&h);
+	put_field(&h, "steps", prev);
+	put_key(&h, "start", s->start_cmd);
+	put_key(&h, "ready", s->ready_cmd);
+	put_num(&h, "ready_port", s->ready_port);
+	put_num(&h, "ready_timeout", s->ready_timeout_s);
 	sha256_final(&h, d);
 	sha256_hex(d, hex);
 }

@@ -16,6 +16,9 @@
 #include "errf.h"
 #include "io.h"
 #include "lib/base/sha256.h"
+#include "lib/image/context.h"
+#include "lib/image/oci.h"
+#include "lib/template/template_json.h"
 #include "lib/template/template_manifest.h"
 #include "lib/template/template_store.h"
 
@@ -200,14 +203,70 @@ static int file_hash(const char *store, const char *path, const char *what, char
 	return 0;
 }
 
-int cove_template_hash(const struct cove_template_spec *s, char hex[SHA256_HEX], char *err,
-                       size_t errlen)
+/* What a COPY step reads, hashed: a folder's matched entries (names,
+ * modes, contents, link targets), or a tar archive's content hash. */
+static int copy_hash(const char *store, const struct cove_template_step *t, char hex[SHA256_HEX],
+                     char *err, size_t errlen)
 {
-	char store[PATH_MAX], vmm[SHA256_HEX], kernel[SHA256_HEX], image[SHA256_HEX];
+	if (!t->nsrcs)
+		return file_hash(store, t->local, "COPY archive", hex, err, errlen);
+	struct ctx c;
+	int r = ctx_open(&c, t->local, err, errlen);
+	if (r < 0)
+		return r;
+	struct ctx_files f = { 0 };
+	r = ctx_resolve(&c, (const char *const *)t->srcs, t->nsrcs, false, &f, err, errlen);
+	if (r == 0)
+		sha256_hex(f.hash, hex);
+	ctx_files_free(&f);
+	ctx_close(&c);
+	return r;
+}
+
+int template_base_id(const char *store, const struct cove_template_spec *s, char *out, size_t len,
+                     char *err, size_t errlen)
+{
+	char h[SHA256_HEX], agent[SHA256_HEX];
+	int r;
+	if (s->from_template) {
+		struct cove_template_manifest m;
+		if ((r = cove_template_load(s->from_template, &m, err, errlen)) < 0)
+			return r;
+		snprintf(out, len, "template %s", m.inputs_hash);
+		cove_template_manifest_free(&m);
+		return 0;
+	}
+	if (!s->from)
+		return file_hash(store, s->image, "image", out, err, errlen);
+	/* An image: what the reference names, through the stat cache (an
+	 * archive's content, an OCI layout's index.json; a registry's
+	 * reference is pulled again only by a forced build), and the agent
+	 * put into it. */
+	struct image_ref ref;
+	char p[PATH_MAX + 16];
+	if ((r = image_ref_parse(s->from, &ref, err, errlen)) < 0)
+		return r;
+	snprintf(p, sizeof(p), "%s%s", ref.path, ref.kind == IMAGE_REF_OCI ? "/index.json" : "");
+	if (ref.kind == IMAGE_REF_REGISTRY)
+		snprintf(h, sizeof(h), "registry");
+	else if ((r = file_hash(store, p, "image", h, err, errlen)) < 0)
+		return r;
+	if (!s->agent)
+		return errf(err, errlen, -EINVAL, "no cove-agent to put into the image");
+	if ((r = file_hash(store, s->agent, "cove-agent", agent, err, errlen)) < 0)
+		return r;
+	snprintf(out, len, "from %s %s:%s agent %s", h, ref.path, ref.tag, agent);
+	return 0;
+}
+
+int cove_template_hash_keys(const struct cove_template_spec *s, char (*keys)[SHA256_HEX],
+                            char hex[SHA256_HEX], char *err, size_t errlen)
+{
+	char store[PATH_MAX], vmm[SHA256_HEX], kernel[SHA256_HEX], base[PATH_MAX + 256];
 	int r = cove_template_store(store, sizeof(store), err, errlen);
 	if (r < 0 || (r = file_hash(store, s->vmm, "cove-vmm", vmm, err, errlen)) < 0 ||
 	    (r = file_hash(store, s->kernel, "kernel", kernel, err, errlen)) < 0 ||
-	    (r = file_hash(store, s->image, "image", image, err, errlen)) < 0)
+	    (r = template_base_id(store, s, base, sizeof(base), err, errlen)) < 0)
 		return r;
 	char(*puts)[SHA256_HEX] = calloc(s->nsteps + 1, SHA256_HEX);
 	const char **pp = calloc(s->nsteps + 1, sizeof(*pp));
@@ -215,17 +274,27 @@ int cove_template_hash(const struct cove_template_spec *s, char hex[SHA256_HEX],
 	if (!puts || !pp)
 		r = errf(err, errlen, -ENOMEM, "out of memory");
 	for (size_t i = 0; r == 0 && i < s->nsteps; i++) {
-		if (s->steps[i].kind != COVE_STEP_PUT)
+		const struct cove_template_step *t = &s->steps[i];
+		if (t->kind == COVE_STEP_PUT)
+			r = file_hash(store, t->local, "--put", puts[k], err, errlen);
+		else if (t->kind == COVE_STEP_COPY)
+			r = copy_hash(store, t, puts[k], err, errlen);
+		else
 			continue;
-		r = file_hash(store, s->steps[i].local, "--put", puts[k], err, errlen);
 		pp[k] = puts[k];
 		k++;
 	}
 	if (r == 0)
-		template_hash_inputs(s, vmm, kernel, image, pp, hex);
+		template_hash_inputs(s, vmm, kernel, base, pp, keys, hex);
 	free(puts);
 	free(pp);
 	return r;
+}
+
+int cove_template_hash(const struct cove_template_spec *s, char hex[SHA256_HEX], char *err,
+                       size_t errlen)
+{
+	return cove_template_hash_keys(s, NULL, hex, err, errlen);
 }
 
 /* ---- directories ---- */
@@ -293,7 +362,7 @@ int cove_template_load(const char *name, struct cove_template_manifest *m, char 
 	if ((r = template_read_manifest(dir, m, err, errlen)) < 0)
 		return r;
 	if (strcmp(m->spec.name, name)) {
-		cove_template_spec_free(&m->spec);
+		cove_template_manifest_free(m);
 		return errf(err, errlen, -EINVAL, "template '%s': its template.json names '%s'",
 		            name, m->spec.name);
 	}
@@ -352,7 +421,7 @@ int cove_template_list(struct cove_template_info **out, size_t *count, char *err
 			continue;
 		struct cove_template_info *nv = realloc(v, (n + 1) * sizeof(*v));
 		if (!nv) {
-			cove_template_spec_free(&m.spec);
+			cove_template_manifest_free(&m);
 			r = errf(err, errlen, -ENOMEM, "out of memory");
 			break;
 		}
@@ -362,7 +431,7 @@ int cove_template_list(struct cove_template_info **out, size_t *count, char *err
 		v[n].created = m.created;
 		v[n].bytes = dir_bytes(dir);
 		n++;
-		cove_template_spec_free(&m.spec);
+		cove_template_manifest_free(&m);
 	}
 	closedir(d);
 	if (r < 0) {

@@ -29,6 +29,17 @@ int cove_template_store(char *out, size_t len, char *err, size_t errlen)
 int cove_template_hash(const struct cove_template_spec *s, char hex[SHA256_HEX], char *err,
                        size_t errlen) __attribute__((warn_unused_result));
 
+/* The same, and each step's key (nsteps entries; NULL: not wanted). */
+int cove_template_hash_keys(const struct cove_template_spec *s, char (*keys)[SHA256_HEX],
+                            char hex[SHA256_HEX], char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* What the build starts from, as hashed: the image file's content hash;
+ * for an imported image what its reference names and the agent's hash;
+ * for a parent template its inputs hash. */
+int template_base_id(const char *store, const struct cove_template_spec *s, char *out, size_t len,
+                     char *err, size_t errlen) __attribute__((warn_unused_result));
+
 /* Reads the manifest of the store's template name (-ENOENT: none). */
 int cove_template_load(const char *name, struct cove_template_manifest *m, char *err, size_t errlen)
     __attribute__((warn_unused_result));

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "lib/base/sha256.h"
+#include "lib/template/template_json.h"
 #include "lib/template/template_manifest.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -34,9 +35,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		assert(r == 0);
 		assert(back.spec.nsteps == s->nsteps && back.spec.cpus == s->cpus &&
 		       back.spec.memory_mib == s->memory_mib && !strcmp(back.spec.image, s->image));
-		cove_template_spec_free(&back.spec);
+		cove_template_manifest_free(&back);
 		free(text);
 	}
-	cove_template_spec_free(&m.spec);
+	cove_template_manifest_free(&m);
 	return 0;
 }

@@ -120,8 +120,86 @@ START_TEST(manifest_round_trip)
 	ck_assert_str_eq(back.inputs_hash, m.inputs_hash);
 	ck_assert_int_eq(back.created, 1733100000);
 	free(text);
-	cove_template_spec_free(&back.spec);
-	cove_template_spec_free(&m.spec);
+	cove_template_manifest_free(&back);
+	cove_template_manifest_free(&m);
+}
+END_TEST
+
+/* The image, Dockerfile and start fields, and each kind of step, come
+ * back as they went; a change to one step keys it and the steps after it
+ * anew, never the ones before. */
+START_TEST(manifest_image_steps)
+{
+	struct cove_template_manifest m = { .created = 1 }, back;
+	spec_fill(&m.spec);
+	char err[256];
+	struct cove_template_spec *s = &m.spec;
+	const char *srcs[] = { "app", "*.py" };
+	ck_assert_int_eq(cove_template_add_step(s, COVE_STEP_ENV, "A=1 2", err, sizeof(err)), 0);
+	ck_assert_int_eq(cove_template_add_step(s, COVE_STEP_WORKDIR, "/srv", err, sizeof(err)), 0);
+	ck_assert_int_eq(cove_template_add_step(s, COVE_STEP_USER, "app:app", err, sizeof(err)), 0);
+	ck_assert_int_eq(cove_template_add_step(s, COVE_STEP_ARG, "V=3", err, sizeof(err)), 0);
+	ck_assert_int_eq(cove_template_add_copy(s, tmp, srcs, 2, "/srv/", "1000", err, sizeof(err)),
+	                 0);
+	ck_assert_int_lt(cove_template_add_step(s, COVE_STEP_ENV, "=x", err, sizeof(err)), 0);
+	ck_assert_int_lt(cove_template_add_step(s, COVE_STEP_WORKDIR, "rel", err, sizeof(err)), 0);
+	ck_assert_int_lt(cove_template_add_step(s, COVE_STEP_USER, "a b", err, sizeof(err)), 0);
+	ck_assert_int_lt(cove_template_add_copy(s, tmp, srcs, 2, "rel", NULL, err, sizeof(err)), 0);
+	ck_assert_int_eq(cove_template_set(s, &s->from, "oci-archive:/x.tar", err, sizeof(err)), 0);
+	ck_assert_int_eq(cove_template_set(s, &s->agent, "/a/cove-agent", err, sizeof(err)), 0);
+	ck_assert_int_eq(cove_template_set(s, &s->start_cmd, "serve", err, sizeof(err)), 0);
+	s->ready_port = 8000;
+	s->ready_timeout_s = 30;
+	m.config.env = calloc(2, sizeof(char *));
+	m.config.env[0] = strdup("PATH=/bin");
+	m.config.nenv = 1;
+	m.config.workdir = strdup("/srv");
+	m.config.cmd = calloc(3, sizeof(char *));
+	m.config.cmd[0] = strdup("python3");
+	m.config.cmd[1] = strdup("app.py");
+	snprintf(m.config.image_digest, sizeof(m.config.image_digest), "sha256:%064d", 0);
+	memset(m.inputs_hash, 'b', SHA256_HEX - 1);
+	m.inputs_hash[SHA256_HEX - 1] = 0;
+	char *text = template_manifest_dump(&m);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_int_eq(template_manifest_parse(text, strlen(text), &back, err, sizeof(err)), 0);
+	ck_assert_uint_eq(back.spec.nsteps, 7);
+	ck_assert_int_eq(back.spec.steps[2].kind, COVE_STEP_ENV);
+	ck_assert_str_eq(back.spec.steps[2].run, "A=1 2");
+	ck_assert_int_eq(back.spec.steps[4].kind, COVE_STEP_USER);
+	ck_assert_int_eq(back.spec.steps[5].kind, COVE_STEP_ARG);
+	const struct cove_template_step *c = &back.spec.steps[6];
+	ck_assert_int_eq(c->kind, COVE_STEP_COPY);
+	ck_assert_uint_eq(c->nsrcs, 2);
+	ck_assert_str_eq(c->srcs[1], "*.py");
+	ck_assert_str_eq(c->guest, "/srv/");
+	ck_assert_str_eq(c->chown, "1000");
+	ck_assert_str_eq(back.spec.from, "oci-archive:/x.tar");
+	ck_assert_str_eq(back.spec.start_cmd, "serve");
+	ck_assert_uint_eq(back.spec.ready_port, 8000);
+	ck_assert_uint_eq(back.spec.ready_timeout_s, 30);
+	ck_assert_uint_eq(back.config.nenv, 1);
+	ck_assert_str_eq(back.config.env[0], "PATH=/bin");
+	ck_assert_str_eq(back.config.cmd[1], "app.py");
+	ck_assert_ptr_null(back.config.cmd[2]);
+	ck_assert_str_eq(back.config.image_digest, m.config.image_digest);
+	free(text);
+
+	const char *in[] = { "p", "c" }, *in2[] = { "p", "C" };
+	char k1[7][SHA256_HEX], k2[7][SHA256_HEX], h1[SHA256_HEX], h2[SHA256_HEX];
+	template_hash_inputs(s, "v", "k", "i", in, k1, h1);
+	template_hash_inputs(s, "v", "k", "i", in2, k2, h2);
+	for (int i = 0; i < 6; i++)
+		ck_assert_str_eq(k1[i], k2[i]);
+	ck_assert_str_ne(k1[6], k2[6]);
+	ck_assert_str_ne(h1, h2);
+	free(s->steps[3].run);
+	s->steps[3].run = strdup("/other");
+	template_hash_inputs(s, "v", "k", "i", in, k2, h2);
+	for (int i = 0; i < 7; i++)
+		ck_assert_int_eq(strcmp(k1[i], k2[i]) == 0, i < 3);
+	cove_template_manifest_free(&back);
+	cove_template_manifest_free(&m);
 }
 END_TEST
 
@@ -198,7 +276,7 @@ START_TEST(manifest_malformed)
 	struct cove_template_manifest m;
 	char err[256];
 	ck_assert_int_eq(template_manifest_parse(good, strlen(good), &m, err, sizeof(err)), 0);
-	cove_template_spec_free(&m.spec);
+	cove_template_manifest_free(&m);
 }
 END_TEST
 
@@ -208,48 +286,48 @@ START_TEST(inputs_hash_covers_each_input)
 	spec_fill(&s);
 	const char *puts[] = { "p1" };
 	char base[SHA256_HEX], h[SHA256_HEX];
-	template_hash_inputs(&s, "v", "k", "i", puts, base);
-	template_hash_inputs(&s, "v", "k", "i", puts, h);
+	template_hash_inputs(&s, "v", "k", "i", puts, NULL, base);
+	template_hash_inputs(&s, "v", "k", "i", puts, NULL, h);
 	ck_assert_str_eq(base, h);
 	/* Paths are not inputs: contents are. */
 	free(s.kernel);
 	s.kernel = strdup("/elsewhere/vmlinux");
-	template_hash_inputs(&s, "v", "k", "i", puts, h);
+	template_hash_inputs(&s, "v", "k", "i", puts, NULL, h);
 	ck_assert_str_eq(base, h);
-	template_hash_inputs(&s, "V", "k", "i", puts, h);
+	template_hash_inputs(&s, "V", "k", "i", puts, NULL, h);
 	ck_assert_str_ne(base, h);
-	template_hash_inputs(&s, "v", "K", "i", puts, h);
+	template_hash_inputs(&s, "v", "K", "i", puts, NULL, h);
 	ck_assert_str_ne(base, h);
-	template_hash_inputs(&s, "v", "k", "I", puts, h);
+	template_hash_inputs(&s, "v", "k", "I", puts, NULL, h);
 	ck_assert_str_ne(base, h);
 	const char *puts2[] = { "p2" };
-	template_hash_inputs(&s, "v", "k", "i", puts2, h);
+	template_hash_inputs(&s, "v", "k", "i", puts2, NULL, h);
 	ck_assert_str_ne(base, h);
 	s.cpus = 3;
-	template_hash_inputs(&s, "v", "k", "i", puts, h);
+	template_hash_inputs(&s, "v", "k", "i", puts, NULL, h);
 	ck_assert_str_ne(base, h);
 	s.cpus = 2;
 	s.memory_mib = 1024;
-	template_hash_inputs(&s, "v", "k", "i", puts, h);
+	template_hash_inputs(&s, "v", "k", "i", puts, NULL, h);
 	ck_assert_str_ne(base, h);
 	s.memory_mib = 512;
 	s.disk_size = 0;
-	template_hash_inputs(&s, "v", "k", "i", puts, h);
+	template_hash_inputs(&s, "v", "k", "i", puts, NULL, h);
 	ck_assert_str_ne(base, h);
 	s.disk_size = 1 << 30;
 	s.net = COVE_TEMPLATE_NET_OFF;
-	template_hash_inputs(&s, "v", "k", "i", puts, h);
+	template_hash_inputs(&s, "v", "k", "i", puts, NULL, h);
 	ck_assert_str_ne(base, h);
 	s.net = COVE_TEMPLATE_NET_NONE;
 	free(s.steps[0].run);
 	s.steps[0].run = strdup("echo \"hi\" > /root/y");
-	template_hash_inputs(&s, "v", "k", "i", puts, h);
+	template_hash_inputs(&s, "v", "k", "i", puts, NULL, h);
 	ck_assert_str_ne(base, h);
 	free(s.steps[0].run);
 	s.steps[0].run = strdup("echo \"hi\" > /root/x");
 	free(s.steps[1].guest);
 	s.steps[1].guest = strdup("/etc/other");
-	template_hash_inputs(&s, "v", "k", "i", puts, h);
+	template_hash_inputs(&s, "v", "k", "i", puts, NULL, h);
 	ck_assert_str_ne(base, h);
 	cove_template_spec_free(&s);
 }
@@ -397,14 +475,14 @@ START_TEST(list_and_remove)
 	struct cove_template_manifest back;
 	ck_assert_int_eq(cove_template_load("web", &back, err, sizeof(err)), 0);
 	ck_assert_uint_eq(back.spec.nsteps, 2);
-	cove_template_spec_free(&back.spec);
+	cove_template_manifest_free(&back);
 	ck_assert_int_eq(cove_template_load("nope", &back, err, sizeof(err)), -ENOENT);
 	ck_assert_int_eq(cove_template_remove("web", err, sizeof(err)), 0);
 	struct stat st;
 	ck_assert_int_ne(stat(dir, &st), 0);
 	ck_assert_int_eq(cove_template_remove("web", err, sizeof(err)), -ENOENT);
 	ck_assert_int_eq(cove_template_remove("../x", err, sizeof(err)), -EINVAL);
-	cove_template_spec_free(&m.spec);
+	cove_template_manifest_free(&m);
 }
 END_TEST
 
@@ -508,6 +586,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, sha256_vectors);
 	tcase_add_test(tc, manifest_round_trip);
 	tcase_add_test(tc, manifest_malformed);
+	tcase_add_test(tc, manifest_image_steps);
 	tcase_add_test(tc, inputs_hash_covers_each_input);
 	tcase_add_test(tc, file_hash_sparse);
 	tcase_add_test(tc, names);
