@@ -21,7 +21,6 @@
 #include "daemon/conf/config.h"
 #include "daemon/conf/keys.h"
 #include "daemon/envd/envd.h"
-#include "daemon/sandboxes/build_run.h"
 #include "daemon/sandboxes/builds.h"
 #include "daemon/sandboxes/lifecycle.h"
 #include "daemon/sandboxes/pool.h"
@@ -73,8 +72,8 @@ static void *reaper(void *arg)
 
 static int make_dirs(const struct coved_config *c)
 {
-	const char *subs[] = { "", "/sandboxes", "/snapshots", "/journal", "/builds",
-		               "/template-files" };
+	const char *subs[] = { "",         "/sandboxes", "/snapshots",
+		               "/journal", "/builds",    "/template-files" };
 	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
 		char p[4200];
 		snprintf(p, sizeof(p), "%s%s", c->state_dir, subs[i]);

@@ -45,7 +45,7 @@
 
 struct req {
 	bool envd, counted, too_big;
-	bool upload;     /* a COPY archive (api/uploads.h), streamed */
+	bool upload; /* a COPY archive (api/uploads.h), streamed */
 	void *upload_cls;
 	bool admin;                  /* /cluster on the Unix socket (cluster/route.h) */
 	struct fwd *fwd;             /* forwarded to the sandbox's node */

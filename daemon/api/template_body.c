@@ -140,22 +140,23 @@ static int native_copy(json_t *c, size_t i, struct coved_build_req *out, char *e
 	char w[64];
 	snprintf(w, sizeof(w), "steps[%zu].copy", i);
 	if (!json_is_object(c))
-		return errf(err, errlen, -EINVAL, "'%s' must be an object {files, src, dest, chown}",
-		            w);
+		return errf(err, errlen, -EINVAL,
+		            "'%s' must be an object {files, src, dest, chown}", w);
 	const char *k;
 	json_t *v;
 	json_object_foreach(c, k, v)
 	{
-		if (strcmp(k, "files") && strcmp(k, "src") && strcmp(k, "dest") && strcmp(k, "chown"))
+		if (strcmp(k, "files") && strcmp(k, "src") && strcmp(k, "dest") &&
+		    strcmp(k, "chown"))
 			return errf(err, errlen, -EINVAL, "unknown field '%.64s' in %s", k, w);
 	}
 	json_t *fv = field(c, "files"), *sv = field(c, "src"), *dv = field(c, "dest");
 	json_t *cv = field(c, "chown");
 	const char *files = fv ? str_of(fv, COVED_FILES_HASH_LEN, "files", err, errlen) : NULL;
 	if (!files || !hash_ok(files))
-		return errf(err, errlen, -EINVAL,
-		            "'%s.files' must be the SHA-256 (64 of [0-9a-f]) of an uploaded archive",
-		            w);
+		return errf(
+		    err, errlen, -EINVAL,
+		    "'%s.files' must be the SHA-256 (64 of [0-9a-f]) of an uploaded archive", w);
 	const char *src = sv ? str_of(sv, COVED_BUILD_ARG_MAX, "src", err, errlen) : ".";
 	if (!src || !src_ok(src))
 		return errf(err, errlen, -EINVAL, "'%s.src' must be a relative path without '..'",
@@ -186,8 +187,9 @@ static int native_step(json_t *s, size_t i, struct coved_build_req *out, char *e
 	if (strcmp(k, "env") == 0) {
 		if (!json_is_object(v) || json_object_size(v) == 0 ||
 		    json_object_size(v) > COVED_E2B_ENV_MAX)
-			return errf(err, errlen, -EINVAL, "'%s' must be an object of 1 to %d strings",
-			            w, COVED_E2B_ENV_MAX);
+			return errf(err, errlen, -EINVAL,
+			            "'%s' must be an object of 1 to %d strings", w,
+			            COVED_E2B_ENV_MAX);
 		const char *name;
 		json_t *val;
 		json_object_foreach(v, name, val)
@@ -226,8 +228,10 @@ int coved_parse_template(json_t *o, struct coved_build_req *out, char *err, size
 {
 	memset(out, 0, sizeof(*out));
 	static const char *const known[] = {
-		"name",      "from",   "from_template", "steps",      "start_cmd", "ready_cmd",
-		"ready_port", "ready_timeout_s", "cpus", "memory_mib", "disk_mib", "force", NULL
+		"name",      "from",       "from_template", "steps",
+		"start_cmd", "ready_cmd",  "ready_port",    "ready_timeout_s",
+		"cpus",      "memory_mib", "disk_mib",      "force",
+		NULL
 	};
 	const char *k;
 	json_t *v;
@@ -261,9 +265,11 @@ int coved_parse_template(json_t *o, struct coved_build_req *out, char *err, size
 	out->ready_port = (unsigned int)port;
 	out->ready_timeout_s = (unsigned int)rt;
 	if (out->ready_cmd && out->ready_port)
-		return errf(err, errlen, -EINVAL, "give at most one of 'ready_cmd' and 'ready_port'");
+		return errf(err, errlen, -EINVAL,
+		            "give at most one of 'ready_cmd' and 'ready_port'");
 	if ((out->ready_cmd || out->ready_port) && !out->start_cmd)
-		return errf(err, errlen, -EINVAL, "'ready_cmd' and 'ready_port' need a 'start_cmd'");
+		return errf(err, errlen, -EINVAL,
+		            "'ready_cmd' and 'ready_port' need a 'start_cmd'");
 	json_t *steps = field(o, "steps");
 	if (steps && (!json_is_array(steps) || json_array_size(steps) > COVED_BUILD_STEPS_MAX))
 		return errf(err, errlen, -EINVAL, "'steps' must be an array of at most %d steps",
@@ -289,7 +295,8 @@ int coved_parse_e2b_request(json_t *o, struct coved_build_req *out, char *err, s
 	if (!name)
 		return errf(err, errlen, -EINVAL, "'name' must be a template name");
 	if (strchr(name, ':'))
-		return errf(err, errlen, -EINVAL, "'name': tags (name:tag) are not supported by coved");
+		return errf(err, errlen, -EINVAL,
+		            "'name': tags (name:tag) are not supported by coved");
 	if (!coved_build_name_ok(name))
 		return errf(err, errlen, -EINVAL, "'name' must be 1 to %d of [A-Za-z0-9_-]",
 		            COVED_BUILD_NAME_MAX);
@@ -408,7 +415,8 @@ static int e2b_step(json_t *s, size_t i, struct e2b_ctx *x, struct coved_build_r
 		if (n == 0 || n % 2)
 			return errf(err, errlen, -EINVAL, "%s takes args [name, value, ...]", w);
 		for (size_t j = 0; j < n; j += 2) {
-			const char *k = arg_at(args, j, 256), *v = arg_at(args, j + 1, COVED_BUILD_ARG_MAX);
+			const char *k = arg_at(args, j, 256),
+			           *v = arg_at(args, j + 1, COVED_BUILD_ARG_MAX);
 			int r = k && v ? add_env(out, k, v, w, err, errlen)
 			               : errf(err, errlen, -EINVAL, "%s: args must be strings", w);
 			if (r < 0)
@@ -422,15 +430,16 @@ static int e2b_step(json_t *s, size_t i, struct e2b_ctx *x, struct coved_build_r
 		if (!a || !*a || n != 1 || (wd && a[0] != '/'))
 			return errf(err, errlen, -EINVAL, "steps[%zu]: %s takes args [%s]", i, type,
 			            wd ? "an absolute path" : "user");
-		int r = coved_build_req_add(out, wd ? COVED_BSTEP_WORKDIR : COVED_BSTEP_USER, a, NULL,
-		                            NULL, NULL, NULL, err, errlen);
+		int r = coved_build_req_add(out, wd ? COVED_BSTEP_WORKDIR : COVED_BSTEP_USER, a,
+		                            NULL, NULL, NULL, NULL, err, errlen);
 		if (r == 0 && wd) /* the step's own copy: it lives as long as out */
 			x->workdir = out->steps[out->nsteps - 1].arg;
 		else if (r == 0)
 			x->user = out->steps[out->nsteps - 1].arg;
 		return r;
 	}
-	return errf(err, errlen, -EINVAL, "steps[%zu]: step type '%.32s' is not supported", i, type);
+	return errf(err, errlen, -EINVAL, "steps[%zu]: step type '%.32s' is not supported", i,
+	            type);
 }
 
 int coved_parse_e2b_build(json_t *o, struct coved_build_req *out, char *err, size_t errlen)

@@ -32,7 +32,8 @@ static enum MHD_Result start(struct tctx *x, const char *id, struct coved_build_
 	char msg[600];
 	for (size_t i = 0; i < req->nsteps; i++) {
 		const struct coved_bstep *s = &req->steps[i];
-		if (s->kind == COVED_BSTEP_COPY && !coved_files_present(x->d, x->t->name, s->files)) {
+		if (s->kind == COVED_BSTEP_COPY &&
+		    !coved_files_present(x->d, x->t->name, s->files)) {
 			coved_build_req_free(req);
 			snprintf(msg, sizeof(msg), "steps[%zu]: the files %s were not uploaded", i,
 			         s->files);
@@ -73,14 +74,14 @@ static enum MHD_Result build_native(struct tctx *x)
  * (not the tenants' "t." ones, nor the images' "base-" ones). */
 static void builtins(struct coved *d, json_t *arr)
 {
-	json_array_append_new(arr, json_pack("{s:s, s:s, s:b}", "name", "base", "status", "ready",
-	                                     "builtin", 1));
+	json_array_append_new(
+	    arr, json_pack("{s:s, s:s, s:b}", "name", "base", "status", "ready", "builtin", 1));
 	const char *k;
 	json_t *v;
 	json_object_foreach(d->cfg.templates, k, v)
 	{
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:b}", "name", k, "status", "ready",
-		                                     "builtin", 1));
+		json_array_append_new(
+		    arr, json_pack("{s:s, s:s, s:b}", "name", k, "status", "ready", "builtin", 1));
 	}
 	struct cove_template_info *list = NULL;
 	size_t n = 0;
@@ -92,8 +93,9 @@ static void builtins(struct coved *d, json_t *arr)
 		return;
 	for (size_t i = 0; i < n; i++)
 		if (strncmp(list[i].name, "t.", 2) && strncmp(list[i].name, "base-", 5))
-			json_array_append_new(arr, json_pack("{s:s, s:s, s:b}", "name", list[i].name,
-			                                     "status", "ready", "builtin", 1));
+			json_array_append_new(arr,
+			                      json_pack("{s:s, s:s, s:b}", "name", list[i].name,
+			                                "status", "ready", "builtin", 1));
 	free(list);
 }
 
@@ -103,7 +105,8 @@ static enum MHD_Result list(struct tctx *x)
 	json_t *arr = coved_builds_list(x->d, x->t);
 	if (arr)
 		builtins(x->d, arr);
-	return arr ? coved_json_reply(x->c, 200, arr) : coved_json_error(x->c, 500, "out of memory");
+	return arr ? coved_json_reply(x->c, 200, arr)
+	           : coved_json_error(x->c, 500, "out of memory");
 }
 
 static enum MHD_Result not_found(struct tctx *x, const char *name)
@@ -193,8 +196,8 @@ static enum MHD_Result e2b_build(struct tctx *x)
 	char msg[600];
 	snprintf(req.name, sizeof(req.name), "%.64s", x->a);
 	if (!coved_build_pending(x->d, x->t, x->a, x->b)) {
-		snprintf(msg, sizeof(msg), "build %.64s of template '%.64s' not found or started", x->b,
-		         x->a);
+		snprintf(msg, sizeof(msg), "build %.64s of template '%.64s' not found or started",
+		         x->b, x->a);
 		return coved_json_error(x->c, 404, msg);
 	}
 	if (coved_parse_e2b_build(x->body, &req, msg, sizeof(msg)) < 0) {
@@ -232,7 +235,8 @@ static enum MHD_Result e2b_alias(struct tctx *x)
 	if (!j)
 		return not_found(x, x->a);
 	json_decref(j);
-	return coved_json_reply(x->c, 200, json_pack("{s:s, s:b}", "templateID", x->a, "public", 0));
+	return coved_json_reply(x->c, 200,
+	                        json_pack("{s:s, s:b}", "templateID", x->a, "public", 0));
 }
 
 struct troute {
@@ -291,7 +295,8 @@ bool coved_templates_route(struct coved *d, struct coved_tenant *t, struct MHD_C
 		}
 		char msg[300];
 		if (!strcmp(method, "POST")) {
-			if (!(x.body = coved_body_load(body, len, d->cfg.max_depth, msg, sizeof(msg)))) {
+			if (!(x.body =
+			          coved_body_load(body, len, d->cfg.max_depth, msg, sizeof(msg)))) {
 				*ret = coved_json_error(c, 400, msg);
 				return true;
 			}

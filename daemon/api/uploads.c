@@ -90,7 +90,8 @@ static bool feed(struct coved *d, struct upload *u, const char *data, size_t n)
 	}
 	if (n > d->cfg.max_upload - u->bytes) {
 		u->status = 413;
-		snprintf(u->msg, sizeof(u->msg), "the archive is over %llu bytes (max_upload_bytes)",
+		snprintf(u->msg, sizeof(u->msg),
+		         "the archive is over %llu bytes (max_upload_bytes)",
 		         (unsigned long long)d->cfg.max_upload);
 		u->bytes += n;
 		return true;

@@ -13,12 +13,39 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/sandboxes/builds_priv.h"
+#include "daemon/conf/keys.h"
+#include "daemon/sandboxes/build_req.h"
 #include "daemon/sandboxes/sandbox.h"
 #include "daemon/sandboxes/state.h"
 #include "daemon/sandboxes/table.h"
 #include "errf.h"
-#include "lib/template/template.h"
+#include "lib/base/registry.h"
+
+#define UPLOADS_MAX   256 /* upload links handed out and not used yet */
+#define UPLOAD_TTL_MS (60 * 60 * 1000)
+
+/* An upload link (E2B's): its token names the tenant's archive hash. */
+struct upload_link {
+	char token[65];
+	char tenant[COVED_TENANT_LEN + 1];
+	char hash[COVED_FILES_HASH_LEN + 1];
+	int64_t expires_ms;
+};
+
+struct coved_uploads {
+	pthread_mutex_t mu;
+	struct upload_link v[UPLOADS_MAX];
+};
+
+int coved_files_init(struct coved *d)
+{
+	struct coved_uploads *u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	pthread_mutex_init(&u->mu, NULL);
+	d->uploads = u;
+	return 0;
+}
 
 void coved_files_dir(const struct coved *d, const char *tenant, const char *hash, char *out,
                      size_t len)
@@ -49,12 +76,14 @@ int coved_files_spool(const struct coved *d, const char *tenant, char *path, siz
 }
 
 /* A path inside the archive: relative, no "." or ".." component, no
- * empty one but a trailing '/'. */
+ * empty one but a trailing '/', at most COVED_FILES_DEPTH_MAX deep. */
 static bool entry_path_ok(const char *p)
 {
 	if (!*p || *p == '/' || strlen(p) > 4000)
 		return false;
-	while (*p) {
+	for (int depth = 0; *p; depth++) {
+		if (depth == COVED_FILES_DEPTH_MAX)
+			return false;
 		size_t l = strcspn(p, "/");
 		if (l == 0 || (l == 1 && p[0] == '.') || (l == 2 && p[0] == '.' && p[1] == '.'))
 			return false;
@@ -79,20 +108,23 @@ static int unpack_to(struct archive *a, const char *dir, uint64_t max, char *err
 	size_t n = 0;
 	int r = 0, k;
 	while ((k = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
-		const char *p = archive_entry_pathname(e);
+		const char *name = archive_entry_pathname(e);
 		mode_t type = archive_entry_filetype(e);
-		char full[8200];
+		char full[8200], p[4100];
+		snprintf(p, sizeof(p), "%s", name ? name : ""); /* set_pathname below frees it */
 		if (++n > COVED_FILES_ENTRIES_MAX) {
 			r = errf(err, errlen, -EINVAL, "the archive has over %d entries",
 			         COVED_FILES_ENTRIES_MAX);
 			break;
 		}
-		if (!p || !entry_path_ok(p) || archive_entry_hardlink(e) ||
+		if (!name || strlen(name) >= sizeof(p) || !entry_path_ok(p) ||
+		    archive_entry_hardlink(e) ||
 		    (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK)) {
-			r = errf(err, errlen, -EINVAL,
-			         "the archive's entry '%.200s' is not a plain file, folder or symlink "
-			         "at a relative path",
-			         p ? p : "");
+			r = errf(
+			    err, errlen, -EINVAL,
+			    "the archive's entry '%.200s' is not a plain file, folder or symlink "
+			    "at a relative path",
+			    p);
 			break;
 		}
 		if (archive_entry_size(e) > 0)
@@ -112,8 +144,8 @@ static int unpack_to(struct archive *a, const char *dir, uint64_t max, char *err
 		const void *buf;
 		size_t len;
 		int64_t off;
-		while (type == AE_IFREG && (k = archive_read_data_block(a, &buf, &len, &off)) ==
-		                               ARCHIVE_OK) {
+		while (type == AE_IFREG &&
+		       (k = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
 			if (archive_write_data_block(w, buf, len, off) != ARCHIVE_OK) {
 				k = ARCHIVE_FATAL;
 				break;
@@ -166,18 +198,18 @@ int coved_files_unpack(const struct coved *d, const char *tenant, const char *ha
 	if (r == 0 && !moved && errno != EEXIST && errno != ENOTEMPTY)
 		r = errf(err, errlen, -errno, "cannot rename into %s: %s", dir, strerror(errno));
 	if (!moved)
-		template_remove_dir(tmp);
+		(void)registry_remove_tree(tmp);
 	return r;
 }
 
 int coved_upload_link(struct coved *d, const char *tenant, const char *hash, char token[65])
 {
-	struct coved_builds *bs = d->builds;
+	struct coved_uploads *us = d->uploads;
 	int64_t now = coved_now_ms();
 	int r = -ENOSPC;
-	pthread_mutex_lock(&bs->mu);
-	for (size_t i = 0; i < COVED_UPLOADS_MAX; i++) {
-		struct coved_upload *u = &bs->uploads[i];
+	pthread_mutex_lock(&us->mu);
+	for (size_t i = 0; i < UPLOADS_MAX; i++) {
+		struct upload_link *u = &us->v[i];
 		if (u->token[0] && u->expires_ms > now)
 			continue;
 		if (coved_new_token(u->token) < 0) {
@@ -187,26 +219,26 @@ int coved_upload_link(struct coved *d, const char *tenant, const char *hash, cha
 		}
 		snprintf(u->tenant, sizeof(u->tenant), "%s", tenant);
 		snprintf(u->hash, sizeof(u->hash), "%s", hash);
-		u->expires_ms = now + COVED_UPLOAD_TTL_MS;
+		u->expires_ms = now + UPLOAD_TTL_MS;
 		memcpy(token, u->token, 65);
 		r = 0;
 		break;
 	}
-	pthread_mutex_unlock(&bs->mu);
+	pthread_mutex_unlock(&us->mu);
 	return r;
 }
 
 bool coved_upload_take(struct coved *d, const char *token, char *tenant, size_t tlen, char *hash,
                        size_t hlen)
 {
-	struct coved_builds *bs = d->builds;
+	struct coved_uploads *us = d->uploads;
 	bool ok = false;
-	if (!bs || strlen(token) != COVED_TOKEN_LEN)
+	if (!us || strlen(token) != COVED_TOKEN_LEN)
 		return false;
 	int64_t now = coved_now_ms();
-	pthread_mutex_lock(&bs->mu);
-	for (size_t i = 0; i < COVED_UPLOADS_MAX && !ok; i++) {
-		struct coved_upload *u = &bs->uploads[i];
+	pthread_mutex_lock(&us->mu);
+	for (size_t i = 0; i < UPLOADS_MAX && !ok; i++) {
+		struct upload_link *u = &us->v[i];
 		if (!u->token[0] || !coved_secret_eq(token, u->token))
 			continue;
 		ok = u->expires_ms > now;
@@ -214,6 +246,6 @@ bool coved_upload_take(struct coved *d, const char *token, char *tenant, size_t 
 		snprintf(hash, hlen, "%s", u->hash);
 		memset(u, 0, sizeof(*u));
 	}
-	pthread_mutex_unlock(&bs->mu);
+	pthread_mutex_unlock(&us->mu);
 	return ok;
 }

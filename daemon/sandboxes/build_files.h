@@ -17,6 +17,10 @@
 struct coved;
 
 #define COVED_FILES_ENTRIES_MAX 100000 /* entries of one archive */
+#define COVED_FILES_DEPTH_MAX   128    /* folders deep */
+
+/* coved_files_init() - the upload links' table: 0 or -ENOMEM. */
+int coved_files_init(struct coved *d) __attribute__((warn_unused_result));
 
 /* coved_files_dir() - where tenant's archive hash is unpacked (whether or
  * not it is there). */

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon/sandboxes/build_run.h"
+#include "daemon/sandboxes/builds.h"
 #include "daemon/sandboxes/builds_priv.h"
 #include "daemon/sandboxes/state.h"
 #include "daemon/sandboxes/table.h"
@@ -28,8 +28,8 @@ static void iso_time(int64_t ms, char out[32])
 
 static void native_line(void *opaque, const struct coved_blog_line *l)
 {
-	json_array_append_new(opaque, json_pack("{s:I, s:s, s:s}", "ms", (json_int_t)l->ms,
-	                                        "level", level_name(l->level), "line", l->text));
+	json_array_append_new(opaque, json_pack("{s:I, s:s, s:s}", "ms", (json_int_t)l->ms, "level",
+	                                        level_name(l->level), "line", l->text));
 }
 
 static void e2b_line(void *opaque, const struct coved_blog_line *l)
@@ -44,9 +44,9 @@ static void e2b_line(void *opaque, const struct coved_blog_line *l)
 static json_t *summary(const struct coved_build *b)
 {
 	const struct coved_build_req *r = &b->req;
-	json_t *o = json_pack("{s:s, s:s, s:s, s:I}", "name", b->name, "build_id", b->id, "status",
-	                      coved_bstatus_name(b->status), "created_ms",
-	                      (json_int_t)b->created_ms);
+	json_t *o =
+	    json_pack("{s:s, s:s, s:s, s:I}", "name", b->name, "build_id", b->id, "status",
+	              coved_bstatus_name(b->status), "created_ms", (json_int_t)b->created_ms);
 	if (!o)
 		return NULL;
 	if (b->status == COVED_BUILD_ERROR)
@@ -102,13 +102,14 @@ json_t *coved_build_e2b_status(struct coved *d, const struct coved_tenant *t, co
 		json_t *entries = json_array();
 		coved_blog_read(&b->log, offset, limit, e2b_line, entries);
 		/* Not started yet is "waiting" to E2B. */
-		const char *st = b->status == COVED_BUILD_PENDING ? "waiting"
-		                                                  : coved_bstatus_name(b->status);
+		const char *st =
+		    b->status == COVED_BUILD_PENDING ? "waiting" : coved_bstatus_name(b->status);
 		o = json_pack("{s:s, s:s, s:s, s:o, s:[]}", "templateID", b->name, "buildID", b->id,
 		              "status", st, "logEntries", entries, "logs");
 		if (o && b->status == COVED_BUILD_ERROR)
-			json_object_set_new(o, "reason", json_pack("{s:s, s:[]}", "message", b->reason,
-			                                           "logEntries"));
+			json_object_set_new(
+			    o, "reason",
+			    json_pack("{s:s, s:[]}", "message", b->reason, "logEntries"));
 	}
 	pthread_mutex_unlock(&bs->mu);
 	return o;

@@ -1,6 +1,6 @@
 /* The views of template builds (build_json.c): coved's own JSON and
  * E2B's TemplateBuildInfo.  Each ends the builds over their time limit
- * first (build_run.h), so a reader never sees one run on past it. */
+ * first (builds.h), so a reader never sees one run on past it. */
 #ifndef COVED_SANDBOXES_BUILD_JSON_H
 #define COVED_SANDBOXES_BUILD_JSON_H
 

@@ -40,8 +40,9 @@ int coved_build_req_add(struct coved_build_req *r, enum coved_bstep_kind kind, c
                         char *err, size_t errlen)
 {
 	if (r->nsteps >= COVED_BUILD_STEPS_MAX)
-		return errf(err, errlen, -EINVAL, "'steps': more than %d (with the steps a RUN's "
-		                                  "user adds)",
+		return errf(err, errlen, -EINVAL,
+		            "'steps': more than %d (with the steps a RUN's "
+		            "user adds)",
 		            COVED_BUILD_STEPS_MAX);
 	struct coved_bstep *v = realloc(r->steps, (r->nsteps + 1) * sizeof(*v));
 	if (!v)

@@ -23,9 +23,11 @@ void coved_blog_free(struct coved_blog *l)
 /* The length of the UTF-8 sequence at s (n bytes left), 0 when invalid. */
 static size_t utf8_len(const unsigned char *s, size_t n)
 {
-	size_t k = s[0] < 0x80 ? 1 : (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3
-	                                                 : (s[0] & 0xf8) == 0xf0 ? 4
-	                                                                         : 0;
+	size_t k = s[0] < 0x80             ? 1
+	           : (s[0] & 0xe0) == 0xc0 ? 2
+	           : (s[0] & 0xf0) == 0xe0 ? 3
+	           : (s[0] & 0xf8) == 0xf0 ? 4
+	                                   : 0;
 	if (k == 0 || k > n || (k == 2 && s[0] < 0xc2) || (k == 4 && s[0] > 0xf4))
 		return 0;
 	for (size_t i = 1; i < k; i++)
@@ -97,9 +99,8 @@ void coved_blog_add(struct coved_blog *l, int64_t ms, enum coved_blog_level leve
 	char *t = clean(text, len);
 	if (!t)
 		return;
-	l->v[l->n++] = (struct coved_blog_line){
-		.seq = l->next_seq++, .ms = ms, .level = level, .text = t
-	};
+	l->v[l->n++] =
+	    (struct coved_blog_line){ .seq = l->next_seq++, .ms = ms, .level = level, .text = t };
 	l->bytes += len;
 	if (l->bytes <= l->max_bytes / 4 && !l->dropped)
 		l->head = l->n;
@@ -142,8 +143,7 @@ void coved_blog_flush(struct coved_blog *l, int64_t ms)
 }
 
 uint64_t coved_blog_read(const struct coved_blog *l, uint64_t from, size_t max,
-                         void (*fn)(void *opaque, const struct coved_blog_line *line),
-                         void *opaque)
+                         void (*fn)(void *opaque, const struct coved_blog_line *line), void *opaque)
 {
 	size_t given = 0;
 	for (size_t i = 0; i < l->n && given < max; i++) {
@@ -153,11 +153,13 @@ uint64_t coved_blog_read(const struct coved_blog *l, uint64_t from, size_t max,
 			uint64_t first = i ? l->v[i - 1].seq + 1 : 0;
 			if (first >= from) {
 				char t[96];
-				snprintf(t, sizeof(t), "... %llu lines dropped (the log is bounded) ...",
+				snprintf(t, sizeof(t),
+				         "... %llu lines dropped (the log is bounded) ...",
 				         (unsigned long long)(x->seq - first));
-				struct coved_blog_line m = {
-					.seq = first, .ms = x->ms, .level = COVED_BLOG_WARN, .text = t
-				};
+				struct coved_blog_line m = { .seq = first,
+					                     .ms = x->ms,
+					                     .level = COVED_BLOG_WARN,
+					                     .text = t };
 				fn(opaque, &m);
 				if (++given == max)
 					return x->seq;

@@ -21,8 +21,8 @@
 struct coved;
 struct coved_tenant;
 
-#define COVED_BUILD_ID_LEN    36 /* a UUID (E2B's buildID) */
-#define COVED_BUILD_LOG_MAX   (4u << 20)
+#define COVED_BUILD_ID_LEN  36 /* a UUID (E2B's buildID) */
+#define COVED_BUILD_LOG_MAX (4u << 20)
 
 /* coved_builds_init() - reads the build records; those that were running
  * become errors.  Call once before serving.  Return: 0 or -errno. */
@@ -58,5 +58,16 @@ bool coved_build_ready(struct coved *d, const struct coved_tenant *t, const char
  * any) exists and has not started: E2B's uploads go to it. */
 bool coved_build_pending(struct coved *d, const struct coved_tenant *t, const char *name,
                          const char *id);
+
+/* coved_builds_expire() - ends the builds past their time limit (the
+ * reaper calls it every tick).  cove_template_ensure takes no deadline of
+ * its own (each of its steps has lib/template's), so such a build is ended
+ * here at once (status error) and what its thread still builds is removed
+ * when it returns; its slot is held until then. */
+void coved_builds_expire(struct coved *d);
+
+/* coved_builds_quiet() - waits up to wait_ms for build threads to end:
+ * whether none runs (coved's state may be freed then). */
+bool coved_builds_quiet(struct coved *d, unsigned int wait_ms);
 
 #endif

@@ -1,6 +1,5 @@
-/* The build table's insides, shared by builds.c (the table and records),
- * build_run.c (the thread that builds), build_json.c (the views) and
- * build_files.c (the uploaded archives). */
+/* The build table's insides, shared by builds.c (the table, records and
+ * threads) and build_json.c (the views). */
 #ifndef COVED_SANDBOXES_BUILDS_PRIV_H
 #define COVED_SANDBOXES_BUILDS_PRIV_H
 
@@ -11,9 +10,6 @@
 #include "daemon/conf/keys.h"
 #include "daemon/sandboxes/buildlog.h"
 #include "daemon/sandboxes/builds.h"
-
-#define COVED_UPLOADS_MAX 256 /* upload links handed out and not used yet */
-#define COVED_UPLOAD_TTL_MS (60 * 60 * 1000)
 
 enum coved_bstatus {
 	COVED_BUILD_PENDING, /* E2B's: requested, its steps not sent yet */
@@ -38,20 +34,11 @@ struct coved_build {
 	bool thread;                     /* its build thread has not ended */
 };
 
-/* An upload link (E2B's): its token names the tenant's archive hash. */
-struct coved_upload {
-	char token[65];
-	char tenant[COVED_TENANT_LEN + 1];
-	char hash[COVED_FILES_HASH_LEN + 1];
-	int64_t expires_ms;
-};
-
 struct coved_builds {
 	pthread_mutex_t mu; /* everything here and in every build */
 	pthread_cond_t slot;
 	struct coved_build *list;
 	unsigned int running, threads;
-	struct coved_upload uploads[COVED_UPLOADS_MAX];
 };
 
 /* Under mu: the tenant's build of name, or NULL. */

@@ -105,8 +105,9 @@ START_TEST(native_refusals)
 	refused("{\"name\": \"a\", \"from\": \"x\", \"start_cmd\": \"s\", \"ready_port\": 1,"
 	        "\"ready_cmd\": \"c\"}",
 	        "at most one of");
-	refused("{\"name\": \"a\", \"from\": \"x\", \"steps\": [{\"run\": \"a\", \"user\": \"b\"}]}",
-	        "steps[0]");
+	refused(
+	    "{\"name\": \"a\", \"from\": \"x\", \"steps\": [{\"run\": \"a\", \"user\": \"b\"}]}",
+	    "steps[0]");
 	refused("{\"name\": \"a\", \"from\": \"x\", \"steps\": [{\"shell\": \"a\"}]}",
 	        "unknown step 'shell'");
 	refused("{\"name\": \"a\", \"from\": \"x\", \"steps\": [{\"workdir\": \"rel\"}]}",
