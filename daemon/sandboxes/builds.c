@@ -506,9 +506,8 @@ int coved_build_delete(struct coved *d, const struct coved_tenant *t, const char
 	} else {
 		char err[512], p[4200];
 		cove_template_set_store(d->cfg.templates_dir);
-		int r = b->status == COVED_BUILD_READY
-		            ? cove_template_remove(b->store, err, sizeof(err))
-		            : 0;
+		/* A failed rebuild leaves the last good one in the store: it goes too. */
+		int r = cove_template_remove(b->store, err, sizeof(err));
 		if (r < 0 && r != -ENOENT) {
 			st = errf(msg, len, 500, "template '%s': %s", name, err);
 		} else {
