@@ -145,6 +145,12 @@ static enum MHD_Result e2b_request(struct tctx *x)
 		coved_build_req_free(&req);
 		return coved_json_error(x->c, 400, msg);
 	}
+	if (req.cpus > x->d->cfg.max_cpus || req.memory_mib > x->d->cfg.max_memory_mib) {
+		coved_build_req_free(&req);
+		snprintf(msg, sizeof(msg), "cpuCount is at most %u and memoryMB at most %llu here",
+		         x->d->cfg.max_cpus, (unsigned long long)x->d->cfg.max_memory_mib);
+		return coved_json_error(x->c, 400, msg);
+	}
 	snprintf(name, sizeof(name), "%s", req.name);
 	int st = coved_build_request(x->d, x->t, &req, id, msg, sizeof(msg));
 	coved_build_req_free(&req);

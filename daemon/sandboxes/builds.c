@@ -385,6 +385,14 @@ static struct coved_build *new_build(struct coved *d, const struct coved_tenant 
 		*st = errf(msg, len, 409, "template '%s' is being built (build %s)", name, old->id);
 		return NULL;
 	}
+	size_t n = 0;
+	for (struct coved_build *x = bs->list; x; x = x->next)
+		n += strcmp(x->tenant, t->name) == 0;
+	if (!old && n >= COVED_BUILDS_PER_TENANT) {
+		*st = errf(msg, len, 429, "the tenant has %d templates: delete some first",
+		           COVED_BUILDS_PER_TENANT);
+		return NULL;
+	}
 	char hex[COVED_TOKEN_LEN + 1];
 	struct coved_build *b = calloc(1, sizeof(*b));
 	if (!b || coved_new_token(hex) < 0) {
