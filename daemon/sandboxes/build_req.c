@@ -41,8 +41,8 @@ int coved_build_req_add(struct coved_build_req *r, enum coved_bstep_kind kind, c
 {
 	if (r->nsteps >= COVED_BUILD_STEPS_MAX)
 		return errf(err, errlen, -EINVAL,
-		            "'steps': more than %d (with the steps a RUN's "
-		            "user adds)",
+		            "'steps': more than %d once each ENV variable and "
+		            "a RUN's own user are steps of their own",
 		            COVED_BUILD_STEPS_MAX);
 	struct coved_bstep *v = realloc(r->steps, (r->nsteps + 1) * sizeof(*v));
 	if (!v)

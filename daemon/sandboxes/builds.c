@@ -311,6 +311,11 @@ static void *run(void *arg)
 	int r = -ETIMEDOUT;
 	pthread_mutex_lock(&bs->mu);
 	bool slot = take_slot(d, b);
+	if (slot && b->status == COVED_BUILD_ERROR) { /* its time ran out meanwhile */
+		bs->running--;
+		pthread_cond_broadcast(&bs->slot);
+		slot = false;
+	}
 	if (!slot)
 		snprintf(err, sizeof(err), "waited for a build slot past template_build_timeout_s");
 	if (slot) {
