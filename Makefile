@@ -183,6 +183,9 @@ CLUSTER_SRCS := $(sort $(wildcard daemon/cluster/*.c))
 CLUSTER_PURE_SRCS := $(wildcard daemon/cluster/etcd_json.c daemon/cluster/records.c \
                        daemon/cluster/place.c daemon/cluster/fwd_http.c)
 $(B)/asan/libcluster.a: $(call asan_obj,$(CLUSTER_SRCS))
+# Template builds' COPY archives (daemon/sandboxes/build_files.c): hostile
+# tars unpacked; its unit test brings stand-ins for the sandbox table's ids.
+$(B)/asan/libbuildfiles.a: $(call asan_obj,daemon/sandboxes/build_files.c)
 
 # What the unit tests share: every tests/unit/*.c that is not a test.
 UNIT_HELPER_SRCS := $(filter-out $(UNIT_SRCS),$(sort $(wildcard tests/unit/*.c)))
@@ -190,7 +193,8 @@ $(B)/asan/libunit.a: $(call asan_obj,$(UNIT_HELPER_SRCS))
 
 UNIT_ARCHIVES := $(B)/asan/libunit.a $(B)/asan/libvmm.a $(B)/asan/libagent.a $(B)/asan/libcove.a \
                  $(B)/asan/libegress.a $(B)/asan/libdaemon.a $(B)/asan/libenvd.a \
-                 $(B)/asan/libcli.a $(B)/asan/libcluster.a $(B)/asan/libcommon.a
+                 $(B)/asan/libcli.a $(B)/asan/libcluster.a $(B)/asan/libbuildfiles.a \
+                 $(B)/asan/libcommon.a
 $(B)/unit/%: tests/unit/%.c $(UNIT_ARCHIVES)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  TEST    $@")
