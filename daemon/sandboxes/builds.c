@@ -511,27 +511,37 @@ int coved_build_delete(struct coved *d, const struct coved_tenant *t, const char
 	struct coved_builds *bs = d->builds;
 	pthread_mutex_lock(&bs->mu);
 	struct coved_build *b = coved_build_find(bs, t->name, name);
+	if (!b || b->thread) {
+		int st = b ? errf(msg, len, 409, "template '%s' is being built or deleted", name)
+		           : errf(msg, len, 404, "template '%s' not found", name);
+		pthread_mutex_unlock(&bs->mu);
+		return st;
+	}
+	/* Busy while the store removes it (up to a minute for restores that
+	 * hold it), unlocked meanwhile; no create takes it from now on. */
+	enum coved_bstatus was = b->status;
+	char store[COVED_BUILD_STORE_LEN + 1], err[512], p[4200];
+	b->thread = true;
+	b->status = COVED_BUILD_ERROR;
+	memcpy(store, b->store, sizeof(store));
+	pthread_mutex_unlock(&bs->mu);
+	cove_template_set_store(d->cfg.templates_dir);
+	/* A failed rebuild leaves the last good one in the store: it goes too. */
+	int r = cove_template_remove(store, err, sizeof(err));
+	pthread_mutex_lock(&bs->mu);
+	b->thread = false;
 	int st = 0;
-	if (!b) {
-		st = errf(msg, len, 404, "template '%s' not found", name);
-	} else if (b->thread) {
-		st = errf(msg, len, 409, "template '%s' is being built (build %s)", name, b->id);
+	if (r < 0 && r != -ENOENT) {
+		b->status = was;
+		st = errf(msg, len, 500, "template '%s': %s", name, err);
 	} else {
-		char err[512], p[4200];
-		cove_template_set_store(d->cfg.templates_dir);
-		/* A failed rebuild leaves the last good one in the store: it goes too. */
-		int r = cove_template_remove(b->store, err, sizeof(err));
-		if (r < 0 && r != -ENOENT) {
-			st = errf(msg, len, 500, "template '%s': %s", name, err);
-		} else {
-			record_path(d, b->store, p, sizeof(p));
-			unlink(p);
-			struct coved_build **pp = &bs->list;
-			while (*pp != b)
-				pp = &(*pp)->next;
-			*pp = b->next;
-			coved_build_free(b);
-		}
+		record_path(d, store, p, sizeof(p));
+		unlink(p);
+		struct coved_build **pp = &bs->list;
+		while (*pp != b)
+			pp = &(*pp)->next;
+		*pp = b->next;
+		coved_build_free(b);
 	}
 	pthread_mutex_unlock(&bs->mu);
 	return st;
