@@ -141,13 +141,13 @@ static int native_copy(json_t *c, size_t i, struct coved_build_req *out, char *e
 	snprintf(w, sizeof(w), "steps[%zu].copy", i);
 	if (!json_is_object(c))
 		return errf(err, errlen, -EINVAL,
-		            "'%s' must be an object {files, src, dest, chown}", w);
+		            "'%s' must be an object {files, src, dest, chown, mode}", w);
 	const char *k;
 	json_t *v;
 	json_object_foreach(c, k, v)
 	{
 		if (strcmp(k, "files") && strcmp(k, "src") && strcmp(k, "dest") &&
-		    strcmp(k, "chown"))
+		    strcmp(k, "chown") && strcmp(k, "mode"))
 			return errf(err, errlen, -EINVAL, "unknown field '%.64s' in %s", k, w);
 	}
 	json_t *fv = field(c, "files"), *sv = field(c, "src"), *dv = field(c, "dest");
@@ -167,8 +167,16 @@ static int native_copy(json_t *c, size_t i, struct coved_build_req *out, char *e
 	const char *chown = cv ? str_of(cv, 256, "chown", err, errlen) : NULL;
 	if (cv && !chown)
 		return errf(err, errlen, -EINVAL, "'%s.chown' must be a user[:group] string", w);
-	return coved_build_req_add(out, COVED_BSTEP_COPY, NULL, files, src, dest, chown, err,
-	                           errlen);
+	json_t *mv = field(c, "mode");
+	const char *mode = mv ? json_string_value(mv) : "";
+	if (!mode || (mv && !coved_build_mode_ok(mode)))
+		return errf(err, errlen, -EINVAL,
+		            "'%s.mode' must be 3 or 4 octal digits (\"0755\")", w);
+	int r =
+	    coved_build_req_add(out, COVED_BSTEP_COPY, NULL, files, src, dest, chown, err, errlen);
+	if (r == 0)
+		snprintf(out->steps[out->nsteps - 1].mode, sizeof(out->steps[0].mode), "%s", mode);
+	return r;
 }
 
 static int native_step(json_t *s, size_t i, struct coved_build_req *out, char *err, size_t errlen)
@@ -367,9 +375,9 @@ static int e2b_copy(json_t *step, json_t *args, size_t i, struct e2b_ctx *x,
 	if (!src || !*src || !dest || !*dest || !user || !mode || n < 2 || n > 4)
 		return errf(err, errlen, -EINVAL,
 		            "steps[%zu]: COPY takes args [src, dest, user?, mode?]", i);
-	if (*mode)
+	if (*mode && !coved_build_mode_ok(mode))
 		return errf(err, errlen, -EINVAL,
-		            "steps[%zu]: COPY with a mode (%s) is not supported by coved", i, mode);
+		            "steps[%zu]: COPY's mode must be 3 or 4 octal digits", i);
 	if (!src_ok(src))
 		return errf(err, errlen, -EINVAL,
 		            "steps[%zu]: COPY's src must be a relative path without '..'", i);
@@ -391,8 +399,11 @@ static int e2b_copy(json_t *step, json_t *args, size_t i, struct e2b_ctx *x,
 		dest = abs;
 	}
 	const char *owner = *user ? user : x->user;
-	return coved_build_req_add(out, COVED_BSTEP_COPY, NULL, hash, src, dest, owner, err,
-	                           errlen);
+	int r =
+	    coved_build_req_add(out, COVED_BSTEP_COPY, NULL, hash, src, dest, owner, err, errlen);
+	if (r == 0)
+		snprintf(out->steps[out->nsteps - 1].mode, sizeof(out->steps[0].mode), "%s", mode);
+	return r;
 }
 
 static int e2b_step(json_t *s, size_t i, struct e2b_ctx *x, struct coved_build_req *out, char *err,

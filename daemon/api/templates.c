@@ -39,6 +39,16 @@ static enum MHD_Result start(struct tctx *x, const char *id, struct coved_build_
 			         s->files);
 			return coved_json_error(x->c, 400, msg);
 		}
+		char ctx[4400], words[4096], err[400];
+		if (s->kind == COVED_BSTEP_COPY && s->mode[0]) {
+			coved_files_dir(x->d, x->t->name, s->files, ctx, sizeof(ctx));
+			if (coved_files_mode_targets(ctx, s->src, s->dest, words,
+			                             sizeof(words) - 64, err, sizeof(err)) < 0) {
+				coved_build_req_free(req);
+				snprintf(msg, sizeof(msg), "steps[%zu]: %s", i, err);
+				return coved_json_error(x->c, 400, msg);
+			}
+		}
 	}
 	if (req->cpus > x->d->cfg.max_cpus || req->memory_mib > x->d->cfg.max_memory_mib) {
 		coved_build_req_free(req);

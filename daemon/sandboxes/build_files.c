@@ -4,8 +4,10 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +61,84 @@ bool coved_files_present(const struct coved *d, const char *tenant, const char *
 	struct stat st;
 	coved_files_dir(d, tenant, hash, p, sizeof(p));
 	return lstat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Appends a then b as one single-quoted shell word (after a space when
+ * out holds some already; *n: its length).  False when it does not fit. */
+static bool add_word(char *out, size_t len, size_t *n, const char *a, const char *b)
+{
+	char w[8200];
+	snprintf(w, sizeof(w), "%s%s", a, b);
+	size_t need = (*n ? 1 : 0) + 2;
+	for (const char *p = w; *p; p++)
+		need += *p == '\'' ? 4 : 1;
+	if (*n + need >= len)
+		return false;
+	char *o = out + *n;
+	if (*n)
+		*o++ = ' ';
+	*o++ = '\'';
+	for (const char *p = w; *p; p++) {
+		if (*p == '\'') {
+			memcpy(o, "'\\''", 4);
+			o += 4;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o++ = '\'';
+	*o = 0;
+	*n = (size_t)(o - out);
+	return true;
+}
+
+int coved_files_mode_targets(const char *ctx, const char *src, const char *dest, char *out,
+                             size_t len, char *err, size_t errlen)
+{
+	if (strpbrk(src, "*?["))
+		return errf(err, errlen, -EINVAL, "a COPY with a mode takes no glob ('%.200s')",
+		            src);
+	/* The folder src is in must resolve inside ctx; its last component is
+	 * looked at itself (a symlink stays one, as E2B moves it). */
+	char path[8400], name[256];
+	size_t sl = strlen(src);
+	while (sl > 1 && src[sl - 1] == '/')
+		sl--;
+	snprintf(path, sizeof(path), "%s/%.*s", ctx, (int)sl, src);
+	char *slash = strrchr(path, '/');
+	snprintf(name, sizeof(name), "%s", slash + 1);
+	*slash = 0;
+	char *base = realpath(ctx, NULL), *real = base ? realpath(path, NULL) : NULL;
+	*slash = '/';
+	size_t bl = base ? strlen(base) : 0;
+	bool inside = real && !strncmp(real, base, bl) && (real[bl] == 0 || real[bl] == '/');
+	struct stat st;
+	int r = 0;
+	size_t n = 0;
+	out[0] = 0;
+	if (!inside || lstat(path, &st) < 0) {
+		r = errf(err, errlen, -EINVAL, "COPY's src '%.200s' is not in the upload", src);
+	} else if (!S_ISDIR(st.st_mode)) {
+		size_t dl = strlen(dest);
+		if (!add_word(out, len, &n, dest, dl && dest[dl - 1] == '/' ? name : ""))
+			r = errf(err, errlen, -EINVAL, "COPY's paths are too long for a mode");
+	} else {
+		DIR *dir = opendir(path);
+		struct dirent *e;
+		char under[4200];
+		snprintf(under, sizeof(under), "%s%s", dest,
+		         dest[0] && dest[strlen(dest) - 1] == '/' ? "" : "/");
+		while (dir && r == 0 && (e = readdir(dir)))
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+			    !add_word(out, len, &n, under, e->d_name))
+				r = errf(err, errlen, -EINVAL,
+				         "COPY's paths are too long for a mode");
+		if (dir)
+			closedir(dir);
+	}
+	free(base);
+	free(real);
+	return r;
 }
 
 int coved_files_spool(const struct coved *d, const char *tenant, char *path, size_t len)

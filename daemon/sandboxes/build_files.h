@@ -37,6 +37,16 @@ int coved_files_unpack(const struct coved *d, const char *tenant, const char *ha
                        const char *path, uint64_t max, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
+/* coved_files_mode_targets() - what a COPY of src (in the unpacked folder
+ * ctx; no glob) to dest puts at its top, as E2B's builder sets a COPY's
+ * mode on: a file's guest path (dest, or dest and the file's name when
+ * dest ends in '/'), or each entry of a folder under dest.  Into out as
+ * shell words, each single-quoted.  Return: 0, or -EINVAL with a message
+ * (a glob, a source outside ctx or missing, over len bytes). */
+int coved_files_mode_targets(const char *ctx, const char *src, const char *dest, char *out,
+                             size_t len, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
 /* coved_files_spool() - a new file for an upload of tenant's (its fd, the
  * path into path), in the tenant's folder.  Return: fd or -errno. */
 int coved_files_spool(const struct coved *d, const char *tenant, char *path, size_t len);

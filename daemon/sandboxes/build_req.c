@@ -62,6 +62,12 @@ int coved_build_req_add(struct coved_build_req *r, enum coved_bstep_kind kind, c
 	return oom ? errf(err, errlen, -ENOMEM, "out of memory") : 0;
 }
 
+bool coved_build_mode_ok(const char *s)
+{
+	size_t n = strlen(s);
+	return (n == 3 || n == 4) && strspn(s, "01234567") == n;
+}
+
 bool coved_build_name_ok(const char *s)
 {
 	size_t n = s ? strlen(s) : 0;

@@ -30,6 +30,7 @@ struct coved_bstep {
 	char *src;                            /* COPY: a path in the archive ("." all of it) */
 	char *dest;                           /* COPY: absolute; ends in '/' for "into" */
 	char *chown;                          /* COPY: "user[:group]" or NULL (root) */
+	char mode[5];                         /* COPY: octal mode of what it copies, or "" */
 };
 
 /* Every string malloc'ed; coved_build_req_free() frees them. */
@@ -55,6 +56,9 @@ void coved_build_req_free(struct coved_build_req *r);
 int coved_build_req_add(struct coved_build_req *r, enum coved_bstep_kind kind, const char *arg,
                         const char *files, const char *src, const char *dest, const char *chown,
                         char *err, size_t errlen) __attribute__((warn_unused_result));
+
+/* Whether s is a COPY's mode: 3 or 4 octal digits. */
+bool coved_build_mode_ok(const char *s);
 
 /* Whether s is a template name the API takes: 1 to 64 of [A-Za-z0-9_-],
  * not starting with "snap-". */

@@ -197,6 +197,28 @@ static int parent_of(struct coved *d, const char *tenant, const char *name, char
 	return errf(err, errlen, -ENOENT, "fromTemplate '%s': no such template is built", name);
 }
 
+/* After a COPY with a mode: a RUN that sets it on what the COPY put at
+ * its top (recursively, as E2B's builder does), as root: with USER steps
+ * around it when the steps so far made another user the default (user). */
+static int add_mode(struct cove_template_spec *s, const char *ctx, const struct coved_bstep *st,
+                    const char *user, char *err, size_t errlen)
+{
+	char words[COVE_TEMPLATE_RUN_MAX - 64], cmd[COVE_TEMPLATE_RUN_MAX];
+	int k = coved_files_mode_targets(ctx, st->src, st->dest, words, sizeof(words), err, errlen);
+	if (k < 0)
+		return k;
+	if (!words[0])
+		return 0; /* an empty folder: nothing to set */
+	snprintf(cmd, sizeof(cmd), "chmod -R %s -- %s", st->mode, words);
+	bool other = user && strcmp(user, "root") && strncmp(user, "root:", 5) &&
+	             strcmp(user, "0") && strncmp(user, "0:", 2);
+	if ((other && (k = cove_template_add_step(s, COVE_STEP_USER, "root", err, errlen)) < 0) ||
+	    (k = cove_template_add_step(s, COVE_STEP_RUN, cmd, err, errlen)) < 0 ||
+	    (other && (k = cove_template_add_step(s, COVE_STEP_USER, user, err, errlen)) < 0))
+		return k;
+	return 0;
+}
+
 /* The steps of r into s: RUN, ENV, WORKDIR and USER as they are, a COPY
  * from its archive's unpacked folder. */
 static int add_steps(struct coved *d, const char *tenant, const struct coved_build_req *r,
@@ -208,9 +230,12 @@ static int add_steps(struct coved *d, const char *tenant, const struct coved_bui
 		[COVED_BSTEP_WORKDIR] = COVE_STEP_WORKDIR,
 		[COVED_BSTEP_USER] = COVE_STEP_USER,
 	};
+	const char *user = NULL; /* the default user the steps so far set */
 	for (size_t i = 0; i < r->nsteps; i++) {
 		const struct coved_bstep *st = &r->steps[i];
 		int k;
+		if (st->kind == COVED_BSTEP_USER)
+			user = st->arg;
 		if (st->kind != COVED_BSTEP_COPY) {
 			k = cove_template_add_step(s, kinds[st->kind], st->arg, err, errlen);
 		} else {
@@ -222,6 +247,8 @@ static int add_steps(struct coved *d, const char *tenant, const struct coved_bui
 			                                 errlen)
 			        : errf(err, errlen, -ENOENT, "the files %.12s... were not uploaded",
 			               st->files);
+			if (k == 0 && st->mode[0])
+				k = add_mode(s, ctx, st, user, err, errlen);
 		}
 		if (k < 0)
 			return k;

@@ -257,6 +257,64 @@ START_TEST(links)
 }
 END_TEST
 
+/* What a COPY with a mode sets it on: E2B's builder's targets. */
+START_TEST(mode_targets)
+{
+	const struct ent es[] = {
+		{ "files", 'd', NULL },      { "files/a.txt", 'f', "a" },
+		{ "files/it's", 'f', "q" },  { "files/sub", 'd', NULL },
+		{ "files/sub/b", 'f', "b" }, { "top.sh", 'f', "#!/bin/sh" },
+		{ "out", 'l', "/etc" },      { "empty", 'd', NULL },
+		{ "ln", 'l', "top.sh" },
+	};
+	ck_assert_int_eq(unpack(es, sizeof(es) / sizeof(es[0]), 1 << 20), 0);
+	char ctx[4400], out[512];
+	coved_files_dir(&d, "alice", HASH, ctx, sizeof(ctx));
+	ck_assert_int_eq(
+	    coved_files_mode_targets(ctx, "top.sh", "/bin/", out, sizeof(out), err, sizeof(err)),
+	    0);
+	ck_assert_str_eq(out, "'/bin/top.sh'");
+	ck_assert_int_eq(
+	    coved_files_mode_targets(ctx, "top.sh", "/run.sh", out, sizeof(out), err, sizeof(err)),
+	    0);
+	ck_assert_str_eq(out, "'/run.sh'");
+	int k = coved_files_mode_targets(ctx, "ln", "/b/", out, sizeof(out), err, sizeof(err));
+	ck_assert_msg(k == 0, "%s", err);
+	ck_assert_str_eq(out, "'/b/ln'"); /* the link's own name */
+	ck_assert_int_eq(
+	    coved_files_mode_targets(ctx, "files/sub/", "/s", out, sizeof(out), err, sizeof(err)),
+	    0);
+	ck_assert_str_eq(out, "'/s/b'");
+	ck_assert_int_eq(
+	    coved_files_mode_targets(ctx, "files", "/app", out, sizeof(out), err, sizeof(err)), 0);
+	/* Each entry under dest, in the folder's order; a quote survives. */
+	ck_assert_ptr_nonnull(strstr(out, "'/app/a.txt'"));
+	ck_assert_ptr_nonnull(strstr(out, "'/app/sub'"));
+	ck_assert_ptr_nonnull(strstr(out, "'/app/it'\\''s'"));
+	ck_assert_ptr_null(strstr(out, "/app/sub/b"));
+	ck_assert_int_eq(
+	    coved_files_mode_targets(ctx, "empty", "/e/", out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_str_eq(out, "");
+	ck_assert_int_eq(
+	    coved_files_mode_targets(ctx, "files/*.txt", "/x/", out, sizeof(out), err, sizeof(err)),
+	    -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "glob"));
+	/* A link out is a link, named as itself; a path through it is not in. */
+	ck_assert_int_eq(
+	    coved_files_mode_targets(ctx, "out", "/x/", out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_str_eq(out, "'/x/out'");
+	ck_assert_int_eq(
+	    coved_files_mode_targets(ctx, "out/ssh", "/x/", out, sizeof(out), err, sizeof(err)),
+	    -EINVAL);
+	ck_assert_int_eq(
+	    coved_files_mode_targets(ctx, "nope", "/x/", out, sizeof(out), err, sizeof(err)),
+	    -EINVAL);
+	ck_assert_int_eq(coved_files_mode_targets(ctx, "files", "/app", out, 20, err, sizeof(err)),
+	                 -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "too long"));
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("coved_files");
@@ -265,6 +323,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, unpacks);
 	tcase_add_test(tc, hostile);
 	tcase_add_test(tc, links);
+	tcase_add_test(tc, mode_targets);
 	suite_add_tcase(s, tc);
 	return s;
 }

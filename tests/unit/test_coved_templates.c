@@ -46,7 +46,7 @@ START_TEST(native_fields)
 	                        "{\"run\": \"echo hi\"}, {\"env\": {\"A\": \"1\", \"B\": \"\"}},"
 	                        "{\"workdir\": \"/app\"}, {\"user\": \"app:app\"},"
 	                        "{\"copy\": {\"files\": \"" HASH "\", \"src\": \"src\","
-	                        " \"dest\": \"/app/\", \"chown\": \"app\"}}],"
+	                        " \"dest\": \"/app/\", \"chown\": \"app\", \"mode\": \"755\"}}],"
 	                        "\"start_cmd\": \"srv\", \"ready_port\": 8080, \"cpus\": 2,"
 	                        "\"memory_mib\": 512, \"disk_mib\": 2048, \"force\": true}",
 	                        &r),
@@ -67,6 +67,7 @@ START_TEST(native_fields)
 	ck_assert_str_eq(r.steps[5].src, "src");
 	ck_assert_str_eq(r.steps[5].dest, "/app/");
 	ck_assert_str_eq(r.steps[5].chown, "app");
+	ck_assert_str_eq(r.steps[5].mode, "755");
 	ck_assert_str_eq(r.start_cmd, "srv");
 	ck_assert_uint_eq(r.ready_port, 8080);
 	ck_assert_uint_eq(r.cpus, 2);
@@ -123,6 +124,9 @@ START_TEST(native_refusals)
 	refused("{\"name\": \"a\", \"from\": \"x\", \"steps\": [{\"copy\": {\"files\": \"" HASH
 	        "\", \"dest\": \"x\"}}]}",
 	        "steps[0].copy.dest");
+	refused("{\"name\": \"a\", \"from\": \"x\", \"steps\": [{\"copy\": {\"files\": \"" HASH
+	        "\", \"dest\": \"/x\", \"mode\": \"rwx\"}}]}",
+	        "steps[0].copy.mode");
 	refused("{\"name\": \"a\", \"from\": \"x\", \"steps\": [{\"run\": \"a\\u0000b\"}]}",
 	        "without NUL");
 	/* Too many steps, counted before any is read. */
@@ -148,7 +152,7 @@ START_TEST(e2b_mapping)
 	        "{\"type\": \"RUN\", \"args\": [\"make\", \"root\"], \"force\": false},"
 	        "{\"type\": \"COPY\", \"args\": [\"folder\", \"./data/\", \"\", \"\"],"
 	        " \"force\": false, \"filesHash\": \"" HASH "\", \"resolveSymlinks\": false},"
-	        "{\"type\": \"COPY\", \"args\": [\"a.txt\", \"/etc/a.txt\", \"root\", \"\"],"
+	        "{\"type\": \"COPY\", \"args\": [\"a.txt\", \"/etc/a.txt\", \"root\", \"0640\"],"
 	        " \"filesHash\": \"" HASH "\"},"
 	        "{\"type\": \"ENV\", \"args\": [\"K1\", \"v1\", \"K2\", \"v 2\"]}]}",
 	        &r),
@@ -186,6 +190,8 @@ START_TEST(e2b_mapping)
 	ck_assert_str_eq(r.steps[8].files, HASH);
 	ck_assert_str_eq(r.steps[9].dest, "/etc/a.txt");
 	ck_assert_str_eq(r.steps[9].chown, "root");
+	ck_assert_str_eq(r.steps[9].mode, "0640");
+	ck_assert_str_eq(r.steps[8].mode, "");
 	coved_build_req_free(&r);
 
 	ck_assert_int_eq(e2b("{\"fromTemplate\": \"base-app\", \"steps\": []}", &r), 0);
@@ -208,8 +214,8 @@ START_TEST(e2b_refusals)
 	e2b_refused("{\"fromImage\": \"x\", \"fromImageRegistry\": {\"type\": \"registry\"}}",
 	            "fromImageRegistry");
 	e2b_refused("{\"fromImage\": \"x\", \"steps\": [{\"type\": \"COPY\", \"args\": [\"a\","
-	            " \"/b\", \"\", \"0755\"], \"filesHash\": \"" HASH "\"}]}",
-	            "steps[0]: COPY with a mode (0755) is not supported");
+	            " \"/b\", \"\", \"0855\"], \"filesHash\": \"" HASH "\"}]}",
+	            "steps[0]: COPY's mode must be 3 or 4 octal digits");
 	e2b_refused("{\"fromImage\": \"x\", \"steps\": [{\"type\": \"COPY\", \"args\": [\"a\","
 	            " \"b\"], \"filesHash\": \"" HASH "\"}]}",
 	            "needs a WORKDIR");
