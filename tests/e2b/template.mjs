@@ -37,7 +37,7 @@ const opts = { requestTimeoutMs: 600_000 };
 const base = Template({ fileContextPath: ctx });
 const t = (fromTemplate ? base.fromTemplate(source) : base.fromImage(source))
 	.runCmd('mkdir -p /app && echo built > /app/built.txt')
-	.copy('files', '/app/data/')
+	.copy('files', '/app/data/', { mode: 0o750 })
 	.setEnvs({ GREETING: 'hello from env' })
 	.setWorkdir('/app')
 	.setStartCmd('echo started > /tmp/started && exec sleep 100000', waitForFile('/tmp/started'));
@@ -64,9 +64,10 @@ console.log('ok Template.exists');
 const sbx = await Sandbox.create(name, { ...opts, timeoutMs: 300_000 });
 try {
 	const r = await sbx.commands.run(
-		'cat /app/built.txt /app/data/hello.txt /app/data/sub/deep.txt; echo "$GREETING"; pwd; cat /tmp/started');
-	assert.equal(r.stdout, 'built\nhello from copy\ndeep\nhello from env\n/app\nstarted\n');
-	console.log('ok sandbox from the template: RUN, COPY, ENV, WORKDIR and the start command left their marks');
+		'cat /app/built.txt /app/data/hello.txt /app/data/sub/deep.txt; echo "$GREETING"; pwd; cat /tmp/started; ' +
+		'stat -c %a /app/data/hello.txt /app/data/sub/deep.txt');
+	assert.equal(r.stdout, 'built\nhello from copy\ndeep\nhello from env\n/app\nstarted\n750\n750\n');
+	console.log('ok sandbox from the template: RUN, COPY (with its mode), ENV, WORKDIR and the start command left their marks');
 } finally {
 	await sbx.kill();
 }
