@@ -421,7 +421,7 @@ static struct coved_build *new_build(struct coved *d, const struct coved_tenant 
 	for (struct coved_build *x = bs->list; x; x = x->next)
 		n += strcmp(x->tenant, t->name) == 0;
 	if (!old && n >= COVED_BUILDS_PER_TENANT) {
-		*st = errf(msg, len, 429, "the tenant has %d templates: delete some first",
+		*st = errf(msg, len, 403, "the tenant has %d templates: delete some first",
 		           COVED_BUILDS_PER_TENANT);
 		return NULL;
 	}
