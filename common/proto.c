@@ -50,6 +50,7 @@ bool proto_type_known(uint16_t type)
 	case PROTO_MOVE:
 	case PROTO_SYMLINK:
 	case PROTO_DEFAULTS:
+	case PROTO_USER:
 		return true;
 	default:
 		return false;

@@ -55,13 +55,15 @@ enum proto_type {
 	PROTO_PROC_LIST = 45,        /* {} -> OK {"procs": [...]} */
 	PROTO_PROC_RESIZE = 46,      /* {"pid", "rows", "cols"} -> OK {} */
 	PROTO_MOVE = 47,             /* {"from", "to"} -> OK {} (rename) */
-	PROTO_SYMLINK = 48,          /* {"path", "target", "uid", "gid"} -> OK {} (ln -sf) */
+	PROTO_SYMLINK = 48,          /* {"path", "target", "uid", "gid", "user"} -> OK {} */
 	/* 50-59: credential injection (issue 15) */
 	PROTO_CA = 50, /* {"ca": PEM, "env": {"NAME": "value"}} -> OK {"bundle": B}: trust the
 	                  sandbox CA (replacing an older one), export it and env to new execs */
 	/* 60-69: templates (issue 29) */
 	PROTO_DEFAULTS = 60, /* {"env": {"K": "V"}, "cwd", "user"} -> OK {}: the defaults of
 	                        every later EXEC and PROC_START (replacing older ones) */
+	PROTO_USER = 61,     /* {"user"} -> OK {"uid", "gid", "groups", "home"}: a user spec
+	                        resolved in the guest, as EXEC would */
 };
 
 struct proto_hdr {

@@ -114,6 +114,8 @@ static int dispatch(struct agent_conn *c, const struct agent_req *req)
 		return do_defaults(c, req);
 	case PROTO_SYMLINK:
 		return agent_symlink(c, req);
+	case PROTO_USER:
+		return agent_user(c, req);
 	case PROTO_PROC_START:
 	case PROTO_PROC_ATTACH:
 	case PROTO_PROC_INPUT:

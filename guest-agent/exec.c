@@ -176,6 +176,7 @@ static int ctx_build(struct exec_ctx *t, const struct agent_exec_req *x, struct 
 		s->gid = as_is ? -1 : (int64_t)t->u.gid;
 		s->groups = as_is ? NULL : t->u.groups;
 		s->ngroups = as_is ? 0 : t->u.ngroups;
+		s->home = t->u.home;
 		if (asprintf(&t->home[0], "HOME=%s", t->u.home) < 0) {
 			t->home[0] = NULL;
 			return errf(err, errlen, -ENOMEM, "out of memory");

@@ -10,9 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "errf.h"
 #include "files.h"
 #include "io.h"
 #include "proto_json.h"
+#include "users.h"
 
 #define GET_CHUNK (256 * 1024)
 #define NFTW_FDS  32
@@ -61,12 +63,30 @@ static int put_open(const char *path, char *tmp, size_t tmplen)
 	return fd < 0 ? -errno : fd;
 }
 
-static int put_finish(int fd, const char *tmp, const struct agent_req *req)
+/* A request's owner: its "user" resolved in the guest (users.h) over its
+ * uid and gid.  0, or -errno with a line in err. */
+static int owner(const char *user, int64_t *uid, int64_t *gid, char *err, size_t errlen)
+{
+	if (!user)
+		return 0;
+	struct agent_user *u = malloc(sizeof(*u));
+	if (!u)
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	int r = agent_user_resolve(user, AGENT_PASSWD, AGENT_GROUP, u, err, errlen);
+	if (r == 0) {
+		*uid = u->uid;
+		*gid = u->gid;
+	}
+	free(u);
+	return r;
+}
+
+static int put_finish(int fd, const char *tmp, const struct agent_req *req, int64_t uid,
+                      int64_t gid)
 {
 	if (fchmod(fd, req->u.put.mode) < 0)
 		return -errno;
-	if ((req->u.put.uid >= 0 || req->u.put.gid >= 0) &&
-	    fchown(fd, (uid_t)req->u.put.uid, (gid_t)req->u.put.gid) < 0)
+	if ((uid >= 0 || gid >= 0) && fchown(fd, (uid_t)uid, (gid_t)gid) < 0)
 		return -errno;
 	if (rename(tmp, req->u.put.path) < 0)
 		return -errno;
@@ -75,11 +95,12 @@ static int put_finish(int fd, const char *tmp, const struct agent_req *req)
 
 int agent_file_put(struct agent_conn *c, const struct agent_req *req)
 {
-	char tmp[PATH_MAX];
+	char tmp[PATH_MAX], msg[256] = "";
 	const char *what = "create";
-	int err = 0;
-	int fd = put_open(req->u.put.path, tmp, sizeof(tmp));
-	if (fd < 0)
+	int64_t uid = req->u.put.uid, gid = req->u.put.gid;
+	int err = owner(req->u.put.user, &uid, &gid, msg, sizeof(msg));
+	int fd = err ? -1 : put_open(req->u.put.path, tmp, sizeof(tmp));
+	if (fd < 0 && !err)
 		err = fd;
 	uint64_t size = 0;
 	/* Take every DATA frame up to the empty one even after a failure, so
@@ -112,7 +133,7 @@ int agent_file_put(struct agent_conn *c, const struct agent_req *req)
 		free(data);
 	}
 	if (!err) {
-		err = put_finish(fd, tmp, req);
+		err = put_finish(fd, tmp, req, uid, gid);
 		what = "finish";
 	}
 	if (fd >= 0)
@@ -120,6 +141,8 @@ int agent_file_put(struct agent_conn *c, const struct agent_req *req)
 	if (err) {
 		if (fd >= 0)
 			unlink(tmp);
+		if (msg[0])
+			return agent_conn_fail(c, req->id, err, "%s", msg);
 		return agent_conn_fail(c, req->id, err, "%s %s: %s", what, req->u.put.path,
 		                       strerror(-err));
 	}
@@ -304,8 +327,11 @@ int agent_mkdir(struct agent_conn *c, const struct agent_req *req)
 	const char *path = req->u.mkdir.path;
 	mode_t mode = req->u.mkdir.mode;
 	int64_t uid = req->u.mkdir.uid, gid = req->u.mkdir.gid;
+	char msg[256];
+	int r = owner(req->u.mkdir.user, &uid, &gid, msg, sizeof(msg));
+	if (r < 0)
+		return agent_conn_fail(c, req->id, r, "%s", msg);
 	bool existed = is_dir(path);
-	int r = 0;
 	if (req->u.mkdir.parents)
 		r = mkdir_parents(path, mode, uid, gid);
 	else if (mkdir(path, mode) < 0)
@@ -313,8 +339,10 @@ int agent_mkdir(struct agent_conn *c, const struct agent_req *req)
 	/* mkdir(2) applies the umask; the host asked for this mode. */
 	if (r == 0 && !existed && chmod(path, mode) < 0)
 		r = -errno;
-	/* The final folder is the caller's even when it was there. */
-	if (r == 0 && (uid >= 0 || gid >= 0) && chown(path, (uid_t)uid, (gid_t)gid) < 0)
+	/* The last folder is the caller's even when it was there, unless
+	 * it asked to keep an existing one's owner. */
+	bool own_last = !existed || !req->u.mkdir.keep_existing;
+	if (r == 0 && own_last && (uid >= 0 || gid >= 0) && chown(path, (uid_t)uid, (gid_t)gid) < 0)
 		r = -errno;
 	if (r < 0)
 		return agent_conn_fail(c, req->id, r, "mkdir %s: %s", path, strerror(-r));
@@ -326,7 +354,11 @@ int agent_mkdir(struct agent_conn *c, const struct agent_req *req)
 int agent_symlink(struct agent_conn *c, const struct agent_req *req)
 {
 	const char *path = req->u.symlink.path, *target = req->u.symlink.target;
-	int r = 0;
+	int64_t uid = req->u.symlink.uid, gid = req->u.symlink.gid;
+	char msg[256];
+	int r = owner(req->u.symlink.user, &uid, &gid, msg, sizeof(msg));
+	if (r < 0)
+		return agent_conn_fail(c, req->id, r, "%s", msg);
 	/* ln -sf: a file or link already there is replaced, a folder is not. */
 	if (symlink(target, path) < 0) {
 		struct stat st;
@@ -340,10 +372,34 @@ int agent_symlink(struct agent_conn *c, const struct agent_req *req)
 			r = -errno;
 	}
 	if (r == 0)
-		r = own(path, req->u.symlink.uid, req->u.symlink.gid);
+		r = own(path, uid, gid);
 	if (r < 0)
 		return agent_conn_fail(c, req->id, r, "symlink %s: %s", path, strerror(-r));
 	return agent_conn_ok(c, req->id, NULL);
+}
+
+/* ---- USER --------------------------------------------------------------- */
+
+int agent_user(struct agent_conn *c, const struct agent_req *req)
+{
+	struct agent_user *u = malloc(sizeof(*u));
+	char msg[256];
+	if (!u)
+		return agent_conn_fail(c, req->id, ENOMEM, "out of memory");
+	int r =
+	    agent_user_resolve(req->u.user.spec, AGENT_PASSWD, AGENT_GROUP, u, msg, sizeof(msg));
+	json_t *groups = r == 0 ? json_array() : NULL;
+	for (size_t i = 0; groups && i < u->ngroups; i++)
+		json_array_append_new(groups, json_integer(u->groups[i]));
+	json_t *o = groups ? json_pack("{s:I, s:I, s:o, s:s}", "uid", (json_int_t)u->uid, "gid",
+	                               (json_int_t)u->gid, "groups", groups, "home", u->home)
+	                   : NULL;
+	free(u);
+	if (r < 0)
+		return agent_conn_fail(c, req->id, r, "%s", msg);
+	if (!o)
+		return agent_conn_fail(c, req->id, ENOMEM, "out of memory");
+	return agent_conn_ok(c, req->id, o);
 }
 
 /* ---- REMOVE ------------------------------------------------------------- */

@@ -20,6 +20,9 @@ int agent_mkdir(struct agent_conn *c, const struct agent_req *req)
     __attribute__((warn_unused_result));
 int agent_symlink(struct agent_conn *c, const struct agent_req *req)
     __attribute__((warn_unused_result));
+/* USER: a user spec resolved (users.h) -> {"uid", "gid", "groups", "home"}. */
+int agent_user(struct agent_conn *c, const struct agent_req *req)
+    __attribute__((warn_unused_result));
 int agent_remove(struct agent_conn *c, const struct agent_req *req)
     __attribute__((warn_unused_result));
 

@@ -233,7 +233,8 @@ static int parse_symlink(struct agent_req *req, const json_t *o, char *err, size
 	const char *t;
 	if (get_path(o, "path", &req->u.symlink.path, err, errlen) < 0 ||
 	    get_int(o, "uid", 0, ID_MAX, -1, &req->u.symlink.uid, err, errlen) < 0 ||
-	    get_int(o, "gid", 0, ID_MAX, -1, &req->u.symlink.gid, err, errlen) < 0)
+	    get_int(o, "gid", 0, ID_MAX, -1, &req->u.symlink.gid, err, errlen) < 0 ||
+	    get_user(o, &req->u.symlink.user, err, errlen) < 0)
 		return -EPROTO;
 	if (proto_json_str(o, "target", &t) < 0 || !t || !t[0] || strnlen(t, PATH_MAX) >= PATH_MAX)
 		return bad(err, errlen, "\"target\" must be a non-empty string under %d bytes",
@@ -346,7 +347,8 @@ static int parse_json_body(struct agent_req *req, char *err, size_t errlen)
 		if (get_path(o, "path", &req->u.put.path, err, errlen) < 0 ||
 		    get_int(o, "mode", 0, MODE_MAX, 0644, &v, err, errlen) < 0 ||
 		    get_int(o, "uid", 0, ID_MAX, -1, &req->u.put.uid, err, errlen) < 0 ||
-		    get_int(o, "gid", 0, ID_MAX, -1, &req->u.put.gid, err, errlen) < 0)
+		    get_int(o, "gid", 0, ID_MAX, -1, &req->u.put.gid, err, errlen) < 0 ||
+		    get_user(o, &req->u.put.user, err, errlen) < 0)
 			return -EPROTO;
 		req->u.put.mode = (uint32_t)v;
 		return 0;
@@ -359,7 +361,10 @@ static int parse_json_body(struct agent_req *req, char *err, size_t errlen)
 		    get_int(o, "mode", 0, MODE_MAX, 0755, &v, err, errlen) < 0 ||
 		    get_bool(o, "parents", false, &req->u.mkdir.parents, err, errlen) < 0 ||
 		    get_int(o, "uid", 0, ID_MAX, -1, &req->u.mkdir.uid, err, errlen) < 0 ||
-		    get_int(o, "gid", 0, ID_MAX, -1, &req->u.mkdir.gid, err, errlen) < 0)
+		    get_int(o, "gid", 0, ID_MAX, -1, &req->u.mkdir.gid, err, errlen) < 0 ||
+		    get_user(o, &req->u.mkdir.user, err, errlen) < 0 ||
+		    get_bool(o, "keep_existing", false, &req->u.mkdir.keep_existing, err, errlen) <
+		        0)
 			return -EPROTO;
 		req->u.mkdir.mode = (uint32_t)v;
 		return 0;
@@ -376,6 +381,10 @@ static int parse_json_body(struct agent_req *req, char *err, size_t errlen)
 		return parse_symlink(req, o, err, errlen);
 	case PROTO_DEFAULTS:
 		return parse_defaults(req, o, err, errlen);
+	case PROTO_USER:
+		if (get_user(o, &req->u.user.spec, err, errlen) < 0)
+			return -EPROTO;
+		return req->u.user.spec ? 0 : bad(err, errlen, "\"user\" is required");
 	case PROTO_PROC_START:
 	case PROTO_PROC_ATTACH:
 	case PROTO_PROC_CLOSE_STDIN:

@@ -30,7 +30,7 @@ struct agent_exec_req {
 	/* Environment overrides, NULL-terminated: "KEY=VALUE" sets, a bare
 	 * "KEY" (JSON null) removes a default.  Array and strings malloc'ed. */
 	char **env;
-	const char *cwd;     /* NULL: the defaults' cwd, else "/root", else "/" */
+	const char *cwd;     /* NULL: the defaults' cwd, else the user's home, else "/" */
 	const char *user;    /* NULL: the defaults' user; agent_user_spec_valid() */
 	int64_t uid, gid;    /* -1: the agent's own (older hosts; "user" wins) */
 	uint64_t timeout_ms; /* 0: none */
@@ -49,6 +49,7 @@ struct agent_req {
 			const char *path;
 			uint32_t mode;
 			int64_t uid, gid; /* -1: leave as created */
+			const char *user; /* NULL: none; else its uid and gid win */
 		} put;
 		struct {
 			const char *path; /* FILE_GET, STAT, LIST */
@@ -57,11 +58,14 @@ struct agent_req {
 			const char *path;
 			uint32_t mode;
 			bool parents;
-			int64_t uid, gid; /* -1: leave as created */
+			int64_t uid, gid;   /* -1: leave as created */
+			const char *user;   /* NULL: none; else its uid and gid win */
+			bool keep_existing; /* an existing last folder keeps its owner */
 		} mkdir;
 		struct {
 			const char *path, *target; /* SYMLINK: path absolute */
 			int64_t uid, gid;          /* -1: leave as created */
+			const char *user;          /* NULL: none; else its uid and gid win */
 		} symlink;
 		/* DEFAULTS: env "K=V" (NULL-terminated, malloc'ed like an exec's;
 		 * NULL when absent), cwd and user NULL when absent. */
@@ -69,6 +73,9 @@ struct agent_req {
 			char **env;
 			const char *cwd, *user;
 		} defaults;
+		struct {
+			const char *spec; /* USER: agent_user_spec_valid() */
+		} user;
 		struct {
 			const char *path;
 			bool recursive;

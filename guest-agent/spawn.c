@@ -147,7 +147,7 @@ CHILD_CODE __attribute__((noreturn)) static int child_main(void *arg)
 	if (new_uid && syscall(SYS_setresuid, s->uid, s->uid, s->uid) < 0)
 		goto fail;
 	step = STEP_CWD;
-	if (s->cwd ? chdir(s->cwd) < 0 : (chdir("/root") < 0 && chdir("/") < 0))
+	if (s->cwd ? chdir(s->cwd) < 0 : (chdir(s->home ? s->home : "/root") < 0 && chdir("/") < 0))
 		goto fail;
 	sigset_t none;
 	sigemptyset(&none);

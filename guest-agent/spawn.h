@@ -12,7 +12,8 @@ struct agent_spawn {
 	const char *const *argv; /* argv[0] is searched in path unless it has a '/' */
 	char *const *envp;
 	const char *path; /* the search path (the child's PATH), NULL for the default */
-	const char *cwd;  /* NULL: "/root", else "/" */
+	const char *cwd;  /* NULL: home, else "/" */
+	const char *home; /* NULL: "/root" */
 	int64_t uid, gid; /* -1: unchanged */
 	/* The supplementary groups (setgroups) with uid/gid; ngroups 0: none
 	 * when the ids change, else unchanged. */

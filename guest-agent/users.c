@@ -179,7 +179,7 @@ int agent_user_resolve_text(const char *spec, const char *passwd, size_t plen, c
 	char *gpart = strchr(buf, ':');
 	if (gpart)
 		*gpart++ = 0;
-	uint32_t id;
+	uint32_t id = 0;
 	bool numeric = parse_id(buf, &id);
 	int r =
 	    find_user(passwd, plen, numeric ? NULL : buf, id, u, uname, sizeof(uname), err, errlen);

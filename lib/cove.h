@@ -52,9 +52,9 @@
  *     cove_net_proxy: lib/proxy.h;
  *   cove_sandbox_dir, cove_vmm_pid, cove_name_valid, cove_sandbox_name:
  *     lib/base/handle.h; cove_confinement: lib/base/jail.h;
- *   cove_exec, cove_set_exec_defaults, cove_user_valid: lib/agent/exec.h;
+ *   cove_exec, cove_set_exec_defaults: lib/agent/exec.h;
  *     cove_put_file(_owned), cove_get_file(_max), cove_mkdir, cove_symlink,
- *     cove_ping: lib/agent/agent_client.h; cove_agent_restored:
+ *     cove_user_valid, cove_user_lookup, cove_ping: lib/agent/agent_client.h; cove_agent_restored:
  *     lib/agent/notice.h; detached processes and file requests:
  *     lib/agent/proc.h;
  *   cove_sandbox_exited: lib/vmm/limits.h; cove_vmm_stats:

@@ -236,6 +236,14 @@ static enum MHD_Result first_call(struct coved *d, struct MHD_Connection *c, con
 		coved_sb_unref(sb);
 		return MHD_NO;
 	}
+	const char *uq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "username");
+	const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+	if (envd_user(uq, auth, r->user, sizeof(r->user)) < 0) {
+		free(r);
+		coved_sb_unref(sb);
+		return early_error(c, url, "invalid_argument",
+		                   "the user (Basic auth or username) is not a usable user name");
+	}
 	r->d = d;
 	r->sb = sb;
 	r->route = rt;

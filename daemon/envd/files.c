@@ -226,9 +226,11 @@ int envd_fs_mkdir(struct envd_req *r, struct MHD_Connection *c, json_t *body, js
 		snprintf(msg, msglen, "'%.300s' already exists", path);
 		return -1;
 	}
-	if (agent_call(r, PROTO_MKDIR,
-	               json_pack("{s:s, s:i, s:b}", "path", path, "mode", 0755, "parents", 1), NULL,
-	               code, msg, msglen) < 0)
+	json_t *req = json_pack("{s:s, s:i, s:b, s:b}", "path", path, "mode", 0755, "parents", 1,
+	                        "keep_existing", 1);
+	if (req && envd_req_user(r))
+		json_object_set_new(req, "user", json_string(envd_req_user(r)));
+	if (agent_call(r, PROTO_MKDIR, req, NULL, code, msg, msglen) < 0)
 		return -1;
 	if (stat_entry(r, path, &e, code, msg, msglen) < 0)
 		return -1;
@@ -444,10 +446,12 @@ static int up_open(struct envd_upload *up, const char *path)
 	char *slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
 		*slash = 0;
-		int rc = cove_agent_call(
-		    up->sb, PROTO_MKDIR,
-		    json_pack("{s:s, s:i, s:b}", "path", dir, "mode", 0755, "parents", 1), NULL,
-		    err, sizeof(err));
+		/* The user gets the folders made for the file, not those there. */
+		json_t *req = json_pack("{s:s, s:i, s:b, s:b}", "path", dir, "mode", 0755,
+		                        "parents", 1, "keep_existing", 1);
+		if (req && envd_req_user(up->r))
+			json_object_set_new(req, "user", json_string(envd_req_user(up->r)));
+		int rc = cove_agent_call(up->sb, PROTO_MKDIR, req, NULL, err, sizeof(err));
 		if (rc < 0 && rc != -EEXIST) {
 			up_fail(up, http_status_of(rc, HTTP_OP_FILE), rc, err);
 			return rc;
@@ -455,7 +459,7 @@ static int up_open(struct envd_upload *up, const char *path)
 	}
 	up->bytes = 0;
 	up->t0 = mono_ms();
-	up->fd = cove_put_begin(up->sb, up->cur, 0644, err, sizeof(err));
+	up->fd = cove_put_begin_as(up->sb, up->cur, 0644, envd_req_user(up->r), err, sizeof(err));
 	if (up->fd < 0) {
 		int rc = up->fd;
 		up->fd = -1;

@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "errf.h"
+#include "lib/agent/agent_client.h"
 
 #define bad(...) errf(err, errlen, -EPROTO, __VA_ARGS__)
 
@@ -349,4 +351,40 @@ char *envd_b64_encode(const uint8_t *in, size_t len)
 	}
 	out[o] = 0;
 	return out;
+}
+
+int envd_user(const char *username, const char *authorization, char *out, size_t outlen)
+{
+	char buf[COVE_USER_MAX + 1];
+	out[0] = 0;
+	if (username && username[0]) {
+		if (strnlen(username, sizeof(buf)) >= sizeof(buf))
+			return -EINVAL;
+		snprintf(buf, sizeof(buf), "%s", username);
+	} else if (authorization && !strncasecmp(authorization, "Basic ", 6)) {
+		const char *b64 = authorization + 6;
+		size_t n = strnlen(b64, 4 * sizeof(buf));
+		uint8_t *raw = NULL;
+		size_t rawlen = 0;
+		if (n >= 4 * sizeof(buf) || envd_b64_decode(b64, n, &raw, &rawlen) < 0)
+			return -EINVAL;
+		/* "user:password"; the SDK's password is empty. */
+		uint8_t *colon = raw ? memchr(raw, ':', rawlen) : NULL;
+		size_t ulen = colon ? (size_t)(colon - raw) : rawlen;
+		bool fits = ulen < sizeof(buf) && (!raw || !memchr(raw, 0, ulen));
+		if (fits && ulen)
+			memcpy(buf, raw, ulen);
+		free(raw);
+		if (!fits)
+			return -EINVAL;
+		buf[ulen] = 0;
+	} else {
+		return 0;
+	}
+	if (!buf[0])
+		return 0;
+	if (!cove_user_valid(buf) || strchr(buf, ':') || strlen(buf) >= outlen)
+		return -EINVAL;
+	memcpy(out, buf, strlen(buf) + 1);
+	return 1;
 }

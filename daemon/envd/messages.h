@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ENVD_HOME     "/root" /* relative paths start here (the guest's user is root) */
+#define ENVD_HOME     "/root" /* relative paths start here, whatever the user */
 #define ENVD_ARGS_MAX 4096
 #define ENVD_ENVS_MAX 4096
 #define ENVD_TAG_MAX  256
@@ -61,6 +61,15 @@ int envd_parse_size(const json_t *o, uint16_t *rows, uint16_t *cols, char *err, 
 int envd_parse_path(const json_t *o, const char *key, char *out, size_t outlen, char *err,
                     size_t errlen) __attribute__((warn_unused_result));
 int envd_resolve_path(const char *in, char *out, size_t outlen) __attribute__((warn_unused_result));
+
+/* The guest user of an envd request, as the e2b SDK sends it (envd
+ * 0.4.0 and later): the "username" query parameter on /files, HTTP Basic
+ * auth "Basic base64(user:)" on the RPCs (authorization: the header's
+ * value; either may be NULL).  1 with the name in out (at most
+ * COVE_USER_MAX bytes, cove_user_valid, no ':'), 0 when there is none (no
+ * header, another scheme, an empty name), -EINVAL for a malformed one. */
+int envd_user(const char *username, const char *authorization, char *out, size_t outlen)
+    __attribute__((warn_unused_result));
 
 /* Base64 (standard or URL-safe alphabet, padding optional, as protobuf's
  * JSON mapping allows): decode gives malloc'ed bytes (-EINVAL for bad

@@ -382,6 +382,7 @@ enum MHD_Result envd_proc_start(struct envd_req *r, struct MHD_Connection *c, js
 		.argv = st.argv,
 		.env = env,
 		.cwd = st.cwd ? cwd : NULL,
+		.user = envd_req_user(r),
 		.tag = st.tag,
 		.stdin_open = st.stdin_open,
 		.pty = st.pty,

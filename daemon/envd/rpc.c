@@ -38,3 +38,8 @@ struct cove_sandbox *envd_cove(struct envd_req *r, const char **code, char *msg,
 	}
 	return sb;
 }
+
+const char *envd_req_user(const struct envd_req *r)
+{
+	return r->user[0] ? r->user : NULL;
+}

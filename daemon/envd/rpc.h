@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/agent/agent_client.h"
+
 #define ENVD_BODY_MAX        (1u << 20)   /* an RPC request body */
 #define ENVD_STREAM_BLOCK    (256 * 1024) /* what a streaming reader hands MHD at once */
 #define ENVD_KEEPALIVE_MAX_S 15           /* keepalive events at least this often */
@@ -28,7 +30,13 @@ struct envd_req {
 	size_t len;
 	bool too_big;
 	struct envd_upload *up; /* POST /files */
+	/* The guest user the SDK named (envd_user), "" for none: processes
+	 * run as it, files it writes and folders it makes are its. */
+	char user[COVE_USER_MAX + 1];
 };
+
+/* r->user, or NULL (the sandbox's default) when none was named. */
+const char *envd_req_user(const struct envd_req *r);
 
 /* Queues a unary Connect error ({"code", "message"}, the code's status). */
 enum MHD_Result envd_connect_error(struct MHD_Connection *c, const char *code, const char *msg);

@@ -19,7 +19,6 @@
 #include "lib/agent/agent_client.h"
 #include "lib/agent/conn.h"
 #include "lib/agent/notice.h"
-#include "lib/agent/proc.h"
 #include "lib/base/cove_types.h"
 #include "lib/base/handle.h"
 #include "proto.h"
@@ -59,6 +58,64 @@ int cove_ping(struct cove_sandbox *sb, char *err, size_t errlen)
 	return r;
 }
 
+bool cove_user_valid(const char *user)
+{
+	size_t n = user ? strnlen(user, COVE_USER_MAX + 1) : 0;
+	if (n == 0 || n > COVE_USER_MAX)
+		return false;
+	const char *colon = strchr(user, ':');
+	if (colon && (colon == user || !colon[1] || strchr(colon + 1, ':')))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)user[i] <= ' ' || (unsigned char)user[i] >= 0x7f)
+			return false;
+	return true;
+}
+
+int agent_request(struct cove_sandbox *sb, uint16_t type, json_t *req, json_t **reply, char *err,
+                  size_t errlen)
+{
+	if (reply)
+		*reply = NULL;
+	int fd = cove_agent_connect(sb, err, errlen);
+	if (fd < 0) {
+		json_decref(req);
+		return fd;
+	}
+	int r = cove_send_json(fd, type, req, err, errlen);
+	uint8_t *payload = NULL;
+	if (r == 0)
+		r = cove_expect(fd, PROTO_OK, &payload, NULL, err, errlen);
+	if (r == 0 && reply && !(*reply = payload ? json_loads((char *)payload, 0, NULL) : NULL))
+		r = errf(err, errlen, -EPROTO, "the agent's reply is not JSON");
+	free(payload);
+	close(fd);
+	return r;
+}
+
+int cove_user_lookup(struct cove_sandbox *sb, const char *user, long *uid, long *gid, char *err,
+                     size_t errlen)
+{
+	if (!cove_user_valid(user))
+		return errf(err, errlen, -EINVAL, "user '%.64s' is not a user[:group]",
+		            user ? user : "");
+	json_t *o = NULL;
+	int r = agent_request(sb, PROTO_USER, json_pack("{s:s}", "user", user), &o, err, errlen);
+	if (r < 0)
+		return r;
+	json_t *u = json_object_get(o, "uid"), *g = json_object_get(o, "gid");
+	if (!json_is_integer(u) || !json_is_integer(g) || json_integer_value(u) < 0 ||
+	    json_integer_value(u) >= UINT32_MAX || json_integer_value(g) < 0 ||
+	    json_integer_value(g) >= UINT32_MAX) {
+		r = errf(err, errlen, -EPROTO, "the agent's reply has no valid uid and gid");
+	} else {
+		*uid = (long)json_integer_value(u);
+		*gid = (long)json_integer_value(g);
+	}
+	json_decref(o);
+	return r;
+}
+
 /* uid and gid for a request: -1 (unchanged) or a valid id. */
 static bool id_ok(long id)
 {
@@ -94,7 +151,7 @@ int cove_mkdir(struct cove_sandbox *sb, const char *path, uint32_t mode, long ui
 	    json_pack("{s:s, s:i, s:b}", "path", path, "mode", (int)mode, "parents", (int)parents);
 	if (!with_owner(req, uid, gid))
 		return errf(err, errlen, -ENOMEM, "out of memory");
-	return cove_agent_call(sb, PROTO_MKDIR, req, NULL, err, errlen);
+	return agent_request(sb, PROTO_MKDIR, req, NULL, err, errlen);
 }
 
 int cove_symlink(struct cove_sandbox *sb, const char *target, const char *path, long uid, long gid,
@@ -110,7 +167,7 @@ int cove_symlink(struct cove_sandbox *sb, const char *target, const char *path, 
 	json_t *req = json_pack("{s:s, s:s}", "path", path, "target", target);
 	if (!with_owner(req, uid, gid))
 		return errf(err, errlen, -ENOMEM, "out of memory");
-	return cove_agent_call(sb, PROTO_SYMLINK, req, NULL, err, errlen);
+	return agent_request(sb, PROTO_SYMLINK, req, NULL, err, errlen);
 }
 
 int cove_put_file_owned(struct cove_sandbox *sb, const char *local, const char *guest,

@@ -21,7 +21,20 @@ int agent_connect_until(struct cove_sandbox *sb, int64_t deadline, char *err, si
 int agent_connect_cancel(struct cove_sandbox *sb, int64_t deadline, volatile int *cancel, char *err,
                          size_t errlen);
 
+/* One request (req, a jansson object, consumed) answered by OK: *reply
+ * its object (a new reference; reply may be NULL); the agent's ERROR
+ * becomes -errno and its message. */
+struct json_t;
+int agent_request(struct cove_sandbox *sb, uint16_t type, struct json_t *req, struct json_t **reply,
+                  char *err, size_t errlen) __attribute__((warn_unused_result));
+
 /* ---- part of cove.h's API ---- */
+
+/* True for a user spec's syntax (cove_exec_opts.user): 1..COVE_USER_MAX
+ * printable bytes without spaces, at most one ':' with something on
+ * either side.  Whether the user exists is the guest's question. */
+#define COVE_USER_MAX 256
+bool cove_user_valid(const char *user);
 
 /* Streams a local file into the guest (atomically replaced there). */
 int cove_put_file(struct cove_sandbox *sb, const char *local, const char *guest, uint32_t mode,
@@ -40,6 +53,13 @@ int cove_mkdir(struct cove_sandbox *sb, const char *path, uint32_t mode, long ui
  * folder is not), then lchown to uid, gid (-1: unchanged). */
 int cove_symlink(struct cove_sandbox *sb, const char *target, const char *path, long uid, long gid,
                  char *err, size_t errlen) __attribute__((warn_unused_result));
+/* Resolves a user spec (cove_exec_opts' user) in the guest, from its
+ * /etc/passwd and /etc/group as an exec would: *uid, and *gid the given
+ * group's or the user's primary one (a uid without an entry: the same
+ * number).  For chown-like steps (a Dockerfile's COPY --chown).  -EINVAL
+ * with "user 'bob' is not in /etc/passwd" for an unknown one. */
+int cove_user_lookup(struct cove_sandbox *sb, const char *user, long *uid, long *gid, char *err,
+                     size_t errlen) __attribute__((warn_unused_result));
 /* Streams a guest file to a local path (written to a temporary name and
  * renamed, so a failure leaves nothing half-written). */
 int cove_get_file(struct cove_sandbox *sb, const char *guest, const char *local, char *err,

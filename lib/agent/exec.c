@@ -14,7 +14,6 @@
 #include "lib/agent/conn.h"
 #include "lib/agent/exec.h"
 #include "lib/agent/notice.h"
-#include "lib/agent/proc.h"
 #include "lib/base/cove_types.h"
 #include "lib/base/handle.h"
 #include "lib/base/text.h"
@@ -243,20 +242,6 @@ static bool exec_frames(struct exec_conn *x, int *r, char *err, size_t errlen)
 	}
 }
 
-bool cove_user_valid(const char *user)
-{
-	size_t n = user ? strnlen(user, COVE_USER_MAX + 1) : 0;
-	if (n == 0 || n > COVE_USER_MAX)
-		return false;
-	const char *colon = strchr(user, ':');
-	if (colon && (colon == user || !colon[1] || strchr(colon + 1, ':')))
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)user[i] <= ' ' || (unsigned char)user[i] >= 0x7f)
-			return false;
-	return true;
-}
-
 /* What cove_exec refuses before it connects. */
 static int exec_check(const struct cove_exec_opts *o, char *err, size_t errlen)
 {
@@ -436,5 +421,5 @@ int cove_set_exec_defaults(struct cove_sandbox *sb, const struct cove_exec_defau
 		json_object_set_new(req, "user", json_string(d->user));
 	if (!req)
 		return errf(err, errlen, -ENOMEM, "out of memory");
-	return cove_agent_call(sb, PROTO_DEFAULTS, req, NULL, err, errlen);
+	return agent_request(sb, PROTO_DEFAULTS, req, NULL, err, errlen);
 }

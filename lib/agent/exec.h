@@ -2,7 +2,6 @@
 #ifndef COVE_LIB_AGENT_EXEC_H
 #define COVE_LIB_AGENT_EXEC_H
 
-#include <stdbool.h>
 #include <stddef.h>
 
 #include "lib/base/cove_types.h"
@@ -12,12 +11,6 @@
 int cove_exec(struct cove_sandbox *sb, const struct cove_exec_opts *opts,
               struct cove_exec_result *res, char *err, size_t errlen)
     __attribute__((warn_unused_result));
-
-/* True for a user spec's syntax (cove_exec_opts.user): 1..COVE_USER_MAX
- * printable bytes without spaces, at most one ':' with something on
- * either side.  Whether the user exists is the guest's question. */
-#define COVE_USER_MAX 256
-bool cove_user_valid(const char *user);
 
 /* Sets the defaults of every later exec and detached process in sb
  * (replacing older ones whole; all members NULL clears them).  -EINVAL

@@ -14,7 +14,6 @@
 #include "errf.h"
 #include "lib/agent/agent_client.h"
 #include "lib/agent/conn.h"
-#include "lib/agent/exec.h"
 #include "lib/agent/proc.h"
 #include "lib/base/cove_types.h"
 #include "lib/base/handle.h"
@@ -316,12 +315,21 @@ int cove_proc_list(struct cove_sandbox *sb, json_t **procs, char *err, size_t er
 int cove_put_begin(struct cove_sandbox *sb, const char *guest, uint32_t mode, char *err,
                    size_t errlen)
 {
+	return cove_put_begin_as(sb, guest, mode, NULL, err, errlen);
+}
+
+int cove_put_begin_as(struct cove_sandbox *sb, const char *guest, uint32_t mode, const char *user,
+                      char *err, size_t errlen)
+{
+	if (user && !cove_user_valid(user))
+		return errf(err, errlen, -EINVAL, "user '%.64s' is not a user[:group]", user);
 	int fd = cove_agent_connect(sb, err, errlen);
 	if (fd < 0)
 		return fd;
-	int r = cove_send_json(fd, PROTO_FILE_PUT,
-	                       json_pack("{s:s, s:i}", "path", guest, "mode", (int)(mode & 07777)),
-	                       err, errlen);
+	json_t *req = json_pack("{s:s, s:i}", "path", guest, "mode", (int)(mode & 07777));
+	if (req && user)
+		json_object_set_new(req, "user", json_string(user));
+	int r = cove_send_json(fd, PROTO_FILE_PUT, req, err, errlen);
 	if (r < 0) {
 		close(fd);
 		return r;

@@ -59,6 +59,10 @@ int cove_agent_call(struct cove_sandbox *sb, uint16_t type, struct json_t *req,
  * (the agent removes its temporary file). */
 int cove_put_begin(struct cove_sandbox *sb, const char *guest, uint32_t mode, char *err,
                    size_t errlen) __attribute__((warn_unused_result));
+/* cove_put_begin with the file's owner: user (as cove_exec_opts' user,
+ * resolved in the guest; NULL: root) gets it. */
+int cove_put_begin_as(struct cove_sandbox *sb, const char *guest, uint32_t mode, const char *user,
+                      char *err, size_t errlen) __attribute__((warn_unused_result));
 int cove_put_data(int fd, const void *data, size_t len, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 int cove_put_end(int fd, uint64_t *size, char *err, size_t errlen)

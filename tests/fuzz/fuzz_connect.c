@@ -1,9 +1,11 @@
 /* libFuzzer target: a Connect streaming request as envd receives it
  * (daemon/http/connect.c: the 5-byte envelope), then its JSON message through
  * every envd request parser (daemon/envd/messages.c), as the process.Process
- * and filesystem.Filesystem handlers run them.  A parse either fails with
+ * and filesystem.Filesystem handlers run them, and the request's user.
+ * A parse either fails with
  * a message or yields values inside their bounds. */
 #include <assert.h>
+#include <errno.h>
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -12,6 +14,7 @@
 
 #include "daemon/envd/messages.h"
 #include "daemon/http/connect.h"
+#include "lib/agent/agent_client.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -80,6 +83,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(again);
 		free(enc);
 		free(dec);
+	}
+	/* The user of a request: as a Basic header, and as a query value. */
+	char *text = malloc(size + 7);
+	if (text) {
+		memcpy(text, "Basic ", 6);
+		memcpy(text + 6, data, size);
+		text[size + 6] = 0;
+		char user[COVE_USER_MAX + 1];
+		for (int i = 0; i < 2; i++) {
+			int r = envd_user(i ? text + 6 : NULL, i ? NULL : text, user, sizeof(user));
+			assert(r >= -EINVAL && r <= 1);
+			if (r == 1)
+				assert(cove_user_valid(user) && !strchr(user, ':'));
+			else
+				assert(!user[0]);
+		}
+		free(text);
 	}
 	return 0;
 }

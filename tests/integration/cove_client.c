@@ -8,6 +8,9 @@
  *   cove_client restore DIR CMD  restores DIR, runs `sh -c CMD` as the first
  *                                exec (printing its output), then prints
  *                                cove-vmm's {"op":"stats"} line
+ *   cove_client defaults NAME USER CWD [K=V]...
+ *                                sets the exec defaults of the named sandbox
+ *                                (cove_set_exec_defaults; "-" for none)
  */
 #include <errno.h>
 #include <pthread.h>
@@ -173,17 +176,43 @@ static int restore_exec(struct cove_config *cfg, const char *dir, const char *cm
 	return rc;
 }
 
+static int set_defaults(int argc, char **argv)
+{
+	char err[512];
+	struct cove_sandbox *sb;
+	if (argc < 5) {
+		fprintf(stderr, "usage: cove_client defaults NAME USER CWD [K=V]...\n");
+		return 2;
+	}
+	if (cove_open(argv[2], &sb, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cove_client: %s\n", err);
+		return 1;
+	}
+	struct cove_exec_defaults d = {
+		.env = argc > 5 ? (const char *const *)argv + 5 : NULL,
+		.user = strcmp(argv[3], "-") ? argv[3] : NULL,
+		.cwd = strcmp(argv[4], "-") ? argv[4] : NULL,
+	};
+	int r = cove_set_exec_defaults(sb, &d, err, sizeof(err));
+	if (r < 0)
+		fprintf(stderr, "cove_client: defaults: %s\n", err);
+	cove_free(sb);
+	return r < 0 ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
 		fprintf(stderr, "usage: cove_client concurrent N | malformed | rtt N | restore DIR "
-		                "CMD\n");
+		                "CMD | defaults NAME USER CWD [K=V]...\n");
 		return 2;
 	}
 	struct cove_config cfg;
 	cove_config_defaults(&cfg);
 	if (!strcmp(argv[1], "restore"))
 		return argc == 4 ? restore_exec(&cfg, argv[2], argv[3]) : 2;
+	if (!strcmp(argv[1], "defaults"))
+		return set_defaults(argc, argv);
 	char err[512];
 	struct cove_sandbox *sb;
 	if (cove_start(&cfg, &sb, err, sizeof(err)) < 0) {

@@ -4,6 +4,7 @@
  * change ids need root and use the host's "nobody". */
 #include <errno.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,6 +133,18 @@ START_TEST(request_symlink_mkdir)
 	agent_req_free(&q);
 	ck_assert_int_eq(parse_req(PROTO_SYMLINK, "{\"path\":\"/l\",\"target\":\"t\"}", &q), 0);
 	ck_assert_int_eq(q.u.symlink.uid, -1);
+	ck_assert_ptr_null(q.u.symlink.user);
+	agent_req_free(&q);
+	ck_assert_int_eq(
+	    parse_req(PROTO_SYMLINK, "{\"path\":\"/l\",\"target\":\"t\",\"user\":\"a:b\"}", &q), 0);
+	ck_assert_str_eq(q.u.symlink.user, "a:b");
+	agent_req_free(&q);
+	ck_assert_int_eq(parse_req(PROTO_USER, "{\"user\":\"app:dev\"}", &q), 0);
+	ck_assert_str_eq(q.u.user.spec, "app:dev");
+	agent_req_free(&q);
+	ck_assert_int_eq(parse_req(PROTO_USER, "{}", &q), -EPROTO);
+	agent_req_free(&q);
+	ck_assert_int_eq(parse_req(PROTO_USER, "{\"user\":\"a b\"}", &q), -EPROTO);
 	agent_req_free(&q);
 	static const char *bad[] = {
 		"{\"path\":\"l\",\"target\":\"t\"}",
@@ -150,6 +163,15 @@ START_TEST(request_symlink_mkdir)
 	agent_req_free(&q);
 	ck_assert_int_eq(parse_req(PROTO_MKDIR, "{\"path\":\"/d\"}", &q), 0);
 	ck_assert_int_eq(q.u.mkdir.uid, -1);
+	ck_assert_ptr_null(q.u.mkdir.user);
+	agent_req_free(&q);
+	ck_assert_int_eq(parse_req(PROTO_MKDIR, "{\"path\":\"/d\",\"user\":\"app\"}", &q), 0);
+	ck_assert_str_eq(q.u.mkdir.user, "app");
+	agent_req_free(&q);
+	ck_assert_int_eq(parse_req(PROTO_FILE_PUT, "{\"path\":\"/f\",\"user\":\"1:2\"}", &q), 0);
+	ck_assert_str_eq(q.u.put.user, "1:2");
+	agent_req_free(&q);
+	ck_assert_int_eq(parse_req(PROTO_FILE_PUT, "{\"path\":\"/f\",\"user\":\"\"}", &q), -EPROTO);
 	agent_req_free(&q);
 }
 END_TEST
@@ -309,7 +331,23 @@ START_TEST(exec_users)
 	snprintf(req, sizeof(req), "{%s,\"user\":\"nobody:cove-no-such-group\"}", probe);
 	ck_assert_int_eq(run(c.fd, req, out, sizeof(out), &code), EINVAL);
 	ck_assert_str_eq(out, "group 'cove-no-such-group' is not in /etc/group");
+	/* Without a cwd anywhere: the user's home when it can go there. */
+	ck_assert_int_eq(call(c.fd, PROTO_DEFAULTS, "{}", msg, sizeof(msg)), 0);
+	struct passwd *pw = getpwnam("daemon");
+	struct stat st;
+	if (pw && stat(pw->pw_dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+		char want[300];
+		snprintf(want, sizeof(want), "%s\n", pw->pw_dir);
+		ck_assert_int_eq(
+		    run(c.fd, "{\"argv\":[\"pwd\"],\"user\":\"daemon\"}", out, sizeof(out), &code),
+		    0);
+		ck_assert_str_eq(out, want);
+	}
+	ck_assert_int_eq(
+	    run(c.fd, "{\"argv\":[\"pwd\"],\"user\":\"4242\"}", out, sizeof(out), &code), 0);
+	ck_assert_str_eq(out, "/\n");
 	/* An older host's uid/gid stands for itself, not the default user. */
+	ck_assert_int_eq(call(c.fd, PROTO_DEFAULTS, "{\"user\":\"nobody\"}", msg, sizeof(msg)), 0);
 	snprintf(req, sizeof(req), "{%s,\"uid\":0,\"gid\":0}", probe);
 	ck_assert_int_eq(run(c.fd, req, out, sizeof(out), &code), 0);
 	ck_assert(!strncmp(out, "0\n0\n", 4));
@@ -344,6 +382,18 @@ START_TEST(symlink_and_owned_mkdir)
 	snprintf(req, sizeof(req), "{\"path\":\"%s\",\"target\":\"x\"}", dir);
 	ck_assert_int_eq(call(c.fd, PROTO_SYMLINK, req, msg, sizeof(msg)), EISDIR);
 	ck_assert(strstr(msg, "symlink") != NULL);
+	/* Its owner by name, resolved in the guest. */
+	snprintf(req, sizeof(req), "{\"path\":\"%s\",\"target\":\"t\",\"user\":\"%s\"}", path,
+	         root ? "4242:4344" : "cove-no-such-user");
+	if (root) {
+		ck_assert_int_eq(call(c.fd, PROTO_SYMLINK, req, msg, sizeof(msg)), 0);
+		ck_assert_int_eq(lstat(path, &st), 0);
+		ck_assert(st.st_uid == 4242 && st.st_gid == 4344);
+	}
+	snprintf(req, sizeof(req),
+	         "{\"path\":\"%s\",\"target\":\"t\",\"user\":\"cove-no-such-user\"}", path);
+	ck_assert_int_eq(call(c.fd, PROTO_SYMLINK, req, msg, sizeof(msg)), EINVAL);
+	ck_assert_str_eq(msg, "user 'cove-no-such-user' is not in /etc/passwd");
 	/* MKDIR's owner: every folder it makes, and the last one. */
 	snprintf(req, sizeof(req), "{\"path\":\"%s/a/b\",\"parents\":true,\"uid\":%d,\"gid\":%d}",
 	         dir, root ? 4242 : (int)geteuid(), root ? 4343 : (int)getegid());
@@ -359,6 +409,17 @@ START_TEST(symlink_and_owned_mkdir)
 		ck_assert_int_eq(call(c.fd, PROTO_MKDIR, req, msg, sizeof(msg)), 0);
 		ck_assert_int_eq(stat(path, &st), 0);
 		ck_assert(st.st_uid == 7 && st.st_gid == 4343);
+		/* ... unless it asks to keep an existing one's owner. */
+		snprintf(req, sizeof(req),
+		         "{\"path\":\"%s/a/c\",\"parents\":true,\"user\":\"9:9\","
+		         "\"keep_existing\":true}",
+		         dir);
+		ck_assert_int_eq(call(c.fd, PROTO_MKDIR, req, msg, sizeof(msg)), 0);
+		ck_assert_int_eq(stat(path, &st), 0);
+		ck_assert_uint_eq(st.st_uid, 7);
+		snprintf(path, sizeof(path), "%s/a/c", dir);
+		ck_assert_int_eq(stat(path, &st), 0);
+		ck_assert(st.st_uid == 9 && st.st_gid == 9);
 	}
 	conn_close(&c);
 	snprintf(req, sizeof(req), "rm -rf '%s'", dir);
@@ -517,6 +578,18 @@ START_TEST(host_files_owned)
 	ck_assert_int_eq(cove_symlink(&sb, "e", link, -1, -1, err, sizeof(err)), 0);
 	ck_assert_int_eq(readlink(link, buf, sizeof(buf)), 1);
 	ck_assert_int_eq(cove_symlink(&sb, "", link, -1, -1, err, sizeof(err)), -EINVAL);
+	/* Names resolved in the guest, for chown-like steps. */
+	long u = -1, g = -1;
+	ck_assert_int_eq(cove_user_lookup(&sb, "root", &u, &g, err, sizeof(err)), 0);
+	ck_assert(u == 0 && g == 0);
+	ck_assert_int_eq(cove_user_lookup(&sb, "4242:77", &u, &g, err, sizeof(err)), 0);
+	ck_assert(u == 4242 && g == 77);
+	ck_assert_int_eq(cove_user_lookup(&sb, "4242", &u, &g, err, sizeof(err)), 0);
+	ck_assert(u == 4242 && g == 4242);
+	ck_assert_int_eq(cove_user_lookup(&sb, "cove-no-such-user", &u, &g, err, sizeof(err)),
+	                 -EINVAL);
+	ck_assert_str_eq(err, "user 'cove-no-such-user' is not in /etc/passwd");
+	ck_assert_int_eq(cove_user_lookup(&sb, "a:", &u, &g, err, sizeof(err)), -EINVAL);
 	ck_assert_int_eq(cove_symlink(&sb, "x", "rel", -1, -1, err, sizeof(err)), -EINVAL);
 }
 END_TEST

@@ -241,6 +241,36 @@ START_TEST(envd_request_bodies)
 }
 END_TEST
 
+START_TEST(envd_users)
+{
+	char u[COVE_USER_MAX + 1];
+	/* "Basic " + base64("app:") and base64("app"), the query parameter. */
+	ck_assert_int_eq(envd_user(NULL, "Basic YXBwOg==", u, sizeof(u)), 1);
+	ck_assert_str_eq(u, "app");
+	ck_assert_int_eq(envd_user(NULL, "basic YXBw", u, sizeof(u)), 1);
+	ck_assert_str_eq(u, "app");
+	ck_assert_int_eq(envd_user("root", "Basic YXBwOg==", u, sizeof(u)), 1);
+	ck_assert_str_eq(u, "root");
+	/* None: no header, another scheme, an empty name. */
+	ck_assert_int_eq(envd_user(NULL, NULL, u, sizeof(u)), 0);
+	ck_assert_int_eq(envd_user("", "Bearer abc", u, sizeof(u)), 0);
+	ck_assert_int_eq(envd_user(NULL, "Basic Og==", u, sizeof(u)), 0); /* ":" */
+	ck_assert_int_eq(envd_user(NULL, "Basic ", u, sizeof(u)), 0);
+	ck_assert_str_eq(u, "");
+	/* Malformed: bad base64, a bad name, NUL inside, too long. */
+	ck_assert_int_eq(envd_user(NULL, "Basic !!!", u, sizeof(u)), -EINVAL);
+	ck_assert_int_eq(envd_user(NULL, "Basic YSBiOg==", u, sizeof(u)), -EINVAL); /* "a b:" */
+	ck_assert_int_eq(envd_user(NULL, "Basic YQBiOg==", u, sizeof(u)), -EINVAL); /* "a\0b:" */
+	ck_assert_int_eq(envd_user("a:b", NULL, u, sizeof(u)), -EINVAL);
+	char longname[COVE_USER_MAX + 2];
+	memset(longname, 'a', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = 0;
+	ck_assert_int_eq(envd_user(longname, NULL, u, sizeof(u)), -EINVAL);
+	longname[COVE_USER_MAX] = 0;
+	ck_assert_int_eq(envd_user(longname, NULL, u, sizeof(u)), 1);
+}
+END_TEST
+
 /* ---- stand-ins for the control plane (daemon/sandboxes/) ----------------- */
 
 struct coved_sb {
@@ -959,6 +989,61 @@ START_TEST(files_up_down_and_fs_calls)
 }
 END_TEST
 
+START_TEST(start_and_files_as_user)
+{
+	/* An unknown user fails the start with the guest's line. */
+	struct run run;
+	size_t len;
+	uint8_t *b = envelope("{\"process\":{\"cmd\":\"id\",\"args\":[\"-u\"]}}", &len);
+	struct resp r;
+	/* base64("cove-no-such-user:") */
+	http("POST", "/process.Process/Start",
+	     STREAM_HDRS "Authorization: Basic Y292ZS1uby1zdWNoLXVzZXI6\r\n", b, len, &r);
+	ck_assert_int_eq(r.status, 200);
+	static const char unknown[] = "user 'cove-no-such-user' is not in /etc/passwd";
+	ck_assert(memmem(r.body, r.len, unknown, strlen(unknown)) != NULL);
+	resp_free(&r);
+	/* A malformed one is refused before anything runs. */
+	http("POST", "/process.Process/Start", STREAM_HDRS "Authorization: Basic !!\r\n", b, len,
+	     &r);
+	ck_assert(memmem(r.body, r.len, "invalid_argument", 16) != NULL);
+	resp_free(&r);
+	if (geteuid() == 0) {
+		/* base64("4242:") */
+		http("POST", "/process.Process/Start",
+		     STREAM_HDRS "Authorization: Basic NDI0Mjo=\r\n", b, len, &r);
+		ck_assert_int_eq(r.status, 200);
+		run_parse(r.body, r.len, &run);
+		ck_assert_str_eq(run.out, "4242\n");
+		json_decref(run.all);
+		resp_free(&r);
+		/* /files as a user: the file and the folders made for it are its. */
+		char q[256], path[200];
+		snprintf(q, sizeof(q), "/files?path=%s/u/f.txt&username=4242", tmpdir);
+		http("POST", q, AUTH "Content-Type: application/octet-stream\r\n", "x", 1, &r);
+		ck_assert_int_eq(r.status, 200);
+		resp_free(&r);
+		struct stat st;
+		snprintf(path, sizeof(path), "%s/u/f.txt", tmpdir);
+		ck_assert_int_eq(stat(path, &st), 0);
+		ck_assert(st.st_uid == 4242 && st.st_gid == 4242);
+		snprintf(path, sizeof(path), "%s/u", tmpdir);
+		ck_assert_int_eq(stat(path, &st), 0);
+		ck_assert_uint_eq(st.st_uid, 4242);
+		/* A folder that was there keeps its owner. */
+		ck_assert_int_eq(stat(tmpdir, &st), 0);
+		ck_assert_uint_eq(st.st_uid, 0);
+		snprintf(q, sizeof(q), "/files?path=%s/g.txt&username=4242", tmpdir);
+		http("POST", q, AUTH "Content-Type: application/octet-stream\r\n", "y", 1, &r);
+		ck_assert_int_eq(r.status, 200);
+		resp_free(&r);
+		ck_assert_int_eq(stat(tmpdir, &st), 0);
+		ck_assert_uint_eq(st.st_uid, 0);
+	}
+	free(b);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("envd");
@@ -966,6 +1051,7 @@ static Suite *make_suite(void)
 	tcase_add_test(t, connect_frames);
 	tcase_add_test(t, multipart_any_chunking);
 	tcase_add_test(t, envd_request_bodies);
+	tcase_add_test(t, envd_users);
 	suite_add_tcase(s, t);
 	t = tcase_create("server");
 	tcase_add_checked_fixture(t, setup, teardown);
@@ -974,6 +1060,7 @@ static Suite *make_suite(void)
 	tcase_add_test(t, start_streams_output_and_exit);
 	tcase_add_test(t, background_input_list_kill_reattach);
 	tcase_add_test(t, files_up_down_and_fs_calls);
+	tcase_add_test(t, start_and_files_as_user);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -59,11 +59,12 @@ START_TEST(type_tables)
 	int known = 0;
 	for (unsigned t = 0; t < 0x10000; t++)
 		known += proto_type_known((uint16_t)t);
-	/* + the detached processes' 40-47, SYMLINK, CA, DEFAULTS */
-	ck_assert_int_eq(known, 23 + 8 + 3);
+	/* + the detached processes' 40-47, SYMLINK, CA, DEFAULTS, USER */
+	ck_assert_int_eq(known, 23 + 8 + 4);
 	ck_assert_int_eq(PROTO_CA, 50); /* on the wire: never renumber */
 	ck_assert_int_eq(PROTO_SYMLINK, 48);
 	ck_assert_int_eq(PROTO_DEFAULTS, 60);
+	ck_assert_int_eq(PROTO_USER, 61);
 	ck_assert(proto_type_is_json(PROTO_DEFAULTS));
 	ck_assert(proto_type_known(29));
 	ck_assert_int_eq(PROTO_PROC_START, 40); /* on the wire: never renumber */
