@@ -265,7 +265,11 @@ $(B)/fuzz/%: tests/fuzz/%.c $(call fuzz_obj,$(FUZZ_LINKED))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ    $@")
 	$(Q)$(FUZZ_CC) $(CPPFLAGS) -std=gnu11 -O1 -g $(WARN) -fsanitize=fuzzer,address,undefined \
-	  -o $@ $< -Wl,--start-group $(call fuzz_obj,$(FUZZ_LINKED)) -Wl,--end-group $(LIBS_VMM) $(LIBS_EGRESS) $(LIBS_NET) $(LIBS_MHD) $(LIBS_CURL)
+	  -o $@ $< -Wl,--start-group $(call fuzz_obj,$(FUZZ_LINKED) $(FUZZ_EXTRA)) -Wl,--end-group $(LIBS_VMM) $(LIBS_EGRESS) $(LIBS_NET) $(LIBS_MHD) $(LIBS_CURL)
+# Targets with a module of their own, whose calls into the rest of coved
+# the target stands in for.
+$(B)/fuzz/fuzz_coved_archive: FUZZ_EXTRA := daemon/sandboxes/build_files.c
+$(B)/fuzz/fuzz_coved_archive: $(call fuzz_obj,daemon/sandboxes/build_files.c)
 
 fuzz: $(FUZZ_BINS)
 
