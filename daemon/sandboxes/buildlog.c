@@ -108,6 +108,27 @@ void coved_blog_add(struct coved_blog *l, int64_t ms, enum coved_blog_level leve
 		shrink(l);
 }
 
+void coved_blog_limit(struct coved_blog *l, size_t max)
+{
+	l->max_bytes = max;
+	if (l->bytes <= max)
+		return;
+	size_t h = 0, hb = 0, t = l->n, tb = 0;
+	while (h < l->n && hb + strlen(l->v[h].text) <= max / 4)
+		hb += strlen(l->v[h++].text);
+	/* The tail starts after an earlier gap, so that one gap holds both. */
+	size_t floor = l->dropped && l->head > h ? l->head : h;
+	while (t > floor && tb + strlen(l->v[t - 1].text) <= max / 4 * 3 - hb)
+		tb += strlen(l->v[--t].text);
+	for (size_t i = h; i < t; i++)
+		free(l->v[i].text);
+	memmove(&l->v[h], &l->v[t], (l->n - t) * sizeof(l->v[0]));
+	l->dropped += t - h;
+	l->n -= t - h;
+	l->head = h;
+	l->bytes = hb + tb;
+}
+
 void coved_blog_output(struct coved_blog *l, int64_t ms, int stream, const char *buf, size_t len)
 {
 	stream = stream ? 1 : 0;

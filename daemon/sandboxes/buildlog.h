@@ -41,6 +41,11 @@ void coved_blog_free(struct coved_blog *l);
 void coved_blog_add(struct coved_blog *l, int64_t ms, enum coved_blog_level level, const char *text,
                     size_t len);
 
+/* coved_blog_limit() - bounds the log to max bytes from now on, at once:
+ * the first quarter and the newest lines stay, one gap between them (a
+ * finished build's log shrinks so). */
+void coved_blog_limit(struct coved_blog *l, size_t max);
+
 /* coved_blog_output() - a chunk of a step's stdout (stream 0) or stderr
  * (1): its whole lines are added, the rest kept for the next chunk. */
 void coved_blog_output(struct coved_blog *l, int64_t ms, int stream, const char *buf, size_t len);

@@ -78,6 +78,7 @@ void coved_build_finish(struct coved *d, struct coved_build *b, enum coved_bstat
 	               n < 0                      ? 0
 	               : (size_t)n < sizeof(line) ? (size_t)n
 	                                          : sizeof(line) - 1);
+	coved_blog_limit(&b->log, COVED_BUILD_LOG_KEPT); /* kept while coved runs */
 	coved_build_save(d, b);
 }
 

@@ -23,7 +23,8 @@ struct coved_tenant;
 
 #define COVED_BUILD_ID_LEN      36 /* a UUID (E2B's buildID) */
 #define COVED_BUILD_LOG_MAX     (4u << 20)
-#define COVED_BUILDS_PER_TENANT 256 /* templates (builds) one tenant may have */
+#define COVED_BUILD_LOG_KEPT    (256u << 10) /* of a finished build's log */
+#define COVED_BUILDS_PER_TENANT 256          /* templates (builds) one tenant may have */
 
 /* coved_builds_init() - reads the build records; those that were running
  * become errors.  Call once before serving.  Return: 0 or -errno. */

@@ -348,6 +348,20 @@ START_TEST(log_bound)
 	s.n = 0;
 	ck_assert_uint_eq(coved_blog_read(&l, 999, 64, collect, &s), 1000);
 	ck_assert_uint_eq(s.n, 1);
+	/* A finished build's log shrinks: one gap still, every line counted. */
+	coved_blog_limit(&l, 1000);
+	ck_assert_uint_le(l.bytes, 1000);
+	ck_assert_uint_eq(l.n + l.dropped, 1000);
+	ck_assert_str_eq(l.v[0].text, "line 0000 of the build output");
+	ck_assert_str_eq(l.v[l.n - 1].text, "line 0999 of the build output");
+	s.n = 0;
+	ck_assert_uint_eq(coved_blog_read(&l, 0, 64, collect, &s), 1000);
+	ck_assert_uint_eq(s.n, l.n + 1);
+	unsigned long long gone = 0;
+	for (size_t i = 0; i < s.n; i++)
+		if (sscanf(s.text[i], "... %llu lines dropped", &gone) == 1)
+			ck_assert_uint_eq(gone, l.dropped);
+	ck_assert_uint_eq(gone, l.dropped);
 	coved_blog_free(&l);
 }
 END_TEST
