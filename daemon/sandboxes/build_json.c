@@ -53,6 +53,7 @@ static json_t *summary(const struct coved_build *b)
 		json_object_set_new(o, "reason", json_string(b->reason));
 	if (b->finished_ms)
 		json_object_set_new(o, "finished_ms", json_integer(b->finished_ms));
+	json_object_set_new(o, "built", json_boolean(b->built));
 	/* The request is known for builds of this run of coved only. */
 	if (r->from)
 		json_object_set_new(o, "from", json_string(r->from));

@@ -52,10 +52,11 @@ void coved_build_save(struct coved *d, const struct coved_build *b)
 	char p[4200], tmp[4300];
 	record_path(d, b->store, p, sizeof(p));
 	snprintf(tmp, sizeof(tmp), "%s.tmp", p);
-	json_t *o = json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:I, s:I}", "version", 1, "tenant",
-	                      b->tenant, "name", b->name, "build_id", b->id, "status",
-	                      coved_bstatus_name(b->status), "reason", b->reason, "created_ms",
-	                      (json_int_t)b->created_ms, "finished_ms", (json_int_t)b->finished_ms);
+	json_t *o = json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:b, s:I, s:I}", "version", 1,
+	                      "tenant", b->tenant, "name", b->name, "build_id", b->id, "status",
+	                      coved_bstatus_name(b->status), "reason", b->reason, "built", b->built,
+	                      "created_ms", (json_int_t)b->created_ms, "finished_ms",
+	                      (json_int_t)b->finished_ms);
 	if (o && json_dump_file(o, tmp, JSON_COMPACT) == 0 && rename(tmp, p) < 0)
 		unlink(tmp);
 	if (!o)
@@ -108,6 +109,8 @@ static struct coved_build *load_record(struct coved *d, const char *file)
 		b->created_ms = json_integer_value(json_object_get(o, "created_ms"));
 		b->finished_ms = json_integer_value(json_object_get(o, "finished_ms"));
 		b->status = strcmp(st, "ready") == 0 ? COVED_BUILD_READY : COVED_BUILD_ERROR;
+		b->built =
+		    b->status == COVED_BUILD_READY || json_is_true(json_object_get(o, "built"));
 		coved_blog_init(&b->log, COVED_BUILD_LOG_MAX);
 		if (strcmp(st, "ready") && strcmp(st, "error"))
 			coved_build_finish(d, b, COVED_BUILD_ERROR,
@@ -187,7 +190,7 @@ static int parent_of(struct coved *d, const char *tenant, const char *name, char
                      char *err, size_t errlen)
 {
 	struct coved_build *p = coved_build_find(d->builds, tenant, name);
-	if (p && p->status == COVED_BUILD_READY) {
+	if (p && p->built) {
 		snprintf(out, len, "%s", p->store);
 		return 0;
 	}
@@ -313,9 +316,12 @@ static void settle(struct coved *d, struct coved_build *b, int r, const char *er
 			char e[200];
 			if (cove_template_remove(b->store, e, sizeof(e)) < 0)
 				fprintf(stderr, "coved: template %s: %s\n", b->store, e);
+			b->built = false; /* it had replaced the one before */
+			coved_build_save(d, b);
 		}
 		return;
 	}
+	b->built |= r == 0;
 	if (r == 0)
 		coved_build_finish(d, b, COVED_BUILD_READY, NULL);
 	else if (r > 0)
@@ -442,6 +448,7 @@ static struct coved_build *new_build(struct coved *d, const struct coved_tenant 
 	b->created_ms = coved_now_ms();
 	coved_blog_init(&b->log, COVED_BUILD_LOG_MAX);
 	if (old) {
+		b->built = old->built; /* its template serves creates until a new one is built */
 		struct coved_build **pp = &bs->list;
 		while (*pp != old)
 			pp = &(*pp)->next;
@@ -548,9 +555,11 @@ int coved_build_delete(struct coved *d, const struct coved_tenant *t, const char
 	/* Busy while the store removes it (up to a minute for restores that
 	 * hold it), unlocked meanwhile; no create takes it from now on. */
 	enum coved_bstatus was = b->status;
+	bool built = b->built;
 	char store[COVED_BUILD_STORE_LEN + 1], err[512], p[4200];
 	b->thread = true;
 	b->status = COVED_BUILD_ERROR;
+	b->built = false;
 	memcpy(store, b->store, sizeof(store));
 	pthread_mutex_unlock(&bs->mu);
 	cove_template_set_store(d->cfg.templates_dir);
@@ -561,6 +570,7 @@ int coved_build_delete(struct coved *d, const struct coved_tenant *t, const char
 	int st = 0;
 	if (r < 0 && r != -ENOENT) {
 		b->status = was;
+		b->built = built;
 		st = errf(msg, len, 500, "template '%s': %s", name, err);
 	} else {
 		record_path(d, store, p, sizeof(p));
@@ -582,7 +592,7 @@ bool coved_build_ready(struct coved *d, const struct coved_tenant *t, const char
 		return false;
 	pthread_mutex_lock(&d->builds->mu);
 	struct coved_build *b = coved_build_find(d->builds, t->name, name);
-	bool ok = b && b->status == COVED_BUILD_READY;
+	bool ok = b && b->built;
 	if (ok)
 		snprintf(store, COVED_BUILD_STORE_LEN + 1, "%s", b->store);
 	pthread_mutex_unlock(&d->builds->mu);

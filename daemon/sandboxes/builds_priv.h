@@ -31,7 +31,8 @@ struct coved_build {
 	struct coved_blog log;
 	int64_t created_ms, finished_ms; /* Unix ms; finished 0 while not */
 	int64_t deadline_ms;             /* Unix ms once started */
-	bool thread;                     /* its build thread has not ended */
+	bool thread;                     /* its build thread (or removal) has not ended */
+	bool built; /* the store holds a template of it (this build's or the last good one) */
 };
 
 struct coved_builds {
