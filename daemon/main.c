@@ -21,6 +21,7 @@
 #include "daemon/conf/config.h"
 #include "daemon/conf/keys.h"
 #include "daemon/envd/envd.h"
+#include "daemon/sandboxes/builds.h"
 #include "daemon/sandboxes/lifecycle.h"
 #include "daemon/sandboxes/pool.h"
 #include "daemon/sandboxes/record.h"
@@ -62,6 +63,7 @@ static void *reaper(void *arg)
 			break;
 		pthread_mutex_unlock(&d->stop_mu);
 		coved_sb_tick(d);
+		coved_builds_expire(d);
 		pthread_mutex_lock(&d->stop_mu);
 	}
 	pthread_mutex_unlock(&d->stop_mu);
@@ -70,8 +72,9 @@ static void *reaper(void *arg)
 
 static int make_dirs(const struct coved_config *c)
 {
-	const char *subs[] = { "", "/sandboxes", "/snapshots", "/journal" };
-	for (size_t i = 0; i < 4; i++) {
+	const char *subs[] = { "",         "/sandboxes", "/snapshots",
+		               "/journal", "/builds",    "/template-files" };
+	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
 		char p[4200];
 		snprintf(p, sizeof(p), "%s%s", c->state_dir, subs[i]);
 		if (mkdir(p, 0700) < 0 && errno != EEXIST) {
@@ -158,6 +161,10 @@ int main(int argc, char **argv)
 		        strerror(-n));
 		return 1;
 	}
+	if (coved_builds_init(&d, err, sizeof(err)) < 0) {
+		fprintf(stderr, "coved: %s\n", err);
+		return 1;
+	}
 	if (d.cfg.net_pool_size && d.cfg.network) {
 		/* Sandboxes' networks made ahead of time; without networking on
 		 * this host the filler says why on /metrics and creates set up
@@ -211,6 +218,10 @@ int main(int argc, char **argv)
 	/* Detached sandboxes outlive their handles. */
 	coved_sb_release_all(&d);
 	unlink(d.cfg.socket);
+	/* A template build still running uses the config: it ends with the
+	 * process, and its record says so at the next start. */
+	if (!coved_builds_quiet(&d, 2000))
+		return 0;
 	coved_keys_free(d.keys, d.nkeys);
 	free(d.tenants);
 	coved_config_free(&d.cfg);

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "daemon/api/routes.h"
+#include "daemon/api/uploads.h"
 #include "daemon/cluster/cluster.h"
 #include "daemon/cluster/forward.h"
 #include "daemon/cluster/route.h"
@@ -44,6 +45,8 @@
 
 struct req {
 	bool envd, counted, too_big;
+	bool upload; /* a COPY archive (api/uploads.h), streamed */
+	void *upload_cls;
 	bool admin;                  /* /cluster on the Unix socket (cluster/route.h) */
 	struct fwd *fwd;             /* forwarded to the sandbox's node */
 	struct coved_tenant *tenant; /* from the API key; NULL for an open /metrics */
@@ -118,6 +121,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		if (d->cluster && strcmp(url, "/health") == 0 &&
 		    !MHD_lookup_connection_value(c, MHD_HEADER_KIND, "E2b-Sandbox-Id"))
 			return cluster_health(d, c);
+		bool by_token;
+		if (coved_upload_route(method, url, &by_token)) {
+			r->upload = true;
+			r->tenant = by_token ? NULL : authorized(d, c);
+			return coved_upload_handle(d, r->tenant, c, url, upload_data,
+			                           upload_data_size, &r->upload_cls);
+		}
 		if (envd_route(c, url)) {
 			if (coved_cluster_intercept(d, c, method, url, true, NULL, &r->fwd, &ret))
 				return r->fwd ? MHD_YES : ret;
@@ -140,6 +150,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	if (r->fwd)
 		return fwd_feed(r->fwd, c, upload_data, upload_data_size);
+	if (r->upload)
+		return coved_upload_handle(d, r->tenant, c, url, upload_data, upload_data_size,
+		                           &r->upload_cls);
 	if (r->envd)
 		return envd_handle(d, c, url, method, upload_data, upload_data_size, &r->envd_cls);
 	if (*upload_data_size) {
@@ -186,6 +199,8 @@ static void on_done(void *cls, struct MHD_Connection *c, void **req_cls,
 		envd_request_done(d, &r->envd_cls);
 	if (r->fwd)
 		fwd_close(r->fwd);
+	if (r->upload)
+		coved_upload_done(&r->upload_cls);
 	if (r->counted)
 		atomic_fetch_sub(&d->in_flight, 1);
 	/* A kept-alive connection waits for its next head: the short limit. */

@@ -10,9 +10,11 @@
 #include "daemon/api/routes.h"
 
 #include "daemon/api/body.h"
+#include "daemon/api/templates.h"
 #include "daemon/cluster/route.h"
 #include "daemon/http/json_body.h"
 #include "daemon/http/reply.h"
+#include "daemon/sandboxes/builds.h"
 #include "daemon/sandboxes/create.h"
 #include "daemon/sandboxes/journal.h"
 #include "daemon/sandboxes/lifecycle.h"
@@ -46,7 +48,7 @@ static enum MHD_Result no_content(struct ctx *x)
 static enum MHD_Result create(struct ctx *x)
 {
 	struct coved_create req;
-	char msg[600];
+	char msg[600], store[COVED_BUILD_STORE_LEN + 1];
 	if (coved_parse_create(x->body, &req, msg, sizeof(msg)) < 0)
 		return err_reply(x, 400, msg);
 	struct coved_sb *sb;
@@ -59,7 +61,8 @@ static enum MHD_Result create(struct ctx *x)
 			return err_reply(x, 400, "X-Cove-Placed is not a sandbox id");
 		}
 		snprintf(req.placed_id, sizeof(req.placed_id), "%s", placed);
-	} else if (x->d->cluster) {
+	} else if (x->d->cluster && !coved_build_ready(x->d, x->t, req.template_id, store)) {
+		/* A template the tenant built lives on this node: its creates stay. */
 		enum MHD_Result ret;
 		uint64_t cpus = req.cpus ? req.cpus : x->d->cfg.cpus;
 		uint64_t mem = req.memory_mib ? req.memory_mib : x->d->cfg.memory_mib;
@@ -397,6 +400,9 @@ enum MHD_Result coved_route(struct coved *d, struct coved_tenant *t, struct MHD_
 {
 	char id[128];
 	bool path_known = false;
+	enum MHD_Result tr;
+	if (coved_templates_route(d, t, c, method, url, body, body_len, &tr))
+		return tr;
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
 		const struct route *rt = &routes[i];
 		id[0] = 0;

@@ -44,6 +44,9 @@ static void defaults(struct coved_config *c)
 	c->max_memory_mib = 8192;
 	c->network = true;
 	c->boot_timeout_s = 60;
+	c->max_builds = 2;
+	c->build_timeout_s = 1800;
+	c->max_upload = (uint64_t)1 << 30;
 	c->metrics_auth = true;
 	c->header_timeout_s = 10;
 	c->max_connections_per_ip = 32;
@@ -597,6 +600,9 @@ static int apply(struct coved_config *c, const char *k, json_t *v, char *err, si
 	UINT("max_memory_mib", 32, (uint64_t)1 << 20, max_memory_mib)
 	UINT("disk_mib", 0, (uint64_t)1 << 24, disk_mib)
 	UINT("boot_timeout_s", 1, 3600, boot_timeout_s)
+	UINT("max_template_builds", 0, 64, max_builds)
+	UINT("template_build_timeout_s", 60, 86400, build_timeout_s)
+	UINT("max_upload_bytes", 1024, (uint64_t)1 << 40, max_upload)
 	UINT("net_pool_size", 0, COVE_NET_POOL_MAX, net_pool_size)
 	UINT("pool_size", 0, COVE_POOL_SIZE_MAX, pool_size)
 	UINT("pool_cpus", 0, 64, pool_cpus)

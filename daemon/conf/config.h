@@ -61,12 +61,15 @@ struct coved_config {
 	enum coved_on_timeout on_timeout; /* when the request does not say */
 	unsigned int cpus, max_cpus;
 	uint64_t memory_mib, max_memory_mib;
-	uint64_t disk_mib;           /* root disk size; 0: the image's */
-	unsigned int boot_timeout_s; /* until a new sandbox's agent answers */
-	bool network;                /* sandboxes may have a network */
-	unsigned int net_pool_size;  /* networks set up ahead (cove_net_pool_new); 0: none */
-	bool metrics_auth;           /* /metrics needs an API key too */
-	char *templates_dir;         /* the template store (lib/template.h); NULL: none,
+	uint64_t disk_mib;            /* root disk size; 0: the image's */
+	unsigned int boot_timeout_s;  /* until a new sandbox's agent answers */
+	unsigned int max_builds;      /* template builds at once (builds.c); 0: none */
+	unsigned int build_timeout_s; /* one build's time limit, waiting for a slot included */
+	uint64_t max_upload;          /* bytes of one uploaded COPY archive */
+	bool network;                 /* sandboxes may have a network */
+	unsigned int net_pool_size;   /* networks set up ahead (cove_net_pool_new); 0: none */
+	bool metrics_auth;            /* /metrics needs an API key too */
+	char *templates_dir;          /* the template store (lib/template.h); NULL: none,
 	                        creates boot cold (config "templates_dir": null) */
 	bool templates_dir_set;
 	unsigned int pool_size;              /* pre-spawned VMMs kept ready (pool.c); 0: none */

@@ -11,6 +11,7 @@
 
 #include "cove.h"
 #include "daemon/http/status.h"
+#include "daemon/sandboxes/builds.h"
 #include "daemon/sandboxes/journal.h"
 #include "daemon/sandboxes/limits.h"
 #include "daemon/sandboxes/metrics.h"
@@ -36,12 +37,17 @@ static bool snap_owned(struct coved *d, const char *snapdir, const struct coved_
 	return ok;
 }
 
-/* Maps a templateID to an image path (malloc'ed) or a snapshot directory
- * (*snap set).  404 when there is no such template. */
+/* Maps a templateID to an image path (malloc'ed), a snapshot directory
+ * (*snap set) or a template the tenant built (its store name into
+ * store).  404 when there is no such template. */
 static int resolve_template(struct coved *d, const struct coved_tenant *tenant, const char *tid,
-                            char **image, char **snap, char *msg, size_t len)
+                            char **image, char **snap, char store[COVED_BUILD_STORE_LEN + 1],
+                            char *msg, size_t len)
 {
 	*image = *snap = NULL;
+	store[0] = 0;
+	if (coved_build_ready(d, tenant, tid, store))
+		return 0; /* the tenant's own names come first */
 	const char *name = tid;
 	if (strcmp(tid, "base") == 0)
 		name = d->cfg.default_image;
@@ -92,8 +98,8 @@ int coved_sb_create(struct coved *d, struct coved_tenant *t, const struct coved_
 		     d->cfg.max_cpus, (unsigned long long)d->cfg.max_memory_mib);
 		return 400;
 	}
-	char *image, *snap;
-	int st = resolve_template(d, t, req->template_id, &image, &snap, msg, len);
+	char *image, *snap, store[COVED_BUILD_STORE_LEN + 1];
+	int st = resolve_template(d, t, req->template_id, &image, &snap, store, msg, len);
 	if (st)
 		return st;
 	struct coved_usage want = { .sandboxes = 1,
@@ -153,8 +159,8 @@ int coved_sb_create(struct coved *d, struct coved_tenant *t, const struct coved_
 	double t0 = coved_mono_s();
 	int r, tlock = -1;
 	char *tdir = NULL;
-	if (!snap && (st = coved_template_for(d, req->template_id, &cfg, req->net.given, &tdir,
-	                                      &tlock, msg, len)) > 1) {
+	if (!snap && (st = coved_template_for(d, store[0] ? store : req->template_id, &cfg,
+	                                      req->net.given, &tdir, &tlock, msg, len)) > 1) {
 		atomic_fetch_sub(&d->creating, 1);
 		goto out;
 	}

@@ -18,6 +18,8 @@ struct coved_tenant;
 struct coved_sb;
 struct cove_net_pool;
 struct cove_vmm_pool;
+struct coved_builds;
+struct coved_uploads;
 
 struct coved;
 struct coved_cluster;
@@ -68,6 +70,8 @@ struct coved {
 	bool stopping;
 	struct cove_vmm_pool *pool;       /* pre-spawned VMMs (pool.c), or NULL */
 	struct coved_cluster *cluster;    /* cluster mode (daemon/cluster), or NULL */
+	struct coved_builds *builds;      /* template builds (builds.h) */
+	struct coved_uploads *uploads;    /* COPY archives' upload links (build_files.h) */
 	coved_dir_hook *_Atomic dir_hook; /* set by the cluster; NULL: none */
 };
 

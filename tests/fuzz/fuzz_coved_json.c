@@ -1,5 +1,6 @@
-/* libFuzzer target: coved's request bodies (daemon/api/body.c) as they come
- * off the network: the depth scan, the JSON load and every typed parser.
+/* libFuzzer target: coved's request bodies (daemon/api/body.c and
+ * template_body.c) as they come off the network: the depth scan, the JSON
+ * load and every typed parser.
  * A body the parsers accept holds only bounded, checked values. */
 #include <assert.h>
 #include <stddef.h>
@@ -7,9 +8,46 @@
 #include <string.h>
 
 #include "daemon/api/body.h"
+#include "daemon/api/template_body.h"
 #include "daemon/http/json_body.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* A build request the parsers accept holds bounded steps of known kinds. */
+static void check_build(const struct coved_build_req *r)
+{
+	assert(r->nsteps <= COVED_BUILD_STEPS_MAX);
+	assert(!r->from != !r->from_template);
+	for (size_t i = 0; i < r->nsteps; i++) {
+		const struct coved_bstep *s = &r->steps[i];
+		assert(s->kind <= COVED_BSTEP_COPY);
+		if (s->kind == COVED_BSTEP_COPY)
+			assert(s->src && s->dest && s->dest[0] == '/' &&
+			       strlen(s->files) == COVED_FILES_HASH_LEN);
+		else
+			assert(s->arg && strlen(s->arg) < COVED_BUILD_ARG_MAX);
+	}
+}
+
+static void check_templates(json_t *o)
+{
+	char err[512];
+	struct coved_build_req r;
+	if (coved_parse_template(o, &r, err, sizeof(err)) == 0) {
+		assert(coved_build_name_ok(r.name));
+		check_build(&r);
+	} else {
+		assert(err[0] && !strchr(err, '\n'));
+	}
+	coved_build_req_free(&r);
+	if (coved_parse_e2b_request(o, &r, err, sizeof(err)) == 0)
+		assert(coved_build_name_ok(r.name));
+	coved_build_req_free(&r);
+	memset(&r, 0, sizeof(r));
+	if (coved_parse_e2b_build(o, &r, err, sizeof(err)) == 0)
+		check_build(&r);
+	coved_build_req_free(&r);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -35,6 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)coved_parse_timeout(o, true, &t, err, sizeof(err));
 	if (coved_parse_fork(o, &count, &t, err, sizeof(err)) == 0)
 		assert(count >= 1 && count <= COVED_FORK_MAX);
+	check_templates(o);
 	json_decref(o);
 	return 0;
 }
