@@ -321,6 +321,7 @@ static int start(const char *store, const struct cove_template_spec *s,
 {
 	char e[512], p[PATH_MAX];
 	*done = force ? -1 : cached_prefix(store, s, keys);
+	int64_t t0 = mono_ms();
 	int r;
 	if (*done >= 0) {
 		snprintf(p, sizeof(p), "%s/%s/%s", store, STEPS_DIR, keys[*done]);
@@ -337,7 +338,10 @@ static int start(const char *store, const struct cove_template_spec *s,
 		close(b->lockfd); /* the restore has its own files now */
 		b->lockfd = -1;
 	}
-	return r < 0 ? errf(err, errlen, r, "%s", e) : 0;
+	if (r < 0)
+		return errf(err, errlen, r, "%s", e);
+	note(io, "sandbox up in %lld ms", (long long)(mono_ms() - t0));
+	return 0;
 }
 
 /* ---- the end ---- */
@@ -362,8 +366,10 @@ static int finish(struct cove_sandbox *sb, const struct cove_template_spec *s,
 	 * have no sync program). */
 	if ((r = cove_agent_call(sb, PROTO_SYNC, json_object(), NULL, e, sizeof(e))) < 0)
 		return errf(err, errlen, r, "sync: %s", e);
+	int64_t t0 = mono_ms();
 	if ((r = cove_snapshot(sb, tmp, true, e, sizeof(e))) < 0)
 		return errf(err, errlen, r, "snapshot: %s", e);
+	note(io, "snapshot in %lld ms", (long long)(mono_ms() - t0));
 	return 0;
 }
 
