@@ -94,20 +94,6 @@ int cove_template_base_spec(struct cove_template_spec *s, const struct cove_conf
 
 /* ---- building ---- */
 
-static void note(const struct cove_template_io *io, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void note(const struct cove_template_io *io, const char *fmt, ...)
-{
-	if (!io || !io->note)
-		return;
-	char line[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	io->note(io->opaque, line);
-}
-
 static int write_manifest(const char *dir, const struct cove_template_manifest *m, char *err,
                           size_t errlen)
 {
@@ -278,16 +264,18 @@ static int ensure_locked(const struct cove_template_spec *s, bool force,
 		}
 		remove_stale_builds(store, s->name);
 		if (exists)
-			note(io, "template %s: its inputs changed, rebuilding it", s->name);
+			template_note(io, "template %s: its inputs changed, rebuilding it",
+			              s->name);
 		else
-			note(io, "template %s: building it (cached in %s)", s->name, store);
+			template_note(io, "template %s: building it (cached in %s)", s->name,
+			              store);
 		r = build(s, store, dir, hash, keys, force, io, err, errlen);
 		if (r != 0) {
 			close(bfd);
 			close(fd);
 			return r;
 		}
-		note(io, "template %s: built (inputs %.16s)", s->name, hash);
+		template_note(io, "template %s: built (inputs %.16s)", s->name, hash);
 		/* Its memory into the memory cache now, not in its first
 		 * restore (a no-op where there is no cache). */
 		char copy[PATH_MAX], why[PATH_MAX + 128];

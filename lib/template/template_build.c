@@ -35,20 +35,6 @@
 #include "lib/template/template_store.h"
 #include "proto.h"
 
-static void note(const struct cove_template_io *io, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void note(const struct cove_template_io *io, const char *fmt, ...)
-{
-	if (!io || !io->note)
-		return;
-	char line[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	io->note(io->opaque, line);
-}
-
 /* ---- the state ---- */
 
 static void strv_free(char **v)
@@ -242,7 +228,7 @@ static void keep_step(struct cove_sandbox *sb, const char *store, const char *ke
 	snprintf(tmp, sizeof(tmp), "%s/%s/.tmp-%d.%08x", store, STEPS_DIR, (int)getpid(), rnd);
 	snprintf(dir, sizeof(dir), "%s/%s/%s", store, STEPS_DIR, key);
 	if (cove_snapshot(sb, tmp, false, e, sizeof(e)) < 0) {
-		note(io, "step cache: %s", e);
+		template_note(io, "step cache: %s", e);
 		return;
 	}
 	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_NOREPLACE) < 0)
@@ -325,13 +311,14 @@ static int start(const char *store, const struct cove_template_spec *s,
 	int r;
 	if (*done >= 0) {
 		snprintf(p, sizeof(p), "%s/%s/%s", store, STEPS_DIR, keys[*done]);
-		note(io, "steps 1-%ld: cached, restoring the sandbox after them", *done + 1);
+		template_note(io, "steps 1-%ld: cached, restoring the sandbox after them",
+		              *done + 1);
 		r = cove_restore(&b->cfg, p, sb, e, sizeof(e));
 	} else if (b->from[0]) {
-		note(io, "restoring template %s", s->from_template);
+		template_note(io, "restoring template %s", s->from_template);
 		r = cove_restore(&b->cfg, b->from, sb, e, sizeof(e));
 	} else {
-		note(io, "booting %s", s->from ? s->from : s->image);
+		template_note(io, "booting %s", s->from ? s->from : s->image);
 		r = cove_start(&b->cfg, sb, e, sizeof(e));
 	}
 	if (b->lockfd >= 0) {
@@ -340,7 +327,7 @@ static int start(const char *store, const struct cove_template_spec *s,
 	}
 	if (r < 0)
 		return errf(err, errlen, r, "%s", e);
-	note(io, "sandbox up in %lld ms", (long long)(mono_ms() - t0));
+	template_note(io, "sandbox up in %lld ms", (long long)(mono_ms() - t0));
 	return 0;
 }
 
@@ -369,7 +356,7 @@ static int finish(struct cove_sandbox *sb, const struct cove_template_spec *s,
 	int64_t t0 = mono_ms();
 	if ((r = cove_snapshot(sb, tmp, true, e, sizeof(e))) < 0)
 		return errf(err, errlen, r, "snapshot: %s", e);
-	note(io, "snapshot in %lld ms", (long long)(mono_ms() - t0));
+	template_note(io, "snapshot in %lld ms", (long long)(mono_ms() - t0));
 	return 0;
 }
 
@@ -390,10 +377,10 @@ int template_build(const char *store, const struct cove_template_spec *s,
 	/* The state after the cached steps, then step by step. */
 	for (long i = 0; r == 0 && i <= done; i++) {
 		const struct cove_template_step *t = &s->steps[i];
-		note(io, "step %ld/%zu: %s %s (cached)", i + 1, s->nsteps, step_word(t),
-		     t->kind == COVE_STEP_RUN ? t->run
-		     : t->guest               ? t->guest
-		                              : t->run);
+		template_note(io, "step %ld/%zu: %s %s (cached)", i + 1, s->nsteps, step_word(t),
+		              t->kind == COVE_STEP_RUN ? t->run
+		              : t->guest               ? t->guest
+		                                       : t->run);
 	}
 	if (r == 0 && (r = template_fold_config(c, s->steps, (size_t)(done + 1))) < 0)
 		r = errf(err, errlen, r, "out of memory");
@@ -402,7 +389,7 @@ int template_build(const char *store, const struct cove_template_spec *s,
 	for (size_t i = (size_t)(done + 1); r == 0 && i < s->nsteps; i++) {
 		const struct cove_template_step *t = &s->steps[i];
 		const char *what = t->kind == COVE_STEP_RUN ? t->run : t->guest ? t->guest : t->run;
-		note(io, "step %zu/%zu: %s %s", i + 1, s->nsteps, step_word(t), what);
+		template_note(io, "step %zu/%zu: %s %s", i + 1, s->nsteps, step_word(t), what);
 		if (!changes_guest(t)) {
 			if (template_fold_config(c, t, 1) < 0)
 				r = errf(err, errlen, -ENOMEM, "out of memory");
@@ -414,8 +401,8 @@ int template_build(const char *store, const struct cove_template_spec *s,
 		if ((r = run_step(sb, s, i, c, io, err, errlen)) != 0)
 			break;
 		keep_step(sb, store, keys[i], io);
-		note(io, "step %zu/%zu: done in %lld ms", i + 1, s->nsteps,
-		     (long long)(mono_ms() - t0));
+		template_note(io, "step %zu/%zu: done in %lld ms", i + 1, s->nsteps,
+		              (long long)(mono_ms() - t0));
 	}
 	if (r == 0)
 		r = finish(sb, s, c, tmp, io, err, errlen);

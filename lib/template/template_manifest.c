@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,18 @@ bool cove_template_name_valid(const char *name)
 			return false;
 	}
 	return true;
+}
+
+void template_note(const struct cove_template_io *io, const char *fmt, ...)
+{
+	if (!io || !io->note)
+		return;
+	char line[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	io->note(io->opaque, line);
 }
 
 static void strv_free(char **v, size_t n)

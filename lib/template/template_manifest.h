@@ -101,6 +101,10 @@ struct cove_template_io {
 int cove_template_set_agent(struct cove_template_spec *s, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
+/* One line of a build's progress to io->note (io or its note may be NULL). */
+void template_note(const struct cove_template_io *io, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 void cove_template_spec_free(struct cove_template_spec *s);
 void cove_template_config_free(struct cove_template_config *c);
 void cove_template_manifest_free(struct cove_template_manifest *m);

@@ -28,20 +28,6 @@
 
 #define AGENT_MAX (64u << 20)
 
-static void note(const struct cove_template_io *io, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void note(const struct cove_template_io *io, const char *fmt, ...)
-{
-	if (!io || !io->note)
-		return;
-	char line[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	io->note(io->opaque, line);
-}
-
 static char **strv_dup(char *const *v, size_t n)
 {
 	char **o = calloc(n + 1, sizeof(*o));
@@ -167,9 +153,9 @@ static int apply_layers(const char *tmp, const struct image_src *src,
 			            (unsigned long long)(s->disk_size >> 20));
 		bytes = s->disk_size;
 	}
-	note(io, "image: %zu layers, %llu entries, %llu MiB of data: a %llu MiB ext4",
-	     src->n_layers, (unsigned long long)need.entries,
-	     (unsigned long long)(need.blocks >> 8), (unsigned long long)(bytes >> 20));
+	template_note(io, "image: %zu layers, %llu entries, %llu MiB of data: a %llu MiB ext4",
+	              src->n_layers, (unsigned long long)need.entries,
+	              (unsigned long long)(need.blocks >> 8), (unsigned long long)(bytes >> 20));
 	if ((r = ext4w_mkfs(tmp, bytes, inodes, "cove-root", err, errlen)) < 0)
 		return r;
 	struct ext4w *w;
@@ -201,8 +187,8 @@ int template_rootfs(const char *store, const struct cove_template_spec *s,
 	int r = image_src_open(cache, s->from, 0, &src, err, errlen);
 	if (r < 0)
 		return r;
-	note(io, "image %s: %s, %zu layers (%u blobs read into the cache)", s->from,
-	     src.manifest_digest, src.n_layers, src.blobs_read);
+	template_note(io, "image %s: %s, %zu layers (%u blobs read into the cache)", s->from,
+	              src.manifest_digest, src.n_layers, src.blobs_read);
 	if ((r = config_from(&src, c, err, errlen)) < 0)
 		goto out;
 	/* The key: what the file holds (the image, the agent, its size). */
@@ -230,7 +216,7 @@ int template_rootfs(const char *store, const struct cove_template_spec *s,
 	}
 	struct stat st;
 	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode)) {
-		note(io, "image: root file system cached (%s)", path);
+		template_note(io, "image: root file system cached (%s)", path);
 		goto out;
 	}
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
@@ -248,7 +234,8 @@ int template_rootfs(const char *store, const struct cove_template_spec *s,
 	if (r < 0)
 		unlink(tmp);
 	else
-		note(io, "image: unpacked into %s in %lld ms", path, (long long)(mono_ms() - t0));
+		template_note(io, "image: unpacked into %s in %lld ms", path,
+		              (long long)(mono_ms() - t0));
 out:
 	if (r < 0)
 		cove_template_config_free(c);
