@@ -96,3 +96,30 @@ void coved_build_store_name(const char *tenant, const char *name,
 	for (int i = 0; i < 12; i++)
 		snprintf(out + 2 + 2 * i, 3, "%02x", sum[i]);
 }
+
+int coved_build_record_parse(const json_t *o, const char *file, struct coved_build_record *r)
+{
+	const char *tenant = json_string_value(json_object_get(o, "tenant"));
+	const char *name = json_string_value(json_object_get(o, "name"));
+	const char *id = json_string_value(json_object_get(o, "build_id"));
+	const char *st = json_string_value(json_object_get(o, "status"));
+	const char *reason = json_string_value(json_object_get(o, "reason"));
+	memset(r, 0, sizeof(*r));
+	if (!tenant || !name || !id || !st || !coved_tenant_name_ok(tenant, strlen(tenant)) ||
+	    !coved_build_name_ok(name) || strlen(id) != COVED_BUILD_ID_LEN)
+		return -EINVAL;
+	coved_build_store_name(tenant, name, r->store);
+	size_t sl = strlen(r->store);
+	if (strncmp(file, r->store, sl) || strcmp(file + sl, ".json"))
+		return -EINVAL;
+	snprintf(r->tenant, sizeof(r->tenant), "%s", tenant);
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	snprintf(r->id, sizeof(r->id), "%s", id);
+	snprintf(r->reason, sizeof(r->reason), "%s", reason ? reason : "");
+	r->created_ms = json_integer_value(json_object_get(o, "created_ms"));
+	r->finished_ms = json_integer_value(json_object_get(o, "finished_ms"));
+	r->ready = !strcmp(st, "ready");
+	r->built = r->ready || json_is_true(json_object_get(o, "built"));
+	r->running = !r->ready && strcmp(st, "error");
+	return 0;
+}

@@ -8,12 +8,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
+#include "daemon/conf/keys.h"
+
 #define COVED_BUILD_NAME_MAX  64   /* a template's name: [A-Za-z0-9_-], as a templateID */
 #define COVED_BUILD_STEPS_MAX 64   /* steps of one build (lib/template's bound) */
 #define COVED_BUILD_ARG_MAX   4096 /* bytes of one command, path or user */
 #define COVED_BUILD_FROM_MAX  1024 /* bytes of an image reference */
 #define COVED_FILES_HASH_LEN  64   /* an uploaded archive's name: 64 of [0-9a-f] */
 #define COVED_BUILD_STORE_LEN 26   /* "t." and 24 hex */
+#define COVED_BUILD_ID_LEN    36   /* a UUID (E2B's buildID) */
 
 enum coved_bstep_kind {
 	COVED_BSTEP_RUN,     /* arg: a command for /bin/sh -c */
@@ -72,5 +77,25 @@ const char *coved_bstep_name(enum coved_bstep_kind kind);
  * holds a dot, so no create names it but through its tenant's build. */
 void coved_build_store_name(const char *tenant, const char *name,
                             char out[COVED_BUILD_STORE_LEN + 1]);
+
+/* A build's record file as coved reads it back at start-up. */
+struct coved_build_record {
+	char tenant[COVED_TENANT_LEN + 1];
+	char name[COVED_BUILD_NAME_MAX + 1];
+	char store[COVED_BUILD_STORE_LEN + 1];
+	char id[COVED_BUILD_ID_LEN + 1];
+	char reason[300];
+	int64_t created_ms, finished_ms;
+	bool ready;   /* else an error */
+	bool built;   /* the store holds a template of it */
+	bool running; /* it was building when coved stopped */
+};
+
+/* coved_build_record_parse() - the record o read from builds/<file> into
+ * r: every field checked, and file must be the name its tenant and name
+ * make (a record copied under another name is not taken).  Pure; run by
+ * fuzz_coved_json.  Return: 0 or -EINVAL. */
+int coved_build_record_parse(const json_t *o, const char *file, struct coved_build_record *r)
+    __attribute__((warn_unused_result));
 
 #endif

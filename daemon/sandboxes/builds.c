@@ -90,29 +90,20 @@ static struct coved_build *load_record(struct coved *d, const char *file)
 	char p[4200];
 	snprintf(p, sizeof(p), "%s/builds/%s", d->cfg.state_dir, file);
 	json_t *o = json_load_file(p, 0, NULL);
-	const char *tenant = json_string_value(json_object_get(o, "tenant"));
-	const char *name = json_string_value(json_object_get(o, "name"));
-	const char *id = json_string_value(json_object_get(o, "build_id"));
-	const char *st = json_string_value(json_object_get(o, "status"));
-	const char *reason = json_string_value(json_object_get(o, "reason"));
+	struct coved_build_record rec;
 	struct coved_build *b = NULL;
-	char store[COVED_BUILD_STORE_LEN + 1];
-	if (tenant && name && id && st && coved_tenant_name_ok(tenant, strlen(tenant)) &&
-	    coved_build_name_ok(name) && strlen(id) == COVED_BUILD_ID_LEN &&
-	    (coved_build_store_name(tenant, name, store), !strncmp(file, store, strlen(store))) &&
-	    !strcmp(file + strlen(store), ".json") && (b = calloc(1, sizeof(*b)))) {
-		snprintf(b->tenant, sizeof(b->tenant), "%s", tenant);
-		snprintf(b->name, sizeof(b->name), "%s", name);
-		snprintf(b->store, sizeof(b->store), "%s", store);
-		snprintf(b->id, sizeof(b->id), "%s", id);
-		snprintf(b->reason, sizeof(b->reason), "%s", reason ? reason : "");
-		b->created_ms = json_integer_value(json_object_get(o, "created_ms"));
-		b->finished_ms = json_integer_value(json_object_get(o, "finished_ms"));
-		b->status = strcmp(st, "ready") == 0 ? COVED_BUILD_READY : COVED_BUILD_ERROR;
-		b->built =
-		    b->status == COVED_BUILD_READY || json_is_true(json_object_get(o, "built"));
+	if (coved_build_record_parse(o, file, &rec) == 0 && (b = calloc(1, sizeof(*b)))) {
+		memcpy(b->tenant, rec.tenant, sizeof(b->tenant));
+		memcpy(b->name, rec.name, sizeof(b->name));
+		memcpy(b->store, rec.store, sizeof(b->store));
+		memcpy(b->id, rec.id, sizeof(b->id));
+		memcpy(b->reason, rec.reason, sizeof(b->reason));
+		b->created_ms = rec.created_ms;
+		b->finished_ms = rec.finished_ms;
+		b->status = rec.ready ? COVED_BUILD_READY : COVED_BUILD_ERROR;
+		b->built = rec.built;
 		coved_blog_init(&b->log, COVED_BUILD_LOG_MAX);
-		if (strcmp(st, "ready") && strcmp(st, "error"))
+		if (rec.running)
 			coved_build_finish(d, b, COVED_BUILD_ERROR,
 			                   "coved restarted during the build");
 	}

@@ -21,7 +21,6 @@
 struct coved;
 struct coved_tenant;
 
-#define COVED_BUILD_ID_LEN      36 /* a UUID (E2B's buildID) */
 #define COVED_BUILD_LOG_MAX     (4u << 20)
 #define COVED_BUILD_LOG_KEPT    (256u << 10) /* of a finished build's log */
 #define COVED_BUILDS_PER_TENANT 256          /* templates (builds) one tenant may have */

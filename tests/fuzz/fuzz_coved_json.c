@@ -1,6 +1,7 @@
 /* libFuzzer target: coved's request bodies (daemon/api/body.c and
  * template_body.c) as they come off the network: the depth scan, the JSON
- * load and every typed parser.
+ * load and every typed parser; and a template build's record as coved
+ * reads it back at start-up (daemon/sandboxes/build_req.c).
  * A body the parsers accept holds only bounded, checked values. */
 #include <assert.h>
 #include <stddef.h>
@@ -10,6 +11,7 @@
 #include "daemon/api/body.h"
 #include "daemon/api/template_body.h"
 #include "daemon/http/json_body.h"
+#include "daemon/sandboxes/build_req.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -65,6 +67,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		assert(c.cpus <= 64);
 		coved_create_free(&c);
 	}
+	/* A record file: taken only under the name its tenant and name make. */
+	struct coved_build_record rec;
+	if (coved_build_record_parse(o, "x.json", &rec) == 0)
+		assert(coved_build_name_ok(rec.name) && strlen(rec.id) == COVED_BUILD_ID_LEN);
 	struct coved_net n;
 	if (coved_parse_net(o, &n, err, sizeof(err)) == 0)
 		coved_net_free(&n);

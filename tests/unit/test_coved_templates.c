@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "daemon/api/template_body.h"
@@ -366,6 +367,33 @@ START_TEST(log_bound)
 }
 END_TEST
 
+/* A record read back at start-up: taken only under the name its tenant
+ * and name make; one that was building says so; a bad field refuses it. */
+START_TEST(record_read_back)
+{
+	char store[COVED_BUILD_STORE_LEN + 1], file[64], other[64];
+	coved_build_store_name("alice", "web", store);
+	snprintf(file, sizeof(file), "%s.json", store);
+	coved_build_store_name("bob", "web", other);
+	strcat(other, ".json");
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I}", "tenant", "alice", "name", "web",
+	                      "build_id", "0123456789abcdef0123456789abcdef0123", "status",
+	                      "building", "created_ms", (json_int_t)5);
+	struct coved_build_record r;
+	ck_assert_int_eq(coved_build_record_parse(o, file, &r), 0);
+	ck_assert_str_eq(r.store, store);
+	ck_assert(r.running && !r.ready && !r.built);
+	ck_assert_int_eq(r.created_ms, 5);
+	ck_assert_int_eq(coved_build_record_parse(o, other, &r), -EINVAL);
+	json_object_set_new(o, "status", json_string("ready"));
+	ck_assert_int_eq(coved_build_record_parse(o, file, &r), 0);
+	ck_assert(r.ready && r.built && !r.running);
+	json_object_set_new(o, "build_id", json_string("short"));
+	ck_assert_int_eq(coved_build_record_parse(o, file, &r), -EINVAL);
+	json_decref(o);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("coved_templates");
@@ -377,6 +405,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, store_names);
 	tcase_add_test(tc, log_lines);
 	tcase_add_test(tc, log_bound);
+	tcase_add_test(tc, record_read_back);
 	suite_add_tcase(s, tc);
 	return s;
 }
