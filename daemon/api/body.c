@@ -8,17 +8,18 @@
 #include "errf.h"
 
 /* A field that is absent or null counts as not given. */
-static json_t *field(json_t *o, const char *key)
+json_t *coved_body_field(json_t *o, const char *key)
 {
 	json_t *v = json_object_get(o, key);
 	return json_is_null(v) ? NULL : v;
 }
 
-static int get_uint(json_t *o, const char *key, uint64_t max, uint64_t *out, bool *given, char *err,
+int coved_body_uint(json_t *o, const char *key, uint64_t max, uint64_t *out, bool *given, char *err,
                     size_t errlen)
 {
-	json_t *v = field(o, key);
-	*given = v != NULL;
+	json_t *v = coved_body_field(o, key);
+	if (given)
+		*given = v != NULL;
 	if (!v)
 		return 0;
 	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
@@ -114,7 +115,7 @@ static int parse_internet(json_t *o, struct coved_net *out, char *err, size_t er
 {
 	memset(out, 0, sizeof(*out));
 	out->internet = true;
-	json_t *ia = field(o, "allow_internet_access");
+	json_t *ia = coved_body_field(o, "allow_internet_access");
 	if (ia) {
 		if (!json_is_boolean(ia))
 			return errf(err, errlen, -EINVAL,
@@ -140,10 +141,10 @@ static int net_fields(json_t *net, const char *skip, struct coved_net *out, char
 	static const char *const unsupported[] = { "egressProxy", "rules", "maskRequestHost",
 		                                   NULL };
 	for (size_t i = 0; unsupported[i]; i++)
-		if (field(net, unsupported[i]))
+		if (coved_body_field(net, unsupported[i]))
 			return errf(err, errlen, -EINVAL, "'network.%s' is not supported by coved",
 			            unsupported[i]);
-	json_t *a = field(net, "allowOut"), *dn = field(net, "denyOut");
+	json_t *a = coved_body_field(net, "allowOut"), *dn = coved_body_field(net, "denyOut");
 	if (a && (r = rule_list(a, "allowOut", err, errlen)) < 0)
 		return r;
 	if (dn && (r = rule_list(dn, "denyOut", err, errlen)) < 0)
@@ -159,7 +160,7 @@ int coved_parse_net(json_t *o, struct coved_net *out, char *err, size_t errlen)
 	int r = parse_internet(o, out, err, errlen);
 	if (r < 0)
 		return r;
-	json_t *net = field(o, "network");
+	json_t *net = coved_body_field(o, "network");
 	if (!net)
 		return 0;
 	if (!json_is_object(net))
@@ -201,10 +202,10 @@ int coved_parse_create(json_t *o, struct coved_create *out, char *err, size_t er
 		return r;
 	static const char *const unsupported[] = { "mcp", "iam", "volumeMounts", NULL };
 	for (size_t i = 0; unsupported[i]; i++)
-		if (field(o, unsupported[i]))
+		if (coved_body_field(o, unsupported[i]))
 			return errf(err, errlen, -EINVAL, "'%s' is not supported by coved",
 			            unsupported[i]);
-	json_t *t = field(o, "templateID");
+	json_t *t = coved_body_field(o, "templateID");
 	if (t) {
 		if (!json_is_string(t) || json_string_length(t) == 0 ||
 		    json_string_length(t) > COVED_TEMPLATE_LEN_MAX)
@@ -223,32 +224,33 @@ int coved_parse_create(json_t *o, struct coved_create *out, char *err, size_t er
 	} else {
 		snprintf(out->template_id, sizeof(out->template_id), "base");
 	}
-	json_t *m = field(o, "metadata");
+	json_t *m = coved_body_field(o, "metadata");
 	if (m && (r = string_map(m, "metadata", COVED_META_MAX, COVED_META_KEY_MAX,
 	                         COVED_META_VAL_MAX, false, err, errlen)) < 0)
 		return r;
-	json_t *e = field(o, "envVars");
+	json_t *e = coved_body_field(o, "envVars");
 	if (e && (r = string_map(e, "envVars", COVED_ENV_MAX, 256, COVED_ENV_VAL_MAX, true, err,
 	                         errlen)) < 0)
 		return r;
 	bool given;
-	if ((r = get_uint(o, "timeout", UINT32_MAX, &out->timeout_s, &given, err, errlen)) < 0)
+	if ((r = coved_body_uint(o, "timeout", UINT32_MAX, &out->timeout_s, &given, err, errlen)) <
+	    0)
 		return r;
 	if (given && out->timeout_s == 0)
 		return errf(err, errlen, -EINVAL, "'timeout' must be at least 1 second");
-	json_t *ap = field(o, "autoPause");
+	json_t *ap = coved_body_field(o, "autoPause");
 	if (ap) {
 		if (!json_is_boolean(ap))
 			return errf(err, errlen, -EINVAL, "'autoPause' must be a boolean");
 		out->auto_pause = json_is_true(ap);
 		out->auto_pause_given = true;
 	}
-	json_t *apm = field(o, "autoPauseMemory");
+	json_t *apm = coved_body_field(o, "autoPauseMemory");
 	if (apm && !json_is_true(apm))
 		return errf(err, errlen, -EINVAL,
 		            "'autoPauseMemory' false (a file-system-only pause) is not supported "
 		            "by coved");
-	json_t *ar = field(o, "autoResume");
+	json_t *ar = coved_body_field(o, "autoResume");
 	if (ar) {
 		json_t *en = json_is_object(ar) ? json_object_get(ar, "enabled") : NULL;
 		if (!json_is_object(ar) || (en && !json_is_boolean(en)))
@@ -257,15 +259,15 @@ int coved_parse_create(json_t *o, struct coved_create *out, char *err, size_t er
 		if (json_is_true(en))
 			return errf(err, errlen, -EINVAL, "'autoResume' is not supported by coved");
 	}
-	json_t *sec = field(o, "secure");
+	json_t *sec = coved_body_field(o, "secure");
 	if (sec && !json_is_boolean(sec))
 		return errf(err, errlen, -EINVAL, "'secure' must be a boolean");
 	uint64_t v = 0;
-	if ((r = get_uint(o, "cpuCount", 64, &v, &given, err, errlen)) < 0)
+	if ((r = coved_body_uint(o, "cpuCount", 64, &v, &given, err, errlen)) < 0)
 		return r;
 	out->cpus = (unsigned int)v;
-	if ((r = get_uint(o, "memoryMB", (uint64_t)1 << 20, &out->memory_mib, &given, err,
-	                  errlen)) < 0)
+	if ((r = coved_body_uint(o, "memoryMB", (uint64_t)1 << 20, &out->memory_mib, &given, err,
+	                         errlen)) < 0)
 		return r;
 	if ((r = coved_parse_net(o, &out->net, err, errlen)) < 0)
 		return r;
@@ -278,7 +280,7 @@ int coved_parse_timeout(json_t *o, bool required, uint64_t *timeout_s, char *err
 {
 	bool given;
 	*timeout_s = 0;
-	int r = get_uint(o, "timeout", UINT32_MAX, timeout_s, &given, err, errlen);
+	int r = coved_body_uint(o, "timeout", UINT32_MAX, timeout_s, &given, err, errlen);
 	if (r < 0)
 		return r;
 	if (required && !given)
@@ -292,7 +294,7 @@ int coved_parse_fork(json_t *o, unsigned int *count, uint64_t *timeout_s, char *
 {
 	bool given;
 	uint64_t c = 1;
-	int r = get_uint(o, "count", COVED_FORK_MAX, &c, &given, err, errlen);
+	int r = coved_body_uint(o, "count", COVED_FORK_MAX, &c, &given, err, errlen);
 	if (r < 0)
 		return r;
 	if (c == 0)

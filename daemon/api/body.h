@@ -32,4 +32,13 @@ int coved_parse_timeout(json_t *o, bool required, uint64_t *timeout_s, char *err
 /* {count, timeout}: count 1..COVED_FORK_MAX, default 1. */
 int coved_parse_fork(json_t *o, unsigned int *count, uint64_t *timeout_s, char *err, size_t errlen);
 
+/* o's key, or NULL when absent or null. */
+json_t *coved_body_field(json_t *o, const char *key);
+
+/* o's key as an integer from 0 to max into *out; absent (or null) leaves
+ * *out and sets *given (may be NULL) false.  -EINVAL with a line naming
+ * the key. */
+int coved_body_uint(json_t *o, const char *key, uint64_t max, uint64_t *out, bool *given, char *err,
+                    size_t errlen) __attribute__((warn_unused_result));
+
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/api/body.h"
 #include "errf.h"
 
 #define CPUS_MAX   64
@@ -14,12 +15,6 @@
 #define DISK_MAX   (16 * 1024 * 1024)
 
 /* A field that is absent or null counts as not given. */
-static json_t *field(json_t *o, const char *key)
-{
-	json_t *v = json_object_get(o, key);
-	return json_is_null(v) ? NULL : v;
-}
-
 /* A string of 1 to max bytes without NUL, or NULL (message in err). */
 static const char *str_of(json_t *v, size_t max, const char *what, char *err, size_t errlen)
 {
@@ -35,7 +30,7 @@ static const char *str_of(json_t *v, size_t max, const char *what, char *err, si
 /* An optional string field copied into *out (left NULL when absent). */
 static int opt_str(json_t *o, const char *key, size_t max, char **out, char *err, size_t errlen)
 {
-	json_t *v = field(o, key);
+	json_t *v = coved_body_field(o, key);
 	if (!v)
 		return 0;
 	const char *s = str_of(v, max, key, err, errlen);
@@ -46,23 +41,9 @@ static int opt_str(json_t *o, const char *key, size_t max, char **out, char *err
 	return *out ? 0 : errf(err, errlen, -ENOMEM, "out of memory");
 }
 
-static int opt_uint(json_t *o, const char *key, uint64_t max, uint64_t *out, char *err,
-                    size_t errlen)
-{
-	json_t *v = field(o, key);
-	if (!v)
-		return 0;
-	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-	    (uint64_t)json_integer_value(v) > max)
-		return errf(err, errlen, -EINVAL, "'%s' must be an integer from 0 to %llu", key,
-		            (unsigned long long)max);
-	*out = (uint64_t)json_integer_value(v);
-	return 0;
-}
-
 static int opt_bool(json_t *o, const char *key, bool *out, char *err, size_t errlen)
 {
-	json_t *v = field(o, key);
+	json_t *v = coved_body_field(o, key);
 	if (v && !json_is_boolean(v))
 		return errf(err, errlen, -EINVAL, "'%s' must be true or false", key);
 	if (v)
@@ -150,8 +131,9 @@ static int native_copy(json_t *c, size_t i, struct coved_build_req *out, char *e
 		    strcmp(k, "chown") && strcmp(k, "mode"))
 			return errf(err, errlen, -EINVAL, "unknown field '%.64s' in %s", k, w);
 	}
-	json_t *fv = field(c, "files"), *sv = field(c, "src"), *dv = field(c, "dest");
-	json_t *cv = field(c, "chown");
+	json_t *fv = coved_body_field(c, "files"), *sv = coved_body_field(c, "src"),
+	       *dv = coved_body_field(c, "dest");
+	json_t *cv = coved_body_field(c, "chown");
 	const char *files = fv ? str_of(fv, COVED_FILES_HASH_LEN, "files", err, errlen) : NULL;
 	if (!files || !hash_ok(files))
 		return errf(
@@ -167,7 +149,7 @@ static int native_copy(json_t *c, size_t i, struct coved_build_req *out, char *e
 	const char *chown = cv ? str_of(cv, 256, "chown", err, errlen) : NULL;
 	if (cv && !chown)
 		return errf(err, errlen, -EINVAL, "'%s.chown' must be a user[:group] string", w);
-	json_t *mv = field(c, "mode");
+	json_t *mv = coved_body_field(c, "mode");
 	const char *mode = mv ? json_string_value(mv) : "";
 	if (!mode || (mv && !coved_build_mode_ok(mode)))
 		return errf(err, errlen, -EINVAL,
@@ -251,7 +233,7 @@ int coved_parse_template(json_t *o, struct coved_build_req *out, char *err, size
 		if (!ok)
 			return errf(err, errlen, -EINVAL, "unknown field '%.64s'", k);
 	}
-	json_t *n = field(o, "name");
+	json_t *n = coved_body_field(o, "name");
 	if (!n || !json_is_string(n) || !coved_build_name_ok(json_string_value(n)) ||
 	    strlen(json_string_value(n)) != json_string_length(n))
 		return errf(err, errlen, -EINVAL, "'name' must be 1 to %d of [A-Za-z0-9_-]",
@@ -262,11 +244,12 @@ int coved_parse_template(json_t *o, struct coved_build_req *out, char *err, size
 	if ((r = parse_from(o, "from", "from_template", out, err, errlen)) < 0 ||
 	    (r = opt_str(o, "start_cmd", COVED_BUILD_ARG_MAX, &out->start_cmd, err, errlen)) < 0 ||
 	    (r = opt_str(o, "ready_cmd", COVED_BUILD_ARG_MAX, &out->ready_cmd, err, errlen)) < 0 ||
-	    (r = opt_uint(o, "ready_port", 65535, &port, err, errlen)) < 0 ||
-	    (r = opt_uint(o, "ready_timeout_s", 3600, &rt, err, errlen)) < 0 ||
-	    (r = opt_uint(o, "cpus", CPUS_MAX, &cpus, err, errlen)) < 0 ||
-	    (r = opt_uint(o, "memory_mib", MEMORY_MAX, &out->memory_mib, err, errlen)) < 0 ||
-	    (r = opt_uint(o, "disk_mib", DISK_MAX, &out->disk_mib, err, errlen)) < 0 ||
+	    (r = coved_body_uint(o, "ready_port", 65535, &port, NULL, err, errlen)) < 0 ||
+	    (r = coved_body_uint(o, "ready_timeout_s", 3600, &rt, NULL, err, errlen)) < 0 ||
+	    (r = coved_body_uint(o, "cpus", CPUS_MAX, &cpus, NULL, err, errlen)) < 0 ||
+	    (r = coved_body_uint(o, "memory_mib", MEMORY_MAX, &out->memory_mib, NULL, err,
+	                         errlen)) < 0 ||
+	    (r = coved_body_uint(o, "disk_mib", DISK_MAX, &out->disk_mib, NULL, err, errlen)) < 0 ||
 	    (r = opt_bool(o, "force", &out->force, err, errlen)) < 0)
 		return r;
 	out->cpus = (unsigned int)cpus;
@@ -278,7 +261,7 @@ int coved_parse_template(json_t *o, struct coved_build_req *out, char *err, size
 	if ((out->ready_cmd || out->ready_port) && !out->start_cmd)
 		return errf(err, errlen, -EINVAL,
 		            "'ready_cmd' and 'ready_port' need a 'start_cmd'");
-	json_t *steps = field(o, "steps");
+	json_t *steps = coved_body_field(o, "steps");
 	if (steps && (!json_is_array(steps) || json_array_size(steps) > COVED_BUILD_STEPS_MAX))
 		return errf(err, errlen, -EINVAL, "'steps' must be an array of at most %d steps",
 		            COVED_BUILD_STEPS_MAX);
@@ -296,9 +279,9 @@ int coved_parse_template(json_t *o, struct coved_build_req *out, char *err, size
 int coved_parse_e2b_request(json_t *o, struct coved_build_req *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof(*out));
-	json_t *n = field(o, "name");
+	json_t *n = coved_body_field(o, "name");
 	if (!n)
-		n = field(o, "alias");
+		n = coved_body_field(o, "alias");
 	const char *name = n ? str_of(n, 256, "name", err, errlen) : NULL;
 	if (!name)
 		return errf(err, errlen, -EINVAL, "'name' must be a template name");
@@ -309,14 +292,15 @@ int coved_parse_e2b_request(json_t *o, struct coved_build_req *out, char *err, s
 		return errf(err, errlen, -EINVAL, "'name' must be 1 to %d of [A-Za-z0-9_-]",
 		            COVED_BUILD_NAME_MAX);
 	snprintf(out->name, sizeof(out->name), "%s", name);
-	json_t *tags = field(o, "tags");
+	json_t *tags = coved_body_field(o, "tags");
 	if (tags && (!json_is_array(tags) || json_array_size(tags) > 0))
 		return errf(err, errlen, -EINVAL, "'tags' are not supported by coved");
 	uint64_t cpus = 0, disk = 0;
 	int r;
-	if ((r = opt_uint(o, "cpuCount", CPUS_MAX, &cpus, err, errlen)) < 0 ||
-	    (r = opt_uint(o, "memoryMB", MEMORY_MAX, &out->memory_mib, err, errlen)) < 0 ||
-	    (r = opt_uint(o, "minFreeDiskMb", DISK_MAX, &disk, err, errlen)) < 0)
+	if ((r = coved_body_uint(o, "cpuCount", CPUS_MAX, &cpus, NULL, err, errlen)) < 0 ||
+	    (r = coved_body_uint(o, "memoryMB", MEMORY_MAX, &out->memory_mib, NULL, err, errlen)) <
+	        0 ||
+	    (r = coved_body_uint(o, "minFreeDiskMb", DISK_MAX, &disk, NULL, err, errlen)) < 0)
 		return r;
 	out->cpus = (unsigned int)cpus;
 	return 0;
@@ -381,7 +365,7 @@ static int e2b_copy(json_t *step, json_t *args, size_t i, struct e2b_ctx *x,
 	if (!src_ok(src))
 		return errf(err, errlen, -EINVAL,
 		            "steps[%zu]: COPY's src must be a relative path without '..'", i);
-	json_t *h = field(step, "filesHash");
+	json_t *h = coved_body_field(step, "filesHash");
 	const char *hash = h ? json_string_value(h) : NULL;
 	if (!hash || !hash_ok(hash))
 		return errf(err, errlen, -EINVAL,
@@ -409,7 +393,7 @@ static int e2b_copy(json_t *step, json_t *args, size_t i, struct e2b_ctx *x,
 static int e2b_step(json_t *s, size_t i, struct e2b_ctx *x, struct coved_build_req *out, char *err,
                     size_t errlen)
 {
-	json_t *t = field(s, "type"), *args = field(s, "args");
+	json_t *t = coved_body_field(s, "type"), *args = coved_body_field(s, "args");
 	const char *type = json_is_string(t) ? json_string_value(t) : NULL;
 	if (!json_is_object(s) || !type)
 		return errf(err, errlen, -EINVAL, "steps[%zu] must be an object with a 'type'", i);
@@ -455,7 +439,7 @@ static int e2b_step(json_t *s, size_t i, struct e2b_ctx *x, struct coved_build_r
 
 int coved_parse_e2b_build(json_t *o, struct coved_build_req *out, char *err, size_t errlen)
 {
-	if (field(o, "fromImageRegistry"))
+	if (coved_body_field(o, "fromImageRegistry"))
 		return errf(err, errlen, -EINVAL,
 		            "'fromImageRegistry': registry credentials are not supported by coved");
 	int r;
@@ -466,7 +450,7 @@ int coved_parse_e2b_build(json_t *o, struct coved_build_req *out, char *err, siz
 		return r;
 	if (out->ready_cmd && !out->start_cmd)
 		return errf(err, errlen, -EINVAL, "'readyCmd' needs a 'startCmd'");
-	json_t *steps = field(o, "steps");
+	json_t *steps = coved_body_field(o, "steps");
 	if (steps && (!json_is_array(steps) || json_array_size(steps) > COVED_BUILD_STEPS_MAX))
 		return errf(err, errlen, -EINVAL, "'steps' must be an array of at most %d steps",
 		            COVED_BUILD_STEPS_MAX);
