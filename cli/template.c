@@ -16,6 +16,7 @@
 #include "io.h"
 #include "lib/base/text.h"
 #include "lib/template/template.h"
+#include "lib/template/template_prune.h"
 
 static const char template_usage[] =
     "usage: cove template build NAME [--image minimal|debian|PATH | --from IMAGE]\n"
@@ -23,16 +24,18 @@ static const char template_usage[] =
     "                           [--disk-size SIZE] [--net none|open]\n"
     "                           [--run CMD]... [--put LOCAL:GUEST]...\n"
     "                           [--start CMD [--ready CMD | --ready-port N]\n"
-    "                            [--ready-timeout S]] [--force]\n"
+    "                            [--ready-timeout S]] [--step-timeout S] [--force]\n"
     "       cove template build NAME -f DOCKERFILE [CONTEXT] [--build-arg K=V]...\n"
     "                           (and the options above but --image, --from)\n"
     "       cove template ls [--json]\n"
     "       cove template inspect NAME\n"
     "       cove template rm NAME...\n"
+    "       cove template prune [--dry-run]   the step and image caches no template uses\n"
     "  IMAGE: oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE, or a\n"
     "  registry reference (pulled with skopeo).  Steps run in the order given,\n"
     "  CMD through /bin/sh -c; each one's result is cached, and a template whose\n"
     "  inputs are unchanged is not built again (--force runs every step again).\n"
+    "  A RUN still going after --step-timeout (default 1800 s) is killed.\n"
     "  The store is $COVE_TEMPLATE_DIR, else $XDG_CACHE_HOME/cove/templates,\n"
     "  else ~/.cache/cove/templates.\n";
 
@@ -81,6 +84,7 @@ static int template_build(int argc, char **argv)
 		O_READY,
 		O_READY_PORT,
 		O_READY_TIMEOUT,
+		O_STEP_TIMEOUT,
 	};
 	static const struct option opts[] = {
 		{ "cpus", required_argument, NULL, CLI_O_CPUS },
@@ -99,6 +103,7 @@ static int template_build(int argc, char **argv)
 		{ "ready", required_argument, NULL, O_READY },
 		{ "ready-port", required_argument, NULL, O_READY_PORT },
 		{ "ready-timeout", required_argument, NULL, O_READY_TIMEOUT },
+		{ "step-timeout", required_argument, NULL, O_STEP_TIMEOUT },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -118,7 +123,7 @@ static int template_build(int argc, char **argv)
 	const char *from = NULL, *dockerfile = NULL, *start = NULL, *ready = NULL;
 	const char *build_args[COVE_TEMPLATE_STEPS_MAX];
 	size_t nargs = 0;
-	unsigned long port = 0, ready_s = 0;
+	unsigned long port = 0, ready_s = 0, step_s = 0;
 	struct cove_template_spec spec = { 0 };
 	opterr = 0;
 	/* NAME may come before the options (permuted). */
@@ -174,17 +179,22 @@ static int template_build(int argc, char **argv)
 			ready = optarg;
 			break;
 		case O_READY_PORT:
-		case O_READY_TIMEOUT: {
+		case O_READY_TIMEOUT:
+		case O_STEP_TIMEOUT: {
 			char *end;
 			unsigned long v = strtoul(optarg, &end, 10);
-			unsigned long max = o == O_READY_PORT ? 65535 : COVE_TEMPLATE_READY_MAX;
+			unsigned long max = o == O_READY_PORT     ? 65535
+			                    : o == O_STEP_TIMEOUT ? 7 * 86400
+			                                          : COVE_TEMPLATE_READY_MAX;
+			const char *what = o == O_READY_PORT     ? "ready-port"
+			                   : o == O_STEP_TIMEOUT ? "step-timeout"
+			                                         : "ready-timeout";
 			if (*end || !v || v > max || optarg[0] == '-') {
-				fprintf(stderr, "%s: --%s must be 1 to %lu, got '%s'\n", prog,
-				        o == O_READY_PORT ? "ready-port" : "ready-timeout", max,
-				        optarg);
+				fprintf(stderr, "%s: --%s must be 1 to %lu, got '%s'\n", prog, what,
+				        max, optarg);
 				goto out;
 			}
-			*(o == O_READY_PORT ? &port : &ready_s) = v;
+			*(o == O_READY_PORT ? &port : o == O_STEP_TIMEOUT ? &step_s : &ready_s) = v;
 			break;
 		}
 		case 'h':
@@ -262,6 +272,7 @@ static int template_build(int argc, char **argv)
 	}
 	struct cove_template_io io;
 	cli_template_io(&io, prog, true);
+	io.step_timeout_s = (unsigned int)step_s;
 	char dir[4200];
 	int lockfd;
 	int r =
@@ -362,6 +373,25 @@ static int template_rm(int argc, char **argv)
 	return status;
 }
 
+static int template_prune(int argc, char **argv)
+{
+	const char *prog = "cove template prune";
+	bool dry = argc == 2 && !strcmp(argv[1], "--dry-run");
+	if (argc > 2 || (argc == 2 && !dry)) {
+		fprintf(stderr, "%s: takes only --dry-run\n%s", prog, template_usage);
+		return 2;
+	}
+	struct cove_template_pruned p;
+	char err[600];
+	if (cove_template_prune(dry, &p, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, err);
+		return 1;
+	}
+	printf("%s %u step snapshots and %u root file systems, %.1f MiB\n",
+	       dry ? "would remove" : "removed", p.steps, p.rootfs, (double)p.bytes / (1 << 20));
+	return 0;
+}
+
 int cli_template(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "build"))
@@ -372,6 +402,8 @@ int cli_template(int argc, char **argv)
 		return template_inspect(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "rm"))
 		return template_rm(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "prune"))
+		return template_prune(argc - 1, argv + 1);
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		fputs(template_usage, stdout);
 		return 0;

@@ -9,7 +9,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/fs.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -92,6 +94,62 @@ int qcow2_backing_path(const char *image, const char *name, char *out, size_t ou
 }
 
 /* Fills the first cluster: header, extensions, backing name. */
+/* path's backing file name into name (NUL-terminated, "" when none). */
+static int backing_name(const char *path, char *name, size_t namelen, char *err, size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errf(err, errlen, -errno, "%s: %s", path, strerror(errno));
+	uint8_t h[QCOW2_H_BACKING_SIZE + 4];
+	int r = 0;
+	name[0] = 0;
+	if (read_full(fd, h, sizeof(h)) != (ssize_t)sizeof(h)) {
+		r = errf(err, errlen, -EINVAL, "%s: truncated qcow2 header", path);
+	} else {
+		uint64_t off = qcow2_be64(h + QCOW2_H_BACKING_OFFSET);
+		uint32_t len = qcow2_be32(h + QCOW2_H_BACKING_SIZE);
+		if (off && (len == 0 || len >= namelen || len > 1023))
+			r = errf(err, errlen, -EINVAL, "%s: backing file name of %u bytes", path,
+			         len);
+		else if (off && pread(fd, name, len, (off_t)off) != (ssize_t)len)
+			r = errf(err, errlen, -EINVAL, "%s: backing file name past the end", path);
+		else if (off)
+			name[len] = 0;
+		if (r == 0 && memchr(name, 0, off ? len : 0))
+			r = errf(err, errlen, -EINVAL, "%s: NUL in the backing file name", path);
+	}
+	close(fd);
+	return r;
+}
+
+int qcow2_chain_walk(const char *path, unsigned int max, int (*fn)(void *opaque, const char *file),
+                     void *opaque, unsigned int *depth, char *err, size_t errlen)
+{
+	char cur[PATH_MAX], name[1024];
+	if (snprintf(cur, sizeof(cur), "%s", path) >= (int)sizeof(cur))
+		return errf(err, errlen, -ENAMETOOLONG, "%s: path too long", path);
+	for (unsigned int n = 1; n <= max; n++) {
+		bool q;
+		int r = qcow2_probe(cur, &q, NULL, err, errlen);
+		if (r < 0)
+			return r;
+		if (q && (r = backing_name(cur, name, sizeof(name), err, errlen)) < 0)
+			return r;
+		if (fn && (r = fn(opaque, cur)) < 0)
+			return errf(err, errlen, r, "%s: %s", cur, strerror(-r));
+		if (!q || !name[0]) {
+			if (depth)
+				*depth = n;
+			return 0;
+		}
+		char next[PATH_MAX];
+		if (qcow2_backing_path(cur, name, next, sizeof(next)) < 0)
+			return errf(err, errlen, -ENAMETOOLONG, "%s: backing path too long", cur);
+		memcpy(cur, next, sizeof(cur));
+	}
+	return errf(err, errlen, -ELOOP, "%s: more than %u images in the backing chain", path, max);
+}
+
 static void build_header(uint8_t *h, uint64_t size, uint32_t l1_size, uint64_t l1_off,
                          const char *backing, const char *format)
 {

@@ -117,6 +117,15 @@ int qcow2_probe(const char *path, bool *is_qcow2, uint64_t *virtual_size, char *
 int qcow2_backing_path(const char *image, const char *name, char *out, size_t outlen)
     __attribute__((warn_unused_result));
 
+/* Walks the disk at path down its backing chain, calling fn (may be NULL;
+ * its -errno stops the walk) with each file's path, path's first; *depth
+ * (may be NULL) gets how many files it is made of: 1 for a raw file or a
+ * qcow2 without a backing file.  Only the headers are read.  -ELOOP past
+ * max files; -errno with a one-line message in err. */
+int qcow2_chain_walk(const char *path, unsigned int max, int (*fn)(void *opaque, const char *file),
+                     void *opaque, unsigned int *depth, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
 /* Writes a fresh qcow2 version 3 image at `path` (created O_EXCL, mode
  * 0600, removed again on failure): 64 KiB clusters, 16-bit refcounts, no
  * data clusters.  With `backing` non-NULL, the image's backing file is

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "cove.h"
 #include "daemon/sandboxes/build_files.h"
 #include "daemon/sandboxes/builds_priv.h"
@@ -355,8 +356,14 @@ static void *run(void *arg)
 	if (slot && r == 0)
 		r = make_spec(d, b, b->req.from_template ? parent : NULL, &spec, err, sizeof(err));
 	if (slot && r == 0) {
+		/* RUNs end by the build's deadline (template_build_timeout_s),
+		 * a wall-clock time here, a monotonic one there. */
 		const struct cove_template_io io = {
-			.note = on_note, .on_stdout = on_stdout, .on_stderr = on_stderr, .opaque = j
+			.note = on_note,
+			.on_stdout = on_stdout,
+			.on_stderr = on_stderr,
+			.opaque = j,
+			.deadline_ms = mono_ms() + (b->deadline_ms - coved_now_ms()),
 		};
 		char dir[4200];
 		int lockfd = -1;

@@ -82,17 +82,23 @@ static int call_on(int fd, uint16_t type, json_t *req, json_t **reply, int64_t r
 	return r;
 }
 
-int cove_agent_call(struct cove_sandbox *sb, uint16_t type, json_t *req, json_t **reply, char *err,
-                    size_t errlen)
+int cove_agent_call_ms(struct cove_sandbox *sb, uint16_t type, json_t *req, json_t **reply,
+                       int64_t reply_ms, char *err, size_t errlen)
 {
 	int fd = cove_agent_connect(sb, err, errlen);
 	if (fd < 0) {
 		json_decref(req);
 		return fd;
 	}
-	int r = call_on(fd, type, req, reply, AGENT_STEP_MS, err, errlen);
+	int r = call_on(fd, type, req, reply, reply_ms, err, errlen);
 	close(fd);
 	return r;
+}
+
+int cove_agent_call(struct cove_sandbox *sb, uint16_t type, json_t *req, json_t **reply, char *err,
+                    size_t errlen)
+{
+	return cove_agent_call_ms(sb, type, req, reply, AGENT_STEP_MS, err, errlen);
 }
 
 int cove_proc_start(struct cove_sandbox *sb, const struct cove_proc_spec *spec, int *pid, char *err,

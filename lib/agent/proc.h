@@ -53,6 +53,13 @@ int cove_agent_call(struct cove_sandbox *sb, uint16_t type, struct json_t *req,
                     struct json_t **reply, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
+/* The same with the answer's deadline reply_ms from now (cove_agent_call:
+ * AGENT_STEP_MS), for requests whose work grows with the guest's, as SYNC's
+ * writeback of a build step's files. */
+int cove_agent_call_ms(struct cove_sandbox *sb, uint16_t type, struct json_t *req,
+                       struct json_t **reply, int64_t reply_ms, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
 /* Streaming upload: begin (FILE_PUT, returns the fd), data (any length,
  * in frames, each within a step), end (the empty DATA and the OK, which
  * can take FILE_SYNC long; closes fd).  Abandoning a put: close the fd

@@ -28,6 +28,7 @@
 #include "lib/template/template_build.h"
 #include "lib/template/template_json.h"
 #include "lib/template/template_manifest.h"
+#include "lib/template/template_prune.h"
 #include "lib/template/template_store.h"
 #include "lib/vmm/memcache.h"
 
@@ -269,7 +270,10 @@ static int ensure_locked(const struct cove_template_spec *s, bool force,
 		else
 			template_note(io, "template %s: building it (cached in %s)", s->name,
 			              store);
-		r = build(s, store, dir, hash, keys, force, io, err, errlen);
+		int pfd = template_prune_lock(store, false, err, errlen);
+		r = pfd < 0 ? pfd : build(s, store, dir, hash, keys, force, io, err, errlen);
+		if (pfd >= 0)
+			close(pfd);
 		if (r != 0) {
 			close(bfd);
 			close(fd);

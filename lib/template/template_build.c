@@ -37,6 +37,9 @@
 
 /* ---- the state ---- */
 
+/* How long the sync before the template's snapshot may take. */
+#define SYNC_MS (5 * 60 * 1000)
+
 static void strv_free(char **v)
 {
 	for (size_t i = 0; v && v[i]; i++)
@@ -189,11 +192,25 @@ static int run_step(struct cove_sandbox *sb, const struct cove_template_spec *s,
 		.on_stderr = io ? io->on_stderr : NULL,
 		.opaque = io ? io->opaque : NULL,
 	};
+	unsigned int limit_s =
+	    io && io->step_timeout_s ? io->step_timeout_s : COVE_TEMPLATE_STEP_TIMEOUT_S;
+	o.timeout_ms = (uint64_t)limit_s * 1000;
+	if (io && io->deadline_ms) {
+		int64_t left = io->deadline_ms - mono_ms();
+		if (left <= 0)
+			return errf(err, errlen, -ETIMEDOUT,
+			            "step %zu (RUN %s): the build's time is up", i + 1, t->run);
+		if ((uint64_t)left < o.timeout_ms)
+			o.timeout_ms = (uint64_t)left;
+	}
 	struct cove_exec_result res;
 	int r = cove_exec(sb, &o, &res, e, sizeof(e));
 	strv_free(env);
 	if (r < 0)
 		return errf(err, errlen, r, "step %zu (RUN %s): %s", i + 1, t->run, e);
+	if (res.timed_out)
+		return errf(err, errlen, -ETIMEDOUT, "step %zu (RUN %s) timed out after %llu s",
+		            i + 1, t->run, (unsigned long long)(o.timeout_ms / 1000));
 	int status = res.signal ? 128 + res.signal : res.exit_code;
 	if (status) {
 		errf(err, errlen, 0, "step %zu (RUN %s) failed with status %d", i + 1, t->run,
@@ -350,8 +367,11 @@ static int finish(struct cove_sandbox *sb, const struct cove_template_spec *s,
 		return r;
 	/* The guest's dirty pages are in the snapshot either way; a sync
 	 * makes the disk alone consistent too (the agent's: an image may
-	 * have no sync program). */
-	if ((r = cove_agent_call(sb, PROTO_SYNC, json_object(), NULL, e, sizeof(e))) < 0)
+	 * have no sync program).  A step that wrote much (a venv, a pip
+	 * install) leaves the guest up to its dirty limit to write back: on a
+	 * slow disk that takes far past one agent step's 10 s. */
+	if ((r = cove_agent_call_ms(sb, PROTO_SYNC, json_object(), NULL, SYNC_MS, e, sizeof(e))) <
+	    0)
 		return errf(err, errlen, r, "sync: %s", e);
 	int64_t t0 = mono_ms();
 	if ((r = cove_snapshot(sb, tmp, true, e, sizeof(e))) < 0)

@@ -230,6 +230,8 @@ static int copy_archive(struct copy *c, const struct cove_template_step *t)
 	if (!a)
 		return errf(c->err, c->errlen, -ENOMEM, "out of memory");
 	archive_read_support_filter_gzip(a);
+	archive_read_support_filter_bzip2(a);
+	archive_read_support_filter_xz(a);
 	archive_read_support_filter_zstd(a);
 	archive_read_support_format_tar(a);
 	int r = guest_mkdir(c, t->guest, 0755);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,21 @@ static int from(struct cove_template_spec *s, const char *ref, char *err, size_t
 	return r < 0 ? r : cove_template_set_agent(s, err, errlen);
 }
 
+/* The source pattern pat alone: 1 when it names one tar archive (ADD
+ * unpacks it), 0 when it is files or folders to copy; -errno with e. */
+static int one_archive(const struct ctx *x, const char *pat, bool add, char *e, size_t elen)
+{
+	struct ctx_files f = { 0 };
+	int r = ctx_resolve(x, &pat, 1, add, &f, e, elen);
+	if (r == 0)
+		r = f.n == 1 && f.v[0].archive;
+	ctx_files_free(&f);
+	return r;
+}
+
+/* COPY and ADD: runs of plain sources become one COPY step each; an ADD's
+ * local tar archive (plain, gzip, bzip2, xz or zstd) becomes a step that
+ * unpacks it into dest, as Docker does. */
 static int copy(struct cove_template_spec *s, const struct df_step *st, const char *context,
                 char *err, size_t errlen)
 {
@@ -80,34 +96,47 @@ static int copy(struct cove_template_spec *s, const struct df_step *st, const ch
 	if (!context)
 		return errf(err, errlen, -EINVAL, "Dockerfile:%u: COPY needs a build context",
 		            st->line);
-	/* The sources must be there now (and ADD's archives are refused):
-	 * a missing one is this line's error, not the build's. */
-	struct ctx x;
-	struct ctx_files f = { 0 };
-	char e[512];
-	int r = ctx_open(&x, context, e, sizeof(e));
-	if (r == 0) {
-		r = ctx_resolve(&x, (const char *const *)c->srcs.v, c->srcs.n, c->add, &f, e,
-		                sizeof(e));
-		ctx_close(&x);
-	}
-	for (size_t i = 0; r == 0 && i < f.n; i++)
-		if (f.v[i].archive)
-			r = errf(e, sizeof(e), -ENOTSUP,
-			         "ADD of an archive ('%s') is not supported; COPY it and unpack it "
-			         "in a RUN",
-			         f.v[i].src);
-	ctx_files_free(&f);
-	if (r < 0)
-		return errf(err, errlen, r, "Dockerfile:%u: %s", st->line, e);
 	char chown[300], *owner = NULL;
 	if (c->chown_user) {
 		snprintf(chown, sizeof(chown), "%s%s%s", c->chown_user, c->chown_group ? ":" : "",
 		         c->chown_group ? c->chown_group : "");
 		owner = chown;
 	}
-	r = cove_template_add_copy(s, context, (const char *const *)c->srcs.v, c->srcs.n, c->dest,
-	                           owner, e, sizeof(e));
+	/* The sources must be there now: a missing one is this line's error,
+	 * not the build's. */
+	struct ctx x;
+	char e[512];
+	int r = ctx_open(&x, context, e, sizeof(e));
+	bool opened = r == 0;
+	const char *const *srcs = (const char *const *)c->srcs.v;
+	size_t run = 0; /* plain sources gathered before i */
+	for (size_t i = 0; r == 0 && i <= c->srcs.n; i++) {
+		int arch = i < c->srcs.n ? one_archive(&x, srcs[i], c->add, e, sizeof(e)) : 1;
+		if (arch < 0) {
+			r = arch;
+			break;
+		}
+		if (!arch) {
+			run++;
+			continue;
+		}
+		if (run)
+			r = cove_template_add_copy(s, context, srcs + i - run, run, c->dest, owner,
+			                           e, sizeof(e));
+		run = 0;
+		if (r == 0 && i < c->srcs.n) {
+			char tar[PATH_MAX];
+			if ((size_t)snprintf(tar, sizeof(tar), "%s/%s", context, srcs[i]) >=
+			    sizeof(tar))
+				r = errf(e, sizeof(e), -ENAMETOOLONG, "'%s': path too long",
+				         srcs[i]);
+			else
+				r = cove_template_add_copy_archive(s, tar, c->dest, owner, e,
+				                                   sizeof(e));
+		}
+	}
+	if (opened)
+		ctx_close(&x);
 	return r < 0 ? errf(err, errlen, r, "Dockerfile:%u: %s", st->line, e) : 0;
 }
 

@@ -94,7 +94,11 @@ struct cove_template_io {
 	void (*note)(void *opaque, const char *line);
 	cove_output_fn on_stdout, on_stderr;
 	void *opaque;
+	unsigned int step_timeout_s; /* a RUN is killed after this long; 0: 1800 */
+	int64_t deadline_ms;         /* mono_ms() by which every RUN ends; 0: none */
 };
+
+#define COVE_TEMPLATE_STEP_TIMEOUT_S 1800
 
 /* The cove-agent an imported image gets: $COVE_AGENT, else the one
  * beside s->vmm. */

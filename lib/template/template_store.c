@@ -371,7 +371,7 @@ int cove_template_load(const char *name, struct cove_template_manifest *m, char 
 
 /* ---- ls, rm ---- */
 
-static uint64_t dir_bytes(const char *dir)
+uint64_t template_dir_bytes(const char *dir)
 {
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
@@ -429,7 +429,7 @@ int cove_template_list(struct cove_template_info **out, size_t *count, char *err
 		snprintf(v[n].name, sizeof(v[n].name), "%.*s", COVE_TEMPLATE_NAME_MAX, e->d_name);
 		memcpy(v[n].inputs_hash, m.inputs_hash, SHA256_HEX);
 		v[n].created = m.created;
-		v[n].bytes = dir_bytes(dir);
+		v[n].bytes = template_dir_bytes(dir);
 		n++;
 		cove_template_manifest_free(&m);
 	}

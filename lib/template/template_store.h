@@ -63,6 +63,9 @@ int cove_template_remove(const char *name, char *err, size_t errlen)
  * -errno with a message. */
 int template_lock_open(const char *store, const char *name, char *err, size_t errlen);
 
+/* The bytes the regular files directly in dir take on disk. */
+uint64_t template_dir_bytes(const char *dir);
+
 /* Removes a template or build directory (files only, never following a
  * link) and the directory itself. */
 void template_remove_dir(const char *path);

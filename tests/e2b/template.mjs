@@ -15,7 +15,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Sandbox, Template, waitForFile } from 'e2b';
+import { Sandbox, Template, waitForURL } from 'e2b';
 
 for (const v of ['E2B_API_URL', 'E2B_SANDBOX_URL', 'E2B_API_KEY']) {
 	if (!process.env[v]) throw new Error(`${v} is not set`);
@@ -26,21 +26,42 @@ if (fromTemplate) args.shift();
 const [source, name = `e2b-tmpl-${process.pid}`] = args;
 if (!source) throw new Error('usage: template.mjs IMAGE [NAME] | --template PARENT [NAME]');
 
-// The build context: a small folder the COPY step uploads (a gzip'ed tar
-// through the upload link coved hands out).
+// The build context: the app of tests/integration/test_dockerfile.sh, which
+// the COPY step uploads (a gzip'ed tar through the upload link coved hands
+// out).  The template is that test's Dockerfile in the SDK's words: ARG
+// (the SDK makes it an env), ENV, WORKDIR, COPY, a RUN making a venv, the
+// last RUN, and CMD as a start command with a ready check.
 const ctx = mkdtempSync(join(tmpdir(), 'cove-e2b-tmpl-'));
-mkdirSync(join(ctx, 'files', 'sub'), { recursive: true });
-writeFileSync(join(ctx, 'files', 'hello.txt'), 'hello from copy\n');
-writeFileSync(join(ctx, 'files', 'sub', 'deep.txt'), 'deep\n');
+mkdirSync(join(ctx, 'app'), { recursive: true });
+writeFileSync(join(ctx, 'app', 'server.py'), `import http.server
+import os
+
+
+class Hello(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = ("hello from %s in %s\\n" % (os.environ.get("APP_NAME"), os.getcwd())).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+http.server.HTTPServer(("127.0.0.1", 8000), Hello).serve_forever()
+`);
 
 const opts = { requestTimeoutMs: 600_000 };
 const base = Template({ fileContextPath: ctx });
 const t = (fromTemplate ? base.fromTemplate(source) : base.fromImage(source))
-	.runCmd('mkdir -p /app && echo built > /app/built.txt')
-	.copy('files', '/app/data/', { mode: 0o750 })
-	.setEnvs({ GREETING: 'hello from env' })
-	.setWorkdir('/app')
-	.setStartCmd('echo started > /tmp/started && exec sleep 100000', waitForFile('/tmp/started'));
+	.setEnvs({ APP_MSG: 'from-build-arg' })
+	.setEnvs({ APP_NAME: 'cove-app' })
+	.setWorkdir('/srv/app')
+	.copy('app', '/srv/app/', { mode: 0o750 })
+	.runCmd('echo "$APP_MSG" >/srv/app/msg && python3 -m venv --without-pip /srv/venv && echo venv-made')
+	.runCmd('echo last-v1 >/srv/app/last && echo ran-last-v1')
+	.setStartCmd('python3 /srv/app/server.py', waitForURL('http://127.0.0.1:8000/'));
 
 const lines = [];
 try {
@@ -63,11 +84,13 @@ console.log('ok Template.exists');
 
 const sbx = await Sandbox.create(name, { ...opts, timeoutMs: 300_000 });
 try {
+	// The first request to the start command's server: one try, no retries.
 	const r = await sbx.commands.run(
-		'cat /app/built.txt /app/data/hello.txt /app/data/sub/deep.txt; echo "$GREETING"; pwd; cat /tmp/started; ' +
-		'stat -c %a /app/data/hello.txt /app/data/sub/deep.txt');
-	assert.equal(r.stdout, 'built\nhello from copy\ndeep\nhello from env\n/app\nstarted\n750\n750\n');
-	console.log('ok sandbox from the template: RUN, COPY (with its mode), ENV, WORKDIR and the start command left their marks');
+		'pwd; echo "$APP_NAME"; cat msg last; test -x /srv/venv/bin/python3 && echo venv; ' +
+		'stat -c %a /srv/app/server.py; curl -sS --max-time 20 http://127.0.0.1:8000/');
+	assert.equal(r.stdout,
+		'/srv/app\ncove-app\nfrom-build-arg\nlast-v1\nvenv\n750\nhello from cove-app in /srv/app\n');
+	console.log('ok sandbox from the template: ENV, WORKDIR, COPY (with its mode), both RUNs and the start command\'s server answering');
 } finally {
 	await sbx.kill();
 }

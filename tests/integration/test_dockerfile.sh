@@ -41,6 +41,8 @@ http.server.HTTPServer(("127.0.0.1", 8000), Hello).serve_forever()
 PY
 echo "not for the image" >"$ctx/app/secret.txt"
 echo "app/secret.txt" >"$ctx/.dockerignore"
+mkdir -p "$WORK/assets/css" && echo "body{}" >"$WORK/assets/css/site.css"
+tar -czf "$ctx/assets.tar.gz" -C "$WORK/assets" css
 # dockerfile LAST: the Dockerfile, its last RUN writing LAST.
 dockerfile() {
 	cat >"$ctx/Dockerfile" <<EOF
@@ -49,6 +51,7 @@ ARG APP_MSG=default
 ENV APP_NAME=cove-app
 WORKDIR /srv/app
 COPY app/ /srv/app/
+ADD assets.tar.gz /srv/assets/
 RUN echo "\$APP_MSG" >/srv/app/msg && python3 -m venv --without-pip /srv/venv && echo venv-made
 RUN echo $1 >/srv/app/last && echo ran-$1
 CMD ["python3", "/srv/app/server.py"]
@@ -76,9 +79,10 @@ else
 	finish
 fi
 out=$($cove run --template img-df -- sh -c 'pwd; echo "$APP_NAME $GREETING"; cat msg last;
-	test -x /srv/venv/bin/python3 && echo venv; test -e secret.txt && echo secret || echo no-secret' 2>&1)
-want=$(printf '/srv/app\ncove-app hello\nfrom-build-arg\nlast-v1\nvenv\nno-secret')
-[ "$out" = "$want" ] && ok "WORKDIR, ENV, the image's Env, ARG from --build-arg, COPY, RUN, .dockerignore" ||
+	test -x /srv/venv/bin/python3 && echo venv; test -e secret.txt && echo secret || echo no-secret
+	cat /srv/assets/css/site.css' 2>&1)
+want=$(printf '/srv/app\ncove-app hello\nfrom-build-arg\nlast-v1\nvenv\nno-secret\nbody{}')
+[ "$out" = "$want" ] && ok "WORKDIR, ENV, the image's Env, ARG from --build-arg, COPY, ADD of a .tar.gz (unpacked), RUN, .dockerignore" ||
 	not_ok "sandbox from the Dockerfile: '$out' (want '$want')"
 
 # Only the last RUN changed: the steps before it come from the cache.
@@ -104,4 +108,30 @@ if build img-df-web --build-arg APP_MSG=from-build-arg --start 'python3 /srv/app
 else not_ok "build with --start: $(tail -n 3 "$WORK/err")"; fi
 
 for name in img-df img-df-web; do $cove template rm "$name" >/dev/null 2>&1; done
+# The removed templates' step snapshots go; other tests' templates keep theirs.
+out=$($cove template prune 2>&1)
+[[ $out =~ ^removed\ ([0-9]+)\ step ]] && [ "${BASH_REMATCH[1]}" -ge 5 ] &&
+	ok "cove template prune after rm: $out" || not_ok "prune: '$out'"
+
+# A RUN past --step-timeout is killed: the build fails in one line.
+out=$(timeout -k 5 300 $cove template build img-df-slow --step-timeout 3 --run 'sleep 60' 2>&1)
+rc=$?
+line=$(printf '%s\n' "$out" | grep 'timed out after 3 s')
+[ "$rc" -ne 0 ] && [ -n "$line" ] && ok "a RUN past --step-timeout 3 is killed: $line" ||
+	not_ok "step timeout: status $rc, $(printf '%s' "$out" | tail -n 3)"
+
+# Fourteen RUNs: each step's snapshot copies the disk's overlay (no layer
+# on the last one), so a long template restores, and its rebuild with the
+# last RUN edited starts from the 13th.
+runs=()
+for i in $(seq 1 13); do runs+=(--run "echo $i >>/root/steps"); done
+deep() { timeout -k 5 400 $cove template build img-df-deep --memory 128 "${runs[@]}" --run "$1" 2>&1; }
+if out=$(deep 'echo 14 >>/root/steps') && out=$(deep 'echo fourteen >>/root/steps') &&
+	cached=$(printf '%s\n' "$out" | grep -m1 'steps 1-13: cached'); then
+	ok "14 RUN steps build, and rebuild from the 13th: $cached"
+	check "a sandbox from the 14-step template sees every step" 0 "$(seq 1 13 | tr '\n' ' ')fourteen " \
+		sh -c "$cove run --template img-df-deep -- cat /root/steps | tr '\n' ' '"
+else not_ok "14 RUN steps: $(printf '%s' "$out" | tail -n 3)"; fi
+$cove template rm img-df-deep >/dev/null 2>&1
+$cove template prune >/dev/null 2>&1
 finish

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # E2B's Template.build with the unmodified e2b SDK against coved
-# (tests/e2b/template.mjs): a template from the Debian image exported as an
-# OCI archive (tests/integration/images_lib.sh) with runCmd, copy (a folder
-# uploaded through coved's upload link, with a mode), setEnvs, setWorkdir
-# and setStartCmd, built by coved's E2B template routes; then
-# Sandbox.create(name) and a command that sees what each step left and the
-# start command already running.  Another tenant's key sees no such
-# template.
+# (tests/e2b/template.mjs): test_dockerfile.sh's template in the SDK's
+# words, from the Debian image exported as an OCI archive
+# (tests/integration/images_lib.sh): setEnvs (its ARG and ENV), setWorkdir,
+# copy (the app folder uploaded through coved's upload link, with a mode),
+# runCmd (a venv, then the last RUN) and setStartCmd with waitForURL, built
+# by coved's E2B template routes; then Sandbox.create(name) and one command
+# that sees what each step left and the server already answering.  Another
+# tenant's key sees no such template.
 source tests/integration/lib.sh
 source tests/integration/coved_lib.sh
 source tests/integration/images_lib.sh

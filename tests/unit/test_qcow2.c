@@ -621,6 +621,18 @@ START_TEST(chain_depth_limit)
 	patch32(P("self"), QCOW2_H_BACKING_SIZE, 4);
 	refuse(P("self"), true, "backing chain longer");
 	refuse(P("self"), false, "in use");
+	/* qcow2_chain_walk() counts the same files from the headers alone. */
+	unsigned int depth = 0;
+	char err[256];
+	ck_assert_int_eq(qcow2_chain_walk(P("l0"), 64, NULL, NULL, &depth, err, sizeof(err)), 0);
+	ck_assert_uint_eq(depth, 1);
+	ck_assert_int_eq(qcow2_chain_walk(P("l3"), 64, NULL, NULL, &depth, err, sizeof(err)), 0);
+	ck_assert_uint_eq(depth, 4);
+	ck_assert_int_eq(qcow2_chain_walk(P("l3"), 3, NULL, NULL, &depth, err, sizeof(err)),
+	                 -ELOOP);
+	ck_assert_int_eq(qcow2_chain_walk(P("self"), 64, NULL, NULL, &depth, err, sizeof(err)),
+	                 -ELOOP);
+	ck_assert_ptr_nonnull(strstr(err, "more than 64"));
 }
 END_TEST
 

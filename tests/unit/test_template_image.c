@@ -13,9 +13,11 @@
 #include "lib/image/ext4w.h"
 #include "lib/template/template.h"
 #include "lib/template/template_build.h"
+#include "lib/template/template_prune.h"
 #include "lib/template/template_ready.h"
 #include "lib/template/template_rootfs.h"
 #include "oci_images.h"
+#include "qcow2_create.h"
 #include "unit.h"
 
 static char tmp[64], store[128], layout[128], agent[128];
@@ -228,6 +230,144 @@ START_TEST(dockerfile_steps)
 }
 END_TEST
 
+/* ADD: a local tar archive becomes a step that unpacks it into dest; the
+ * plain sources around it stay COPY steps of their own, in order. */
+START_TEST(dockerfile_add_archive)
+{
+	char ctx[128], df[256], text[1024], err[512], cmd[512];
+	snprintf(ctx, sizeof(ctx), "%s/ctx", tmp);
+	ck_assert_int_eq(mkdir(ctx, 0755), 0);
+	write_in(ctx, "a.txt", "a\n");
+	write_in(ctx, "b.txt", "b\n");
+	snprintf(cmd, sizeof(cmd), "cd %s && tar -czf site.tar.gz a.txt", ctx);
+	ck_assert_int_eq(system(cmd), 0);
+	snprintf(text, sizeof(text), "FROM oci:%s:latest\nADD a.txt site.tar.gz b.txt /srv/\n",
+	         layout);
+	snprintf(df, sizeof(df), "%s", write_in(tmp, "Dockerfile", text));
+	struct cove_template_spec s;
+	spec_init(&s);
+	int r = cove_template_from_dockerfile(&s, df, ctx, NULL, 0, err, sizeof(err));
+	ck_assert_msg(r == 0, "%s", err);
+	ck_assert_uint_eq(s.nsteps, 3);
+	ck_assert_uint_eq(s.steps[0].nsrcs, 1);
+	ck_assert_str_eq(s.steps[0].srcs[0], "a.txt");
+	ck_assert_uint_eq(s.steps[1].nsrcs, 0); /* the archive, unpacked */
+	ck_assert_ptr_nonnull(strstr(s.steps[1].local, "/site.tar.gz"));
+	ck_assert_str_eq(s.steps[1].guest, "/srv/");
+	ck_assert_str_eq(s.steps[2].srcs[0], "b.txt");
+	/* Keys: the same for the same inputs; an edit to the last step leaves
+	 * the others' (so a rebuild finds them cached). */
+	char k1[4][SHA256_HEX], k2[4][SHA256_HEX], h1[SHA256_HEX], h2[SHA256_HEX];
+	ck_assert_int_eq(cove_template_hash_keys(&s, k1, h1, err, sizeof(err)), 0);
+	cove_template_spec_free(&s);
+	snprintf(text, sizeof(text),
+	         "FROM oci:%s:latest\nADD a.txt site.tar.gz b.txt /srv/\nRUN x\n", layout);
+	snprintf(df, sizeof(df), "%s", write_in(tmp, "Dockerfile", text));
+	spec_init(&s);
+	ck_assert_int_eq(cove_template_from_dockerfile(&s, df, ctx, NULL, 0, err, sizeof(err)), 0);
+	ck_assert_int_eq(cove_template_hash_keys(&s, k2, h2, err, sizeof(err)), 0);
+	for (int i = 0; i < 3; i++)
+		ck_assert_str_eq(k1[i], k2[i]);
+	ck_assert_str_ne(h1, h2);
+	cove_template_spec_free(&s);
+
+	/* COPY of the same archive copies the file as it is: one step. */
+	snprintf(text, sizeof(text), "FROM oci:%s:latest\nCOPY a.txt site.tar.gz /srv/\n", layout);
+	snprintf(df, sizeof(df), "%s", write_in(tmp, "Dockerfile", text));
+	spec_init(&s);
+	r = cove_template_from_dockerfile(&s, df, ctx, NULL, 0, err, sizeof(err));
+	ck_assert_msg(r == 0, "%s", err);
+	ck_assert_uint_eq(s.nsteps, 1);
+	ck_assert_uint_eq(s.steps[0].nsrcs, 2);
+	cove_template_spec_free(&s);
+}
+END_TEST
+
+/* prune: what no template's disk chain reaches goes, the rest stays. */
+START_TEST(prune_unused_caches)
+{
+	char p[8][256], err[512];
+	const char *fmt[] = { "%s/.images",   "%s/.images/rootfs",   "%s/.steps", "%s/.steps/k1",
+		              "%s/.steps/k2", "%s/.steps/.tmp-1.ab", "%s/t1" };
+	for (size_t i = 0; i < 7; i++) {
+		snprintf(p[i], sizeof(p[i]), fmt[i], store);
+		ck_assert_int_eq(mkdir(p[i], 0700), 0);
+	}
+	char r1[300], r2[300], k1[300], k2[300], t1[300];
+	snprintf(r1, sizeof(r1), "%s/.images/rootfs/r1.ext4", store);
+	snprintf(r2, sizeof(r2), "%s/.images/rootfs/r2.ext4", store);
+	img_write_file(r1, "raw one", 7);
+	img_write_file(r2, "raw two", 7);
+	ck_assert_int_eq(truncate(r1, 1 << 20), 0);
+	ck_assert_int_eq(truncate(r2, 1 << 20), 0);
+	snprintf(k1, sizeof(k1), "%s/.steps/k1/disk0.qcow2", store);
+	snprintf(k2, sizeof(k2), "%s/.steps/k2/disk0.qcow2", store);
+	snprintf(t1, sizeof(t1), "%s/t1/disk0.qcow2", store);
+	ck_assert_int_eq(qcow2_create_overlay_format(k1, r1, "raw", 0, err, sizeof(err)), 0);
+	ck_assert_int_eq(qcow2_create_overlay_format(k2, r2, "raw", 0, err, sizeof(err)), 0);
+	ck_assert_int_eq(qcow2_create_overlay_format(t1, k1, "qcow2", 0, err, sizeof(err)), 0);
+
+	struct cove_template_pruned pr;
+	ck_assert_int_eq(cove_template_prune(true, &pr, err, sizeof(err)), 0);
+	ck_assert_uint_eq(pr.steps, 2); /* k2 and the unfinished .tmp */
+	ck_assert_uint_eq(pr.rootfs, 1);
+	ck_assert_int_eq(access(k2, F_OK), 0); /* a dry run removes nothing */
+	ck_assert_int_eq(cove_template_prune(false, &pr, err, sizeof(err)), 0);
+	ck_assert_uint_eq(pr.steps + pr.rootfs, 3);
+	ck_assert_int_ne(access(k2, F_OK), 0);
+	ck_assert_int_ne(access(r2, F_OK), 0);
+	ck_assert_int_ne(access(p[5], F_OK), 0);
+	ck_assert_int_eq(access(k1, F_OK), 0);
+	ck_assert_int_eq(access(r1, F_OK), 0);
+	ck_assert_int_eq(access(t1, F_OK), 0);
+
+	/* A running build (the lock held shared) makes prune fail in one line. */
+	int fd = template_prune_lock(store, false, err, sizeof(err));
+	ck_assert_int_ge(fd, 0);
+	err[0] = 0;
+	ck_assert_int_lt(cove_template_prune(false, &pr, err, sizeof(err)), 0);
+	ck_assert_msg(strstr(err, "build is running") && !strchr(err, '\n'), "%s", err);
+	close(fd);
+}
+END_TEST
+
+/* The Dockerfile of tests/integration/test_dockerfile.sh: an edit to its
+ * last RUN keys only that step anew. */
+START_TEST(dockerfile_keys_stable)
+{
+	char ctx[128], df[256], text[2048], err[512], cmd[512];
+	snprintf(ctx, sizeof(ctx), "%s/ctx", tmp);
+	ck_assert_int_eq(mkdir(ctx, 0755), 0);
+	snprintf(cmd, sizeof(cmd),
+	         "cd %s && mkdir app css && echo s >app/server.py && echo x >app/secret.txt && "
+	         "echo app/secret.txt >.dockerignore && echo c >css/site.css && "
+	         "tar -czf assets.tar.gz css",
+	         ctx);
+	ck_assert_int_eq(system(cmd), 0);
+	char keys[2][8][SHA256_HEX], h[SHA256_HEX];
+	const char *args[] = { "APP_MSG=from-build-arg" };
+	for (int v = 0; v < 2; v++) {
+		snprintf(text, sizeof(text),
+		         "FROM oci:%s:latest\nARG APP_MSG=default\nENV APP_NAME=cove-app\n"
+		         "WORKDIR /srv/app\nCOPY app/ /srv/app/\nADD assets.tar.gz /srv/assets/\n"
+		         "RUN echo \"$APP_MSG\" >/srv/app/msg\nRUN echo last-v%d\n"
+		         "CMD [\"python3\", \"/srv/app/server.py\"]\n",
+		         layout, v);
+		snprintf(df, sizeof(df), "%s", write_in(ctx, "Dockerfile", text));
+		struct cove_template_spec s;
+		spec_init(&s);
+		ck_assert_int_eq(
+		    cove_template_from_dockerfile(&s, df, ctx, args, 1, err, sizeof(err)), 0);
+		ck_assert_uint_eq(s.nsteps, 8);
+		ck_assert_int_eq(cove_template_hash_keys(&s, keys[v], h, err, sizeof(err)), 0);
+		cove_template_spec_free(&s);
+	}
+	for (int i = 0; i < 6; i++)
+		ck_assert_msg(!strcmp(keys[0][i], keys[1][i]), "step %d's key changed", i + 1);
+	ck_assert_str_ne(keys[0][6], keys[1][6]);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("template_image");
@@ -238,6 +378,9 @@ static Suite *make_suite(void)
 	tcase_add_test(t, fold_config_state);
 	tcase_add_test(t, port_listening);
 	tcase_add_test(t, dockerfile_steps);
+	tcase_add_test(t, dockerfile_add_archive);
+	tcase_add_test(t, prune_unused_caches);
+	tcase_add_test(t, dockerfile_keys_stable);
 	suite_add_tcase(s, t);
 	return s;
 }
