@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "cove.h"
 #include "daemon/envd/files.h"
 #include "daemon/envd/messages.h"
@@ -37,11 +38,11 @@ struct envd_route_ent {
 	enum MHD_Result (*http)(struct envd_req *r, struct MHD_Connection *c);
 	int (*begin)(struct envd_req *r, struct MHD_Connection *c, char *msg, size_t msglen);
 	void (*feed)(struct envd_req *r, const uint8_t *data, size_t len);
-	enum MHD_Result (*open)(struct MHD_Connection *c);
+	enum MHD_Result (*open)(struct coved *d, struct MHD_Connection *c);
 };
 
 static enum MHD_Result envs_get(struct envd_req *r, struct MHD_Connection *c);
-static enum MHD_Result health(struct MHD_Connection *c);
+static enum MHD_Result health(struct coved *d, struct MHD_Connection *c);
 
 /* The routes, with the kind of call each is: every lookup reads this. */
 static const struct envd_route_ent routes[] = {
@@ -125,13 +126,39 @@ static enum MHD_Result envs_get(struct envd_req *r, struct MHD_Connection *c)
 	return coved_text_reply(c, MHD_HTTP_OK, "application/json", text, strlen(text));
 }
 
-static enum MHD_Result health(struct MHD_Connection *c)
+/* Whether the sandbox named by the request answers as its own envd would:
+ * known, the caller holds its access token (else it is as unknown: the
+ * token is envd's only tenant context), running, and its agent answers a
+ * ping by ENVD_HEALTH_MS.  A paused sandbox is not woken. */
+static bool sandbox_up(struct coved *d, struct MHD_Connection *c, const char *id)
 {
+	struct coved_sb *sb = coved_sb_find(d, id);
+	if (!sb)
+		return false;
+	const char *token = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Access-Token");
+	bool up = false;
+	struct cove_sandbox *cs = coved_sb_token_ok(sb, token) ? coved_sb_cove(sb) : NULL;
+	if (cs) {
+		char err[256];
+		up = cove_ping_until(cs, mono_ms() + ENVD_HEALTH_MS, err, sizeof(err)) == 0;
+	}
+	coved_sb_unref(sb);
+	return up;
+}
+
+/* 204 when the E2b-Sandbox-Id sandbox is up, 502 (the SDK's "not running")
+ * when it is paused, ended, unknown or silent; without the header, coved's
+ * own liveness: 204. */
+static enum MHD_Result health(struct coved *d, struct MHD_Connection *c)
+{
+	const char *id = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "E2b-Sandbox-Id");
+	bool up = !id || sandbox_up(d, c, id);
 	struct MHD_Response *resp =
 	    MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
 	if (!resp)
 		return MHD_NO;
-	enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_NO_CONTENT, resp);
+	enum MHD_Result ret =
+	    MHD_queue_response(c, up ? MHD_HTTP_NO_CONTENT : MHD_HTTP_BAD_GATEWAY, resp);
 	MHD_destroy_response(resp);
 	return ret;
 }
@@ -218,7 +245,7 @@ static enum MHD_Result first_call(struct coved *d, struct MHD_Connection *c, con
 		return early_error(c, url, is_rpc(url) ? "unimplemented" : "not_found",
 		                   "no such envd method or path");
 	if (rt->kind == ENVD_OPEN)
-		return rt->open(c);
+		return rt->open(d, c);
 	const char *id = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "E2b-Sandbox-Id");
 	if (!id || !id[0])
 		return early_error(c, url, "invalid_argument",

@@ -14,6 +14,7 @@
 #define ENVD_STREAM_BLOCK    (256 * 1024) /* what a streaming reader hands MHD at once */
 #define ENVD_KEEPALIVE_MAX_S 15           /* keepalive events at least this often */
 #define ENVD_HEAD_MAX        4096         /* stdout/stderr bytes kept for the journal */
+#define ENVD_HEALTH_MS       2000         /* /health's ping to the agent, all steps */
 
 struct coved;
 struct coved_sb;
