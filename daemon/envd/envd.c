@@ -1,7 +1,7 @@
 /* The envd surface's front: one table of routes, authentication by
  * E2b-Sandbox-Id + X-Access-Token, bounded bodies, Connect errors.  The
  * handlers are in proc.c (process.Process) and files.c
- * (filesystem.Filesystem, /files). */
+ * (filesystem.Filesystem, /files) and watch.c (its watches). */
 #include "daemon/envd/envd.h"
 
 #include <errno.h>
@@ -16,6 +16,7 @@
 #include "daemon/envd/messages.h"
 #include "daemon/envd/proc.h"
 #include "daemon/envd/rpc.h"
+#include "daemon/envd/watch.h"
 #include "daemon/http/connect.h"
 #include "daemon/http/reply.h"
 #include "daemon/sandboxes/sandbox.h"
@@ -58,6 +59,13 @@ static const struct envd_route_ent routes[] = {
 	{ "POST", "/filesystem.Filesystem/MakeDir", ENVD_UNARY, .unary = envd_fs_mkdir },
 	{ "POST", "/filesystem.Filesystem/Move", ENVD_UNARY, .unary = envd_fs_move },
 	{ "POST", "/filesystem.Filesystem/Remove", ENVD_UNARY, .unary = envd_fs_remove },
+	{ "POST", "/filesystem.Filesystem/WatchDir", ENVD_STREAM, .stream = envd_fs_watch_dir },
+	{ "POST", "/filesystem.Filesystem/CreateWatcher", ENVD_UNARY,
+	  .unary = envd_fs_create_watcher },
+	{ "POST", "/filesystem.Filesystem/GetWatcherEvents", ENVD_UNARY,
+	  .unary = envd_fs_watcher_events },
+	{ "POST", "/filesystem.Filesystem/RemoveWatcher", ENVD_UNARY,
+	  .unary = envd_fs_remove_watcher },
 	{ "GET", "/files", ENVD_HTTP, .http = envd_files_get },
 	{ "POST", "/files", ENVD_HTTP, .http = envd_files_post_end, .begin = envd_files_post_begin,
 	  .feed = envd_files_post_feed },
@@ -105,6 +113,7 @@ int envd_init(struct coved *d)
 void envd_fini(struct coved *d)
 {
 	(void)d;
+	envd_watchers_fini();
 }
 
 static enum MHD_Result envs_get(struct envd_req *r, struct MHD_Connection *c)

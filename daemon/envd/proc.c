@@ -45,24 +45,6 @@ struct pstream {
 	size_t head_len[2];
 };
 
-static int64_t header_ms(struct MHD_Connection *c, const char *name)
-{
-	uint64_t ms = 0;
-	const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
-	if (!v || connect_timeout_ms(v, &ms) < 0)
-		return 0;
-	return (int64_t)ms;
-}
-
-static int keepalive_ms(struct MHD_Connection *c)
-{
-	const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Keepalive-Ping-Interval");
-	long s = v ? strtol(v, NULL, 10) : 0;
-	if (s < 1 || s > ENVD_KEEPALIVE_MAX_S)
-		s = ENVD_KEEPALIVE_MAX_S;
-	return (int)s * 1000;
-}
-
 static uint8_t *event_frame(json_t *event, size_t *len)
 {
 	return connect_frame(json_pack("{s:o}", "event", event), 0, len);
@@ -287,7 +269,7 @@ static enum MHD_Result stream_queue(struct envd_req *r, struct MHD_Connection *c
 	s->pty = pty;
 	s->jinfo = jinfo;
 	s->t0 = mono_ms();
-	s->keepalive_ms = keepalive_ms(c);
+	s->keepalive_ms = envd_keepalive_ms(c);
 	s->next_keepalive = s->t0 + s->keepalive_ms;
 	s->deadline = deadline_ms ? s->t0 + deadline_ms : 0;
 	s->pend = event_frame(json_pack("{s:{s:i}}", "start", "pid", pid), &s->plen);
@@ -377,7 +359,7 @@ enum MHD_Result envd_proc_start(struct envd_req *r, struct MHD_Connection *c, js
 		                         "\"process.cwd\" is not a usable path");
 	}
 	const char **env = merge_env(coved_sb_envs(r->sb), st.env);
-	int64_t timeout = header_ms(c, "Connect-Timeout-Ms");
+	int64_t timeout = envd_header_ms(c, "Connect-Timeout-Ms");
 	struct cove_proc_spec spec = {
 		.argv = st.argv,
 		.env = env,
@@ -487,7 +469,7 @@ enum MHD_Result envd_proc_connect(struct envd_req *r, struct MHD_Connection *c, 
 	if (fd < 0)
 		return envd_stream_error(c, connect_code_from_errno(fd), msg);
 	return stream_queue(r, c, fd, pid, proc_is_pty(sb, pid), NULL,
-	                    header_ms(c, "Connect-Timeout-Ms"));
+	                    envd_header_ms(c, "Connect-Timeout-Ms"));
 }
 
 /* The unary calls: sb, the selected pid, or a Connect error. */

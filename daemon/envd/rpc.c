@@ -3,6 +3,7 @@
 
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "daemon/http/connect.h"
@@ -42,4 +43,22 @@ struct cove_sandbox *envd_cove(struct envd_req *r, const char **code, char *msg,
 const char *envd_req_user(const struct envd_req *r)
 {
 	return r->user[0] ? r->user : NULL;
+}
+
+int64_t envd_header_ms(struct MHD_Connection *c, const char *name)
+{
+	uint64_t ms = 0;
+	const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+	if (!v || connect_timeout_ms(v, &ms) < 0)
+		return 0;
+	return (int64_t)ms;
+}
+
+int envd_keepalive_ms(struct MHD_Connection *c)
+{
+	const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Keepalive-Ping-Interval");
+	long s = v ? strtol(v, NULL, 10) : 0;
+	if (s < 1 || s > ENVD_KEEPALIVE_MAX_S)
+		s = ENVD_KEEPALIVE_MAX_S;
+	return (int)s * 1000;
 }

@@ -44,6 +44,13 @@ enum MHD_Result envd_connect_error(struct MHD_Connection *c, const char *code, c
 /* Queues a stream that holds only its end: {"error": {code, message}}. */
 enum MHD_Result envd_stream_error(struct MHD_Connection *c, const char *code, const char *msg);
 
+/* A header holding milliseconds (Connect-Timeout-Ms): its value, 0 when
+ * absent or malformed. */
+int64_t envd_header_ms(struct MHD_Connection *c, const char *name);
+/* A stream's keepalive interval in ms: the SDK's Keepalive-Ping-Interval
+ * (seconds), at most ENVD_KEEPALIVE_MAX_S. */
+int envd_keepalive_ms(struct MHD_Connection *c);
+
 /* The running sandbox's libcove handle, or NULL with a Connect code. */
 struct cove_sandbox *envd_cove(struct envd_req *r, const char **code, char *msg, size_t msglen);
 
