@@ -42,6 +42,7 @@
 #include "lib/restore.h"
 #include "lib/sandbox.h"
 #include "lib/snapshot.h"
+#include "lib/usage.h"
 #include "lib/vmm/limits.h"
 #include "lib/vmm/memcache.h"
 #include "lib/vmm/pool.h"
@@ -65,7 +66,7 @@
  *     lib/net/net_addr.h; the network pool (cove_net_pool_*):
  *     lib/net/net_pool.h;
  *   cove_open, cove_list, cove_state_name: lib/lookup.h; cove_restore:
- *     lib/restore.h. */
+ *     lib/restore.h; cove_usage: lib/usage.h. */
 
 /* ---- Named sandboxes, the registry, snapshots -------------------------- */
 
