@@ -62,3 +62,27 @@ int envd_keepalive_ms(struct MHD_Connection *c)
 		s = ENVD_KEEPALIVE_MAX_S;
 	return (int)s * 1000;
 }
+
+ssize_t envd_out_read(struct envd_out *o, void (*next)(void *cls, bool nowait), void *cls,
+                      char *buf, size_t max)
+{
+	while (o->off == o->len) {
+		free(o->buf);
+		o->buf = NULL;
+		o->len = o->off = 0;
+		if (o->finished)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		/* MHD asks again to fill its buffer before it writes: with
+		 * nothing ready now, 0 lets it send what it has first. */
+		bool nowait = o->gave;
+		o->gave = false;
+		next(cls, nowait);
+		if (nowait && o->off == o->len && !o->finished)
+			return 0;
+	}
+	o->gave = true;
+	size_t n = o->len - o->off < max ? o->len - o->off : max;
+	memcpy(buf, o->buf + o->off, n);
+	o->off += n;
+	return (ssize_t)n;
+}

@@ -51,6 +51,19 @@ int64_t envd_header_ms(struct MHD_Connection *c, const char *name);
  * (seconds), at most ENVD_KEEPALIVE_MAX_S. */
 int envd_keepalive_ms(struct MHD_Connection *c);
 
+/* What a server stream (proc.c, watch.c) has ready for MHD. */
+struct envd_out {
+	uint8_t *buf; /* the frame(s) being handed over, malloc'ed */
+	size_t len, off;
+	bool finished; /* nothing after buf */
+	bool gave;     /* the last read handed MHD bytes: do not block before it sent them */
+};
+/* An MHD content reader over o: hands out its bytes, refilling them with
+ * next(cls, nowait), which sets o->buf and o->len, or o->finished (a wait
+ * is never made with nowait).  Returns what the reader returns. */
+ssize_t envd_out_read(struct envd_out *o, void (*next)(void *cls, bool nowait), void *cls,
+                      char *buf, size_t max);
+
 /* The running sandbox's libcove handle, or NULL with a Connect code. */
 struct cove_sandbox *envd_cove(struct envd_req *r, const char **code, char *msg, size_t msglen);
 

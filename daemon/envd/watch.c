@@ -42,23 +42,21 @@ static json_t *fs_event(const struct cove_watch_event *ev)
 struct wstream {
 	struct coved_sb *sb; /* a reference of its own */
 	int fd;              /* the agent's watch */
-	uint8_t *pend;       /* the frame being handed to MHD */
-	size_t plen, poff;
-	bool finished, gave;
+	struct envd_out o;
 	int64_t deadline, next_keepalive; /* mono_ms(); deadline 0 = none */
 	int keepalive_ms;
 };
 
 static void finish(struct wstream *s, const char *code, const char *msg)
 {
-	s->finished = true;
-	s->poff = 0;
-	s->pend = connect_end_frame(code, msg, &s->plen);
-	if (!s->pend)
-		s->plen = 0;
+	s->o.finished = true;
+	s->o.off = 0;
+	s->o.buf = connect_end_frame(code, msg, &s->o.len);
+	if (!s->o.buf)
+		s->o.len = 0;
 }
 
-/* The next frame into s->pend, waiting for the agent (not at all when
+/* The next frame into s->o.buf, waiting for the agent (not at all when
  * nowait). */
 static void next_frame(struct wstream *s, bool nowait)
 {
@@ -87,43 +85,30 @@ static void next_frame(struct wstream *s, bool nowait)
 	}
 	cove_watch_event_free(&ev);
 	if (m) {
-		s->pend = connect_frame(m, 0, &s->plen);
-		s->poff = 0;
-		if (!s->pend)
+		s->o.buf = connect_frame(m, 0, &s->o.len);
+		s->o.off = 0;
+		if (!s->o.buf)
 			finish(s, "resource_exhausted", "out of memory");
 	}
+}
+
+static void next_cb(void *cls, bool nowait)
+{
+	next_frame(cls, nowait);
 }
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	(void)pos;
 	struct wstream *s = cls;
-	while (s->poff == s->plen) {
-		free(s->pend);
-		s->pend = NULL;
-		s->plen = s->poff = 0;
-		if (s->finished)
-			return MHD_CONTENT_READER_END_OF_STREAM;
-		/* With nothing ready right after a hand-over, 0 lets MHD send
-		 * what it has before we wait. */
-		bool nowait = s->gave;
-		s->gave = false;
-		next_frame(s, nowait);
-		if (nowait && s->poff == s->plen && !s->finished)
-			return 0;
-	}
-	s->gave = true;
-	size_t n = s->plen - s->poff < max ? s->plen - s->poff : max;
-	memcpy(buf, s->pend + s->poff, n);
-	s->poff += n;
-	return (ssize_t)n;
+	return envd_out_read(&s->o, next_cb, s, buf, max);
 }
 
 static void stream_free(void *cls)
 {
 	struct wstream *s = cls;
 	close(s->fd); /* ends the agent's watch */
-	free(s->pend);
+	free(s->o.buf);
 	coved_sb_unref(s->sb);
 	free(s);
 }
@@ -172,8 +157,8 @@ enum MHD_Result envd_fs_watch_dir(struct envd_req *r, struct MHD_Connection *c, 
 	s->next_keepalive = mono_ms() + s->keepalive_ms;
 	int64_t timeout = envd_header_ms(c, "Connect-Timeout-Ms");
 	s->deadline = timeout ? mono_ms() + timeout : 0;
-	s->pend = connect_frame(json_pack("{s:{}}", "start"), 0, &s->plen);
-	if (!s->pend) {
+	s->o.buf = connect_frame(json_pack("{s:{}}", "start"), 0, &s->o.len);
+	if (!s->o.buf) {
 		stream_free(s);
 		return MHD_NO;
 	}

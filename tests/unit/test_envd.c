@@ -453,8 +453,10 @@ static int http_send(const char *method, const char *path, const char *headers, 
 	    "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n%sContent-Length: %zu\r\n\r\n",
 	    method, path, headers ? headers : "", len);
 	ck_assert_int_eq(write(fd, head, (size_t)n), n);
-	if (len)
-		ck_assert_int_eq(write(fd, body, len), (ssize_t)len);
+	/* A request refused from its head alone may be answered and closed
+	 * before its body is written (EPIPE): the answer is still read. */
+	if (len && write(fd, body, len) != (ssize_t)len)
+		ck_assert(errno == EPIPE || errno == ECONNRESET);
 	return fd;
 }
 
