@@ -85,15 +85,15 @@ static void disk_usage(struct cove_sandbox *sb, struct cove_usage *u)
 int cove_usage(struct cove_sandbox *sb, struct cove_usage *u, char *err, size_t errlen)
 {
 	*u = (struct cove_usage){ 0 };
+	int r = vmm_usage(sb, u, err, errlen);
+	if (r < 0)
+		return r;
+	/* The cgroup's CPU counter is finer than /proc's clock ticks and
+	 * counts every process of the sandbox. */
 	struct cgroup_usage cg;
 	if (cgroup_usage_named(sb->name, &cg) == 0) {
 		u->cpu_usec = cg.cpu_usec;
-		u->mem_bytes = cg.mem_bytes;
-		u->mem_cache = cg.file_bytes < cg.mem_bytes ? cg.file_bytes : cg.mem_bytes;
-	} else {
-		int r = vmm_usage(sb, u, err, errlen);
-		if (r < 0)
-			return r;
+		u->mem_cache = cg.file_bytes;
 	}
 	disk_usage(sb, u);
 	return 0;

@@ -9,12 +9,14 @@
 #include "lib/base/cove_types.h"
 
 struct cove_usage {
-	uint64_t cpu_usec;   /* CPU time used since the start: its cgroup (vCPUs, the
-	                        VMM's threads), else its cove-vmm process */
-	uint64_t mem_bytes;  /* memory charged to it on the host (memory.current: the
-	                        guest RAM it has touched, the VMM, its page cache);
-	                        without a cgroup, cove-vmm's resident set */
-	uint64_t mem_cache;  /* the page-cache part of mem_bytes (memory.stat file) */
+	uint64_t cpu_usec;   /* CPU time used since the start: its cgroup's (vCPUs, the
+	                       VMM's threads), else its cove-vmm process's */
+	uint64_t mem_bytes;  /* cove-vmm's resident set: the guest RAM it has touched
+	                       (a guest does not give it back) and the VMM itself,
+	                       whoever the kernel charges for the pages (a restored
+	                       guest's are its snapshot file's page cache) */
+	uint64_t mem_cache;  /* page cache charged to its cgroup (memory.stat file:
+	                       its disk and snapshot files); 0 without a cgroup */
 	uint64_t disk_used;  /* bytes its root disk's overlay holds on the host */
 	uint64_t disk_total; /* its root disk's size */
 };

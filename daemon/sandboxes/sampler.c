@@ -83,7 +83,10 @@ static void sample_one(struct coved_sampler *s, struct coved_sb *sb)
 			e->ring->have_last = false; /* paused: no share across the gap */
 		} else {
 			smp.cpu_pct = coved_ring_cpu(e->ring, u.cpu_usec, mono_us, smp.cpus);
-			smp.mem_used = u.mem_bytes;
+			/* The VMM's own few MiB may take it past the guest's size. */
+			smp.mem_used = u.mem_bytes < smp.mem_total || !smp.mem_total
+			                   ? u.mem_bytes
+			                   : smp.mem_total;
 			smp.mem_cache = u.mem_cache;
 			smp.disk_used = u.disk_used;
 			smp.disk_total = u.disk_total;

@@ -23,6 +23,25 @@ else
 fi
 sed 's/^/    /' "$WORK/watch.tap" | grep -E '^    (not ok|ok|#)|Error|expected|actual' | head -60
 
+# The readings behind getMetrics on a sandbox coved made: the route, and
+# cove stats; the VMM's resident set against its cgroup's charge, for the
+# record (docs/api.md "Usage samples").
+id=$(api POST /sandboxes '{"templateID": "base", "timeout": 120}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["sandboxID"])')
+sleep 5
+m=$(api GET "/sandboxes/$id/metrics")
+if [ "$(code)" = 200 ] && [ "$(jget "$m" 'len(o) >= 1 and o[-1]["memUsed"] > 0 and o[-1]["diskTotal"] > 0')" = True ]; then
+	ok "GET /sandboxes/$id/metrics: $(jget "$m" 'len(o)') samples, the last $(jget "$m" 'o[-1]')"
+else
+	not_ok "GET /sandboxes/$id/metrics: $(code) $m"
+fi
+api GET "/sandboxes/$id/metrics?start=2&end=1" >/dev/null
+[ "$(code)" = 400 ] && ok "an end before the start: 400" || not_ok "start=2&end=1: $(code)"
+st=$($cove stats "$id" --json 2>&1) && ok "cove stats: $st" || not_ok "cove stats: $st"
+pid=$($cove ls --json | python3 -c 'import json,sys; print([s["pid"] for s in json.load(sys.stdin) if s["name"] == sys.argv[1]][0])' "$id")
+cg=$(awk -F: '$1 == "0" { print $3 }' "/proc/$pid/cgroup" 2>/dev/null)
+echo "# cove-vmm $pid: $(grep VmRSS "/proc/$pid/status"), cgroup ${cg:-none}: memory.current $(cat "/sys/fs/cgroup$cg/memory.current" 2>/dev/null || echo -)"
+api DELETE "/sandboxes/$id" >/dev/null
+
 # The route answers another tenant's (here: no) sandbox as a missing one.
 api GET /sandboxes/nosuchsandbox0000000/metrics >/dev/null
 [ "$(code)" = 404 ] && ok "metrics of an unknown sandbox: 404" || not_ok "metrics of an unknown sandbox: $(code)"
