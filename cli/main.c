@@ -12,6 +12,7 @@
 #include "cli/run.h"
 #include "cli/snapshot.h"
 #include "cli/start.h"
+#include "cli/stats.h"
 #include "cli/template.h"
 #include "cove.h"
 
@@ -30,6 +31,7 @@ static const char usage[] =
     "  net NAME [--net none|open] [--allow RULE]... [--deny CIDR]... [--proxy-rules F]\n"
     "                                     replace a running sandbox's network policy\n"
     "  logs NAME [--egress|--journal]     its console, egress decisions or coved journal\n"
+    "  stats NAME [--json]                its CPU, memory and disk, as the host sees them\n"
     "  snapshot NAME DIR [--stop]         save a running sandbox to DIR\n"
     "  restore DIR --name NAME            start a sandbox from a snapshot\n"
     "  fork DIR --count N --prefix P      start P-1 ... P-N from a snapshot at once\n"
@@ -52,7 +54,7 @@ static const struct {
 	{ "fork", cli_fork },         { "bench", cli_bench },
 	{ "doctor", cli_doctor },     { "net", cli_net },
 	{ "logs", cli_logs },         { "template", cli_template },
-	{ "cluster", cli_cluster },
+	{ "cluster", cli_cluster },   { "stats", cli_stats },
 };
 
 static int dispatch(int argc, char **argv)

@@ -38,6 +38,8 @@ bool proto_type_known(uint16_t type)
 	case PROTO_SHUTDOWN:
 	case PROTO_RESTORED:
 	case PROTO_CA:
+	case PROTO_WATCH:
+	case PROTO_WATCH_EVENT:
 	case PROTO_OK:
 	case PROTO_ERROR:
 	case PROTO_PROC_START:

@@ -64,6 +64,11 @@ enum proto_type {
 	                        every later EXEC and PROC_START (replacing older ones) */
 	PROTO_USER = 61,     /* {"user"} -> OK {"uid", "gid", "groups", "home"}: a user spec
 	                        resolved in the guest, as EXEC would */
+	/* 70-71: directory watches (issue 30) */
+	PROTO_WATCH = 70,       /* {"path", "recursive"} -> OK {"id"}, then WATCH_EVENT frames
+	                           until the host closes the connection (or an ERROR ends it) */
+	PROTO_WATCH_EVENT = 71, /* agent -> host: {"id", "name", "type"}: name relative to the
+	                           watched folder; type create|write|remove|rename|chmod */
 };
 
 struct proto_hdr {

@@ -25,6 +25,7 @@
 #include "daemon/sandboxes/lifecycle.h"
 #include "daemon/sandboxes/pool.h"
 #include "daemon/sandboxes/record.h"
+#include "daemon/sandboxes/sampler.h"
 #include "daemon/sandboxes/state.h"
 #include "daemon/sandboxes/table.h"
 #include "daemon/server.h"
@@ -197,6 +198,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "coved: cannot start the reaper thread\n");
 		return 1;
 	}
+	if (coved_sampler_start(&d, err, sizeof(err)) < 0) {
+		fprintf(stderr, "coved: %s\n", err);
+		return 1;
+	}
 	fprintf(stderr, "coved: serving %s%s%s%s, %zu tenants, %d sandboxes adopted\n",
 	        d.cfg.socket, d.cfg.tcp ? " and " : "", d.cfg.tcp ? d.cfg.tcp : "",
 	        d.cfg.tcp ? (d.cfg.tls_cert ? " (TLS)" : " (plain HTTP)") : "", d.ntenants, n);
@@ -209,6 +214,7 @@ int main(int argc, char **argv)
 	pthread_cond_signal(&d.stop_cond);
 	pthread_mutex_unlock(&d.stop_mu);
 	pthread_join(d.reaper, NULL);
+	coved_sampler_stop(&d);
 	coved_cluster_stop(&d); /* its lease stays: a restart within the TTL keeps it */
 	/* Pre-spawned VMMs that serve no sandbox end with us. */
 	coved_pool_stop(&d);

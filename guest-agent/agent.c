@@ -16,6 +16,7 @@
 #include "files.h"
 #include "proc.h"
 #include "proto_json.h"
+#include "watch.h"
 
 static int reply_pong(struct agent_conn *c, uint32_t id)
 {
@@ -116,6 +117,8 @@ static int dispatch(struct agent_conn *c, const struct agent_req *req)
 		return agent_symlink(c, req);
 	case PROTO_USER:
 		return agent_user(c, req);
+	case PROTO_WATCH:
+		return agent_watch(c, req);
 	case PROTO_PROC_START:
 	case PROTO_PROC_ATTACH:
 	case PROTO_PROC_INPUT:

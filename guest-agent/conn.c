@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "conn.h"
 #include "proto_json.h"
@@ -64,4 +65,28 @@ int agent_conn_reject(struct agent_conn *c, uint32_t id, int err, const char *fm
 	va_end(ap);
 	(void)r; /* the connection ends either way */
 	return -err;
+}
+
+int agent_conn_check(struct agent_conn *c, const char *during)
+{
+	struct pollfd f = { .fd = c->fd, .events = POLLIN | POLLRDHUP };
+	if (poll(&f, 1, 0) <= 0)
+		return 0;
+	if (f.revents & (POLLRDHUP | POLLHUP | POLLERR))
+		return -ECONNRESET;
+	struct proto_hdr h;
+	uint8_t *payload = NULL;
+	int r = agent_conn_recv(c, &h, &payload);
+	free(payload);
+	if (r == -EPROTO || r == -EMSGSIZE)
+		return agent_conn_reject(c, h.id, -r, "malformed frame during %s", during);
+	if (r < 0)
+		return r;
+	if (h.type == PROTO_PING) {
+		char pong[32];
+		int n = snprintf(pong, sizeof(pong), "{\"version\":%d}", PROTO_VERSION);
+		r = proto_send(c->fd, PROTO_PONG, h.id, pong, (uint32_t)n);
+		return r < 0 ? r : 1;
+	}
+	return agent_conn_reject(c, h.id, EPROTO, "frame type %u during %s", h.type, during);
 }

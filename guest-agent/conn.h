@@ -35,4 +35,10 @@ int agent_conn_fail(struct agent_conn *c, uint32_t id, int err, const char *fmt,
 int agent_conn_reject(struct agent_conn *c, uint32_t id, int err, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* For a handler that streams (an attach, a watch): looks at the connection
+ * without waiting.  0 while nothing came, 1 for a PING it answered,
+ * -errno when the stream must end (the host closed it, or sent a frame
+ * other than PING: rejected, naming during). */
+int agent_conn_check(struct agent_conn *c, const char *during) __attribute__((warn_unused_result));
+
 #endif

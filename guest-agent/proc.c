@@ -369,32 +369,6 @@ static int proc_start(struct agent_conn *c, const struct agent_req *req)
 
 /* ---- PROC_ATTACH -------------------------------------------------------- */
 
-/* Between output, an attach watches its connection: 0 while it is there,
- * 1 for a frame it answered (PING), -errno when it must end. */
-static int attach_check_conn(struct agent_conn *c)
-{
-	struct pollfd f = { .fd = c->fd, .events = POLLIN | POLLRDHUP };
-	if (poll(&f, 1, 0) <= 0)
-		return 0;
-	if (f.revents & (POLLRDHUP | POLLHUP | POLLERR))
-		return -ECONNRESET;
-	struct proto_hdr h;
-	uint8_t *payload = NULL;
-	int r = agent_conn_recv(c, &h, &payload);
-	free(payload);
-	if (r == -EPROTO || r == -EMSGSIZE)
-		return agent_conn_reject(c, h.id, -r, "malformed frame during an attach");
-	if (r < 0)
-		return r;
-	if (h.type == PROTO_PING) {
-		char pong[32];
-		int n = snprintf(pong, sizeof(pong), "{\"version\":%d}", PROTO_VERSION);
-		r = proto_send(c->fd, PROTO_PONG, h.id, pong, (uint32_t)n);
-		return r < 0 ? r : 1;
-	}
-	return agent_conn_reject(c, h.id, EPROTO, "frame type %u during an attach", h.type);
-}
-
 static int proc_attach(struct agent_conn *c, const struct agent_req *req, struct aproc *p)
 {
 	uint8_t *frame = malloc(PROTO_HDR_SIZE + PROC_CHUNK);
@@ -433,7 +407,7 @@ static int proc_attach(struct agent_conn *c, const struct agent_req *req, struct
 		ts.tv_nsec %= 1000000000L;
 		pthread_cond_timedwait(&p->cond, &p->lock, &ts);
 		pthread_mutex_unlock(&p->lock);
-		r = attach_check_conn(c);
+		r = agent_conn_check(c, "an attach");
 		if (r == 1)
 			r = 0;
 		pthread_mutex_lock(&p->lock);

@@ -373,6 +373,11 @@ static int parse_json_body(struct agent_req *req, char *err, size_t errlen)
 		    get_bool(o, "recursive", false, &req->u.remove.recursive, err, errlen) < 0)
 			return -EPROTO;
 		return 0;
+	case PROTO_WATCH:
+		if (get_path(o, "path", &req->u.watch.path, err, errlen) < 0 ||
+		    get_bool(o, "recursive", false, &req->u.watch.recursive, err, errlen) < 0)
+			return -EPROTO;
+		return 0;
 	case PROTO_RESTORED:
 		return parse_restored(&req->u.restored, o, err, errlen);
 	case PROTO_CA:
@@ -417,6 +422,7 @@ int agent_req_parse(const struct proto_hdr *h, const uint8_t *payload, struct ag
 	case PROTO_STDERR:
 	case PROTO_EXIT:
 	case PROTO_OK:
+	case PROTO_WATCH_EVENT:
 		return bad(err, errlen, "frame type %u is not a request", h->type);
 	default:
 		break;

@@ -99,6 +99,10 @@ struct agent_req {
 		struct {
 			const char *from, *to; /* MOVE */
 		} move;
+		struct {
+			const char *path; /* WATCH: the folder */
+			bool recursive;
+		} watch;
 	} u;
 	/* PROC_START: u.exec, plus the caller's label (NULL: none). */
 	const char *tag;

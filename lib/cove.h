@@ -29,6 +29,7 @@
 #include "lib/agent/exec.h"
 #include "lib/agent/notice.h"
 #include "lib/agent/proc.h"
+#include "lib/agent/watch.h"
 #include "lib/base/cove_types.h"
 #include "lib/base/handle.h"
 #include "lib/base/jail.h"
@@ -41,6 +42,7 @@
 #include "lib/restore.h"
 #include "lib/sandbox.h"
 #include "lib/snapshot.h"
+#include "lib/usage.h"
 #include "lib/vmm/limits.h"
 #include "lib/vmm/memcache.h"
 #include "lib/vmm/pool.h"
@@ -56,7 +58,7 @@
  *     cove_put_file(_owned), cove_get_file(_max), cove_mkdir, cove_symlink,
  *     cove_user_valid, cove_user_lookup, cove_ping: lib/agent/agent_client.h; cove_agent_restored:
  *     lib/agent/notice.h; detached processes and file requests:
- *     lib/agent/proc.h;
+ *     lib/agent/proc.h; folder watches (cove_watch_*): lib/agent/watch.h;
  *   cove_sandbox_exited: lib/vmm/limits.h; cove_vmm_stats:
  *     lib/vmm/vmm_api.h; cove_memcache_prune: lib/vmm/memcache.h; the VMM
  *     pool (cove_vmm_pool_*): lib/vmm/pool.h;
@@ -64,7 +66,7 @@
  *     lib/net/net_addr.h; the network pool (cove_net_pool_*):
  *     lib/net/net_pool.h;
  *   cove_open, cove_list, cove_state_name: lib/lookup.h; cove_restore:
- *     lib/restore.h. */
+ *     lib/restore.h; cove_usage: lib/usage.h. */
 
 /* ---- Named sandboxes, the registry, snapshots -------------------------- */
 

@@ -1,7 +1,7 @@
 /* The envd surface's front: one table of routes, authentication by
  * E2b-Sandbox-Id + X-Access-Token, bounded bodies, Connect errors.  The
  * handlers are in proc.c (process.Process) and files.c
- * (filesystem.Filesystem, /files). */
+ * (filesystem.Filesystem, /files) and watch.c (its watches). */
 #include "daemon/envd/envd.h"
 
 #include <errno.h>
@@ -10,11 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "cove.h"
 #include "daemon/envd/files.h"
 #include "daemon/envd/messages.h"
 #include "daemon/envd/proc.h"
 #include "daemon/envd/rpc.h"
+#include "daemon/envd/watch.h"
 #include "daemon/http/connect.h"
 #include "daemon/http/reply.h"
 #include "daemon/sandboxes/sandbox.h"
@@ -37,11 +39,11 @@ struct envd_route_ent {
 	enum MHD_Result (*http)(struct envd_req *r, struct MHD_Connection *c);
 	int (*begin)(struct envd_req *r, struct MHD_Connection *c, char *msg, size_t msglen);
 	void (*feed)(struct envd_req *r, const uint8_t *data, size_t len);
-	enum MHD_Result (*open)(struct MHD_Connection *c);
+	enum MHD_Result (*open)(struct coved *d, struct MHD_Connection *c);
 };
 
 static enum MHD_Result envs_get(struct envd_req *r, struct MHD_Connection *c);
-static enum MHD_Result health(struct MHD_Connection *c);
+static enum MHD_Result health(struct coved *d, struct MHD_Connection *c);
 
 /* The routes, with the kind of call each is: every lookup reads this. */
 static const struct envd_route_ent routes[] = {
@@ -57,6 +59,13 @@ static const struct envd_route_ent routes[] = {
 	{ "POST", "/filesystem.Filesystem/MakeDir", ENVD_UNARY, .unary = envd_fs_mkdir },
 	{ "POST", "/filesystem.Filesystem/Move", ENVD_UNARY, .unary = envd_fs_move },
 	{ "POST", "/filesystem.Filesystem/Remove", ENVD_UNARY, .unary = envd_fs_remove },
+	{ "POST", "/filesystem.Filesystem/WatchDir", ENVD_STREAM, .stream = envd_fs_watch_dir },
+	{ "POST", "/filesystem.Filesystem/CreateWatcher", ENVD_UNARY,
+	  .unary = envd_fs_create_watcher },
+	{ "POST", "/filesystem.Filesystem/GetWatcherEvents", ENVD_UNARY,
+	  .unary = envd_fs_watcher_events },
+	{ "POST", "/filesystem.Filesystem/RemoveWatcher", ENVD_UNARY,
+	  .unary = envd_fs_remove_watcher },
 	{ "GET", "/files", ENVD_HTTP, .http = envd_files_get },
 	{ "POST", "/files", ENVD_HTTP, .http = envd_files_post_end, .begin = envd_files_post_begin,
 	  .feed = envd_files_post_feed },
@@ -104,6 +113,7 @@ int envd_init(struct coved *d)
 void envd_fini(struct coved *d)
 {
 	(void)d;
+	envd_watchers_fini();
 }
 
 static enum MHD_Result envs_get(struct envd_req *r, struct MHD_Connection *c)
@@ -125,13 +135,39 @@ static enum MHD_Result envs_get(struct envd_req *r, struct MHD_Connection *c)
 	return coved_text_reply(c, MHD_HTTP_OK, "application/json", text, strlen(text));
 }
 
-static enum MHD_Result health(struct MHD_Connection *c)
+/* Whether the sandbox named by the request answers as its own envd would:
+ * known, the caller holds its access token (else it is as unknown: the
+ * token is envd's only tenant context), running, and its agent answers a
+ * ping by ENVD_HEALTH_MS.  A paused sandbox is not woken. */
+static bool sandbox_up(struct coved *d, struct MHD_Connection *c, const char *id)
 {
+	struct coved_sb *sb = coved_sb_find(d, id);
+	if (!sb)
+		return false;
+	const char *token = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Access-Token");
+	bool up = false;
+	struct cove_sandbox *cs = coved_sb_token_ok(sb, token) ? coved_sb_cove(sb) : NULL;
+	if (cs) {
+		char err[256];
+		up = cove_ping_until(cs, mono_ms() + ENVD_HEALTH_MS, err, sizeof(err)) == 0;
+	}
+	coved_sb_unref(sb);
+	return up;
+}
+
+/* 204 when the E2b-Sandbox-Id sandbox is up, 502 (the SDK's "not running")
+ * when it is paused, ended, unknown or silent; without the header, coved's
+ * own liveness: 204. */
+static enum MHD_Result health(struct coved *d, struct MHD_Connection *c)
+{
+	const char *id = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "E2b-Sandbox-Id");
+	bool up = !id || sandbox_up(d, c, id);
 	struct MHD_Response *resp =
 	    MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
 	if (!resp)
 		return MHD_NO;
-	enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_NO_CONTENT, resp);
+	enum MHD_Result ret =
+	    MHD_queue_response(c, up ? MHD_HTTP_NO_CONTENT : MHD_HTTP_BAD_GATEWAY, resp);
 	MHD_destroy_response(resp);
 	return ret;
 }
@@ -218,7 +254,7 @@ static enum MHD_Result first_call(struct coved *d, struct MHD_Connection *c, con
 		return early_error(c, url, is_rpc(url) ? "unimplemented" : "not_found",
 		                   "no such envd method or path");
 	if (rt->kind == ENVD_OPEN)
-		return rt->open(c);
+		return rt->open(d, c);
 	const char *id = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "E2b-Sandbox-Id");
 	if (!id || !id[0])
 		return early_error(c, url, "invalid_argument",

@@ -277,6 +277,45 @@ int envd_parse_path(const json_t *o, const char *key, char *out, size_t outlen, 
 	return 0;
 }
 
+/* A bool member under its JSON name or its proto name: absent or null is
+ * false. */
+static int bool_member(const json_t *o, const char *json_name, const char *proto_name, bool *out)
+{
+	const json_t *v = json_object_get(o, json_name);
+	if (!v)
+		v = json_object_get(o, proto_name);
+	*out = json_is_true(v);
+	return !v || json_is_null(v) || json_is_boolean(v) ? 0 : -1;
+}
+
+int envd_parse_watch(const json_t *o, char *path, size_t pathlen, bool *recursive, char *err,
+                     size_t errlen)
+{
+	bool ignored;
+	if (bool_member(o, "recursive", "recursive", recursive) < 0 ||
+	    bool_member(o, "includeEntry", "include_entry", &ignored) < 0 ||
+	    bool_member(o, "allowNetworkMounts", "allow_network_mounts", &ignored) < 0)
+		return bad("\"recursive\", \"includeEntry\" and \"allowNetworkMounts\" must be "
+		           "true or false");
+	return envd_parse_path(o, "path", path, pathlen, err, errlen);
+}
+
+int envd_parse_watcher_id(const json_t *o, const char **id, char *err, size_t errlen)
+{
+	const json_t *v = json_object_get(o, "watcherId");
+	if (!v)
+		v = json_object_get(o, "watcher_id");
+	const char *s = json_string_value(v);
+	size_t n = s ? strlen(s) : 0;
+	if (!n || n > ENVD_WATCHER_ID_MAX || n != json_string_length(v))
+		return bad("\"watcherId\" must be a watcher's id");
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
+			return bad("\"watcherId\" must be a watcher's id");
+	*id = s;
+	return 0;
+}
+
 static int b64_val(unsigned char c)
 {
 	if (c >= 'A' && c <= 'Z')

@@ -62,6 +62,18 @@ int envd_parse_path(const json_t *o, const char *key, char *out, size_t outlen, 
                     size_t errlen) __attribute__((warn_unused_result));
 int envd_resolve_path(const char *in, char *out, size_t outlen) __attribute__((warn_unused_result));
 
+/* WatchDirRequest and CreateWatcherRequest {path, recursive, includeEntry,
+ * allowNetworkMounts}: the folder resolved into path (envd_parse_path),
+ * *recursive.  includeEntry and allowNetworkMounts are accepted and not
+ * acted on (docs/e2b-compat.md). */
+int envd_parse_watch(const json_t *o, char *path, size_t pathlen, bool *recursive, char *err,
+                     size_t errlen) __attribute__((warn_unused_result));
+/* GetWatcherEventsRequest and RemoveWatcherRequest {watcherId}: *id (owned
+ * by o) 1..ENVD_WATCHER_ID_MAX of [a-z0-9]. */
+#define ENVD_WATCHER_ID_MAX 32
+int envd_parse_watcher_id(const json_t *o, const char **id, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
 /* The guest user of an envd request, as the e2b SDK sends it (envd
  * 0.4.0 and later): the "username" query parameter on /files, HTTP Basic
  * auth "Basic base64(user:)" on the RPCs (authorization: the header's

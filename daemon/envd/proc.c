@@ -30,13 +30,10 @@ struct pstream {
 	struct coved_sb *sb; /* a reference of its own */
 	int fd;              /* the attach */
 	int pid;
-	uint8_t *pend; /* the frame(s) being handed to MHD */
-	size_t plen, poff;
-	bool finished;                    /* nothing after pend */
+	struct envd_out o;
 	int64_t deadline, next_keepalive; /* mono_ms(); deadline 0 = none */
 	int keepalive_ms;
-	bool pty;  /* a pty's output is data.pty, not stdout */
-	bool gave; /* the last read handed MHD bytes: do not block before it sent them */
+	bool pty; /* a pty's output is data.pty, not stdout */
 	/* The journal line, written once (at the end, or when the client left). */
 	json_t *jinfo; /* NULL for Connect, which journals nothing */
 	int64_t t0;
@@ -44,24 +41,6 @@ struct pstream {
 	char head[2][ENVD_HEAD_MAX];
 	size_t head_len[2];
 };
-
-static int64_t header_ms(struct MHD_Connection *c, const char *name)
-{
-	uint64_t ms = 0;
-	const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
-	if (!v || connect_timeout_ms(v, &ms) < 0)
-		return 0;
-	return (int64_t)ms;
-}
-
-static int keepalive_ms(struct MHD_Connection *c)
-{
-	const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Keepalive-Ping-Interval");
-	long s = v ? strtol(v, NULL, 10) : 0;
-	if (s < 1 || s > ENVD_KEEPALIVE_MAX_S)
-		s = ENVD_KEEPALIVE_MAX_S;
-	return (int)s * 1000;
-}
 
 static uint8_t *event_frame(json_t *event, size_t *len)
 {
@@ -142,10 +121,10 @@ static void finish_with(struct pstream *s, uint8_t *last, size_t last_len, const
 {
 	size_t elen = 0;
 	uint8_t *eos = connect_end_frame(code, msg, &elen);
-	s->finished = true;
-	s->poff = 0;
-	s->plen = 0;
-	s->pend = NULL;
+	s->o.finished = true;
+	s->o.off = 0;
+	s->o.len = 0;
+	s->o.buf = NULL;
 	if (!eos) {
 		free(last);
 		return;
@@ -161,11 +140,11 @@ static void finish_with(struct pstream *s, uint8_t *last, size_t last_len, const
 	memcpy(both + last_len, eos, elen);
 	free(last);
 	free(eos);
-	s->pend = both;
-	s->plen = last_len + elen;
+	s->o.buf = both;
+	s->o.len = last_len + elen;
 }
 
-/* Produces the next frame(s) into s->pend, waiting for the attach (not at
+/* Produces the next frame(s) into s->o.buf, waiting for the attach (not at
  * all when nowait). */
 static void next_frame(struct pstream *s, bool nowait)
 {
@@ -223,37 +202,22 @@ static void next_frame(struct pstream *s, bool nowait)
 		return;
 	}
 	if (f) {
-		s->pend = f;
-		s->plen = len;
-		s->poff = 0;
+		s->o.buf = f;
+		s->o.len = len;
+		s->o.off = 0;
 	}
+}
+
+static void next_cb(void *cls, bool nowait)
+{
+	next_frame(cls, nowait);
 }
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	(void)pos;
 	struct pstream *s = cls;
-	while (s->poff == s->plen) {
-		free(s->pend);
-		s->pend = NULL;
-		s->plen = s->poff = 0;
-		if (s->finished)
-			return MHD_CONTENT_READER_END_OF_STREAM;
-		/* MHD asks again to fill its buffer before it writes: with
-		 * nothing ready now, 0 lets it send what it has first. */
-		bool nowait = s->gave;
-		s->gave = false;
-		next_frame(s, nowait);
-		if (nowait && s->poff == s->plen && !s->finished)
-			return 0;
-	}
-	s->gave = true;
-	size_t n = s->plen - s->poff;
-	if (n > max)
-		n = max;
-	memcpy(buf, s->pend + s->poff, n);
-	s->poff += n;
-	return (ssize_t)n;
+	return envd_out_read(&s->o, next_cb, s, buf, max);
 }
 
 static void stream_free(void *cls)
@@ -265,7 +229,7 @@ static void stream_free(void *cls)
 	}
 	if (s->fd >= 0)
 		close(s->fd);
-	free(s->pend);
+	free(s->o.buf);
 	coved_sb_unref(s->sb);
 	free(s);
 }
@@ -287,14 +251,14 @@ static enum MHD_Result stream_queue(struct envd_req *r, struct MHD_Connection *c
 	s->pty = pty;
 	s->jinfo = jinfo;
 	s->t0 = mono_ms();
-	s->keepalive_ms = keepalive_ms(c);
+	s->keepalive_ms = envd_keepalive_ms(c);
 	s->next_keepalive = s->t0 + s->keepalive_ms;
 	s->deadline = deadline_ms ? s->t0 + deadline_ms : 0;
-	s->pend = event_frame(json_pack("{s:{s:i}}", "start", "pid", pid), &s->plen);
-	if (!s->sb || !s->pend) {
+	s->o.buf = event_frame(json_pack("{s:{s:i}}", "start", "pid", pid), &s->o.len);
+	if (!s->sb || !s->o.buf) {
 		close(fd);
 		json_decref(jinfo);
-		free(s->pend);
+		free(s->o.buf);
 		if (s->sb)
 			coved_sb_unref(s->sb);
 		free(s);
@@ -377,7 +341,7 @@ enum MHD_Result envd_proc_start(struct envd_req *r, struct MHD_Connection *c, js
 		                         "\"process.cwd\" is not a usable path");
 	}
 	const char **env = merge_env(coved_sb_envs(r->sb), st.env);
-	int64_t timeout = header_ms(c, "Connect-Timeout-Ms");
+	int64_t timeout = envd_header_ms(c, "Connect-Timeout-Ms");
 	struct cove_proc_spec spec = {
 		.argv = st.argv,
 		.env = env,
@@ -487,7 +451,7 @@ enum MHD_Result envd_proc_connect(struct envd_req *r, struct MHD_Connection *c, 
 	if (fd < 0)
 		return envd_stream_error(c, connect_code_from_errno(fd), msg);
 	return stream_queue(r, c, fd, pid, proc_is_pty(sb, pid), NULL,
-	                    header_ms(c, "Connect-Timeout-Ms"));
+	                    envd_header_ms(c, "Connect-Timeout-Ms"));
 }
 
 /* The unary calls: sb, the selected pid, or a Connect error. */

@@ -14,6 +14,7 @@
 #define ENVD_STREAM_BLOCK    (256 * 1024) /* what a streaming reader hands MHD at once */
 #define ENVD_KEEPALIVE_MAX_S 15           /* keepalive events at least this often */
 #define ENVD_HEAD_MAX        4096         /* stdout/stderr bytes kept for the journal */
+#define ENVD_HEALTH_MS       2000         /* /health's ping to the agent, all steps */
 
 struct coved;
 struct coved_sb;
@@ -42,6 +43,26 @@ const char *envd_req_user(const struct envd_req *r);
 enum MHD_Result envd_connect_error(struct MHD_Connection *c, const char *code, const char *msg);
 /* Queues a stream that holds only its end: {"error": {code, message}}. */
 enum MHD_Result envd_stream_error(struct MHD_Connection *c, const char *code, const char *msg);
+
+/* A header holding milliseconds (Connect-Timeout-Ms): its value, 0 when
+ * absent or malformed. */
+int64_t envd_header_ms(struct MHD_Connection *c, const char *name);
+/* A stream's keepalive interval in ms: the SDK's Keepalive-Ping-Interval
+ * (seconds), at most ENVD_KEEPALIVE_MAX_S. */
+int envd_keepalive_ms(struct MHD_Connection *c);
+
+/* What a server stream (proc.c, watch.c) has ready for MHD. */
+struct envd_out {
+	uint8_t *buf; /* the frame(s) being handed over, malloc'ed */
+	size_t len, off;
+	bool finished; /* nothing after buf */
+	bool gave;     /* the last read handed MHD bytes: do not block before it sent them */
+};
+/* An MHD content reader over o: hands out its bytes, refilling them with
+ * next(cls, nowait), which sets o->buf and o->len, or o->finished (a wait
+ * is never made with nowait).  Returns what the reader returns. */
+ssize_t envd_out_read(struct envd_out *o, void (*next)(void *cls, bool nowait), void *cls,
+                      char *buf, size_t max);
 
 /* The running sandbox's libcove handle, or NULL with a Connect code. */
 struct cove_sandbox *envd_cove(struct envd_req *r, const char **code, char *msg, size_t msglen);

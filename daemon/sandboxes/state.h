@@ -73,6 +73,7 @@ struct coved {
 	struct coved_builds *builds;      /* template builds (builds.h) */
 	struct coved_uploads *uploads;    /* COPY archives' upload links (build_files.h) */
 	coved_dir_hook *_Atomic dir_hook; /* set by the cluster; NULL: none */
+	struct coved_sampler *sampler;    /* usage samples (sampler.h), or NULL */
 };
 
 #endif

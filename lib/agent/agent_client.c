@@ -58,6 +58,23 @@ int cove_ping(struct cove_sandbox *sb, char *err, size_t errlen)
 	return r;
 }
 
+int cove_ping_until(struct cove_sandbox *sb, int64_t deadline, char *err, size_t errlen)
+{
+	int64_t t0 = mono_ms();
+	int fd = agent_connect_until(sb, deadline, err, errlen);
+	if (fd < 0)
+		return fd;
+	int r = proto_send_until(fd, PROTO_PING, 0, "{}", 2, deadline);
+	if (r == -ETIMEDOUT)
+		r = agent_timeout(t0, err, errlen);
+	else if (r < 0)
+		r = errf(err, errlen, r, "ping: %s", strerror(-r));
+	else
+		r = cove_expect_until(fd, PROTO_PONG, NULL, NULL, deadline, err, errlen);
+	close(fd);
+	return r;
+}
+
 bool cove_user_valid(const char *user)
 {
 	size_t n = user ? strnlen(user, COVE_USER_MAX + 1) : 0;

@@ -76,5 +76,8 @@ int cove_get_file_max(struct cove_sandbox *sb, const char *guest, const char *lo
 /* Round trip to the agent. */
 int cove_ping(struct cove_sandbox *sb, char *err, size_t errlen)
     __attribute__((warn_unused_result));
+/* cove_ping with every step by deadline (mono_ms()): -ETIMEDOUT after it. */
+int cove_ping_until(struct cove_sandbox *sb, int64_t deadline, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 
 #endif

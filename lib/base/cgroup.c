@@ -335,3 +335,47 @@ void cgroup_memory_settle(const char *name, const struct cgroup_raise *cr)
 	(void)cg_write_u64(path, "memory.max",
 	                   cr->max + (now > cr->current ? now - cr->current : 0));
 }
+
+int cgroup_keyed_u64(const char *text, const char *key, uint64_t *v)
+{
+	size_t kl = strlen(key);
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		if (strncmp(l, key, kl) != 0 || l[kl] != ' ')
+			continue;
+		char *end;
+		errno = 0;
+		unsigned long long x = strtoull(l + kl + 1, &end, 10);
+		if (errno || end == l + kl + 1 || (*end && *end != '\n'))
+			return -ENOENT;
+		*v = x;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* One keyed value of the cgroup file dir/file. */
+static int cg_read_keyed(const char *dir, const char *file, const char *key, uint64_t *v)
+{
+	char path[8192 + 32], buf[4096];
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	return cgroup_keyed_u64(buf, key, v);
+}
+
+int cgroup_usage_named(const char *name, struct cgroup_usage *u)
+{
+	char path[8192];
+	*u = (struct cgroup_usage){ 0 };
+	if (cgroup_path_named(name, path, sizeof(path)) < 0 ||
+	    cg_read_keyed(path, "cpu.stat", "usage_usec", &u->cpu_usec) < 0 ||
+	    cg_read_u64(path, "memory.current", &u->mem_bytes) < 0)
+		return -ENOENT;
+	if (cg_read_keyed(path, "memory.stat", "file", &u->file_bytes) < 0)
+		u->file_bytes = 0;
+	return 0;
+}

@@ -67,6 +67,21 @@ int cgroup_memory_raise(const char *name, struct cgroup_raise *cr)
     __attribute__((warn_unused_result));
 void cgroup_memory_settle(const char *name, const struct cgroup_raise *cr);
 
+/* What a sandbox's cgroup has used so far: CPU time (cpu.stat
+ * usage_usec), memory charged to it (memory.current) and the page cache
+ * part of that (memory.stat file). */
+struct cgroup_usage {
+	uint64_t cpu_usec, mem_bytes, file_bytes;
+};
+/* The usage of the cgroup the sandbox `name` was given (found as
+ * cgroup_create finds it): 0, or -ENOENT when there is none to read. */
+int cgroup_usage_named(const char *name, struct cgroup_usage *u)
+    __attribute__((warn_unused_result));
+/* The number after `key` on its own line ("key N\n") in a cgroup's flat
+ * keyed file (cpu.stat, memory.stat): 0 with *v, or -ENOENT.  Pure. */
+int cgroup_keyed_u64(const char *text, const char *key, uint64_t *v)
+    __attribute__((warn_unused_result));
+
 /* Removes the cgroup at path once its processes are gone (waits up to
  * 2 s for the kernel to let them go). */
 void cgroup_remove(const char *path);

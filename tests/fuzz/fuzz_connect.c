@@ -1,7 +1,8 @@
 /* libFuzzer target: a Connect streaming request as envd receives it
  * (daemon/http/connect.c: the 5-byte envelope), then its JSON message through
  * every envd request parser (daemon/envd/messages.c), as the process.Process
- * and filesystem.Filesystem handlers run them, and the request's user.
+ * and filesystem.Filesystem handlers run them (watches and watcher ids
+ * among them), and the request's user.
  * A parse either fails with
  * a message or yields values inside their bounds. */
 #include <assert.h>
@@ -43,6 +44,13 @@ static void parse_all(const json_t *o)
 	if (envd_parse_size(o, &rows, &cols, err, sizeof(err)) == 0)
 		assert(rows && cols);
 	char path[ENVD_PATH_MAX + 1];
+	bool recursive;
+	if (envd_parse_watch(o, path, sizeof(path), &recursive, err, sizeof(err)) == 0)
+		assert(path[0] == '/');
+	const char *wid;
+	if (envd_parse_watcher_id(o, &wid, err, sizeof(err)) == 0)
+		assert(wid[0] && strlen(wid) <= ENVD_WATCHER_ID_MAX &&
+		       strspn(wid, "abcdefghijklmnopqrstuvwxyz0123456789") == strlen(wid));
 	static const char *keys[] = { "path", "source", "destination" };
 	for (size_t i = 0; i < 3; i++) {
 		if (envd_parse_path(o, keys[i], path, sizeof(path), err, sizeof(err)) == 0) {

@@ -1,7 +1,8 @@
 /* libFuzzer target: coved's request bodies (daemon/api/body.c and
  * template_body.c) as they come off the network: the depth scan, the JSON
  * load and every typed parser; and a template build's record as coved
- * reads it back at start-up (daemon/sandboxes/build_req.c).
+ * reads it back at start-up (daemon/sandboxes/build_req.c); getMetrics'
+ * ?start=&end= (daemon/sandboxes/samples.c).
  * A body the parsers accept holds only bounded, checked values. */
 #include <assert.h>
 #include <stddef.h>
@@ -12,6 +13,7 @@
 #include "daemon/api/template_body.h"
 #include "daemon/http/json_body.h"
 #include "daemon/sandboxes/build_req.h"
+#include "daemon/sandboxes/samples.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -51,9 +53,25 @@ static void check_templates(json_t *o)
 	coved_build_req_free(&r);
 }
 
+/* The bytes as getMetrics' two query values, cut at the first '&'. */
+static void check_range(const uint8_t *data, size_t size)
+{
+	char q[64], err[128];
+	size_t n = size < sizeof(q) - 1 ? size : sizeof(q) - 1;
+	memcpy(q, data, n);
+	q[n] = 0;
+	char *amp = strchr(q, '&');
+	if (amp)
+		*amp = 0;
+	int64_t s, e;
+	if (coved_metrics_range(q, amp ? amp + 1 : NULL, &s, &e, err, sizeof(err)) == 0)
+		assert(s >= 0 && e >= 0 && (!s || !e || s <= e));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char err[512];
+	check_range(data, size);
 	json_t *o = coved_body_load((const char *)data, size, 16, err, sizeof(err));
 	if (!o) {
 		assert(err[0]);

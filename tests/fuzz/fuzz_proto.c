@@ -3,13 +3,16 @@
  * byte) and fed to the frame reader; every whole frame goes through the
  * request parser, the same validation the agent applies before any handler
  * runs, without the handlers' side effects.  Like the agent, a malformed
- * header ends the stream. */
+ * header ends the stream.  Every frame's payload also goes through the
+ * host's reader of the agent's WATCH_EVENT (lib/agent/watch.c), the same
+ * bytes from the other side. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "guest-agent/request.h"
+#include "lib/agent/watch.h"
 #include "proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -62,6 +65,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (pr == 0 && req.type == PROTO_PROC_INPUT &&
 			    (req.u.proc.data != payload + 4 || req.u.proc.len + 4 != h.len))
 				abort();
+			/* A watch: an absolute folder. */
+			if (pr == 0 && req.type == PROTO_WATCH &&
+			    (!req.u.watch.path || req.u.watch.path[0] != '/'))
+				abort();
+			struct cove_watch_event ev;
+			if (cove_watch_event_parse(payload, h.len, &ev, err, sizeof(err)) == 0 &&
+			    (!ev.kind || !ev.name || !ev.name[0] || ev.name[0] == '/'))
+				abort();
+			cove_watch_event_free(&ev);
 			agent_req_free(&req);
 			free(payload);
 		}

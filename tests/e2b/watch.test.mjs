@@ -1,0 +1,93 @@
+// The unmodified e2b JS SDK against coved: isRunning(), files.watchDir and
+// getMetrics (issue 30).  Run by tests/integration/test_e2b_watch.sh, which
+// starts coved with a TCP listener and sets E2B_API_URL, E2B_SANDBOX_URL and
+// E2B_API_KEY.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { Sandbox } from 'e2b';
+
+for (const v of ['E2B_API_URL', 'E2B_SANDBOX_URL', 'E2B_API_KEY']) {
+	if (!process.env[v]) throw new Error(`${v} is not set`);
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const made = [];
+after(async () => {
+	for (const s of made) await s.kill().catch(() => {});
+});
+
+test('isRunning: true running, false paused, true again, false killed', async () => {
+	const sbx = await Sandbox.create('base', { timeoutMs: 300_000 });
+	made.push(sbx);
+	assert.equal(await sbx.isRunning(), true);
+	await sbx.betaPause();
+	assert.equal(await sbx.isRunning(), false, 'paused');
+	const again = await Sandbox.connect(sbx.sandboxId);
+	assert.equal(await again.isRunning(), true, 'resumed');
+	await again.kill();
+	assert.equal(await again.isRunning(), false, 'killed');
+});
+
+test('isRunning: false once its timeout has passed', async () => {
+	const sbx = await Sandbox.create('base', { timeoutMs: 3_000 });
+	made.push(sbx);
+	const t0 = Date.now();
+	assert.equal(await sbx.isRunning(), true);
+	let running = true;
+	while (running && Date.now() - t0 < 30_000) {
+		await sleep(500);
+		running = await sbx.isRunning();
+	}
+	assert.equal(running, false, 'still running 30 s after a 3 s timeout');
+	assert.ok(Date.now() - t0 >= 2_500, `gone after ${Date.now() - t0} ms`);
+});
+
+test('files.watchDir, recursive: create, write, rename, remove, a new folder', async () => {
+	const sbx = await Sandbox.create('base', { timeoutMs: 300_000 });
+	made.push(sbx);
+	await sbx.files.makeDir('/tmp/w');
+	const seen = [];
+	const h = await sbx.files.watchDir('/tmp/w', (e) => seen.push(`${e.type} ${e.name}`),
+		{ recursive: true });
+	await sbx.commands.run('echo one > /tmp/w/a.txt');
+	await sbx.commands.run('echo two >> /tmp/w/a.txt');
+	await sbx.commands.run('mkdir -p /tmp/w/sub/deeper && echo x > /tmp/w/sub/deeper/b.txt');
+	await sbx.files.rename('/tmp/w/a.txt', '/tmp/w/c.txt');
+	await sbx.files.remove('/tmp/w/c.txt');
+	const want = ['create a.txt', 'write a.txt', 'create sub', 'create sub/deeper/b.txt',
+		'rename a.txt', 'create c.txt', 'remove c.txt'];
+	const t0 = Date.now();
+	while (!want.every((w) => seen.includes(w)) && Date.now() - t0 < 10_000) await sleep(100);
+	await h.stop();
+	for (const w of want) assert.ok(seen.includes(w), `no "${w}" in ${JSON.stringify(seen)}`);
+	console.log(`# watchDir events: ${JSON.stringify(seen)}`);
+});
+
+test('getMetrics: samples whose CPU rises under a CPU loop', async () => {
+	const sbx = await Sandbox.create('base', { timeoutMs: 300_000 });
+	made.push(sbx);
+	await sleep(5_000);
+	const idle = await sbx.getMetrics();
+	assert.ok(idle.length >= 1, 'no samples after 5 s');
+	const m = idle[idle.length - 1];
+	for (const k of ['cpuUsedPct', 'cpuCount', 'memUsed', 'memTotal', 'diskUsed', 'diskTotal'])
+		assert.equal(typeof m[k], 'number', `${k}: ${JSON.stringify(m)}`);
+	assert.ok(m.timestamp instanceof Date && !isNaN(m.timestamp), `timestamp ${m.timestamp}`);
+	assert.ok(m.cpuCount >= 1 && m.memTotal > 0 && m.memUsed > 0 && m.diskTotal > 0,
+		JSON.stringify(m));
+	const idleMax = Math.max(...idle.map((s) => s.cpuUsedPct));
+	const loopStart = new Date();
+	await sbx.commands.run('i=0; while [ $i -lt 100000000 ]; do i=$((i+1)); done',
+		{ background: true, timeoutMs: 0 });
+	await sleep(7_000);
+	const busy = await sbx.getMetrics({ start: loopStart });
+	const busyMax = Math.max(...busy.map((s) => s.cpuUsedPct));
+	console.log(`# getMetrics: idle max ${idleMax}%, under the loop max ${busyMax}% ` +
+		`(${busy.length} samples), cpuCount ${m.cpuCount}, memUsed ${m.memUsed}, ` +
+		`diskUsed ${m.diskUsed} of ${m.diskTotal}`);
+	assert.ok(busy.length >= 2, `${busy.length} samples since the loop began`);
+	assert.ok(busyMax >= 30 / m.cpuCount && busyMax > idleMax + 10,
+		`CPU did not rise: idle ${idleMax}, loop ${busyMax}`);
+	assert.ok(busy.every((s) => s.timestamp >= new Date(loopStart.getTime() - 1000)),
+		'start= was not applied');
+});
