@@ -10,13 +10,13 @@
 #include "daemon/api/routes.h"
 
 #include "daemon/api/body.h"
+#include "daemon/api/logs.h"
 #include "daemon/api/templates.h"
 #include "daemon/cluster/route.h"
 #include "daemon/http/json_body.h"
 #include "daemon/http/reply.h"
 #include "daemon/sandboxes/builds.h"
 #include "daemon/sandboxes/create.h"
-#include "daemon/sandboxes/journal.h"
 #include "daemon/sandboxes/lifecycle.h"
 #include "daemon/sandboxes/metrics.h"
 #include "daemon/sandboxes/sandbox.h"
@@ -303,37 +303,10 @@ static enum MHD_Result network_sb(struct ctx *x)
 	return st ? err_reply(x, st, msg) : no_content(x);
 }
 
-/* GET /sandboxes/{id}/logs?offset=N&limit=M: the journal's lines from N. */
+/* GET /sandboxes/{id}/logs: pages, ?since=, ?verify=1, ?follow=1 (logs.c). */
 static enum MHD_Result logs_sb(struct ctx *x)
 {
-	const char *off = MHD_lookup_connection_value(x->c, MHD_GET_ARGUMENT_KIND, "offset");
-	const char *lim = MHD_lookup_connection_value(x->c, MHD_GET_ARGUMENT_KIND, "limit");
-	unsigned long offset = 0, limit = 1000;
-	char *end;
-	if (off && (offset = strtoul(off, &end, 10), *end))
-		return err_reply(x, 400, "'offset' must be a line number");
-	if (lim && (limit = strtoul(lim, &end, 10), *end || limit == 0 || limit > 10000))
-		return err_reply(x, 400, "'limit' must be 1 to 10000");
-	char *path = coved_journal_path(x->d, coved_sb_id(x->sb));
-	FILE *f = path ? fopen(path, "re") : NULL;
-	free(path);
-	json_t *entries = json_array();
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t k;
-	unsigned long n = 0;
-	while (f && (k = getline(&line, &cap, f)) > 0 && json_array_size(entries) < limit) {
-		if (n++ < offset)
-			continue;
-		json_t *e = json_loadb(line, (size_t)k, 0, NULL);
-		json_array_append_new(entries, e ? e : json_string(line));
-	}
-	free(line);
-	if (f)
-		fclose(f);
-	return coved_json_reply(x->c, 200,
-	                        json_pack("{s:o, s:I}", "entries", entries, "next",
-	                                  (json_int_t)(offset + json_array_size(entries))));
+	return coved_logs_get(x->d, x->c, x->sb);
 }
 
 static enum MHD_Result metrics(struct ctx *x)
