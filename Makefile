@@ -64,6 +64,7 @@ DAEMON_SRCS := $(shell find daemon -name '*.c' 2>/dev/null | sort)
 DAEMON_PURE_SRCS := $(wildcard daemon/http/json_body.c daemon/api/body.c daemon/sandboxes/request.c \
                       daemon/api/template_body.c daemon/sandboxes/build_req.c \
                       daemon/sandboxes/buildlog.c daemon/api/logs_query.c \
+                      daemon/sandboxes/webhook_req.c \
                       daemon/conf/config.c daemon/conf/keys.c)
 EGRESS_MAIN := egress/main.c
 EGRESS_LIB_SRCS := $(filter-out $(EGRESS_MAIN),$(EGRESS_SRCS))

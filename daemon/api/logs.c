@@ -3,7 +3,7 @@
  * and then waits on the journal (at most until the next keepalive, a
  * blank line every 15 s, which is also how a client that left is seen).
  * It ends when the sandbox is deleted or dead, once its last lines are
- * sent. */
+ * sent, or when coved stops. */
 #include "daemon/api/logs.h"
 
 #include <fcntl.h>
@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "daemon/api/logs_query.h"
 #include "daemon/http/reply.h"
+#include "daemon/sandboxes/events.h"
 #include "daemon/sandboxes/journal.h"
 #include "daemon/sandboxes/sandbox.h"
 #include "daemon/sandboxes/table.h"
@@ -159,7 +160,9 @@ static int follow_fill(struct follow *f)
 		coved_journal_fold(f->sb);
 		coved_journal_tail(f->sb, &seq, hash);
 		/* One more look at the file after the sandbox went: its last lines. */
-		if (coved_sb_gone(f->sb)) {
+		if (coved_sb_gone(f->sb) || coved_events_closed(f->d)) {
+			/* A deletion's last line follows its removal from the list. */
+			coved_journal_wait(f->sb, seq, FOLLOW_SLICE_MS);
 			f->done = true;
 			continue;
 		}

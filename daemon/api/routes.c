@@ -10,6 +10,7 @@
 #include "daemon/api/routes.h"
 
 #include "daemon/api/body.h"
+#include "daemon/api/events.h"
 #include "daemon/api/logs.h"
 #include "daemon/api/templates.h"
 #include "daemon/cluster/route.h"
@@ -375,6 +376,8 @@ enum MHD_Result coved_route(struct coved *d, struct coved_tenant *t, struct MHD_
 	bool path_known = false;
 	enum MHD_Result tr;
 	if (coved_templates_route(d, t, c, method, url, body, body_len, &tr))
+		return tr;
+	if (coved_events_route(d, t, c, method, url, body, body_len, &tr))
 		return tr;
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
 		const struct route *rt = &routes[i];
