@@ -187,6 +187,9 @@ $(B)/asan/libcluster.a: $(call asan_obj,$(CLUSTER_SRCS))
 # Template builds' COPY archives (daemon/sandboxes/build_files.c): hostile
 # tars unpacked; its unit test brings stand-ins for the sandbox table's ids.
 $(B)/asan/libbuildfiles.a: $(call asan_obj,daemon/sandboxes/build_files.c)
+# Webhooks' registrations and deliveries (daemon/sandboxes/webhooks.c): its
+# unit test runs the receiver and stands in for the table's ids.
+$(B)/asan/libwebhooks.a: $(call asan_obj,daemon/sandboxes/webhooks.c)
 
 # What the unit tests share: every tests/unit/*.c that is not a test.
 UNIT_HELPER_SRCS := $(filter-out $(UNIT_SRCS),$(sort $(wildcard tests/unit/*.c)))
@@ -195,7 +198,7 @@ $(B)/asan/libunit.a: $(call asan_obj,$(UNIT_HELPER_SRCS))
 UNIT_ARCHIVES := $(B)/asan/libunit.a $(B)/asan/libvmm.a $(B)/asan/libagent.a $(B)/asan/libcove.a \
                  $(B)/asan/libegress.a $(B)/asan/libdaemon.a $(B)/asan/libenvd.a \
                  $(B)/asan/libcli.a $(B)/asan/libcluster.a $(B)/asan/libbuildfiles.a \
-                 $(B)/asan/libcommon.a
+                 $(B)/asan/libwebhooks.a $(B)/asan/libcommon.a
 $(B)/unit/%: tests/unit/%.c $(UNIT_ARCHIVES)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  TEST    $@")
