@@ -187,9 +187,10 @@ $(B)/asan/libcluster.a: $(call asan_obj,$(CLUSTER_SRCS))
 # Template builds' COPY archives (daemon/sandboxes/build_files.c): hostile
 # tars unpacked; its unit test brings stand-ins for the sandbox table's ids.
 $(B)/asan/libbuildfiles.a: $(call asan_obj,daemon/sandboxes/build_files.c)
-# Webhooks' registrations and deliveries (daemon/sandboxes/webhooks.c): its
-# unit test runs the receiver and stands in for the table's ids.
-$(B)/asan/libwebhooks.a: $(call asan_obj,daemon/sandboxes/webhooks.c)
+# The journal's writer and the webhooks' deliveries (daemon/sandboxes/journal.c,
+# webhooks.c): their unit tests make the records and run the receiver, and
+# stand in for the table's ids.
+$(B)/asan/libwebhooks.a: $(call asan_obj,daemon/sandboxes/webhooks.c daemon/sandboxes/journal.c)
 
 # What the unit tests share: every tests/unit/*.c that is not a test.
 UNIT_HELPER_SRCS := $(filter-out $(UNIT_SRCS),$(sort $(wildcard tests/unit/*.c)))
