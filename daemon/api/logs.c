@@ -111,11 +111,13 @@ struct follow {
 	int64_t next_keepalive;
 };
 
-/* Reads one whole line past f->off into f->line.  Return: 1 a line
- * (newline included), 0 none yet. */
+/* Reads one whole line past f->off into f->line.  A line longer than any
+ * coved writes (an edited file) is skipped to its newline.  Return: 1 a
+ * line (newline included), 0 none yet. */
 static int next_line(struct follow *f)
 {
 	char buf[FOLLOW_BLOCK];
+	bool skipping = false;
 	f->len = 0;
 	for (;;) {
 		ssize_t k = pread(f->fd, buf, sizeof(buf), (off_t)(f->off + f->len));
@@ -123,10 +125,10 @@ static int next_line(struct follow *f)
 			return 0; /* the end, or a line still being written */
 		char *nl = memchr(buf, '\n', (size_t)k);
 		size_t take = nl ? (size_t)(nl - buf) + 1 : (size_t)k;
-		if (f->len + take > JCHAIN_LINE_MAX + 1) {
-			/* No line coved writes is this long: skip it whole. */
-			f->off += f->len + take;
+		if (skipping || f->len + take > JCHAIN_LINE_MAX + 1) {
+			f->off += f->len + take; /* what was kept of it goes too */
 			f->len = 0;
+			skipping = !nl;
 			continue;
 		}
 		memcpy(f->line + f->len, buf, take);

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""envd_start.py SOCK SANDBOX TOKEN N: runs `echo run-I` N times through
-coved's envd (process.Process/Start, a Connect server stream over the Unix
-socket) one after another; prints how many ended with exit status 0."""
+"""envd_start.py SOCK SANDBOX TOKEN N [CMD]: runs `echo run-I` (or the
+shell command CMD) N times through coved's envd (process.Process/Start, a
+Connect server stream over the Unix socket) one after another; prints how
+many ended with exit status 0."""
 import http.client
 import json
 import socket
@@ -20,8 +21,8 @@ class UnixConn(http.client.HTTPConnection):
         self.sock.connect(self.unix_path)
 
 
-def run(sock, sid, tok, i):
-    body = json.dumps({"process": {"cmd": "/bin/sh", "args": ["-c", "echo run-%d" % i]}}).encode()
+def run(sock, sid, tok, i, cmd):
+    body = json.dumps({"process": {"cmd": "/bin/sh", "args": ["-c", cmd or "echo run-%d" % i]}}).encode()
     c = UnixConn(sock)
     c.request("POST", "/process.Process/Start", struct.pack(">BI", 0, len(body)) + body,
               {"E2b-Sandbox-Id": sid, "X-Access-Token": tok,
@@ -34,7 +35,8 @@ def run(sock, sid, tok, i):
 
 def main():
     sock, sid, tok, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-    print(sum(1 for i in range(n) if run(sock, sid, tok, i)))
+    cmd = sys.argv[5] if len(sys.argv) > 5 else None
+    print(sum(1 for i in range(n) if run(sock, sid, tok, i, cmd)))
 
 
 main()
