@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/errf.h"
+#include "lib/base/sha256.h"
 
 const char *const coved_event_types[] = { "created", "paused", "resumed",   "snapshotted", "forked",
 	                                  "stopped", "killed", "timed_out", "dead",        NULL };
@@ -101,20 +102,16 @@ int coved_webhook_sign(const char *secret, int64_t ts, const char *body, size_t 
 	EVP_MAC_CTX *c = m ? EVP_MAC_CTX_new(m) : NULL;
 	OSSL_PARAM p[] = { OSSL_PARAM_construct_utf8_string("digest", (char *)"SHA256", 0),
 		           OSSL_PARAM_construct_end() };
+	_Static_assert(COVED_WEBHOOK_SIG_LEN + 1 == SHA256_HEX, "a hex SHA-256");
 	bool ok = c && EVP_MAC_init(c, (const unsigned char *)secret, strlen(secret), p) == 1 &&
 	          EVP_MAC_update(c, (const unsigned char *)pre, (size_t)pl) == 1 &&
 	          EVP_MAC_update(c, (const unsigned char *)body, len) == 1 &&
-	          EVP_MAC_final(c, mac, &ml, sizeof(mac)) == 1 && ml == 32;
+	          EVP_MAC_final(c, mac, &ml, sizeof(mac)) == 1 && ml == SHA256_LEN;
 	EVP_MAC_CTX_free(c);
 	EVP_MAC_free(m);
 	if (!ok)
 		return -1;
-	static const char hex[] = "0123456789abcdef";
-	for (size_t i = 0; i < 32; i++) {
-		out[2 * i] = hex[mac[i] >> 4];
-		out[2 * i + 1] = hex[mac[i] & 15];
-	}
-	out[COVED_WEBHOOK_SIG_LEN] = 0;
+	sha256_hex(mac, out);
 	explicit_bzero(mac, sizeof(mac));
 	return 0;
 }
