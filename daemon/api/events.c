@@ -100,17 +100,7 @@ static enum MHD_Result events_get(struct coved *d, struct coved_tenant *t, struc
 	s->pend = strdup(": subscribed\n\n");
 	s->len = s->pend ? strlen(s->pend) : 0;
 	s->next_keepalive = mono_ms() + SSE_KEEPALIVE_MS;
-	struct MHD_Response *r =
-	    MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sub_read, s, sub_free);
-	if (!r) {
-		sub_free(s);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, "Content-Type", "text/event-stream");
-	MHD_add_response_header(r, "Cache-Control", "no-store");
-	enum MHD_Result ret = MHD_queue_response(c, 200, r);
-	MHD_destroy_response(r);
-	return ret;
+	return coved_stream_reply(c, "text/event-stream", 4096, sub_read, s, sub_free);
 }
 
 static enum MHD_Result hooks(struct coved *d, struct coved_tenant *t, struct MHD_Connection *c,

@@ -232,17 +232,8 @@ static enum MHD_Result follow(struct coved *d, struct MHD_Connection *c, struct 
 		follow_free(f);
 		return coved_json_error(c, 500, "the journal cannot be opened");
 	}
-	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, FOLLOW_BLOCK,
-	                                                           follow_read, f, follow_free);
-	if (!r) {
-		follow_free(f);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, "Content-Type", "application/x-ndjson");
-	MHD_add_response_header(r, "Cache-Control", "no-store");
-	enum MHD_Result ret = MHD_queue_response(c, 200, r);
-	MHD_destroy_response(r);
-	return ret;
+	return coved_stream_reply(c, "application/x-ndjson", FOLLOW_BLOCK, follow_read, f,
+	                          follow_free);
 }
 
 enum MHD_Result coved_logs_get(struct coved *d, struct MHD_Connection *c, struct coved_sb *sb)
