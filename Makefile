@@ -64,6 +64,7 @@ DAEMON_SRCS := $(shell find daemon -name '*.c' 2>/dev/null | sort)
 DAEMON_PURE_SRCS := $(wildcard daemon/http/json_body.c daemon/api/body.c daemon/sandboxes/request.c \
                       daemon/api/template_body.c daemon/sandboxes/build_req.c \
                       daemon/sandboxes/buildlog.c daemon/sandboxes/samples.c \
+                      daemon/api/logs_query.c daemon/sandboxes/webhook_req.c \
                       daemon/conf/config.c daemon/conf/keys.c)
 EGRESS_MAIN := egress/main.c
 EGRESS_LIB_SRCS := $(filter-out $(EGRESS_MAIN),$(EGRESS_SRCS))
@@ -186,6 +187,10 @@ $(B)/asan/libcluster.a: $(call asan_obj,$(CLUSTER_SRCS))
 # Template builds' COPY archives (daemon/sandboxes/build_files.c): hostile
 # tars unpacked; its unit test brings stand-ins for the sandbox table's ids.
 $(B)/asan/libbuildfiles.a: $(call asan_obj,daemon/sandboxes/build_files.c)
+# The journal's writer and the webhooks' deliveries (daemon/sandboxes/journal.c,
+# webhooks.c): their unit tests make the records and run the receiver, and
+# stand in for the table's ids.
+$(B)/asan/libwebhooks.a: $(call asan_obj,daemon/sandboxes/webhooks.c daemon/sandboxes/journal.c)
 
 # What the unit tests share: every tests/unit/*.c that is not a test.
 UNIT_HELPER_SRCS := $(filter-out $(UNIT_SRCS),$(sort $(wildcard tests/unit/*.c)))
@@ -194,7 +199,7 @@ $(B)/asan/libunit.a: $(call asan_obj,$(UNIT_HELPER_SRCS))
 UNIT_ARCHIVES := $(B)/asan/libunit.a $(B)/asan/libvmm.a $(B)/asan/libagent.a $(B)/asan/libcove.a \
                  $(B)/asan/libegress.a $(B)/asan/libdaemon.a $(B)/asan/libenvd.a \
                  $(B)/asan/libcli.a $(B)/asan/libcluster.a $(B)/asan/libbuildfiles.a \
-                 $(B)/asan/libcommon.a
+                 $(B)/asan/libwebhooks.a $(B)/asan/libcommon.a
 $(B)/unit/%: tests/unit/%.c $(UNIT_ARCHIVES)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  TEST    $@")

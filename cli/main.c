@@ -30,7 +30,7 @@ static const char usage[] =
     "  ls [--json]                        list sandboxes (and clean up dead ones)\n"
     "  net NAME [--net none|open] [--allow RULE]... [--deny CIDR]... [--proxy-rules F]\n"
     "                                     replace a running sandbox's network policy\n"
-    "  logs NAME [--egress|--journal]     its console, egress decisions or coved journal\n"
+    "  logs NAME [--egress|--journal [--verify]]  console, egress or coved journal (chain check)\n"
     "  stats NAME [--json]                its CPU, memory and disk, as the host sees them\n"
     "  snapshot NAME DIR [--stop]         save a running sandbox to DIR\n"
     "  restore DIR --name NAME            start a sandbox from a snapshot\n"

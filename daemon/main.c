@@ -22,6 +22,7 @@
 #include "daemon/conf/keys.h"
 #include "daemon/envd/envd.h"
 #include "daemon/sandboxes/builds.h"
+#include "daemon/sandboxes/events.h"
 #include "daemon/sandboxes/lifecycle.h"
 #include "daemon/sandboxes/pool.h"
 #include "daemon/sandboxes/record.h"
@@ -156,6 +157,11 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&d.m.mu, NULL);
 	pthread_mutex_init(&d.stop_mu, NULL);
 	pthread_cond_init(&d.stop_cond, NULL);
+	/* Events first: an adoption that finds a sandbox dead says so. */
+	if (coved_events_init(&d, err, sizeof(err)) < 0) {
+		fprintf(stderr, "coved: %s\n", err);
+		return 1;
+	}
 	int n = coved_adopt_all(&d);
 	if (n < 0) {
 		fprintf(stderr, "coved: cannot read %s/sandboxes: %s\n", d.cfg.state_dir,
@@ -208,6 +214,7 @@ int main(int argc, char **argv)
 	int sig;
 	sigwait(&set, &sig);
 	fprintf(stderr, "coved: stopping (sandboxes keep running)\n");
+	coved_events_close(&d); /* event and journal streams end */
 	coved_unserve(&d);
 	pthread_mutex_lock(&d.stop_mu);
 	d.stopping = true;
@@ -219,6 +226,7 @@ int main(int argc, char **argv)
 	/* Pre-spawned VMMs that serve no sandbox end with us. */
 	coved_pool_stop(&d);
 	envd_fini(&d);
+	coved_events_fini(&d);
 	cove_net_pool_free(d.net_pool); /* slots not taken; taken ones are sandboxes' */
 	d.net_pool = NULL;
 	/* Detached sandboxes outlive their handles. */

@@ -10,6 +10,8 @@
 #include "daemon/api/routes.h"
 
 #include "daemon/api/body.h"
+#include "daemon/api/events.h"
+#include "daemon/api/logs.h"
 #include "daemon/api/sb_metrics.h"
 #include "daemon/api/templates.h"
 #include "daemon/cluster/route.h"
@@ -17,7 +19,6 @@
 #include "daemon/http/reply.h"
 #include "daemon/sandboxes/builds.h"
 #include "daemon/sandboxes/create.h"
-#include "daemon/sandboxes/journal.h"
 #include "daemon/sandboxes/lifecycle.h"
 #include "daemon/sandboxes/metrics.h"
 #include "daemon/sandboxes/sandbox.h"
@@ -304,37 +305,10 @@ static enum MHD_Result network_sb(struct ctx *x)
 	return st ? err_reply(x, st, msg) : no_content(x);
 }
 
-/* GET /sandboxes/{id}/logs?offset=N&limit=M: the journal's lines from N. */
+/* GET /sandboxes/{id}/logs: pages, ?since=, ?verify=1, ?follow=1 (logs.c). */
 static enum MHD_Result logs_sb(struct ctx *x)
 {
-	const char *off = MHD_lookup_connection_value(x->c, MHD_GET_ARGUMENT_KIND, "offset");
-	const char *lim = MHD_lookup_connection_value(x->c, MHD_GET_ARGUMENT_KIND, "limit");
-	unsigned long offset = 0, limit = 1000;
-	char *end;
-	if (off && (offset = strtoul(off, &end, 10), *end))
-		return err_reply(x, 400, "'offset' must be a line number");
-	if (lim && (limit = strtoul(lim, &end, 10), *end || limit == 0 || limit > 10000))
-		return err_reply(x, 400, "'limit' must be 1 to 10000");
-	char *path = coved_journal_path(x->d, coved_sb_id(x->sb));
-	FILE *f = path ? fopen(path, "re") : NULL;
-	free(path);
-	json_t *entries = json_array();
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t k;
-	unsigned long n = 0;
-	while (f && (k = getline(&line, &cap, f)) > 0 && json_array_size(entries) < limit) {
-		if (n++ < offset)
-			continue;
-		json_t *e = json_loadb(line, (size_t)k, 0, NULL);
-		json_array_append_new(entries, e ? e : json_string(line));
-	}
-	free(line);
-	if (f)
-		fclose(f);
-	return coved_json_reply(x->c, 200,
-	                        json_pack("{s:o, s:I}", "entries", entries, "next",
-	                                  (json_int_t)(offset + json_array_size(entries))));
+	return coved_logs_get(x->d, x->c, x->sb);
 }
 
 /* GET /sandboxes/{id}/metrics: getMetrics' samples (sb_metrics.c). */
@@ -410,6 +384,8 @@ enum MHD_Result coved_route(struct coved *d, struct coved_tenant *t, struct MHD_
 	bool path_known = false;
 	enum MHD_Result tr;
 	if (coved_templates_route(d, t, c, method, url, body, body_len, &tr))
+		return tr;
+	if (coved_events_route(d, t, c, method, url, body, body_len, &tr))
 		return tr;
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
 		const struct route *rt = &routes[i];

@@ -278,6 +278,10 @@ static void journal_file(struct envd_req *r, const char *op, const char *path, u
 	              (json_int_t)bytes, "duration_ms", (json_int_t)(mono_ms() - t0));
 	if (j && err)
 		json_object_set_new(j, "errno", json_integer(err < 0 ? -err : err));
+	/* The guest user the SDK named; null: the sandbox's default. */
+	if (j)
+		json_object_set_new(j, "user",
+		                    envd_req_user(r) ? json_string(envd_req_user(r)) : json_null());
 	if (j)
 		coved_journal(r->sb, j);
 }
@@ -293,6 +297,7 @@ struct fget {
 	int64_t t0;
 	int err;
 	char path[ENVD_PATH_MAX + 1];
+	char user[COVE_USER_MAX + 1]; /* "" for the default */
 };
 
 static ssize_t fget_read(void *cls, uint64_t pos, char *buf, size_t max)
@@ -331,6 +336,8 @@ static void fget_free(void *cls)
 	                      (json_int_t)(mono_ms() - g->t0));
 	if (j && (g->err || !g->done))
 		json_object_set_new(j, "complete", json_false());
+	if (j)
+		json_object_set_new(j, "user", g->user[0] ? json_string(g->user) : json_null());
 	if (j)
 		coved_journal(g->sb, j);
 	close(g->fd);
@@ -373,6 +380,7 @@ enum MHD_Result envd_files_get(struct envd_req *r, struct MHD_Connection *c)
 	g->fd = fd;
 	g->t0 = t0;
 	snprintf(g->path, sizeof(g->path), "%s", path);
+	snprintf(g->user, sizeof(g->user), "%s", envd_req_user(r) ? envd_req_user(r) : "");
 	if (!g->sb) {
 		close(fd);
 		free(g);

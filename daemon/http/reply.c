@@ -90,3 +90,20 @@ enum MHD_Result coved_text_reply(struct MHD_Connection *c, unsigned int status, 
 	MHD_destroy_response(resp);
 	return ret;
 }
+
+enum MHD_Result coved_stream_reply(struct MHD_Connection *c, const char *ctype, size_t block,
+                                   MHD_ContentReaderCallback read, void *cls,
+                                   MHD_ContentReaderFreeCallback done)
+{
+	struct MHD_Response *r =
+	    MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, block, read, cls, done);
+	if (!r) {
+		done(cls);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", ctype);
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	enum MHD_Result ret = MHD_queue_response(c, 200, r);
+	MHD_destroy_response(r);
+	return ret;
+}

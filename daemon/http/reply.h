@@ -20,4 +20,12 @@ enum MHD_Result coved_json_error(struct MHD_Connection *c, unsigned int status, 
 enum MHD_Result coved_text_reply(struct MHD_Connection *c, unsigned int status, const char *ctype,
                                  char *text, size_t len);
 
+/* coved_stream_reply() - answers 200 with a body of unknown length (chunked)
+ * that @read produces from @cls, @block bytes at a time, with that
+ * Content-Type and Cache-Control: no-store; @done frees cls when the
+ * response ends, or at once when it cannot be made. */
+enum MHD_Result coved_stream_reply(struct MHD_Connection *c, const char *ctype, size_t block,
+                                   MHD_ContentReaderCallback read, void *cls,
+                                   MHD_ContentReaderFreeCallback done);
+
 #endif

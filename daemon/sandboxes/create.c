@@ -12,6 +12,7 @@
 #include "cove.h"
 #include "daemon/http/status.h"
 #include "daemon/sandboxes/builds.h"
+#include "daemon/sandboxes/events.h"
 #include "daemon/sandboxes/journal.h"
 #include "daemon/sandboxes/limits.h"
 #include "daemon/sandboxes/metrics.h"
@@ -190,10 +191,10 @@ int coved_sb_create(struct coved *d, struct coved_tenant *t, const struct coved_
 	sb->state = COVED_SB_RUNNING;
 	coved_record_write(sb);
 	coved_sb_list_add(d, sb);
-	coved_journal_event(sb, "create",
-	                    json_pack("{s:s, s:s?, s:I, s:i, s:I}", "templateID", sb->template_id,
-	                              "image", sb->image, "timeout", (json_int_t)timeout, "cpus",
-	                              (int)sb->cpus, "memoryMiB", (json_int_t)sb->memory_mib));
+	coved_event_with(sb, "created", "requested",
+	                 json_pack("{s:s, s:s?, s:I, s:i, s:I}", "templateID", sb->template_id,
+	                           "image", sb->image, "timeout", (json_int_t)timeout, "cpus",
+	                           (int)sb->cpus, "memoryMiB", (json_int_t)sb->memory_mib));
 	*out = sb;
 	sb = NULL;
 	st = 0;

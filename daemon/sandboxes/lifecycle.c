@@ -13,6 +13,7 @@
 
 #include "cove.h"
 #include "daemon/http/status.h"
+#include "daemon/sandboxes/events.h"
 #include "daemon/sandboxes/journal.h"
 #include "daemon/sandboxes/limits.h"
 #include "daemon/sandboxes/metrics.h"
@@ -23,6 +24,11 @@
 #include "errf.h"
 
 int coved_sb_pause(struct coved_sb *sb, char *msg, size_t len)
+{
+	return coved_sb_pause_why(sb, "requested", msg, len);
+}
+
+int coved_sb_pause_why(struct coved_sb *sb, const char *reason, char *msg, size_t len)
 {
 	struct coved *d = sb->d;
 	pthread_mutex_lock(&sb->op);
@@ -67,15 +73,21 @@ int coved_sb_pause(struct coved_sb *sb, char *msg, size_t len)
 	coved_sb_retire(sb);
 	pthread_mutex_unlock(&sb->mu);
 	coved_record_write(sb);
-	coved_journal_event(sb, "pause",
-	                    json_pack("{s:s, s:I}", "snapshot", dir, "duration_ms",
-	                              (json_int_t)((coved_mono_s() - t0) * 1000)));
+	coved_event_with(sb, "paused", reason,
+	                 json_pack("{s:s, s:I}", "snapshot", dir, "duration_ms",
+	                           (json_int_t)((coved_mono_s() - t0) * 1000)));
 out:
 	pthread_mutex_unlock(&sb->op);
 	return st;
 }
 
 int coved_sb_resume(struct coved_sb *sb, uint64_t timeout_s, bool *resumed, char *msg, size_t len)
+{
+	return coved_sb_resume_why(sb, timeout_s, resumed, "requested", msg, len);
+}
+
+int coved_sb_resume_why(struct coved_sb *sb, uint64_t timeout_s, bool *resumed, const char *reason,
+                        char *msg, size_t len)
 {
 	struct coved *d = sb->d;
 	*resumed = false;
@@ -129,9 +141,9 @@ int coved_sb_resume(struct coved_sb *sb, uint64_t timeout_s, bool *resumed, char
 	sb->end_ms = coved_now_ms() + (int64_t)timeout * 1000;
 	pthread_mutex_unlock(&sb->mu);
 	coved_record_write(sb);
-	coved_journal_event(sb, "resume",
-	                    json_pack("{s:s, s:I}", "snapshot", sb->paused_dir, "duration_ms",
-	                              (json_int_t)((coved_mono_s() - t0) * 1000)));
+	coved_event_with(sb, "resumed", reason,
+	                 json_pack("{s:s, s:I}", "snapshot", sb->paused_dir, "duration_ms",
+	                           (json_int_t)((coved_mono_s() - t0) * 1000)));
 	*resumed = true;
 out:
 	pthread_mutex_unlock(&sb->op);
@@ -172,7 +184,7 @@ int coved_sb_stop(struct coved_sb *sb, char *msg, size_t len)
 	} else if (sb->state == COVED_SB_RUNNING || sb->state == COVED_SB_PAUSED) {
 		halt(sb);
 		coved_record_write(sb);
-		coved_journal_event(sb, "stop", NULL);
+		coved_event(sb, "stopped", "requested");
 	}
 	pthread_mutex_unlock(&sb->op);
 	return st;
@@ -249,6 +261,11 @@ static bool dir_in_use(struct coved *d, const char *dir, const struct coved_sb *
 
 int coved_sb_delete(struct coved_sb *sb, char *msg, size_t len)
 {
+	return coved_sb_delete_why(sb, "requested", msg, len);
+}
+
+int coved_sb_delete_why(struct coved_sb *sb, const char *reason, char *msg, size_t len)
+{
 	struct coved *d = sb->d;
 	pthread_mutex_lock(&sb->op);
 	if (sb->removed) {
@@ -267,7 +284,7 @@ int coved_sb_delete(struct coved_sb *sb, char *msg, size_t len)
 		if (strncmp(sb->snaps[i], user, strlen(user)) != 0 &&
 		    !dir_in_use(d, sb->snaps[i], sb))
 			nftw(sb->snaps[i], rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	coved_journal_event(sb, "delete", NULL);
+	coved_event(sb, "killed", reason);
 	pthread_mutex_unlock(&sb->op);
 	return 0;
 }
@@ -332,13 +349,13 @@ void coved_sb_tick(struct coved *d)
 		pthread_mutex_unlock(&sb->op);
 		if (expired) {
 			char msg[600];
-			coved_journal_event(
-			    sb, "expired",
+			coved_event_with(
+			    sb, "timed_out", "timeout",
 			    json_pack("{s:s}", "action",
 			              sb->on_timeout == COVED_ON_TIMEOUT_PAUSE ? "pause" : "kill"));
 			int st = sb->on_timeout == COVED_ON_TIMEOUT_PAUSE
-			             ? coved_sb_pause(sb, msg, sizeof(msg))
-			             : coved_sb_delete(sb, msg, sizeof(msg));
+			             ? coved_sb_pause_why(sb, "timeout", msg, sizeof(msg))
+			             : coved_sb_delete_why(sb, "timeout", msg, sizeof(msg));
 			if (st)
 				fprintf(stderr, "coved: expiry of %s: %s\n", sb->id, msg);
 		}

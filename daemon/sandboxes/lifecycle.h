@@ -12,12 +12,18 @@
 struct coved;
 struct coved_sb;
 
+/* The _why forms name the reason their event carries (events.h: "idle",
+ * "timeout", "auto", ...); the plain ones say "requested" (an API call). */
 int coved_sb_pause(struct coved_sb *sb, char *msg, size_t len);
+int coved_sb_pause_why(struct coved_sb *sb, const char *reason, char *msg, size_t len);
 /* *resumed: false when it was running already (timeout_s then only
  * extends its end). */
 int coved_sb_resume(struct coved_sb *sb, uint64_t timeout_s, bool *resumed, char *msg, size_t len);
+int coved_sb_resume_why(struct coved_sb *sb, uint64_t timeout_s, bool *resumed, const char *reason,
+                        char *msg, size_t len);
 int coved_sb_stop(struct coved_sb *sb, char *msg, size_t len);
 int coved_sb_delete(struct coved_sb *sb, char *msg, size_t len);
+int coved_sb_delete_why(struct coved_sb *sb, const char *reason, char *msg, size_t len);
 int coved_sb_set_timeout(struct coved_sb *sb, uint64_t timeout_s, char *msg, size_t len);
 /* The policy of a running sandbox, from a PUT's request (net->given set). */
 int coved_sb_set_network(struct coved_sb *sb, const struct coved_net *net, char *msg, size_t len);

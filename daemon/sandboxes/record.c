@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cove.h"
+#include "daemon/sandboxes/events.h"
 #include "daemon/sandboxes/journal.h"
 #include "daemon/sandboxes/metrics.h"
 #include "daemon/sandboxes/sandbox_priv.h"
@@ -222,7 +223,7 @@ void coved_mark_dead(struct coved_sb *sb, const char *why)
 	sb->dead_why = strdup(why);
 	pthread_mutex_unlock(&sb->mu);
 	coved_metric_bump(sb->d, &sb->d->m.vmm_exits);
-	coved_journal_event(sb, "vmm_exit", json_pack("{s:s}", "reason", why));
+	coved_event(sb, "dead", why);
 	coved_record_write(sb);
 }
 

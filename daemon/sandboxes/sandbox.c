@@ -71,6 +71,9 @@ void coved_sb_free(struct coved_sb *sb)
 		}
 	free(sb->envs);
 	explicit_bzero(sb->token, sizeof(sb->token));
+	pthread_mutex_destroy(&sb->jtail.mu);
+	pthread_cond_destroy(&sb->jtail.grew);
+	free(sb->jtail.egress_path);
 	pthread_mutex_destroy(&sb->op);
 	pthread_mutex_destroy(&sb->mu);
 	free(sb);
@@ -93,6 +96,12 @@ struct coved_sb *coved_sb_new(struct coved *d)
 	pthread_mutex_init(&sb->mu, NULL);
 	sb->envs = calloc(1, sizeof(char *));
 	sb->metadata = json_object();
+	pthread_mutex_init(&sb->jtail.mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* journal waits have deadlines */
+	pthread_cond_init(&sb->jtail.grew, &ca);
+	pthread_condattr_destroy(&ca);
 	if (!sb->envs || !sb->metadata) {
 		coved_sb_free(sb);
 		return NULL;
@@ -116,6 +125,17 @@ struct cove_sandbox *coved_sb_cove(struct coved_sb *sb)
 	struct cove_sandbox *c = sb->state == COVED_SB_RUNNING ? sb->cove : NULL;
 	pthread_mutex_unlock(&sb->mu);
 	return c;
+}
+
+bool coved_sb_gone(struct coved_sb *sb)
+{
+	pthread_mutex_lock(&sb->d->mu); /* removed is the list's (table.c) */
+	bool gone = sb->removed;
+	pthread_mutex_unlock(&sb->d->mu);
+	pthread_mutex_lock(&sb->mu);
+	gone = gone || sb->state == COVED_SB_DEAD;
+	pthread_mutex_unlock(&sb->mu);
+	return gone;
 }
 
 const char *const *coved_sb_envs(const struct coved_sb *sb)

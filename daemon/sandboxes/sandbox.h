@@ -36,6 +36,10 @@ bool coved_sb_token_ok(const struct coved_sb *sb, const char *token);
  * handle is freed when the last reference goes). */
 struct cove_sandbox *coved_sb_cove(struct coved_sb *sb);
 
+/* coved_sb_gone() - deleted, or dead: its journal gets no more lines but
+ * a deletion's. */
+bool coved_sb_gone(struct coved_sb *sb);
+
 /* coved_sb_envs() - the sandbox's envVars from create, as NULL-terminated
  * "K=V" strings, for execs.  Never NULL (an empty list). */
 const char *const *coved_sb_envs(const struct coved_sb *sb);

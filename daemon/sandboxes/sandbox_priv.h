@@ -16,6 +16,18 @@
 
 struct coved;
 
+/* The tail of a sandbox's journal (journal.c): appends one at a time. */
+struct coved_jtail {
+	pthread_mutex_t mu;
+	pthread_cond_t grew; /* broadcast after each append (CLOCK_MONOTONIC) */
+	bool loaded;         /* seq and hash read back from the file */
+	uint64_t seq;
+	char hash[65];     /* the last line's SHA-256 in hex */
+	char *egress_path; /* the running sandbox's egress.log, once seen */
+	bool egress_loaded;
+	uint64_t egress_ino, egress_off; /* how far egress.log was folded in */
+};
+
 struct coved_sb {
 	atomic_int refs;
 	struct coved *d;
@@ -43,7 +55,8 @@ struct coved_sb {
 	struct cove_sandbox *cove;
 	struct cove_sandbox **retired; /* handles of earlier lives, freed with sb */
 	size_t nretired;
-	bool removed; /* deleted: no longer in the daemon's list */
+	bool removed;             /* deleted: no longer in the daemon's list */
+	struct coved_jtail jtail; /* the journal's chain and lock (journal.c) */
 	struct coved_sb *next;
 };
 

@@ -9,6 +9,7 @@
 
 #include "cove.h"
 #include "daemon/sandboxes/create.h"
+#include "daemon/sandboxes/events.h"
 #include "daemon/sandboxes/journal.h"
 #include "daemon/sandboxes/record.h"
 #include "daemon/sandboxes/request.h"
@@ -59,7 +60,8 @@ int coved_sb_snapshot(struct coved_sb *sb, char *snap_id, size_t idlen, char *ms
 	char path[4300];
 	int st = snapshot_to(sb, "snap-", path, sizeof(path), snap_id, idlen, msg, len);
 	if (st == 0)
-		coved_journal_event(sb, "snapshot", json_pack("{s:s}", "snapshotID", snap_id));
+		coved_event_with(sb, "snapshotted", "requested",
+		                 json_pack("{s:s}", "snapshotID", snap_id));
 	pthread_mutex_unlock(&sb->op);
 	return st;
 }
@@ -90,8 +92,8 @@ int coved_sb_fork(struct coved_sb *sb, unsigned int count, uint64_t timeout_s, j
 	pthread_mutex_unlock(&sb->op);
 	if (st)
 		return st;
-	coved_journal_event(sb, "fork",
-	                    json_pack("{s:s, s:i}", "snapshotID", name, "count", (int)count));
+	coved_event_with(sb, "forked", "requested",
+	                 json_pack("{s:s, s:i}", "snapshotID", name, "count", (int)count));
 	struct fork_job *jobs = calloc(count, sizeof(*jobs));
 	pthread_t *th = calloc(count, sizeof(*th));
 	bool *started = calloc(count, sizeof(*started));

@@ -20,6 +20,7 @@ struct cove_net_pool;
 struct cove_vmm_pool;
 struct coved_builds;
 struct coved_uploads;
+struct coved_events;
 
 struct coved;
 struct coved_cluster;
@@ -74,6 +75,7 @@ struct coved {
 	struct coved_uploads *uploads;    /* COPY archives' upload links (build_files.h) */
 	coved_dir_hook *_Atomic dir_hook; /* set by the cluster; NULL: none */
 	struct coved_sampler *sampler;    /* usage samples (sampler.h), or NULL */
+	struct coved_events *events;      /* /events and webhooks (events.h), or NULL */
 };
 
 #endif

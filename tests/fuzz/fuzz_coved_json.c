@@ -2,7 +2,8 @@
  * template_body.c) as they come off the network: the depth scan, the JSON
  * load and every typed parser; and a template build's record as coved
  * reads it back at start-up (daemon/sandboxes/build_req.c); getMetrics'
- * ?start=&end= (daemon/sandboxes/samples.c).
+ * ?start=&end= (daemon/sandboxes/samples.c); a webhook's registration
+ * (daemon/sandboxes/webhook_req.c).
  * A body the parsers accept holds only bounded, checked values. */
 #include <assert.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 #include "daemon/http/json_body.h"
 #include "daemon/sandboxes/build_req.h"
 #include "daemon/sandboxes/samples.h"
+#include "daemon/sandboxes/webhook_req.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -98,6 +100,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (coved_parse_fork(o, &count, &t, err, sizeof(err)) == 0)
 		assert(count >= 1 && count <= COVED_FORK_MAX);
 	check_templates(o);
+	struct coved_webhook_req wh;
+	if (coved_webhook_parse(o, &wh, err, sizeof(err)) == 0) {
+		assert(strlen(wh.url) <= COVED_WEBHOOK_URL_MAX && !strchr(wh.url, ' '));
+		assert(strlen(wh.secret) >= COVED_WEBHOOK_SECRET_MIN);
+		coved_webhook_req_free(&wh);
+	} else {
+		assert(err[0] && !strchr(err, '\n'));
+	}
 	json_decref(o);
 	return 0;
 }

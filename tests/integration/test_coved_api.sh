@@ -204,10 +204,12 @@ api POST "/sandboxes/$id2/stop" >/dev/null; expect 204 "stop"
 out=$(api GET "/sandboxes/$id/logs")
 expect 200 "logs"
 ev=$(jget "$out" '" ".join(e.get("event","") for e in o["entries"])')
-[[ "$ev" == "create timeout pause resume snapshot fork"* ]] && ok "journal: $ev" || not_ok "journal events: $ev"
+[[ "$ev" == "created timeout paused resumed snapshotted forked"* ]] && ok "journal: $ev" || not_ok "journal events: $ev"
 [ "$(jget "$out" 'o["entries"][0]["sandbox"]')" = "$id" ] && ok "journal lines name the sandbox" || not_ok "journal: $out"
-$cove logs "$id" --journal --state-dir "$STATE" >"$WORK/jl" 2>&1 && grep -q '"event":"pause"' "$WORK/jl" &&
+$cove logs "$id" --journal --state-dir "$STATE" >"$WORK/jl" 2>&1 && grep -q '"event":"paused"' "$WORK/jl" &&
 	ok "cove logs --journal reads it" || not_ok "cove logs --journal: $(cat "$WORK/jl")"
+$cove logs "$id" --journal --verify --state-dir "$STATE" >"$WORK/jv" 2>&1 && grep -q whole "$WORK/jv" &&
+	ok "its hash chain is whole" || not_ok "cove logs --journal --verify: $(cat "$WORK/jv")"
 api GET "/sandboxes/$id/logs?limit=0" >/dev/null; expect 400 "logs limit=0"
 for s in "$id2" "$id3" "$f1" "$f2"; do api DELETE "/sandboxes/$s" >/dev/null; done
 expect 204 "delete"

@@ -1,0 +1,17 @@
+/* GET /sandboxes/{id}/logs: the sandbox's journal (daemon/sandboxes/
+ * journal.h) as a page of lines, as a verdict on its hash chain
+ * (?verify=1), or as a stream of lines (?follow=1). */
+#ifndef COVED_API_LOGS_H
+#define COVED_API_LOGS_H
+
+#include <microhttpd.h>
+
+struct coved;
+struct coved_sb;
+
+/* coved_logs_get() - answers the logs request on c for sb (the caller's,
+ * already found).  Query: offset, limit (pages), since=SEQ|RFC3339,
+ * verify=1, follow=1. */
+enum MHD_Result coved_logs_get(struct coved *d, struct MHD_Connection *c, struct coved_sb *sb);
+
+#endif
