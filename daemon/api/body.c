@@ -195,6 +195,7 @@ int coved_parse_create(json_t *o, struct coved_create *out, char *err, size_t er
 		"secure",
 		"cpuCount",
 		"memoryMB",
+		"idleTimeout",
 		NULL,
 	};
 	int r = check_keys(o, known, NULL, "the create request", err, errlen);
@@ -256,9 +257,17 @@ int coved_parse_create(json_t *o, struct coved_create *out, char *err, size_t er
 		if (!json_is_object(ar) || (en && !json_is_boolean(en)))
 			return errf(err, errlen, -EINVAL,
 			            "'autoResume' must be {\"enabled\": bool}");
-		if (json_is_true(en))
-			return errf(err, errlen, -EINVAL, "'autoResume' is not supported by coved");
+		out->auto_resume = json_is_true(en);
+		out->auto_resume_given = true;
+		if (out->auto_resume && !(out->auto_pause_given && out->auto_pause))
+			return errf(err, errlen, -EINVAL,
+			            "'autoResume' enabled needs 'autoPause': true");
 	}
+	if ((r = coved_body_uint(o, "idleTimeout", UINT32_MAX, &out->idle_s, &given, err,
+	                         errlen)) < 0)
+		return r;
+	if (given && out->idle_s == 0)
+		return errf(err, errlen, -EINVAL, "'idleTimeout' must be at least 1 second");
 	json_t *sec = coved_body_field(o, "secure");
 	if (sec && !json_is_boolean(sec))
 		return errf(err, errlen, -EINVAL, "'secure' must be a boolean");

@@ -594,6 +594,7 @@ static int apply(struct coved_config *c, const char *k, json_t *v, char *err, si
 	UINT("max_connections_per_ip", 1, 100000, max_connections_per_ip)
 	UINT("default_timeout_s", 1, 31536000, default_timeout_s)
 	UINT("max_timeout_s", 1, 31536000, max_timeout_s)
+	UINT("idle_timeout_s", 0, 31536000, idle_timeout_s)
 	UINT("cpus", 1, 64, cpus)
 	UINT("max_cpus", 1, 64, max_cpus)
 	UINT("memory_mib", 32, (uint64_t)1 << 20, memory_mib)

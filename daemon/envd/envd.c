@@ -19,6 +19,7 @@
 #include "daemon/envd/watch.h"
 #include "daemon/http/connect.h"
 #include "daemon/http/reply.h"
+#include "daemon/sandboxes/idle.h"
 #include "daemon/sandboxes/sandbox.h"
 #include "daemon/sandboxes/table.h"
 
@@ -267,6 +268,12 @@ static enum MHD_Result first_call(struct coved *d, struct MHD_Connection *c, con
 		coved_sb_unref(sb);
 		return early_error(c, url, "unauthenticated", "a valid X-Access-Token is required");
 	}
+	/* autoResume: a request to it paused resumes it first. */
+	char wmsg[600];
+	if (coved_sb_wake(sb, wmsg, sizeof(wmsg)) != 0) {
+		coved_sb_unref(sb);
+		return early_error(c, url, "unavailable", wmsg);
+	}
 	struct envd_req *r = calloc(1, sizeof(*r));
 	if (!r) {
 		coved_sb_unref(sb);
@@ -284,6 +291,8 @@ static enum MHD_Result first_call(struct coved *d, struct MHD_Connection *c, con
 	r->sb = sb;
 	r->route = rt;
 	*req_cls = r;
+	coved_sb_busy(sb); /* the idle timeout waits for its end */
+	r->busy = true;
 	if (rt->begin) {
 		char msg[512] = "";
 		if (rt->begin(r, c, msg, sizeof(msg)) < 0) {
@@ -337,6 +346,8 @@ void envd_request_done(struct coved *d, void **req_cls)
 		return;
 	*req_cls = NULL;
 	envd_upload_free(r->up);
+	if (r->busy)
+		coved_sb_unbusy(r->sb);
 	if (r->sb)
 		coved_sb_unref(r->sb);
 	free(r->body);

@@ -30,6 +30,7 @@ struct envd_req {
 	uint8_t *body; /* the RPC body so far */
 	size_t len;
 	bool too_big;
+	bool busy;              /* counted in the sandbox's busy (idle.h) */
 	struct envd_upload *up; /* POST /files */
 	/* The guest user the SDK named (envd_user), "" for none: processes
 	 * run as it, files it writes and folders it makes are its. */

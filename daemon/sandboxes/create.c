@@ -149,6 +149,16 @@ int coved_sb_create(struct coved *d, struct coved_tenant *t, const struct coved_
 	                     ? (req->auto_pause ? COVED_ON_TIMEOUT_PAUSE : COVED_ON_TIMEOUT_KILL)
 	                     : d->cfg.on_timeout;
 	uint64_t timeout = coved_timeout_clamp(d, req->timeout_s);
+	/* An idle timeout: its own, else E2B's autoPause with autoResume
+	 * (its timeout counts idle time), else the config's default. */
+	uint64_t idle = req->idle_s ? req->idle_s
+	                : sb->on_timeout == COVED_ON_TIMEOUT_PAUSE && req->auto_resume
+	                    ? timeout
+	                    : d->cfg.idle_timeout_s;
+	sb->idle_s = (uint32_t)(idle ? coved_timeout_clamp(d, idle) : 0);
+	sb->auto_resume = req->auto_resume_given ? req->auto_resume : sb->idle_s != 0;
+	if (sb->idle_s)
+		timeout = sb->idle_s;
 	struct cove_config cfg;
 	coved_sb_cove_config(d, sb, &cfg);
 	cfg.image = image;

@@ -14,6 +14,7 @@
 #include "cove.h"
 #include "daemon/http/status.h"
 #include "daemon/sandboxes/events.h"
+#include "daemon/sandboxes/idle.h"
 #include "daemon/sandboxes/journal.h"
 #include "daemon/sandboxes/limits.h"
 #include "daemon/sandboxes/metrics.h"
@@ -70,6 +71,7 @@ int coved_sb_pause_why(struct coved_sb *sb, const char *reason, char *msg, size_
 	free(sb->paused_dir);
 	sb->paused_dir = strdup(dir);
 	sb->state = COVED_SB_PAUSED;
+	snprintf(sb->state_why, sizeof(sb->state_why), "%s", reason);
 	coved_sb_retire(sb);
 	pthread_mutex_unlock(&sb->mu);
 	coved_record_write(sb);
@@ -138,6 +140,10 @@ int coved_sb_resume_why(struct coved_sb *sb, uint64_t timeout_s, bool *resumed, 
 	pthread_mutex_lock(&sb->mu);
 	sb->cove = c;
 	sb->state = COVED_SB_RUNNING;
+	snprintf(sb->state_why, sizeof(sb->state_why), "%s", reason);
+	/* An idle-paused sandbox's countdown starts again from its idle time. */
+	if (sb->idle_s && !timeout_s)
+		timeout = sb->idle_s;
 	sb->end_ms = coved_now_ms() + (int64_t)timeout * 1000;
 	pthread_mutex_unlock(&sb->mu);
 	coved_record_write(sb);
@@ -342,12 +348,19 @@ void coved_sb_tick(struct coved *d)
 		char why[600];
 		bool died = running && cove_sandbox_exited(sb->cove, 0, why, sizeof(why));
 		bool expired = running && !died && sb->end_ms <= now;
+		/* An idle timeout counts only time with nothing going on. */
+		if (expired && sb->idle_s)
+			expired = coved_sb_idle_due(sb);
 		if (died) {
 			cove_stop(sb->cove); /* removes its registry entry */
 			coved_mark_dead(sb, why);
 		}
 		pthread_mutex_unlock(&sb->op);
-		if (expired) {
+		if (expired && sb->idle_s) {
+			char msg[600];
+			if (coved_sb_pause_why(sb, "idle", msg, sizeof(msg)))
+				fprintf(stderr, "coved: idle pause of %s: %s\n", sb->id, msg);
+		} else if (expired) {
 			char msg[600];
 			coved_event_with(
 			    sb, "timed_out", "timeout",

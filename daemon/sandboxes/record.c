@@ -118,6 +118,12 @@ int coved_record_write(struct coved_sb *sb)
 	    coved_state_name(sb->state), "deadReason", sb->dead_why, "snapshots",
 	    coved_str_list(sb->snaps, sb->nsnaps), "pausedDir", sb->paused_dir, "generation",
 	    (int)sb->generation);
+	if (o && sb->idle_s)
+		json_object_set_new(o, "idleTimeout", json_integer(sb->idle_s));
+	if (o && sb->auto_resume)
+		json_object_set_new(o, "autoResume", json_true());
+	if (o && sb->state_why[0])
+		json_object_set_new(o, "stateReason", json_string(sb->state_why));
 	pthread_mutex_unlock(&sb->mu);
 	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
@@ -210,6 +216,11 @@ static struct coved_sb *record_read(struct coved *d, const char *path)
 	if ((s = json_string_value(json_object_get(o, "pausedDir"))))
 		sb->paused_dir = strdup(s);
 	sb->generation = (unsigned int)json_integer_value(json_object_get(o, "generation"));
+	json_int_t idle = json_integer_value(json_object_get(o, "idleTimeout"));
+	sb->idle_s = idle > 0 && idle <= UINT32_MAX ? (uint32_t)idle : 0;
+	sb->auto_resume = json_is_true(json_object_get(o, "autoResume"));
+	if ((s = json_string_value(json_object_get(o, "stateReason"))))
+		snprintf(sb->state_why, sizeof(sb->state_why), "%s", s);
 	coved_sb_add_snaps(sb, json_object_get(o, "snapshots"));
 	json_decref(o);
 	return sb;

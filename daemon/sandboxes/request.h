@@ -27,6 +27,8 @@ struct coved_create {
 	json_t *env_vars;   /* object of strings, or NULL */
 	uint64_t timeout_s; /* 0: not given */
 	bool auto_pause, auto_pause_given;
+	bool auto_resume, auto_resume_given; /* autoResume {"enabled"} */
+	uint64_t idle_s;                     /* idleTimeout (a Cove extension); 0: not given */
 	unsigned int cpus;   /* 0: not given (Cove extension cpuCount) */
 	uint64_t memory_mib; /* 0: not given (Cove extension memoryMB) */
 	struct coved_net net;

@@ -45,6 +45,10 @@ struct coved_sb {
 	uint64_t memory_mib;
 	enum coved_on_timeout on_timeout;
 	enum coved_state state;
+	char state_why[16]; /* why state last changed: requested, idle, auto, timeout */
+	uint32_t idle_s;    /* end_ms is an idle timeout of this many seconds (0: not) */
+	bool auto_resume;   /* an envd request to it paused resumes it (idle.c) */
+	int busy;           /* envd requests in flight, streams included */
 	char *dead_why;
 	/* Snapshot directories this sandbox's disks stand on (its pauses and
 	 * the snapshot it was forked from); the last pause is paused_dir. */

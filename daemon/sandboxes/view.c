@@ -35,7 +35,12 @@ json_t *coved_sb_json(struct coved_sb *sb, bool with_token)
 	              COVED_ENVD_VERSION, "metadata", sb->metadata, "domain", "allowInternetAccess",
 	              sb->d->cfg.network && (!ia || json_is_true(ia)), "network", net, "lifecycle",
 	              "onTimeout", sb->on_timeout == COVED_ON_TIMEOUT_PAUSE ? "pause" : "kill",
-	              "autoResume", 0);
+	              "autoResume", sb->auto_resume);
+	/* Cove's: why the state is what it is, and the idle timeout. */
+	if (o && sb->state_why[0])
+		json_object_set_new(o, "stateReason", json_string(sb->state_why));
+	if (o && sb->idle_s)
+		json_object_set_new(o, "idleTimeout", json_integer(sb->idle_s));
 	if (o && with_token)
 		json_object_set_new(o, "envdAccessToken", json_string(sb->token));
 	if (o && sb->state == COVED_SB_DEAD && sb->dead_why)

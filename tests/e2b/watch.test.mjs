@@ -91,3 +91,48 @@ test('getMetrics: samples whose CPU rises under a CPU loop', async () => {
 	assert.ok(busy.every((s) => s.timestamp >= new Date(loopStart.getTime() - 1000)),
 		'start= was not applied');
 });
+
+// coved's REST API beside the SDK: what getInfo does not show (Cove's
+// stateReason) and the journal's lifecycle lines.
+async function rest(path) {
+	const r = await fetch(`${process.env.E2B_API_URL}${path}`,
+		{ headers: { 'X-API-KEY': process.env.E2B_API_KEY } });
+	assert.equal(r.status, 200, `GET ${path}: ${r.status}`);
+	return r.json();
+}
+
+test('idle pause after 5 s of nothing, never during a command; auto-resume', async () => {
+	// autoPause with autoResume: the 5 s timeout counts idle time only.
+	const sbx = await Sandbox.create('base',
+		{ timeoutMs: 5_000, lifecycle: { onTimeout: 'pause', autoResume: true } });
+	made.push(sbx);
+	await sbx.files.write('/root/before.txt', 'kept');
+	const r0 = await sbx.commands.run('sleep 8; echo slept', { timeoutMs: 60_000 });
+	assert.equal(r0.stdout, 'slept\n');
+	assert.equal((await sbx.getInfo()).state, 'running', 'paused during an 8 s command');
+	const quiet = Date.now();
+	let state = 'running';
+	while (state === 'running' && Date.now() - quiet < 60_000) {
+		await sleep(250);
+		state = (await rest(`/sandboxes/${sbx.sandboxId}`)).state;
+	}
+	const after = Date.now() - quiet;
+	assert.equal(state, 'paused', 'not paused 60 s after its last request');
+	assert.ok(after >= 4_800, `paused ${after} ms after its last request`);
+	const info = await rest(`/sandboxes/${sbx.sandboxId}`);
+	assert.equal(info.stateReason, 'idle');
+	assert.equal(info.lifecycle.autoResume, true);
+	assert.equal(await sbx.isRunning(), false, 'isRunning woke it');
+	// Any envd request resumes it: a command, then the file from before.
+	const t0 = Date.now();
+	const r = await sbx.commands.run('cat /root/before.txt');
+	assert.equal(r.stdout, 'kept');
+	const resumed = await rest(`/sandboxes/${sbx.sandboxId}`);
+	assert.equal(resumed.state, 'running');
+	assert.equal(resumed.stateReason, 'auto');
+	const log = await rest(`/sandboxes/${sbx.sandboxId}/logs`);
+	const life = log.entries.filter((e) => e.type === 'lifecycle').map((e) => `${e.event}:${e.reason}`);
+	assert.ok(life.includes('paused:idle') && life.includes('resumed:auto'), JSON.stringify(life));
+	console.log(`# idle: paused ${after} ms after the last request; a command resumed it and ` +
+		`ran in ${Date.now() - t0} ms; journal ${JSON.stringify(life)}`);
+});

@@ -3,7 +3,9 @@
 # isRunning() (true running, false paused, false killed, false after its
 # timeout: envd's /health answers as the sandbox's agent), files.watchDir
 # (a recursive watch sees create, write, rename and remove, a file in a new
-# folder too) and getMetrics (samples whose CPU rises under a CPU loop).
+# folder too), getMetrics (samples whose CPU rises under a CPU loop), and
+# the idle pause (autoPause + autoResume with a 5 s timeout: paused after 5 s
+# of nothing, not during an 8 s command; the next command resumes it).
 # One coved, tests/e2b/watch.test.mjs under node's test runner.
 source tests/integration/lib.sh
 source tests/integration/coved_lib.sh
@@ -17,9 +19,9 @@ export E2B_API_URL=http://127.0.0.1:$PORT E2B_SANDBOX_URL=http://127.0.0.1:$PORT
 ok "coved on 127.0.0.1:$PORT"
 
 if (cd tests/e2b && timeout 600 "$NODE" --test --test-concurrency=1 --test-reporter=tap watch.test.mjs) >"$WORK/watch.tap" 2>&1; then
-	ok "e2b SDK isRunning, watchDir, getMetrics ($(grep -c '^ok ' "$WORK/watch.tap") tests)"
+	ok "e2b SDK isRunning, watchDir, getMetrics, idle pause ($(grep -c '^ok ' "$WORK/watch.tap") tests)"
 else
-	not_ok "e2b SDK isRunning, watchDir, getMetrics"
+	not_ok "e2b SDK isRunning, watchDir, getMetrics, idle pause"
 fi
 sed 's/^/    /' "$WORK/watch.tap" | grep -E '^    (not ok|ok|#)|Error|expected|actual' | head -60
 

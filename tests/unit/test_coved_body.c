@@ -63,6 +63,13 @@ START_TEST(create_fields)
 	          c.memory_mib == 64);
 	ck_assert(c.net.given && !c.net.internet && json_array_size(c.net.allow_out) == 1);
 	coved_create_free(&c);
+	/* E2B's autoPause with autoResume, and Cove's idleTimeout. */
+	ck_assert_int_eq(create("{\"autoPause\":true,\"autoResume\":{\"enabled\":true},"
+	                        "\"idleTimeout\":90}",
+	                        &c),
+	                 0);
+	ck_assert(c.auto_resume && c.auto_resume_given && c.idle_s == 90);
+	coved_create_free(&c);
 }
 END_TEST
 
@@ -84,6 +91,9 @@ START_TEST(create_refusals)
 		"{\"mcp\":{}}",
 		"{\"volumeMounts\":[]}",
 		"{\"autoResume\":{\"enabled\":true}}",
+		"{\"autoPause\":false,\"autoResume\":{\"enabled\":true}}",
+		"{\"idleTimeout\":0}",
+		"{\"idleTimeout\":\"5\"}",
 		"{\"autoPauseMemory\":false}",
 		"{\"network\":{\"rules\":{}}}",
 		"{\"network\":{\"allowOut\":[1]}}",
