@@ -263,8 +263,8 @@ int coved_parse_create(json_t *o, struct coved_create *out, char *err, size_t er
 			return errf(err, errlen, -EINVAL,
 			            "'autoResume' enabled needs 'autoPause': true");
 	}
-	if ((r = coved_body_uint(o, "idleTimeout", UINT32_MAX, &out->idle_s, &given, err,
-	                         errlen)) < 0)
+	if ((r = coved_body_uint(o, "idleTimeout", UINT32_MAX, &out->idle_s, &given, err, errlen)) <
+	    0)
 		return r;
 	if (given && out->idle_s == 0)
 		return errf(err, errlen, -EINVAL, "'idleTimeout' must be at least 1 second");

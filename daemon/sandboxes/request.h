@@ -29,8 +29,8 @@ struct coved_create {
 	bool auto_pause, auto_pause_given;
 	bool auto_resume, auto_resume_given; /* autoResume {"enabled"} */
 	uint64_t idle_s;                     /* idleTimeout (a Cove extension); 0: not given */
-	unsigned int cpus;   /* 0: not given (Cove extension cpuCount) */
-	uint64_t memory_mib; /* 0: not given (Cove extension memoryMB) */
+	unsigned int cpus;                   /* 0: not given (Cove extension cpuCount) */
+	uint64_t memory_mib;                 /* 0: not given (Cove extension memoryMB) */
 	struct coved_net net;
 	char placed_id[33]; /* cluster: the id the placing node reserved ("": a new one) */
 };
