@@ -219,6 +219,10 @@ static int restore_prepare(struct restore *rs, const struct cove_config *cfg, ch
 	sandbox_logs(sb, cfg, rs->console, rs->log);
 	struct cgroup_limits lim;
 	sandbox_limits(&rs->eff, m->cpus ? m->cpus : COVE_CPUS_MAX, m->memory_mib, &lim);
+	/* The restore's fresh overlay is the VMM's to fill as a cold boot's:
+	 * on tmpfs it is charged to the sandbox (an OOM kill otherwise, seen
+	 * when a restored build step wrote a venv). */
+	sandbox_tmpfs_room(sb, m->limits.disk_size, &lim);
 	/* A pre-spawned VMM of the snapshot's vCPU count (coved's pool), for a
 	 * detached sandbox (a TAP goes with its start request); else one is
 	 * spawned. */

@@ -182,12 +182,7 @@ int cove_start(const struct cove_config *cfg, struct cove_sandbox **out, char *e
 		goto fail;
 	struct cgroup_limits lim;
 	sandbox_limits(cfg, m->cpus, m->memory_mib, &lim);
-	/* A root disk on tmpfs is host RAM the VMM writes, charged to its
-	 * cgroup: memory.max makes room for the overlay's cap. */
-	struct statfs sfs;
-	if (lim.memory_bytes && disk_size && statfs(sb->root, &sfs) == 0 &&
-	    sfs.f_type == TMPFS_MAGIC)
-		lim.memory_bytes += qcow2_overlay_max_file(disk_size);
+	sandbox_tmpfs_room(sb, disk_size, &lim);
 	if ((r = pm ? pool_adopt_jail(pm, sb, &lim, log, err, errlen)
 	            : jail_prepare(&sb->jail, sb->dir, sb->name, sb->root, &lim, err, errlen)) <
 	        0 ||
@@ -270,6 +265,14 @@ static bool dir_still_ours(const struct cove_sandbox *sb)
 	            (m->starting && m->pid == getpid());
 	free(m);
 	return ours;
+}
+
+void sandbox_tmpfs_room(const struct cove_sandbox *sb, uint64_t disk_size, struct cgroup_limits *l)
+{
+	struct statfs sfs;
+	if (l->memory_bytes && disk_size && statfs(sb->root, &sfs) == 0 &&
+	    sfs.f_type == TMPFS_MAGIC)
+		l->memory_bytes += qcow2_overlay_max_file(disk_size);
 }
 
 void sandbox_limits(const struct cove_config *cfg, unsigned int cpus, uint64_t memory_mib,

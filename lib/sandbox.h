@@ -32,6 +32,11 @@ int sandbox_meta_vmm(struct cove_sandbox *sb, struct registry_meta *m, char *err
 void sandbox_logs(const struct cove_sandbox *sb, const struct cove_config *cfg, char *console,
                   char *log);
 
+/* A root disk on tmpfs is host RAM the VMM writes, charged to its cgroup:
+ * l->memory_bytes (when set) makes room for the overlay's cap, known from
+ * disk_size (0: unknown, no room added).  A cold boot and a restore both. */
+void sandbox_tmpfs_room(const struct cove_sandbox *sb, uint64_t disk_size, struct cgroup_limits *l);
+
 /* The cgroup limits of a sandbox of cfg with these sizes: memory.max is
  * guest RAM plus CGROUP_VMM_OVERHEAD_MIB, pids.max the threads plus spare. */
 void sandbox_limits(const struct cove_config *cfg, unsigned int cpus, uint64_t memory_mib,

@@ -7,6 +7,9 @@
 # write as "standard output: I/O error" whatever the errno (its
 # die_if_ferror prints a fixed string), so the test writes with dd and cat,
 # which print strerror(errno).
+# Then a restored sandbox with a small memory and a larger disk writes more
+# than its memory: its overlay on the runtime tmpfs is charged to its
+# cgroup, whose memory.max makes room for the overlay's cap (no OOM kill).
 source tests/integration/lib.sh
 cove_env
 
@@ -32,4 +35,15 @@ if ! command -v qemu-img >/dev/null; then
 elif [ -f "$disk" ] && qemu-img check -U -q "$disk"; then
 	ok "the overlay passes qemu-img check ($(du -k "$disk" | cut -f1) KiB)"; else
 	not_ok "qemu-img check of $disk"; fi
+$cove stop full >/dev/null 2>&1
+
+# A restore (cove run restores the image's base template) with 64 MiB of
+# RAM writes 160 MiB to its disk and lives on to print its status.
+out=$(timeout -k 5 300 $cove run --memory 64 --disk-size 512M -- sh -c \
+	'dd if=/dev/urandom of=/root/big bs=1M count=160 2>/dev/null && sync; echo "status $? size $(stat -c %s /root/big)"' 2>"$WORK/run.err")
+if [ "$out" = "status 0 size $((160 << 20))" ]; then
+	ok "a restored 64 MiB sandbox wrote and synced 160 MiB to its tmpfs overlay"
+else
+	not_ok "restored sandbox writing 160 MiB: '$out', $(tail -n 2 "$WORK/run.err"); $(dmesg | grep -i 'killed process' | tail -n 1)"
+fi
 finish
