@@ -153,6 +153,26 @@ int cove_send_json(int fd, uint16_t type, json_t *obj, char *err, size_t errlen)
 }
 
 /* ERROR {"errno","message"} -> message in err, the guest's errno. */
+int agent_frame_next(int fd, int wait_ms, struct proto_hdr *h, uint8_t **payload, char *err,
+                     size_t errlen)
+{
+	*payload = NULL;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int n = poll(&p, 1, wait_ms < 0 ? 0 : wait_ms);
+	if (n < 0 && errno != EINTR)
+		return errf(err, errlen, -errno, "poll: %s", strerror(errno));
+	if (n <= 0)
+		return 0;
+	int64_t t0 = mono_ms();
+	int r = proto_recv_until(fd, h, payload, t0 + AGENT_STEP_MS);
+	if (r == -ETIMEDOUT)
+		return agent_timeout(t0, err, errlen);
+	if (r < 0)
+		return errf(err, errlen, r, "the agent connection failed: %s",
+		            r == -ECONNRESET ? "closed" : strerror(-r));
+	return 1;
+}
+
 int cove_error_frame(const uint8_t *payload, char *err, size_t errlen)
 {
 	json_t *o = payload ? json_loads((const char *)payload, 0, NULL) : NULL;

@@ -25,6 +25,13 @@
 int agent_connect_unsettled(struct cove_sandbox *sb, int64_t deadline, volatile int *cancel,
                             char *err, size_t errlen);
 
+/* Waits up to wait_ms for a frame on fd, then reads it whole within
+ * AGENT_STEP_MS: 1 with *h and *payload (malloc'ed, NUL-terminated; free
+ * it), 0 when none came, or -errno with a one-line message. */
+struct proto_hdr;
+int agent_frame_next(int fd, int wait_ms, struct proto_hdr *h, uint8_t **payload, char *err,
+                     size_t errlen);
+
 /* -ETIMEDOUT with "the sandbox did not answer within N s", N the seconds
  * since started (mono_ms()). */
 int agent_timeout(int64_t started, char *err, size_t errlen);

@@ -186,21 +186,12 @@ static int parse_exit(const uint8_t *payload, uint32_t len, struct cove_proc_eve
 int cove_proc_next(int fd, int wait_ms, struct cove_proc_event *ev, char *err, size_t errlen)
 {
 	memset(ev, 0, sizeof(*ev));
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	int n = poll(&p, 1, wait_ms < 0 ? 0 : wait_ms);
-	if (n < 0 && errno != EINTR)
-		return errf(err, errlen, -errno, "poll: %s", strerror(errno));
-	if (n <= 0)
-		return 0; /* COVE_PROC_IDLE */
 	struct proto_hdr h;
-	uint8_t *payload = NULL;
-	int64_t t0 = mono_ms();
-	int r = proto_recv_until(fd, &h, &payload, t0 + AGENT_STEP_MS);
-	if (r == -ETIMEDOUT)
-		return agent_timeout(t0, err, errlen);
-	if (r < 0)
-		return errf(err, errlen, r, "the agent connection failed: %s",
-		            r == -ECONNRESET ? "closed" : strerror(-r));
+	uint8_t *payload;
+	int r = agent_frame_next(fd, wait_ms, &h, &payload, err, errlen);
+	if (r <= 0)
+		return r; /* 0: COVE_PROC_IDLE */
+	r = 0;
 	switch (h.type) {
 	case PROTO_STDOUT:
 	case PROTO_STDERR:
@@ -214,19 +205,9 @@ int cove_proc_next(int fd, int wait_ms, struct cove_proc_event *ev, char *err, s
 		break;
 	case PROTO_PONG:
 		break; /* COVE_PROC_IDLE */
-	case PROTO_ERROR: {
-		json_t *o =
-		    payload && h.len ? json_loadb((const char *)payload, h.len, 0, NULL) : NULL;
-		json_t *e = json_object_get(o, "errno"), *m = json_object_get(o, "message");
-		int en =
-		    json_is_integer(e) && json_integer_value(e) > 0 && json_integer_value(e) < 4096
-		        ? (int)json_integer_value(e)
-		        : EIO;
-		r = errf(err, errlen, -en, "%.200s",
-		         json_is_string(m) ? json_string_value(m) : "the agent reported an error");
-		json_decref(o);
+	case PROTO_ERROR:
+		r = cove_error_frame(payload, err, errlen);
 		break;
-	}
 	default:
 		r = errf(err, errlen, -EPROTO, "unexpected frame type %u during an attach", h.type);
 		break;

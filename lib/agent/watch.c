@@ -81,21 +81,12 @@ out:
 int cove_watch_next(int fd, int wait_ms, struct cove_watch_event *ev, char *err, size_t errlen)
 {
 	memset(ev, 0, sizeof(*ev));
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	int n = poll(&p, 1, wait_ms < 0 ? 0 : wait_ms);
-	if (n < 0 && errno != EINTR)
-		return errf(err, errlen, -errno, "poll: %s", strerror(errno));
-	if (n <= 0)
-		return 0; /* COVE_WATCH_IDLE */
 	struct proto_hdr h;
-	uint8_t *payload = NULL;
-	int64_t t0 = mono_ms();
-	int r = proto_recv_until(fd, &h, &payload, t0 + AGENT_STEP_MS);
-	if (r == -ETIMEDOUT)
-		return agent_timeout(t0, err, errlen);
-	if (r < 0)
-		return errf(err, errlen, r, "the agent connection failed: %s",
-		            r == -ECONNRESET ? "closed" : strerror(-r));
+	uint8_t *payload;
+	int r = agent_frame_next(fd, wait_ms, &h, &payload, err, errlen);
+	if (r <= 0)
+		return r; /* 0: COVE_WATCH_IDLE */
+	r = 0;
 	switch (h.type) {
 	case PROTO_WATCH_EVENT:
 		r = cove_watch_event_parse(payload, h.len, ev, err, errlen);
