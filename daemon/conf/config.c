@@ -612,6 +612,8 @@ static int apply(struct coved_config *c, const char *k, json_t *v, char *err, si
 		return set_bool(v, k, &c->network, err, errlen);
 	if (strcmp(k, "metrics_auth") == 0)
 		return set_bool(v, k, &c->metrics_auth, err, errlen);
+	if (strcmp(k, "webhook_private_ok") == 0)
+		return set_bool(v, k, &c->webhook_private_ok, err, errlen);
 	if (strcmp(k, "on_timeout") == 0) {
 		const char *s = json_string_value(v);
 		if (s && strcmp(s, "kill") == 0)

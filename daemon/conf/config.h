@@ -59,6 +59,7 @@ struct coved_config {
 	unsigned int conn_timeout_s;
 	uint64_t default_timeout_s, max_timeout_s;
 	uint64_t idle_timeout_s;          /* a create's idle timeout when it gives none; 0: none */
+	bool webhook_private_ok;          /* webhooks may reach loopback and private addresses */
 	enum coved_on_timeout on_timeout; /* when the request does not say */
 	unsigned int cpus, max_cpus;
 	uint64_t memory_mib, max_memory_mib;

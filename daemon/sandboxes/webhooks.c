@@ -7,6 +7,7 @@
  * replay); a retry is signed again with its own time. */
 #include "daemon/sandboxes/webhooks.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,6 +26,7 @@
 #include "daemon/sandboxes/state.h"
 #include "daemon/sandboxes/table.h"
 #include "daemon/sandboxes/webhook_req.h"
+#include "netrule.h"
 
 struct hook {
 	char id[COVED_ID_LEN + 1];
@@ -285,8 +288,36 @@ static size_t discard(char *p, size_t size, size_t n, void *u)
 	return size * n;
 }
 
+/* Where a delivery may connect: not the host's loopback, private, link-local
+ * (cloud metadata) or other always-denied ranges (common/netrule.h) unless
+ * the config's webhook_private_ok says so.  Checked on the address curl is
+ * about to connect to, so a name that resolves there (or rebinds) is
+ * caught too. */
+struct dial {
+	bool private_ok;
+	char refused[64]; /* the address refused, "" when none */
+};
+
+static curl_socket_t open_socket(void *cls, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	struct dial *dl = cls;
+	struct netaddr na = { .family = a->family };
+	if (a->family == AF_INET)
+		memcpy(na.a, &((const struct sockaddr_in *)&a->addr)->sin_addr, 4);
+	else if (a->family == AF_INET6)
+		memcpy(na.a, &((const struct sockaddr_in6 *)&a->addr)->sin6_addr, 16);
+	bool known = a->family == AF_INET || a->family == AF_INET6;
+	if (purpose != CURLSOCKTYPE_IPCXN || !known ||
+	    (!dl->private_ok && net_always_denied(&na, NULL, 0))) {
+		if (!known || !inet_ntop(a->family, na.a, dl->refused, sizeof(dl->refused)))
+			snprintf(dl->refused, sizeof(dl->refused), "family %d", a->family);
+		return CURL_SOCKET_BAD;
+	}
+	return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
 /* One POST.  Return: 0 when the receiver answered 2xx, else -1 with why. */
-static int send_one(const struct delivery *q, char *why, size_t len)
+static int send_one(const struct delivery *q, bool private_ok, char *why, size_t len)
 {
 	int64_t ts = wall_ms() / 1000;
 	char sig[COVED_WEBHOOK_SIG_LEN + 1], h[5][160];
@@ -318,11 +349,18 @@ static int send_one(const struct delivery *q, char *why, size_t len)
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)COVED_WEBHOOK_TIMEOUT_MS);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, eb);
+	struct dial dl = { .private_ok = private_ok };
+	curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+	curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, &dl);
 	CURLcode r = curl_easy_perform(e);
 	long status = 0;
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_cleanup(e);
 	curl_slist_free_all(hl);
+	if (r != CURLE_OK && dl.refused[0])
+		return errf(why, len, -1,
+		            "%s is a private or host address (coved's webhook_private_ok is false)",
+		            dl.refused);
 	if (r != CURLE_OK)
 		return errf(why, len, -1, "%s", eb[0] ? eb : curl_easy_strerror(r));
 	if (status < 200 || status > 299)
@@ -366,7 +404,7 @@ static void *worker(void *arg)
 		}
 		pthread_mutex_unlock(&w->mu);
 		char why[300];
-		int r = send_one(q, why, sizeof(why));
+		int r = send_one(q, w->d->cfg.webhook_private_ok, why, sizeof(why));
 		pthread_mutex_lock(&w->mu);
 		if (r == 0 || ++q->attempt >= COVED_WEBHOOK_ATTEMPTS || w->stop) {
 			if (r)

@@ -10,7 +10,7 @@ source tests/integration/coved_lib.sh
 coved_env
 KEYB=coved-test-keyb-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
 printf 'alice:%s\nbob:%s\n' "$KEY" "$KEYB" >"$WORK/keys"
-coved_start || { not_ok "coved starts"; finish; }
+coved_start "\"webhook_private_ok\": true" || { not_ok "coved starts"; finish; }
 SECRET=hook-secret-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
 
 # The receiver: one JSON line per POST, {type, good signature, age}.

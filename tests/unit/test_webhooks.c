@@ -144,6 +144,7 @@ START_TEST(deliver)
 	struct coved d;
 	memset(&d, 0, sizeof(d));
 	d.cfg.state_dir = dir;
+	d.cfg.webhook_private_ok = true; /* the receiver is on loopback */
 	struct coved_webhooks *w;
 	char err[300], url[100];
 	ck_assert_int_eq(coved_webhooks_start(&d, &w, err, sizeof(err)), 0);
@@ -205,6 +206,12 @@ START_TEST(deliver)
 	l = coved_webhook_list(w, "alice");
 	ck_assert_uint_eq(json_array_size(l), 1);
 	json_decref(l);
+	/* Without webhook_private_ok a loopback receiver is never dialled. */
+	d.cfg.webhook_private_ok = false;
+	ev = event("killed", 8);
+	coved_webhooks_post(w, "alice", "killed", ev);
+	json_decref(ev);
+	ck_assert_int_eq(wait_got(3, 2500), 2);
 	coved_webhooks_stop(w);
 	MHD_stop_daemon(srv);
 	unlink(path);
