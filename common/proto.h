@@ -64,6 +64,10 @@ enum proto_type {
 	                        every later EXEC and PROC_START (replacing older ones) */
 	PROTO_USER = 61,     /* {"user"} -> OK {"uid", "gid", "groups", "home"}: a user spec
 	                        resolved in the guest, as EXEC would */
+	/* 70-79: the agent's record (issue 30) */
+	PROTO_FREEZE = 72, /* {"timeout_ms"} -> OK {}: sync, then FIFREEZE on /; the agent
+	                      thaws it itself after timeout_ms (1-60000, default 10000) */
+	PROTO_THAW = 73,   /* {} -> OK {"was_frozen"}: FITHAW on / */
 };
 
 struct proto_hdr {

@@ -99,6 +99,9 @@ struct agent_req {
 		struct {
 			const char *from, *to; /* MOVE */
 		} move;
+		struct {
+			uint32_t timeout_ms; /* FREEZE */
+		} freeze;
 	} u;
 	/* PROC_START: u.exec, plus the caller's label (NULL: none). */
 	const char *tag;

@@ -59,8 +59,10 @@ START_TEST(type_tables)
 	int known = 0;
 	for (unsigned t = 0; t < 0x10000; t++)
 		known += proto_type_known((uint16_t)t);
-	/* + the detached processes' 40-47, SYMLINK, CA, DEFAULTS, USER */
-	ck_assert_int_eq(known, 23 + 8 + 4);
+	/* + the detached processes' 40-47, SYMLINK, CA, DEFAULTS, USER, FREEZE, THAW */
+	ck_assert_int_eq(known, 23 + 8 + 4 + 2);
+	ck_assert_int_eq(PROTO_FREEZE, 72);
+	ck_assert_int_eq(PROTO_THAW, 73);
 	ck_assert_int_eq(PROTO_CA, 50); /* on the wire: never renumber */
 	ck_assert_int_eq(PROTO_SYMLINK, 48);
 	ck_assert_int_eq(PROTO_DEFAULTS, 60);
