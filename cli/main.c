@@ -5,6 +5,7 @@
 #include "cli/bench.h"
 #include "cli/cluster.h"
 #include "cli/cp.h"
+#include "cli/diff.h"
 #include "cli/doctor.h"
 #include "cli/exec.h"
 #include "cli/ls.h"
@@ -30,6 +31,7 @@ static const char usage[] =
     "  net NAME [--net none|open] [--allow RULE]... [--deny CIDR]... [--proxy-rules F]\n"
     "                                     replace a running sandbox's network policy\n"
     "  logs NAME [--egress|--journal]     its console, egress decisions or coved journal\n"
+    "  diff NAME [--json] [--tar FILE]    what it added, changed and deleted (docker diff)\n"
     "  snapshot NAME DIR [--stop]         save a running sandbox to DIR\n"
     "  restore DIR --name NAME            start a sandbox from a snapshot\n"
     "  fork DIR --count N --prefix P      start P-1 ... P-N from a snapshot at once\n"
@@ -52,7 +54,7 @@ static const struct {
 	{ "fork", cli_fork },         { "bench", cli_bench },
 	{ "doctor", cli_doctor },     { "net", cli_net },
 	{ "logs", cli_logs },         { "template", cli_template },
-	{ "cluster", cli_cluster },
+	{ "cluster", cli_cluster },   { "diff", cli_diff },
 };
 
 static int dispatch(int argc, char **argv)

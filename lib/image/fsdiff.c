@@ -3,25 +3,21 @@
  * clusters to blocks, and finds the inodes whose bytes changed by
  * comparing only the inode-table blocks among those. */
 #include <errno.h>
-#include <et/com_err.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "errf.h"
-#include "lib/image/fsdiff_priv.h"
+#include "lib/image/fsdiff.h"
+#include "lib/image/fsdiff_attr.h"
+#include "lib/image/fsdiff_inode.h"
+#include "lib/image/fsdiff_state.h"
+#include "lib/image/fsdiff_tree.h"
 
 #define OPEN_FLAGS    (EXT2_FLAG_64BITS | EXT2_FLAG_IGNORE_CSUM_ERRORS | EXT2_FLAG_SKIP_MMP)
 #define MAX_JOURNAL   (1u << 22) /* journal blocks */
 #define NO_BLOCK      UINT64_MAX
 #define MAX_INODE_LEN 1024
-
-int fsdiff_ext2_err(struct fsdiff *d, const struct fsdiff_side *s, errcode_t e, const char *what)
-{
-	if (s && s->view.err[0])
-		return errf(d->err, d->errlen, -EIO, "%s: %s", what, s->view.err);
-	return errf(d->err, d->errlen, -EIO, "%s: %s", what, error_message(e));
-}
 
 struct jmap_fill {
 	uint64_t *map;
@@ -153,25 +149,6 @@ static int changed_blocks(struct fsdiff *d, unsigned int base)
 	d->st.journal_copies_new = d->now.replay.n;
 	d->st.journal_copies_old = d->old.replay.n;
 	return 0;
-}
-
-bool fsdiff_inode_used(ext2_filsys fs, uint32_t ino, const struct ext2_inode_large *in)
-{
-	if (!ino || ino > fs->super->s_inodes_count)
-		return false;
-	dgrp_t g = (ino - 1) / fs->super->s_inodes_per_group;
-	if (ext2fs_has_group_desc_csum(fs) && ext2fs_bg_flags_test(fs, g, EXT2_BG_INODE_UNINIT))
-		return false;
-	return in->i_links_count && !in->i_dtime && in->i_mode;
-}
-
-int fsdiff_read_inode(struct fsdiff *d, ext2_filsys fs, uint32_t ino, struct ext2_inode_large *in)
-{
-	memset(in, 0, sizeof(*in));
-	if (!ino || ino > fs->super->s_inodes_count)
-		return errf(d->err, d->errlen, -EIO, "inode %u outside the file system", ino);
-	errcode_t e = ext2fs_read_inode_full(fs, ino, (struct ext2_inode *)in, sizeof(*in));
-	return e ? fsdiff_ext2_err(d, fs == d->now.fs ? &d->now : &d->old, e, "inode") : 0;
 }
 
 /* Zeroes what changes without the file changing: the access time and the
@@ -341,6 +318,13 @@ const struct fsdiff_change *fsdiff_get(const struct fsdiff *d, size_t i)
 const struct fsdiff_stats *fsdiff_stats(const struct fsdiff *d)
 {
 	return &d->st;
+}
+
+int fsdiff_read_file(struct fsdiff *d, const struct fsdiff_change *c,
+                     int (*sink)(void *arg, const void *buf, size_t len), void *arg, char *err,
+                     size_t errlen)
+{
+	return fsdiff_attr_read(d, c, sink, arg, err, errlen);
 }
 
 static void side_close(struct fsdiff_side *s)

@@ -1,4 +1,4 @@
-/* The changes made whole (fsdiff_priv.h): one per path, each side's type,
+/* The changes made whole (fsdiff_attr.h): one per path, each side's type,
  * size, mode and owner, regular files' SHA-256 and symlinks' targets, all
  * read from the inodes and files themselves. */
 #include <errno.h>
@@ -7,7 +7,8 @@
 
 #include "errf.h"
 #include "lib/base/sha256.h"
-#include "lib/image/fsdiff_priv.h"
+#include "lib/image/fsdiff_attr.h"
+#include "lib/image/fsdiff_inode.h"
 
 #define MAX_TARGET 4096
 #define CHUNK      65536
@@ -174,7 +175,7 @@ int fsdiff_finish(struct fsdiff *d)
 	return 0;
 }
 
-int fsdiff_read_file(struct fsdiff *d, const struct fsdiff_change *c,
+int fsdiff_attr_read(struct fsdiff *d, const struct fsdiff_change *c,
                      int (*sink)(void *arg, const void *buf, size_t len), void *arg, char *err,
                      size_t errlen)
 {

@@ -11,7 +11,7 @@
 
 #include "errf.h"
 #include "lib/base/sha256.h"
-#include "lib/image/fsdiff.h"
+#include "lib/image/fsdiff_out.h"
 
 static const char *const g_kind[] = { "added", "changed", "deleted" };
 

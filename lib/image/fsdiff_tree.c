@@ -1,4 +1,4 @@
-/* Naming what changed (fsdiff_priv.h): the entries of every changed
+/* Naming what changed (fsdiff_tree.h): the entries of every changed
  * directory compared with its base, the contents of added directories
  * listed, and the paths of changed files that no changed directory names
  * found by a walk of directories only (entries carry their type), which
@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "errf.h"
-#include "lib/image/fsdiff_priv.h"
+#include "lib/image/fsdiff_inode.h"
+#include "lib/image/fsdiff_tree.h"
 
 struct ent {
 	char *name;
