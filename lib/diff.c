@@ -53,25 +53,37 @@ static int base_file(const struct cove_sandbox *sb, char *out, char *err, size_t
 	         : 0;
 }
 
-/* The chain of sb's root disk and the index of base in it. */
-static int open_chain(struct cove_sandbox *sb, const char *base, struct qcow2_chain **chain,
+/* Whether path lies in directory dir. */
+static bool inside(const char *path, const char *dir)
+{
+	char real[PATH_MAX];
+	if (!realpath(dir, real))
+		return false;
+	size_t n = strlen(real);
+	return !strncmp(path, real, n) && path[n] == '/';
+}
+
+/* The chain of the top disk and the index of the base in it. */
+static int open_chain(const struct cove_diff_src *src, struct qcow2_chain **chain,
                       unsigned int *index, char *err, size_t errlen)
 {
-	char disk[PATH_MAX];
-	snprintf(disk, sizeof(disk), "%s/disk0.qcow2", sb->root);
-	int r = qcow2_chain_open(disk, chain, err, errlen);
+	int r = qcow2_chain_open(src->top, chain, err, errlen);
 	if (r)
 		return r;
 	for (unsigned int i = 1; i < qcow2_chain_layers(*chain); i++) {
-		if (!strcmp(qcow2_chain_path(*chain, i), base)) {
+		const char *p = qcow2_chain_path(*chain, i);
+		bool own = false;
+		for (size_t k = 0; !src->base && k < src->nown; k++)
+			own = own || inside(p, src->own_dirs[k]);
+		if (src->base ? !strcmp(p, src->base) : !own) {
 			*index = i;
 			return 0;
 		}
 	}
 	qcow2_chain_close(*chain);
 	*chain = NULL;
-	return errf(err, errlen, -ENOENT, "sandbox %s: its disk does not sit on %s", sb->name,
-	            base);
+	return errf(err, errlen, -ENOENT, "%s: no base layer in its chain%s%s", src->top,
+	            src->base ? " at " : "", src->base ? src->base : "");
 }
 
 static int freeze(struct cove_sandbox *sb, int ms, char *err, size_t errlen)
@@ -90,40 +102,58 @@ static void thaw(struct cove_sandbox *sb)
 	(void)!cove_agent_call(sb, PROTO_THAW, json_object(), NULL, e, sizeof(e));
 }
 
-int cove_diff(struct cove_sandbox *sb, int tar_fd, struct cove_diff **out, char *err, size_t errlen)
+int cove_diff_disk(const struct cove_diff_src *src, struct cove_diff **out, char *err,
+                   size_t errlen)
 {
 	*out = NULL;
-	char base[PATH_MAX];
-	int r = base_file(sb, base, err, errlen);
-	if (r)
-		return r;
-	bool paused = false;
-	if ((r = vmm_api_paused(sb->api, &paused)) < 0)
-		return errf(err, errlen, r, "sandbox %s: its VMM does not answer", sb->name);
 	struct cove_diff *d = calloc(1, sizeof(*d));
 	if (!d)
 		return errf(err, errlen, -ENOMEM, "out of memory");
 	/* The VMM writes its qcow2 data and tables through (pwrite, no cache of
 	 * its own), and a freeze returns once the guest's writes have
 	 * completed, so the files hold everything the guest wrote. */
-	if (!paused && (r = freeze(sb, tar_fd >= 0 ? FREEZE_TAR_MS : FREEZE_MS, err, errlen))) {
+	int r = 0;
+	if (src->freeze &&
+	    (r = freeze(src->freeze, src->tar_fd >= 0 ? FREEZE_TAR_MS : FREEZE_MS, err, errlen))) {
 		free(d);
 		return r;
 	}
 	unsigned int index = 0;
-	r = open_chain(sb, base, &d->chain, &index, err, errlen);
+	r = open_chain(src, &d->chain, &index, err, errlen);
 	if (!r)
 		r = fsdiff_run(d->chain, index, &d->diff, err, errlen);
-	if (!r && tar_fd >= 0)
-		r = fsdiff_tar(d->diff, tar_fd, err, errlen);
-	if (!paused)
-		thaw(sb);
+	if (!r && src->tar_fd >= 0)
+		r = fsdiff_tar(d->diff, src->tar_fd, err, errlen);
+	if (src->freeze)
+		thaw(src->freeze);
 	if (r) {
 		cove_diff_free(d);
 		return r;
 	}
 	*out = d;
 	return 0;
+}
+
+int cove_diff(struct cove_sandbox *sb, int tar_fd, struct cove_diff **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	char base[PATH_MAX], top[PATH_MAX];
+	int r = base_file(sb, base, err, errlen);
+	if (r)
+		return r;
+	bool paused = false;
+	if ((r = vmm_api_paused(sb->api, &paused)) < 0)
+		return errf(err, errlen, r, "sandbox %s: its VMM does not answer", sb->name);
+	cove_root_disk(sb, top, sizeof(top));
+	struct cove_diff_src src = {
+		.top = top, .base = base, .freeze = paused ? NULL : sb, .tar_fd = tar_fd
+	};
+	return cove_diff_disk(&src, out, err, errlen);
+}
+
+void cove_root_disk(const struct cove_sandbox *sb, char *out, size_t len)
+{
+	snprintf(out, len, "%s/disk0.qcow2", sb->root);
 }
 
 const struct fsdiff *cove_diff_result(const struct cove_diff *d)

@@ -24,6 +24,29 @@ struct cove_diff;
 int cove_diff(struct cove_sandbox *sb, int tar_fd, struct cove_diff **out, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
+/* What cove_diff_disk reads. */
+struct cove_diff_src {
+	const char *top; /* the root disk's top qcow2 file */
+	/* The base: the layer of the chain at this path, or with base NULL the
+	 * first layer below top that lies in none of own_dirs (the sandbox's
+	 * own frozen layers: its pauses' snapshot directories). */
+	const char *base;
+	const char *const *own_dirs;
+	size_t nown;
+	/* A running sandbox whose / is frozen for the read; NULL: the disk is
+	 * not being written (a paused or stopped sandbox). */
+	struct cove_sandbox *freeze;
+	int tar_fd; /* >= 0: the changed files as a tar, before the thaw */
+};
+
+/* cove_diff's work on explicit files (coved: a sandbox paused to a
+ * snapshot directory has no running VMM). */
+int cove_diff_disk(const struct cove_diff_src *src, struct cove_diff **out, char *err,
+                   size_t errlen) __attribute__((warn_unused_result));
+
+/* The path of sb's root disk (its top qcow2 file) into out. */
+void cove_root_disk(const struct cove_sandbox *sb, char *out, size_t len);
+
 /* The result (valid until cove_diff_free). */
 const struct fsdiff *cove_diff_result(const struct cove_diff *d);
 

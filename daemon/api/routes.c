@@ -10,6 +10,7 @@
 #include "daemon/api/routes.h"
 
 #include "daemon/api/body.h"
+#include "daemon/api/diff.h"
 #include "daemon/api/templates.h"
 #include "daemon/cluster/route.h"
 #include "daemon/http/json_body.h"
@@ -336,6 +337,11 @@ static enum MHD_Result logs_sb(struct ctx *x)
 	                                  (json_int_t)(offset + json_array_size(entries))));
 }
 
+static enum MHD_Result diff_sb(struct ctx *x)
+{
+	return coved_diff_reply(x->sb, x->c); /* daemon/api/diff.c */
+}
+
 static enum MHD_Result metrics(struct ctx *x)
 {
 	size_t len;
@@ -369,6 +375,7 @@ static const struct route routes[] = {
 	{ "POST", "/sandboxes/{id}/fork", fork_sb },
 	{ "PUT", "/sandboxes/{id}/network", network_sb },
 	{ "GET", "/sandboxes/{id}/logs", logs_sb },
+	{ "GET", "/sandboxes/{id}/diff", diff_sb },
 	{ "GET", "/metrics", metrics },
 };
 
