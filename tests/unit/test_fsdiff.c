@@ -14,6 +14,7 @@
 
 #include "lib/base/sha256.h"
 #include "lib/image/fsdiff.h"
+#include "lib/image/fsdiff_out.h"
 #include "qcow2_create.h"
 #include "qcow2_fill.h"
 #include "qcow2_read.h"
