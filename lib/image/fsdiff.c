@@ -96,6 +96,9 @@ static int side_open(struct fsdiff *d, struct fsdiff_side *s, unsigned int from,
 	errcode_t e = ext2fs_open2(name, NULL, OPEN_FLAGS, 0, 0, fsdiff_io_manager(), &s->fs);
 	if (e)
 		return fsdiff_ext2_err(d, s, e, what);
+	/* What the superblock claims bounds every table and bitmap here. */
+	if (ext2fs_blocks_count(s->fs->super) > qcow2_chain_size(d->chain, from) / s->fs->blocksize)
+		return errf(d->err, d->errlen, -EINVAL, "%s: larger than its disk", what);
 	int r = load_journal(d, s, what);
 	if (r || !s->replay.n)
 		return r;

@@ -43,6 +43,7 @@ struct tree {
 	uint8_t *seen; /* directories listed, new side */
 	struct queue q;
 	uint32_t *orphan; /* changed files no listing named, sorted */
+	bool *named;      /* orphan[i] has a path now */
 	size_t norphan, found;
 };
 
@@ -97,12 +98,14 @@ static int list_dir(struct fsdiff *d, struct fsdiff_side *s, uint32_t ino, struc
 	memset(l, 0, sizeof(*l));
 	d->st.dirs_read++;
 	errcode_t e = ext2fs_dir_iterate2(s->fs, ino, 0, NULL, list_entry, l);
-	if (l->err || e) {
+	int oom = l->err;
+	if (oom || e) {
 		list_free(l);
-		return l->err ? errf(d->err, d->errlen, l->err, "out of memory")
-		              : fsdiff_ext2_err(d, s, e, "directory");
+		return oom ? errf(d->err, d->errlen, oom, "out of memory")
+		           : fsdiff_ext2_err(d, s, e, "directory");
 	}
-	qsort(l->e, l->n, sizeof(*l->e), by_name);
+	if (l->n)
+		qsort(l->e, l->n, sizeof(*l->e), by_name);
 	return 0;
 }
 
@@ -288,11 +291,10 @@ static int name_orphans(struct tree *t)
 			}
 			if (ent_is_dir(d, &d->now, e))
 				r = enqueue(t, e->ino, p);
-			if (o && *o && !r) {
+			if (o && !t->named[o - t->orphan] && !r) {
+				t->named[o - t->orphan] = true;
 				t->found++;
 				r = emit(d, FSDIFF_CHANGED, p, e->ino, e->ino);
-				*o = 0; /* named; 0 is no inode */
-				qsort(t->orphan, t->norphan, sizeof(*o), by_ino);
 			} else {
 				free(p);
 			}
@@ -331,7 +333,8 @@ int fsdiff_tree(struct fsdiff *d)
 	int r = t.seen ? changed_dirs(&t) : errf(d->err, d->errlen, -ENOMEM, "out of memory");
 	if (!r) {
 		t.orphan = calloc(d->ncand + 1, sizeof(*t.orphan));
-		if (!t.orphan)
+		t.named = calloc(d->ncand + 1, sizeof(*t.named));
+		if (!t.orphan || !t.named)
 			r = errf(d->err, d->errlen, -ENOMEM, "out of memory");
 		for (size_t i = 0; !r && i < d->ncand; i++)
 			if (d->cand[i].same && !d->cand[i].named)
@@ -344,6 +347,7 @@ int fsdiff_tree(struct fsdiff *d)
 	free(t.q.path);
 	free(t.q.ino);
 	free(t.orphan);
+	free(t.named);
 	free(t.seen);
 	return r;
 }
