@@ -124,26 +124,30 @@ START_TEST(agent_session_diff)
 	      f);
 	fclose(f);
 	sh("debugfs -w -f cmds new.img");
-	/* jmode.txt's new mode only in the journal: the inode-table block as
-	 * a scratch copy has it, written as a committed transaction. */
-	sh("cp --sparse=always new.img scratch.img && "
-	   "debugfs -w -R 'sif jmode.txt mode 0100700' scratch.img && "
-	   "blk=$(debugfs -R 'imap jmode.txt' scratch.img 2>/dev/null | "
-	   "sed -n 's/.*located at block \\([0-9]*\\),.*/\\1/p') && test -n \"$blk\" && "
-	   "dd if=scratch.img of=itable.blk bs=4096 skip=$blk count=1 status=none && "
-	   "printf 'jo\\njw -b %%s itable.blk\\njc\\n' $blk > jcmds && debugfs -w -f jcmds "
-	   "new.img");
+	/* Two changes only in the journal: jmode.txt's mode and a new file in
+	 * a new directory.  A scratch copy makes them; every block that
+	 * differs goes into one committed transaction of new.img's journal. */
+	sh("cp --sparse=always new.img scratch.img && printf 'journal only' > j.src && "
+	   "printf 'sif jmode.txt mode 0100700\\nmkdir jdir\\nwrite j.src jdir/jnew.txt\\n"
+	   "sif / mtime 20300101000001\\n' > scmds && debugfs -w -f scmds scratch.img && "
+	   "blks=$(cmp -l new.img scratch.img | awk '{print int(($1 - 1) / 4096)}' | uniq) && "
+	   "test -n \"$blks\" && : > jdata && for b in $blks; do "
+	   "dd if=scratch.img bs=4096 skip=$b count=1 status=none >> jdata; done && "
+	   "printf 'jo\\njw -b %%s jdata\\njc\\n' $(echo $blks | tr ' ' ,) > jcmds && "
+	   "debugfs -w -f jcmds new.img");
 
 	struct qcow2_chain *chain;
 	struct fsdiff *d = diff_overlay(&chain);
 	char *text = fsdiff_text(d);
 	ck_assert_str_eq(text, "C /a.txt\nA /big.bin\nC /chmod.txt\nD /del.txt\nC /dir\n"
-	                       "D /dir/sub\nA /dir/sub2\nA /dir/sub2/x\nC /jmode.txt\nA /link\n"
-	                       "A /new.txt\nA /newdir\nA /newdir/inner.txt\n");
+	                       "D /dir/sub\nA /dir/sub2\nA /dir/sub2/x\nA /jdir\n"
+	                       "A /jdir/jnew.txt\nC /jmode.txt\nA /link\nA /new.txt\nA /newdir\n"
+	                       "A /newdir/inner.txt\n");
 	free(text);
 	check_sha(find(d, "/a.txt"), "AAAAA", 5);
 	check_sha(find(d, "/big.bin"), buf, big);
 	check_sha(find(d, "/new.txt"), "new file", 8);
+	check_sha(find(d, "/jdir/jnew.txt"), "journal only", 12);
 	const struct fsdiff_change *c = find(d, "/chmod.txt");
 	ck_assert_uint_eq(c->now.mode, 0600);
 	ck_assert_uint_eq(c->old.mode, 0644);
