@@ -85,6 +85,15 @@ static int load_journal(struct fsdiff *d, struct fsdiff_side *s, const char *wha
 	return 0;
 }
 
+/* What the superblock (maybe a journal's copy) claims bounds every table
+ * and bitmap read here: it must fit the disk. */
+static int fits(struct fsdiff *d, const struct fsdiff_side *s, unsigned int from, const char *what)
+{
+	if (ext2fs_blocks_count(s->fs->super) > qcow2_chain_size(d->chain, from) / s->fs->blocksize)
+		return errf(d->err, d->errlen, -EINVAL, "%s: larger than its disk", what);
+	return 0;
+}
+
 /* Opens one side: as on disk, then (when its journal holds copies) again
  * with them laid over. */
 static int side_open(struct fsdiff *d, struct fsdiff_side *s, unsigned int from, const char *what)
@@ -96,17 +105,16 @@ static int side_open(struct fsdiff *d, struct fsdiff_side *s, unsigned int from,
 	errcode_t e = ext2fs_open2(name, NULL, OPEN_FLAGS, 0, 0, fsdiff_io_manager(), &s->fs);
 	if (e)
 		return fsdiff_ext2_err(d, s, e, what);
-	/* What the superblock claims bounds every table and bitmap here. */
-	if (ext2fs_blocks_count(s->fs->super) > qcow2_chain_size(d->chain, from) / s->fs->blocksize)
-		return errf(d->err, d->errlen, -EINVAL, "%s: larger than its disk", what);
-	int r = load_journal(d, s, what);
+	int r = fits(d, s, from, what);
+	if (!r)
+		r = load_journal(d, s, what);
 	if (r || !s->replay.n)
 		return r;
 	ext2fs_close_free(&s->fs);
 	s->view.replay = &s->replay;
 	s->view.jmap = s->jmap;
 	e = ext2fs_open2(name, NULL, OPEN_FLAGS, 0, 0, fsdiff_io_manager(), &s->fs);
-	return e ? fsdiff_ext2_err(d, s, e, what) : 0;
+	return e ? fsdiff_ext2_err(d, s, e, what) : fits(d, s, from, what);
 }
 
 static void mark(struct fsdiff *d, uint64_t b)
