@@ -18,6 +18,7 @@
 #define MAX_JOURNAL   (1u << 22) /* journal blocks */
 #define NO_BLOCK      UINT64_MAX
 #define MAX_INODE_LEN 1024
+#define HASH_DISKS    2 /* regular files hashed: at most this many disks' worth */
 
 struct jmap_fill {
 	uint64_t *map;
@@ -290,6 +291,11 @@ int fsdiff_run(struct qcow2_chain *chain, unsigned int base, struct fsdiff **out
 	if (!d)
 		return errf(err, errlen, -ENOMEM, "out of memory");
 	d->chain = chain;
+	/* Real contents fit the disk; a file larger is sparse, and a guest can
+	 * make many: what is hashed is bounded (docs/diff.md). */
+	d->disk_size = qcow2_chain_size(chain, 0);
+	d->hash_left =
+	    d->disk_size > UINT64_MAX / HASH_DISKS ? UINT64_MAX : HASH_DISKS * d->disk_size;
 	d->err = err;
 	d->errlen = errlen;
 	int r = side_open(d, &d->now, 0, "the sandbox's file system");

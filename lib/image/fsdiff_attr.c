@@ -127,6 +127,12 @@ static int complete(struct fsdiff *d, struct fsdiff_change *c)
 		return symlink_target(d, c, &in);
 	if (!LINUX_S_ISREG(in.i_mode))
 		return 0;
+	if (c->now.size > d->disk_size || c->now.size > d->hash_left) {
+		c->unhashed = true;
+		d->st.files_unhashed++;
+		return 0;
+	}
+	d->hash_left -= c->now.size;
 	struct sha256 h;
 	sha256_init(&h);
 	if ((r = read_file(d, c->ino, &in, hash_sink, &h)))

@@ -57,6 +57,8 @@ static json_t *change_json(const struct fsdiff_change *c)
 		sha256_hex(c->sha256, hex);
 		json_object_set_new(o, "sha256", json_string(hex));
 	}
+	if (c->unhashed)
+		json_object_set_new(o, "unhashed", json_true());
 	if (c->target)
 		json_object_set_new(o, "target", json_string(c->target));
 	return o;
@@ -67,14 +69,15 @@ char *fsdiff_json(const struct fsdiff *d)
 	const struct fsdiff_stats *s = fsdiff_stats(d);
 	json_t *changes = json_array();
 	json_t *stats = json_pack(
-	    "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "bytes_allocated",
+	    "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "bytes_allocated",
 	    (json_int_t)s->bytes_allocated, "blocks_changed", (json_int_t)s->blocks_changed,
 	    "itable_blocks", (json_int_t)s->itable_blocks, "inodes_examined",
 	    (json_int_t)s->inodes_examined, "inodes_changed", (json_int_t)s->inodes_changed,
 	    "dirs_read", (json_int_t)s->dirs_read, "dirs_walked", (json_int_t)s->dirs_walked,
 	    "journal_copies", (json_int_t)s->journal_copies_new, "journal_copies_base",
 	    (json_int_t)s->journal_copies_old, "reads", (json_int_t)s->reads, "bytes_read",
-	    (json_int_t)s->bytes_read, "elapsed_us", (json_int_t)s->elapsed_us);
+	    (json_int_t)s->bytes_read, "files_unhashed", (json_int_t)s->files_unhashed,
+	    "elapsed_us", (json_int_t)s->elapsed_us);
 	for (size_t i = 0; changes && i < fsdiff_count(d); i++)
 		json_array_append_new(changes, change_json(fsdiff_get(d, i)));
 	json_t *o = json_pack("{s:o?, s:o?}", "changes", changes, "stats", stats);
@@ -96,8 +99,8 @@ static int tar_one(struct fsdiff *d, struct archive *a, const struct fsdiff_chan
 	              : !strcmp(t, "dir")     ? AE_IFDIR
 	              : !strcmp(t, "symlink") ? AE_IFLNK
 	                                      : 0;
-	if (!type)
-		return 0; /* devices, FIFOs and sockets: in the listing only */
+	if (!type || c->unhashed)
+		return 0; /* devices, FIFOs, sockets, files past the bound: listed only */
 	struct archive_entry *e = archive_entry_new();
 	if (!e)
 		return errf(err, errlen, -ENOMEM, "out of memory");

@@ -39,6 +39,8 @@ struct fsdiff {
 	struct fsdiff_change *c;
 	size_t n, cap;
 	struct fsdiff_stats st;
+	uint64_t hash_left; /* bytes of regular files still to hash */
+	uint64_t disk_size; /* the sandbox's disk */
 	char *err;
 	size_t errlen;
 };

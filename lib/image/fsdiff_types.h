@@ -25,6 +25,7 @@ struct fsdiff_change {
 	struct fsdiff_attr old; /* changed, deleted */
 	char *target;           /* symlinks added or changed */
 	bool has_sha256;        /* regular files added or changed */
+	bool unhashed;          /* ... but past the hashing bound (docs/diff.md) */
 	uint8_t sha256[32];
 	uint32_t ino;     /* in the new file system; 0 for deleted */
 	uint32_t old_ino; /* in the base; 0 for added */
@@ -40,6 +41,7 @@ struct fsdiff_stats {
 	uint64_t dirs_walked; /* directories read to name changed files */
 	uint64_t journal_copies_new, journal_copies_old;
 	uint64_t reads, bytes_read; /* qcow2_read's counters */
+	uint64_t files_unhashed;    /* regular files past the hashing bound */
 	uint64_t elapsed_us;
 };
 
