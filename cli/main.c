@@ -5,6 +5,7 @@
 #include "cli/bench.h"
 #include "cli/cluster.h"
 #include "cli/cp.h"
+#include "cli/diff.h"
 #include "cli/doctor.h"
 #include "cli/exec.h"
 #include "cli/ls.h"
@@ -32,6 +33,7 @@ static const char usage[] =
     "                                     replace a running sandbox's network policy\n"
     "  logs NAME [--egress|--journal [--verify]]  console, egress or coved journal (chain check)\n"
     "  stats NAME [--json]                its CPU, memory and disk, as the host sees them\n"
+    "  diff NAME [--json] [--tar FILE]    what it added, changed and deleted (docker diff)\n"
     "  snapshot NAME DIR [--stop]         save a running sandbox to DIR\n"
     "  restore DIR --name NAME            start a sandbox from a snapshot\n"
     "  fork DIR --count N --prefix P      start P-1 ... P-N from a snapshot at once\n"
@@ -55,6 +57,7 @@ static const struct {
 	{ "doctor", cli_doctor },     { "net", cli_net },
 	{ "logs", cli_logs },         { "template", cli_template },
 	{ "cluster", cli_cluster },   { "stats", cli_stats },
+	{ "diff", cli_diff },
 };
 
 static int dispatch(int argc, char **argv)

@@ -53,6 +53,8 @@ bool proto_type_known(uint16_t type)
 	case PROTO_SYMLINK:
 	case PROTO_DEFAULTS:
 	case PROTO_USER:
+	case PROTO_FREEZE:
+	case PROTO_THAW:
 		return true;
 	default:
 		return false;

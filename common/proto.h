@@ -69,6 +69,10 @@ enum proto_type {
 	                           until the host closes the connection (or an ERROR ends it) */
 	PROTO_WATCH_EVENT = 71, /* agent -> host: {"id", "name", "type"}: name relative to the
 	                           watched folder; type create|write|remove|rename|chmod */
+	/* 72-73: a consistent point for the filesystem diff (issue 30) */
+	PROTO_FREEZE = 72, /* {"timeout_ms"} -> OK {}: sync, then FIFREEZE on /; the agent
+	                      thaws it itself after timeout_ms (1-60000, default 10000) */
+	PROTO_THAW = 73,   /* {} -> OK {"was_frozen"}: FITHAW on / */
 };
 
 struct proto_hdr {

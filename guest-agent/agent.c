@@ -14,6 +14,7 @@
 #include "defaults.h"
 #include "exec.h"
 #include "files.h"
+#include "fsfreeze.h"
 #include "proc.h"
 #include "proto_json.h"
 #include "watch.h"
@@ -115,6 +116,10 @@ static int dispatch(struct agent_conn *c, const struct agent_req *req)
 		return do_defaults(c, req);
 	case PROTO_SYMLINK:
 		return agent_symlink(c, req);
+	case PROTO_FREEZE:
+		return agent_freeze(c, req->id, req->u.freeze.timeout_ms); /* fsfreeze.c */
+	case PROTO_THAW:
+		return agent_thaw(c, req->id);
 	case PROTO_USER:
 		return agent_user(c, req);
 	case PROTO_WATCH:

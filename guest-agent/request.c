@@ -330,6 +330,12 @@ static int parse_json_body(struct agent_req *req, char *err, size_t errlen)
 	case PROTO_SYNC:
 	case PROTO_SHUTDOWN:
 	case PROTO_ERROR:
+	case PROTO_THAW:
+		return 0;
+	case PROTO_FREEZE:
+		if (get_int(o, "timeout_ms", 1, 60000, 10000, &v, err, errlen) < 0)
+			return -EPROTO;
+		req->u.freeze.timeout_ms = (uint32_t)v;
 		return 0;
 	case PROTO_EXEC:
 		return parse_exec(&req->u.exec, o, err, errlen);

@@ -103,6 +103,9 @@ struct agent_req {
 			const char *path; /* WATCH: the folder */
 			bool recursive;
 		} watch;
+		struct {
+			uint32_t timeout_ms; /* FREEZE */
+		} freeze;
 	} u;
 	/* PROC_START: u.exec, plus the caller's label (NULL: none). */
 	const char *tag;

@@ -34,6 +34,7 @@
 #include "lib/base/handle.h"
 #include "lib/base/jail.h"
 #include "lib/config.h"
+#include "lib/diff.h"
 #include "lib/lookup.h"
 #include "lib/net/net_addr.h"
 #include "lib/net/net_ctl.h"
@@ -66,7 +67,7 @@
  *     lib/net/net_addr.h; the network pool (cove_net_pool_*):
  *     lib/net/net_pool.h;
  *   cove_open, cove_list, cove_state_name: lib/lookup.h; cove_restore:
- *     lib/restore.h; cove_usage: lib/usage.h. */
+ *     lib/restore.h; cove_usage: lib/usage.h; cove_diff: lib/diff.h. */
 
 /* ---- Named sandboxes, the registry, snapshots -------------------------- */
 

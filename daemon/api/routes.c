@@ -13,6 +13,7 @@
 #include "daemon/api/events.h"
 #include "daemon/api/logs.h"
 #include "daemon/api/sb_metrics.h"
+#include "daemon/api/diff.h"
 #include "daemon/api/templates.h"
 #include "daemon/cluster/route.h"
 #include "daemon/http/json_body.h"
@@ -317,6 +318,11 @@ static enum MHD_Result metrics_sb(struct ctx *x)
 	return coved_sb_metrics_reply(x->d, x->c, x->sb);
 }
 
+static enum MHD_Result diff_sb(struct ctx *x)
+{
+	return coved_diff_reply(x->sb, x->c); /* daemon/api/diff.c */
+}
+
 static enum MHD_Result metrics(struct ctx *x)
 {
 	size_t len;
@@ -351,6 +357,7 @@ static const struct route routes[] = {
 	{ "PUT", "/sandboxes/{id}/network", network_sb },
 	{ "GET", "/sandboxes/{id}/logs", logs_sb },
 	{ "GET", "/sandboxes/{id}/metrics", metrics_sb },
+	{ "GET", "/sandboxes/{id}/diff", diff_sb },
 	{ "GET", "/metrics", metrics },
 };
 

@@ -146,6 +146,19 @@ START_TEST(request_symlink_mkdir)
 	agent_req_free(&q);
 	ck_assert_int_eq(parse_req(PROTO_USER, "{\"user\":\"a b\"}", &q), -EPROTO);
 	agent_req_free(&q);
+	/* FREEZE's self-thaw timeout: default, given, out of range. */
+	ck_assert_int_eq(parse_req(PROTO_FREEZE, "{}", &q), 0);
+	ck_assert_uint_eq(q.u.freeze.timeout_ms, 10000);
+	agent_req_free(&q);
+	ck_assert_int_eq(parse_req(PROTO_FREEZE, "{\"timeout_ms\":500}", &q), 0);
+	ck_assert_uint_eq(q.u.freeze.timeout_ms, 500);
+	agent_req_free(&q);
+	ck_assert_int_eq(parse_req(PROTO_FREEZE, "{\"timeout_ms\":0}", &q), -EPROTO);
+	agent_req_free(&q);
+	ck_assert_int_eq(parse_req(PROTO_FREEZE, "{\"timeout_ms\":60001}", &q), -EPROTO);
+	agent_req_free(&q);
+	ck_assert_int_eq(parse_req(PROTO_THAW, "{}", &q), 0);
+	agent_req_free(&q);
 	static const char *bad[] = {
 		"{\"path\":\"l\",\"target\":\"t\"}",
 		"{\"path\":\"/l\"}",

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "backend/disk_qcow2_priv.h"
-#include "qcow2_create.h"
+#include "qcow2_hdr.h"
 
 /* ---- L1 and L2 -------------------------------------------------------- */
 
@@ -62,24 +62,14 @@ static int l2_lookup(struct qcow2 *q, uint64_t vc, uint64_t *entry, enum cl_kind
 		return r;
 	if (t)
 		*entry = qcow2_be64(t + 8 * l2_index(q, vc));
-	uint64_t e = *entry;
-	*host = e & QCOW2_OFFSET_MASK;
-	if (e & QCOW2_COMPRESSED)
-		return qcow2_bad(q, -EIO, vc << q->cluster_bits,
-		                 "compressed clusters are not supported");
-	if (e & QCOW2_L2_RESERVED || (e & QCOW2_ZERO && q->version < 3))
-		return qcow2_bad(q, -EIO, vc << q->cluster_bits, "bad L2 entry");
+	const char *why;
+	int k = qcow2_l2_decode(*entry, q->version, host, &why);
+	if (k < 0)
+		return qcow2_bad(q, k, vc << q->cluster_bits, why);
 	if (*host && !qcow2_cluster_ok(q, *host))
 		return qcow2_bad(q, -EIO, vc << q->cluster_bits,
 		                 "L2 entry points outside the image");
-	if (e & QCOW2_ZERO)
-		*kind = CL_ZERO;
-	else if (*host)
-		*kind = CL_DATA;
-	else if (e & QCOW2_COPIED)
-		return qcow2_bad(q, -EIO, vc << q->cluster_bits, "bad L2 entry");
-	else
-		*kind = CL_UNALLOC;
+	*kind = k == QCOW2_CL_ZERO ? CL_ZERO : k == QCOW2_CL_DATA ? CL_DATA : CL_UNALLOC;
 	return 0;
 }
 

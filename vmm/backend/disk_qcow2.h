@@ -4,6 +4,7 @@
 #define COVE_DISK_QCOW2_H
 
 #include "backend/disk.h"
+#include "qcow2_hdr.h"
 
 /* The qcow2 backend itself (versions 2 and 3; docs/qcow2.md): the disk's
  * size is the header's, unallocated clusters read from the backing chain
@@ -11,8 +12,7 @@
 int disk_qcow2_open(const char *path, bool read_only, struct disk **out, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
-/* Backing files allowed below one image (a raw base counts as one). */
-#define QCOW2_MAX_CHAIN 16
+/* QCOW2_MAX_CHAIN: files allowed below one image. */
 
 /* Flags for disk_qcow2_open_flags(). */
 #define QCOW2_OPEN_NO_BACKING 0x1u /* refuse images that name a backing file */

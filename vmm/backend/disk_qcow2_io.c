@@ -40,19 +40,17 @@ int qcow2_check_cap(struct qcow2 *q, uint64_t end)
 /* All of buf at off; reads past the end of the file give zeros. */
 int qcow2_io_full(int fd, void *buf, size_t len, uint64_t off, bool write)
 {
+	if (!write)
+		return qcow2_pread_full(fd, buf, len, off);
 	uint8_t *p = buf;
 	while (len) {
-		ssize_t r = write ? pwrite(fd, p, len, (off_t)off) : pread(fd, p, len, (off_t)off);
+		ssize_t r = pwrite(fd, p, len, (off_t)off);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
 			return -errno;
-		if (r == 0) {
-			if (write)
-				return -EIO;
-			memset(p, 0, len);
-			return 0;
-		}
+		if (r == 0)
+			return -EIO;
 		p += r;
 		off += (uint64_t)r;
 		len -= (size_t)r;
@@ -225,11 +223,6 @@ int qcow2_cache_write(struct qcow2 *q, struct tcache *c, uint64_t off, const uin
 }
 
 /* ---- validation of offsets found in tables ------------------------------ */
-
-bool qcow2_overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
-{
-	return a < b + blen && b < a + alen;
-}
 
 /* A cluster some table points to: aligned, past the header, inside the
  * file, and clear of the L1 and refcount tables. */

@@ -11,12 +11,12 @@
 #include <sys/uio.h>
 
 #include "backend/disk.h"
+#include "qcow2_hdr.h"
 
-#define IOV_WINDOW      64
-#define CACHE_SLOTS     16
-#define CACHE_BYTES     (8ULL << 20) /* per table cache, at most */
-#define CLAIM_SKIP_MAX  4096         /* in-use clusters skipped past the file end */
-#define BACKING_FMT_MAX 16
+#define IOV_WINDOW     64
+#define CACHE_SLOTS    16
+#define CACHE_BYTES    (8ULL << 20) /* per table cache, at most */
+#define CLAIM_SKIP_MAX 4096         /* in-use clusters skipped past the file end */
 
 enum cl_kind { CL_UNALLOC, CL_ZERO, CL_DATA };
 
@@ -95,9 +95,6 @@ int qcow2_reserve_iov(struct qcow2 *q, int n);
 
 /* An empty table cache of cs-byte clusters. */
 void qcow2_cache_init(struct tcache *c, uint64_t cs);
-
-/* Whether [a, a + alen) and [b, b + blen) meet. */
-bool qcow2_overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen);
 
 /* Whether the image file may grow to `end` bytes: the host's cap
  * (disk.max_file) bounds how much host storage a guest's writes take.
