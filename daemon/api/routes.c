@@ -10,10 +10,10 @@
 #include "daemon/api/routes.h"
 
 #include "daemon/api/body.h"
+#include "daemon/api/diff.h"
 #include "daemon/api/events.h"
 #include "daemon/api/logs.h"
 #include "daemon/api/sb_metrics.h"
-#include "daemon/api/diff.h"
 #include "daemon/api/templates.h"
 #include "daemon/cluster/route.h"
 #include "daemon/http/json_body.h"

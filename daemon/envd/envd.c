@@ -20,6 +20,7 @@
 #include "daemon/http/connect.h"
 #include "daemon/http/reply.h"
 #include "daemon/sandboxes/idle.h"
+#include "daemon/sandboxes/lifecycle.h"
 #include "daemon/sandboxes/sandbox.h"
 #include "daemon/sandboxes/table.h"
 

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "cove.h"
-#include "daemon/sandboxes/lifecycle.h"
 #include "daemon/sandboxes/sandbox_priv.h"
 #include "daemon/sandboxes/state.h"
 
@@ -32,24 +31,6 @@ void coved_sb_unbusy(struct coved_sb *sb)
 		sb->busy--;
 	push_end(sb);
 	pthread_mutex_unlock(&sb->mu);
-}
-
-int coved_sb_wake(struct coved_sb *sb, char *msg, size_t len)
-{
-	pthread_mutex_lock(&sb->mu);
-	bool wake = sb->auto_resume && sb->state == COVED_SB_PAUSED && !sb->removed;
-	pthread_mutex_unlock(&sb->mu);
-	if (!wake)
-		return 0;
-	bool resumed;
-	int st = coved_sb_resume_why(sb, 0, &resumed, "auto", msg, len);
-	/* Another request may have resumed it first: running is what counts. */
-	if (st == 409) {
-		pthread_mutex_lock(&sb->mu);
-		st = sb->state == COVED_SB_RUNNING ? 0 : st;
-		pthread_mutex_unlock(&sb->mu);
-	}
-	return st;
 }
 
 /* Whether a command other than the template's start command runs in sb. */

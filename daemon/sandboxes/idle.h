@@ -2,7 +2,7 @@
  * sandbox with an idle timeout has end_ms pushed on by every envd request
  * and by commands running in it, is paused (reason "idle") once it passes
  * with nothing going on, and, with auto_resume, an envd request to it
- * paused resumes it first (reason "auto"). */
+ * paused resumes it first (reason "auto", coved_sb_wake in lifecycle.c). */
 #ifndef COVED_SANDBOXES_IDLE_H
 #define COVED_SANDBOXES_IDLE_H
 
@@ -15,11 +15,6 @@ struct coved_sb;
  * flight the idle timeout does not run, and each end starts it again. */
 void coved_sb_busy(struct coved_sb *sb);
 void coved_sb_unbusy(struct coved_sb *sb);
-
-/* With sb paused and auto_resume set: resumes it (reason "auto").
- * Return: 0 (running, resumed or not asked to), or an HTTP status with msg
- * (the resume's failure). */
-int coved_sb_wake(struct coved_sb *sb, char *msg, size_t len);
 
 /* The reaper's check, sb->op held, sb running with end_ms passed: whether
  * it is idle, i.e. no envd request in flight and no command running in it

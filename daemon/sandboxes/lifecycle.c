@@ -376,3 +376,21 @@ void coved_sb_tick(struct coved *d)
 	}
 	free(all);
 }
+
+int coved_sb_wake(struct coved_sb *sb, char *msg, size_t len)
+{
+	pthread_mutex_lock(&sb->mu);
+	bool wake = sb->auto_resume && sb->state == COVED_SB_PAUSED && !sb->removed;
+	pthread_mutex_unlock(&sb->mu);
+	if (!wake)
+		return 0;
+	bool resumed;
+	int st = coved_sb_resume_why(sb, 0, &resumed, "auto", msg, len);
+	/* Another request may have resumed it first: running is what counts. */
+	if (st == 409) {
+		pthread_mutex_lock(&sb->mu);
+		st = sb->state == COVED_SB_RUNNING ? 0 : st;
+		pthread_mutex_unlock(&sb->mu);
+	}
+	return st;
+}

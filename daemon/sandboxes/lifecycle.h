@@ -39,4 +39,9 @@ void coved_sb_fence(struct coved_sb *sb, const char *why);
  * stopped and its record dropped here, its snapshots left to the owner. */
 void coved_sb_forget(struct coved_sb *sb);
 
+/* With sb paused and auto_resume set: resumes it (reason "auto").
+ * Return: 0 (running, resumed or not asked to), or an HTTP status with msg
+ * (the resume's failure). */
+int coved_sb_wake(struct coved_sb *sb, char *msg, size_t len);
+
 #endif

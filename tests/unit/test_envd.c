@@ -27,6 +27,7 @@
 #include "daemon/http/reply.h"
 #include "daemon/sandboxes/idle.h"
 #include "daemon/sandboxes/journal.h"
+#include "daemon/sandboxes/lifecycle.h"
 #include "daemon/sandboxes/metrics.h"
 #include "daemon/sandboxes/sandbox.h"
 #include "daemon/sandboxes/table.h"
