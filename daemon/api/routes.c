@@ -65,8 +65,10 @@ static enum MHD_Result create(struct ctx *x)
 			return err_reply(x, 400, "X-Cove-Placed is not a sandbox id");
 		}
 		snprintf(req.placed_id, sizeof(req.placed_id), "%s", placed);
-	} else if (x->d->cluster && !coved_build_ready(x->d, x->t, req.template_id, store)) {
-		/* A template the tenant built lives on this node: its creates stay. */
+	} else if (x->d->cluster && !coved_build_ready(x->d, x->t, req.template_id, store) &&
+	           !coved_snap_here(x->d, x->t, req.template_id)) {
+		/* A template the tenant built, or its snapshot (by id or name),
+		 * lives on this node: its creates stay. */
 		enum MHD_Result ret;
 		uint64_t cpus = req.cpus ? req.cpus : x->d->cfg.cpus;
 		uint64_t mem = req.memory_mib ? req.memory_mib : x->d->cfg.memory_mib;

@@ -218,6 +218,12 @@ void coved_snap_unhold(void)
 	pthread_rwlock_unlock(&snaps_rw);
 }
 
+bool coved_snap_here(struct coved *d, const struct coved_tenant *t, const char *tid)
+{
+	char id[COVED_SNAP_ID_MAX + 1];
+	return t && resolve(d, t, tid, id);
+}
+
 struct listed {
 	struct coved_snap_key key;
 	json_t *meta;

@@ -28,6 +28,8 @@ int coved_snap_record(struct coved_sb *sb, const char *id, const char *name);
 int coved_snap_find(struct coved *d, const struct coved_tenant *t, const char *tid, char *path,
                     size_t len);
 void coved_snap_unhold(void);
+/* coved_snap_here() - whether @tid is one of @t's snapshots on this node. */
+bool coved_snap_here(struct coved *d, const struct coved_tenant *t, const char *tid);
 
 /* coved_snap_list() - @t's snapshots that @q asks for, newest first:
  * [{snapshotID, names, sandboxID, templateID, createdAt}], at most

@@ -266,6 +266,10 @@ START_TEST(module)
 	ck_assert_str_eq(path, sdir("snap-b1"));
 	ck_assert_int_eq(coved_snap_find(&d, &tenants[0], "snap-b1", path, sizeof(path)), 0);
 	ck_assert_int_eq(coved_snap_find(&d, &tenants[0], "base", path, sizeof(path)), 0);
+	ck_assert(coved_snap_here(&d, &tenants[0], "one") &&
+	          coved_snap_here(&d, &tenants[0], "snap-a1"));
+	ck_assert(!coved_snap_here(&d, &tenants[0], "snap-b1") &&
+	          !coved_snap_here(&d, &tenants[0], "two"));
 
 	/* Deletes: another tenant's is not found; in use while a sandbox or a
 	 * snapshot's chain stands on it. */
