@@ -274,10 +274,10 @@ static enum MHD_Result snapshot_sb(struct ctx *x)
 	char msg[600], id[64];
 	json_t *name = json_object_get(x->body, "name");
 	const char *label = json_is_null(name) ? NULL : json_string_value(name);
-	if (name && !json_is_null(name) &&
-	    (!label || strlen(label) != json_string_length(name) ||
-	     !coved_snap_name_ok(label, msg, sizeof(msg))))
-		return err_reply(x, 400, label ? msg : "'name' must be a string");
+	if (name && !json_is_null(name) && (!label || strlen(label) != json_string_length(name)))
+		return err_reply(x, 400, "'name' must be a string without NUL");
+	if (label && !coved_snap_name_ok(label, msg, sizeof(msg)))
+		return err_reply(x, 400, msg);
 	int st = coved_sb_snapshot(x->sb, label, id, sizeof(id), msg, sizeof(msg));
 	if (st)
 		return err_reply(x, st, msg);
