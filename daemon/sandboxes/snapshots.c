@@ -23,8 +23,9 @@
 #include "errf.h"
 
 /* Creates from a snapshot read it (from the lookup until the new sandbox
- * is listed and so stands on it); a delete writes.  Names change under
- * names_mu, one at a time. */
+ * is listed and so stands on it); a delete writes.  Meta files are
+ * rewritten (a name moving) and removed under names_mu; the order is
+ * snaps_rw, then names_mu. */
 static pthread_rwlock_t snaps_rw = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_mutex_t names_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -185,6 +186,8 @@ int coved_snap_record(struct coved_sb *sb, const char *id, const char *name)
 		const char *nm = json_string_value(json_object_get(o, "name"));
 		if (nm && strcmp(nm, name) == 0) {
 			json_object_del(o, "name");
+			/* An older file's time was its mtime: kept as it was. */
+			json_object_set_new(o, "createdAt", json_integer((json_int_t)ms));
 			char *ot = json_dumps(o, JSON_COMPACT);
 			snprintf(file, sizeof(file), "%s.json", ids[i]);
 			r = ot ? coved_write_atomic(sdir, file, ot) : -ENOMEM;
@@ -364,6 +367,7 @@ int coved_snap_delete(struct coved *d, const struct coved_tenant *t, const char 
 	if (pthread_rwlock_timedwrlock(&snaps_rw, &ts) != 0)
 		return errf(msg, len, 409, "snapshot '%.64s' is being restored from: try again",
 		            id_or_name);
+	pthread_mutex_lock(&names_mu); /* no name moves off it meanwhile */
 	int st = 0;
 	char id[COVED_SNAP_ID_MAX + 1], path[4300], who[120];
 	json_t *meta = NULL;
@@ -385,6 +389,7 @@ int coved_snap_delete(struct coved *d, const struct coved_tenant *t, const char 
 	chain_drop(d, json_object_get(meta, "chain"));
 out:
 	json_decref(meta);
+	pthread_mutex_unlock(&names_mu);
 	pthread_rwlock_unlock(&snaps_rw);
 	return st;
 }
