@@ -65,6 +65,7 @@ DAEMON_PURE_SRCS := $(wildcard daemon/http/json_body.c daemon/api/body.c daemon/
                       daemon/api/template_body.c daemon/sandboxes/build_req.c \
                       daemon/sandboxes/buildlog.c daemon/sandboxes/samples.c \
                       daemon/api/logs_query.c daemon/sandboxes/webhook_req.c \
+                      daemon/sandboxes/snap_query.c \
                       daemon/conf/config.c daemon/conf/keys.c)
 EGRESS_MAIN := egress/main.c
 EGRESS_LIB_SRCS := $(filter-out $(EGRESS_MAIN),$(EGRESS_SRCS))
@@ -191,6 +192,9 @@ $(B)/asan/libbuildfiles.a: $(call asan_obj,daemon/sandboxes/build_files.c)
 # webhooks.c): their unit tests make the records and run the receiver, and
 # stand in for the table's ids.
 $(B)/asan/libwebhooks.a: $(call asan_obj,daemon/sandboxes/webhooks.c daemon/sandboxes/journal.c)
+# User snapshots' meta files (daemon/sandboxes/snapshots.c): its unit test
+# makes a state directory and stands in for the table's calls.
+$(B)/asan/libsnapshots.a: $(call asan_obj,daemon/sandboxes/snapshots.c)
 
 # What the unit tests share: every tests/unit/*.c that is not a test.
 UNIT_HELPER_SRCS := $(filter-out $(UNIT_SRCS),$(sort $(wildcard tests/unit/*.c)))
@@ -199,7 +203,7 @@ $(B)/asan/libunit.a: $(call asan_obj,$(UNIT_HELPER_SRCS))
 UNIT_ARCHIVES := $(B)/asan/libunit.a $(B)/asan/libvmm.a $(B)/asan/libagent.a $(B)/asan/libcove.a \
                  $(B)/asan/libegress.a $(B)/asan/libdaemon.a $(B)/asan/libenvd.a \
                  $(B)/asan/libcli.a $(B)/asan/libcluster.a $(B)/asan/libbuildfiles.a \
-                 $(B)/asan/libwebhooks.a $(B)/asan/libcommon.a
+                 $(B)/asan/libwebhooks.a $(B)/asan/libsnapshots.a $(B)/asan/libcommon.a
 $(B)/unit/%: tests/unit/%.c $(UNIT_ARCHIVES)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  TEST    $@")

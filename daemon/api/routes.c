@@ -23,7 +23,9 @@
 #include "daemon/sandboxes/lifecycle.h"
 #include "daemon/sandboxes/metrics.h"
 #include "daemon/sandboxes/sandbox.h"
+#include "daemon/sandboxes/snap_query.h"
 #include "daemon/sandboxes/snapshot.h"
+#include "daemon/sandboxes/snapshots.h"
 #include "daemon/sandboxes/state.h"
 #include "daemon/sandboxes/table.h"
 #include "daemon/sandboxes/view.h"
@@ -64,8 +66,10 @@ static enum MHD_Result create(struct ctx *x)
 			return err_reply(x, 400, "X-Cove-Placed is not a sandbox id");
 		}
 		snprintf(req.placed_id, sizeof(req.placed_id), "%s", placed);
-	} else if (x->d->cluster && !coved_build_ready(x->d, x->t, req.template_id, store)) {
-		/* A template the tenant built lives on this node: its creates stay. */
+	} else if (x->d->cluster && !coved_build_ready(x->d, x->t, req.template_id, store) &&
+	           !coved_snap_here(x->d, x->t, req.template_id)) {
+		/* A template the tenant built, or its snapshot (by id or name),
+		 * lives on this node: its creates stay. */
 		enum MHD_Result ret;
 		uint64_t cpus = req.cpus ? req.cpus : x->d->cfg.cpus;
 		uint64_t mem = req.memory_mib ? req.memory_mib : x->d->cfg.memory_mib;
@@ -265,17 +269,51 @@ static enum MHD_Result stop_sb(struct ctx *x)
 	return st ? err_reply(x, st, msg) : no_content(x);
 }
 
+/* POST /sandboxes/{id}/snapshots {name?}: a name moves to the new one. */
 static enum MHD_Result snapshot_sb(struct ctx *x)
 {
 	char msg[600], id[64];
 	json_t *name = json_object_get(x->body, "name");
-	if (name && !json_is_null(name))
-		return err_reply(x, 400, "named snapshots are not supported: use the snapshotID");
-	int st = coved_sb_snapshot(x->sb, id, sizeof(id), msg, sizeof(msg));
+	const char *label = json_is_null(name) ? NULL : json_string_value(name);
+	if (name && !json_is_null(name) && (!label || strlen(label) != json_string_length(name)))
+		return err_reply(x, 400, "'name' must be a string without NUL");
+	if (label && !coved_snap_name_ok(label, msg, sizeof(msg)))
+		return err_reply(x, 400, msg);
+	int st = coved_sb_snapshot(x->sb, label, id, sizeof(id), msg, sizeof(msg));
 	if (st)
 		return err_reply(x, st, msg);
-	return coved_json_reply(x->c, 201,
-	                        json_pack("{s:s, s:[s]}", "snapshotID", id, "names", id));
+	return coved_json_reply(
+	    x->c, 201, json_pack("{s:s, s:[s]}", "snapshotID", id, "names", label ? label : id));
+}
+
+/* GET /snapshots?sandboxID=&name=&limit=&nextToken=: the tenant's, newest
+ * first; X-Next-Token when more follow. */
+static enum MHD_Result list_snapshots(struct ctx *x)
+{
+	char msg[300], next[COVED_SNAP_TOKEN_LEN];
+	struct coved_snap_query q;
+	enum MHD_ValueKind k = MHD_GET_ARGUMENT_KIND;
+	if (coved_snap_query_parse(MHD_lookup_connection_value(x->c, k, "sandboxID"),
+	                           MHD_lookup_connection_value(x->c, k, "name"),
+	                           MHD_lookup_connection_value(x->c, k, "limit"),
+	                           MHD_lookup_connection_value(x->c, k, "nextToken"), &q, msg,
+	                           sizeof(msg)) < 0)
+		return err_reply(x, 400, msg);
+	json_t *arr = coved_snap_list(x->d, x->t, &q, next, sizeof(next));
+	char *text = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+	json_decref(arr);
+	struct MHD_Response *r;
+	if (!text ||
+	    !(r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE))) {
+		free(text);
+		return err_reply(x, 500, "out of memory");
+	}
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	if (next[0])
+		MHD_add_response_header(r, "X-Next-Token", next);
+	enum MHD_Result ret = MHD_queue_response(x->c, 200, r);
+	MHD_destroy_response(r);
+	return ret;
 }
 
 static enum MHD_Result fork_sb(struct ctx *x)
@@ -353,6 +391,7 @@ static const struct route routes[] = {
 	{ "POST", "/v2/sandboxes/{id}/connect", connect_sb },
 	{ "POST", "/sandboxes/{id}/stop", stop_sb },
 	{ "POST", "/sandboxes/{id}/snapshots", snapshot_sb },
+	{ "GET", "/snapshots", list_snapshots },
 	{ "POST", "/sandboxes/{id}/fork", fork_sb },
 	{ "PUT", "/sandboxes/{id}/network", network_sb },
 	{ "GET", "/sandboxes/{id}/logs", logs_sb },

@@ -12,6 +12,8 @@
 #include "daemon/sandboxes/build_files.h"
 #include "daemon/sandboxes/build_json.h"
 #include "daemon/sandboxes/builds.h"
+#include "daemon/sandboxes/snap_query.h"
+#include "daemon/sandboxes/snapshots.h"
 #include "daemon/sandboxes/state.h"
 #include "daemon/sandboxes/table.h"
 #include "lib/template/template.h"
@@ -138,11 +140,19 @@ static enum MHD_Result info(struct tctx *x)
 	return j ? coved_json_reply(x->c, 200, j) : not_found(x, x->a);
 }
 
-/* DELETE /templates/{name} */
+/* DELETE /templates/{name}: a build, or a snapshot (the SDK's
+ * deleteSnapshot) by its id or, when no build has it, its name. */
 static enum MHD_Result delete_tmpl(struct tctx *x)
 {
-	char msg[600];
-	int st = coved_build_delete(x->d, x->t, x->a, msg, sizeof(msg));
+	char msg[600], smsg[600];
+	int st = coved_snap_id_ok(x->a) ? coved_snap_delete(x->d, x->t, x->a, msg, sizeof(msg))
+	                                : coved_build_delete(x->d, x->t, x->a, msg, sizeof(msg));
+	if (st == 404 && !coved_snap_id_ok(x->a)) {
+		int ss = coved_snap_delete(x->d, x->t, x->a, smsg, sizeof(smsg));
+		if (ss && ss != 404) /* a snapshot's name: its answer, else the build's 404 */
+			snprintf(msg, sizeof(msg), "%s", smsg);
+		st = ss;
+	}
 	return st ? coved_json_error(x->c, (unsigned)st, msg) : coved_json_reply(x->c, 204, NULL);
 }
 

@@ -18,29 +18,17 @@
 #include "daemon/sandboxes/metrics.h"
 #include "daemon/sandboxes/record.h"
 #include "daemon/sandboxes/sandbox_priv.h"
+#include "daemon/sandboxes/snapshots.h"
 #include "daemon/sandboxes/state.h"
 #include "daemon/sandboxes/table.h"
 #include "daemon/sandboxes/templates.h"
 #include "errf.h"
 
-/* The tenant a user snapshot belongs to (its meta file's "tenant"; one
- * from before tenants: the first tenant's) is t. */
-static bool snap_owned(struct coved *d, const char *snapdir, const struct coved_tenant *t)
-{
-	char path[4300];
-	snprintf(path, sizeof(path), "%s.json", snapdir);
-	json_t *o = json_load_file(path, 0, NULL);
-	const char *owner = json_string_value(json_object_get(o, "tenant"));
-	if (!owner && d->ntenants)
-		owner = d->tenants[0].name;
-	bool ok = t && owner && strcmp(owner, t->name) == 0;
-	json_decref(o);
-	return ok;
-}
-
 /* Maps a templateID to an image path (malloc'ed), a snapshot directory
- * (*snap set) or a template the tenant built (its store name into
- * store).  404 when there is no such template. */
+ * (*snap set, the snapshot held: coved_snap_unhold() once the sandbox is
+ * listed) or a template the tenant built (its store name into store).
+ * The tenant's builds come first, then its snapshots (by id or name), then
+ * the config's templates and images.  404 when there is no such template. */
 static int resolve_template(struct coved *d, const struct coved_tenant *tenant, const char *tid,
                             char **image, char **snap, char store[COVED_BUILD_STORE_LEN + 1],
                             char *msg, size_t len)
@@ -49,22 +37,23 @@ static int resolve_template(struct coved *d, const struct coved_tenant *tenant, 
 	store[0] = 0;
 	if (coved_build_ready(d, tenant, tid, store))
 		return 0; /* the tenant's own names come first */
+	char path[4200];
+	int found = coved_snap_find(d, tenant, tid, path, sizeof(path));
+	if (found < 0)
+		return errf(msg, len, 503, "snapshots are busy (a delete is waiting): try again");
+	if (found > 0) {
+		if (!(*snap = strdup(path)))
+			coved_snap_unhold();
+		return *snap ? 0 : errf(msg, len, 500, "out of memory");
+	}
+	if (strncmp(tid, "snap-", 5) == 0)
+		return errf(msg, len, 404, "snapshot '%s' not found", tid);
 	const char *name = tid;
 	if (strcmp(tid, "base") == 0)
 		name = d->cfg.default_image;
 	json_t *t = json_object_get(d->cfg.templates, tid);
 	if (json_is_string(t))
 		name = json_string_value(t);
-	if (strncmp(tid, "snap-", 5) == 0) {
-		char path[4200];
-		struct stat st;
-		snprintf(path, sizeof(path), "%s/snapshots/%s", d->cfg.state_dir, tid);
-		if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && snap_owned(d, path, tenant)) {
-			*snap = strdup(path);
-			return *snap ? 0 : 500;
-		}
-		return errf(msg, len, 404, "snapshot '%s' not found", tid);
-	}
 	if (!json_is_string(t) && coved_template_named(d, tid))
 		return 0; /* neither: a template of the store */
 	char *p = cove_image_path(name);
@@ -216,6 +205,8 @@ out:
 	free(allow);
 	free(deny);
 	free(image);
+	if (snap)
+		coved_snap_unhold(); /* listed now (or not made): it stands on it */
 	free(snap);
 	json_decref(netj);
 	if (sb)

@@ -3,7 +3,6 @@
  * liveness checks (lifecycle.h). */
 #include "daemon/sandboxes/lifecycle.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -20,6 +19,7 @@
 #include "daemon/sandboxes/metrics.h"
 #include "daemon/sandboxes/record.h"
 #include "daemon/sandboxes/sandbox_priv.h"
+#include "daemon/sandboxes/snapshots.h"
 #include "daemon/sandboxes/state.h"
 #include "daemon/sandboxes/table.h"
 #include "errf.h"
@@ -226,45 +226,6 @@ static int rm_one(const char *path, const struct stat *st, int type, struct FTW 
 	return remove(path) < 0 ? 0 : 0;
 }
 
-/* Whether another record or a user snapshot's chain still needs dir. */
-static bool dir_in_use(struct coved *d, const char *dir, const struct coved_sb *except)
-{
-	bool used = false;
-	pthread_mutex_lock(&d->mu);
-	for (struct coved_sb *o = d->list; o && !used; o = o->next) {
-		if (o == except)
-			continue;
-		for (size_t i = 0; i < o->nsnaps && !used; i++)
-			used = strcmp(o->snaps[i], dir) == 0;
-	}
-	pthread_mutex_unlock(&d->mu);
-	if (used)
-		return true;
-	char sdir[4200];
-	snprintf(sdir, sizeof(sdir), "%s/snapshots", d->cfg.state_dir);
-	DIR *dp = opendir(sdir);
-	struct dirent *de;
-	while (dp && !used && (de = readdir(dp))) {
-		size_t l = strlen(de->d_name);
-		if (strncmp(de->d_name, "snap-", 5) != 0 || l < 6 ||
-		    strcmp(de->d_name + l - 5, ".json") != 0)
-			continue;
-		char path[4500];
-		snprintf(path, sizeof(path), "%s/%s", sdir, de->d_name);
-		json_t *o = json_load_file(path, 0, NULL);
-		size_t i;
-		json_t *v;
-		json_array_foreach(json_object_get(o, "chain"), i, v)
-		{
-			used |= json_is_string(v) && strcmp(json_string_value(v), dir) == 0;
-		}
-		json_decref(o);
-	}
-	if (dp)
-		closedir(dp);
-	return used;
-}
-
 int coved_sb_delete(struct coved_sb *sb, char *msg, size_t len)
 {
 	return coved_sb_delete_why(sb, "requested", msg, len);
@@ -288,7 +249,7 @@ int coved_sb_delete_why(struct coved_sb *sb, const char *reason, char *msg, size
 	snprintf(user, sizeof(user), "%s/snapshots/snap-", d->cfg.state_dir);
 	for (size_t i = sb->nsnaps; i-- > 0;)
 		if (strncmp(sb->snaps[i], user, strlen(user)) != 0 &&
-		    !dir_in_use(d, sb->snaps[i], sb))
+		    !coved_snap_dir_user(d, sb->snaps[i], sb, NULL, 0))
 			nftw(sb->snaps[i], rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	coved_event(sb, "killed", reason);
 	pthread_mutex_unlock(&sb->op);

@@ -14,14 +14,16 @@
 #include "daemon/sandboxes/record.h"
 #include "daemon/sandboxes/request.h"
 #include "daemon/sandboxes/sandbox_priv.h"
+#include "daemon/sandboxes/snapshots.h"
 #include "daemon/sandboxes/state.h"
 #include "daemon/sandboxes/table.h"
 #include "daemon/sandboxes/view.h"
 #include "errf.h"
 
-/* Snapshot with resume into <state>/snapshots/<prefix><random>. */
-static int snapshot_to(struct coved_sb *sb, const char *prefix, char *path, size_t plen, char *name,
-                       size_t nlen, char *msg, size_t len)
+/* Snapshot with resume into <state>/snapshots/<prefix><random>, named
+ * label (NULL: not named). */
+static int snapshot_to(struct coved_sb *sb, const char *prefix, const char *label, char *path,
+                       size_t plen, char *name, size_t nlen, char *msg, size_t len)
 {
 	char rnd[17];
 	if (coved_new_name(rnd, 16) < 0)
@@ -39,29 +41,21 @@ static int snapshot_to(struct coved_sb *sb, const char *prefix, char *path, size
 	pthread_mutex_lock(&sb->mu);
 	coved_sb_add_snap(sb, path);
 	pthread_mutex_unlock(&sb->mu);
-	json_t *meta =
-	    json_pack("{s:s, s:s, s:s?, s:o}", "source", sb->id, "tenant", sb->tenant, "templateID",
-	              sb->template_id, "chain", coved_str_list(sb->snaps, sb->nsnaps - 1));
-	char *text = json_dumps(meta, JSON_COMPACT);
-	json_decref(meta);
-	char dir[4200], file[128];
-	snprintf(dir, sizeof(dir), "%s/snapshots", sb->d->cfg.state_dir);
-	snprintf(file, sizeof(file), "%s.json", name);
-	if (text)
-		coved_write_atomic(dir, file, text);
-	free(text);
+	if (coved_snap_record(sb, name, label) < 0)
+		fprintf(stderr, "coved: the meta file of %s was not written\n", name);
 	coved_record_write(sb);
 	return 0;
 }
 
-int coved_sb_snapshot(struct coved_sb *sb, char *snap_id, size_t idlen, char *msg, size_t len)
+int coved_sb_snapshot(struct coved_sb *sb, const char *label, char *snap_id, size_t idlen,
+                      char *msg, size_t len)
 {
 	pthread_mutex_lock(&sb->op);
 	char path[4300];
-	int st = snapshot_to(sb, "snap-", path, sizeof(path), snap_id, idlen, msg, len);
+	int st = snapshot_to(sb, "snap-", label, path, sizeof(path), snap_id, idlen, msg, len);
 	if (st == 0)
 		coved_event_with(sb, "snapshotted", "requested",
-		                 json_pack("{s:s}", "snapshotID", snap_id));
+		                 json_pack("{s:s, s:s?}", "snapshotID", snap_id, "name", label));
 	pthread_mutex_unlock(&sb->op);
 	return st;
 }
@@ -88,7 +82,7 @@ int coved_sb_fork(struct coved_sb *sb, unsigned int count, uint64_t timeout_s, j
 	*results = NULL;
 	pthread_mutex_lock(&sb->op);
 	char path[4300], name[64];
-	int st = snapshot_to(sb, "snap-", path, sizeof(path), name, sizeof(name), msg, len);
+	int st = snapshot_to(sb, "snap-", NULL, path, sizeof(path), name, sizeof(name), msg, len);
 	pthread_mutex_unlock(&sb->op);
 	if (st)
 		return st;

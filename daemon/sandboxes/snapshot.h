@@ -9,7 +9,10 @@
 
 struct coved_sb;
 
-int coved_sb_snapshot(struct coved_sb *sb, char *snap_id, size_t idlen, char *msg, size_t len);
+/* A user snapshot of sb, named label (NULL: none; checked by the caller,
+ * snap_query.h), its id into snap_id. */
+int coved_sb_snapshot(struct coved_sb *sb, const char *label, char *snap_id, size_t idlen,
+                      char *msg, size_t len);
 /* count forks of sb, the parent's tenant's: *results an array of
  * {"sandbox": ...} or {"error": {code, message}}, one per fork. */
 int coved_sb_fork(struct coved_sb *sb, unsigned int count, uint64_t timeout_s, json_t **results,

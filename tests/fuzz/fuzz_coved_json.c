@@ -3,7 +3,8 @@
  * load and every typed parser; and a template build's record as coved
  * reads it back at start-up (daemon/sandboxes/build_req.c); getMetrics'
  * ?start=&end= (daemon/sandboxes/samples.c); a webhook's registration
- * (daemon/sandboxes/webhook_req.c).
+ * (daemon/sandboxes/webhook_req.c); GET /snapshots' query and a
+ * snapshot's name (daemon/sandboxes/snap_query.c).
  * A body the parsers accept holds only bounded, checked values. */
 #include <assert.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 #include "daemon/http/json_body.h"
 #include "daemon/sandboxes/build_req.h"
 #include "daemon/sandboxes/samples.h"
+#include "daemon/sandboxes/snap_query.h"
 #include "daemon/sandboxes/webhook_req.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -70,10 +72,45 @@ static void check_range(const uint8_t *data, size_t size)
 		assert(s >= 0 && e >= 0 && (!s || !e || s <= e));
 }
 
+/* The bytes as GET /snapshots' four values, cut at each '&'; the first
+ * also as a name and as a page token. */
+static void check_snap_query(const uint8_t *data, size_t size)
+{
+	char q[256], err[160], *v[4] = { NULL };
+	size_t n = size < sizeof(q) - 1 ? size : sizeof(q) - 1;
+	memcpy(q, data, n);
+	q[n] = 0;
+	v[0] = q;
+	for (int i = 1; i < 4 && v[i - 1]; i++)
+		if ((v[i] = strchr(v[i - 1], '&')))
+			*v[i]++ = 0;
+	if (coved_snap_name_ok(q, err, sizeof(err)))
+		assert(strlen(q) <= COVED_SNAP_NAME_MAX && strncmp(q, "snap-", 5) != 0);
+	else
+		assert(err[0] && !strchr(err, '\n'));
+	struct coved_snap_key k;
+	if (coved_snap_token_parse(q, &k) == 0) {
+		char t[COVED_SNAP_TOKEN_LEN];
+		coved_snap_token(&k, t, sizeof(t));
+		struct coved_snap_key back;
+		assert(k.ms >= 0 && coved_snap_id_ok(k.id));
+		assert(coved_snap_token_parse(t, &back) == 0 && coved_snap_key_cmp(&k, &back) == 0);
+	}
+	struct coved_snap_query sq;
+	if (coved_snap_query_parse(v[0], v[1], v[2], v[3], &sq, err, sizeof(err)) == 0)
+		assert(sq.limit >= 1 && sq.limit <= COVED_SNAP_LIMIT_MAX &&
+		       strlen(sq.sandbox_id) <= COVED_SNAP_NAME_MAX &&
+		       strlen(sq.name) <= COVED_SNAP_NAME_MAX &&
+		       (!sq.after_given || sq.after.ms >= 0));
+	else
+		assert(err[0] && !strchr(err, '\n'));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char err[512];
 	check_range(data, size);
+	check_snap_query(data, size);
 	json_t *o = coved_body_load((const char *)data, size, 16, err, sizeof(err));
 	if (!o) {
 		assert(err[0]);
