@@ -136,3 +136,47 @@ test('idle pause after 5 s of nothing, never during a command; auto-resume', asy
 	console.log(`# idle: paused ${after} ms after the last request; a command resumed it and ` +
 		`ran in ${Date.now() - t0} ms; journal ${JSON.stringify(life)}`);
 });
+
+test('diff: an SDK session, then GET /sandboxes/{id}/diff lists exactly what it did', async () => {
+	const sbx = await Sandbox.create('base', { timeoutMs: 300_000 });
+	made.push(sbx);
+	// A file of the image to delete, and a file of it to edit.
+	const victim = (await sbx.commands.run(
+		'find /etc -maxdepth 1 -type f | sort | head -n 1')).stdout.trim();
+	assert.match(victim, /^\/etc\/./);
+	await sbx.files.write('/root/notes.txt', 'first\n');
+	await sbx.files.write('/root/notes.txt', 'first\nsecond\n'); // edited
+	await sbx.files.makeDir('/root/dir1/sub');
+	await sbx.files.write('/root/dir1/sub/f.txt', 'f\n');
+	await sbx.files.rename('/root/dir1', '/root/dir2');
+	await sbx.commands.run(`rm ${victim} && chmod 600 /root/notes.txt && ` +
+		'ln -s /root/notes.txt /root/link && ' +
+		'dd if=/dev/urandom of=/root/big.bin bs=1M count=20 2>/dev/null && sync');
+	const sums = (await sbx.commands.run('sha256sum /root/big.bin /root/notes.txt')).stdout
+		.trim().split('\n').map((l) => l.split(/\s+/)[0]);
+	const r = await fetch(`${process.env.E2B_API_URL}/sandboxes/${sbx.sandboxId}/diff`,
+		{ headers: { 'X-API-KEY': process.env.E2B_API_KEY } });
+	assert.equal(r.status, 200);
+	const d = await r.json();
+	const got = new Map(d.changes.map((c) => [c.path, c]));
+	const want = {
+		'/root/notes.txt': 'added', '/root/link': 'added', '/root/big.bin': 'added',
+		'/root/dir2': 'added', '/root/dir2/sub': 'added', '/root/dir2/sub/f.txt': 'added',
+		[victim]: 'deleted',
+	};
+	for (const [p, k] of Object.entries(want))
+		assert.equal(got.get(p)?.kind, k, `${p}: ${JSON.stringify(got.get(p))}`);
+	// Nothing else but the folders whose entries changed, and /etc/hostname,
+	// which cove-agent rewrites with the sandbox's name at every restore.
+	for (const c of d.changes)
+		assert.ok(c.path in want || (c.kind === 'changed' && c.type === 'dir') ||
+			(c.path === '/etc/hostname' && c.kind === 'changed'),
+			`unexpected ${JSON.stringify(c)}`);
+	assert.equal(got.get('/root/big.bin').sha256, sums[0]);
+	assert.equal(got.get('/root/notes.txt').sha256, sums[1]);
+	assert.equal(got.get('/root/notes.txt').mode, 0o600);
+	assert.equal(got.get('/root/link').target, '/root/notes.txt');
+	assert.ok(!got.has('/root/dir1'), 'the rename\'s old path is not in the diff');
+	console.log(`# diff: ${d.changes.map((c) => `${c.kind[0].toUpperCase()} ${c.path}`).join(', ')}; ` +
+		`${d.stats.bytes_read} bytes read in ${d.stats.elapsed_us} us`);
+});

@@ -24,9 +24,9 @@ export E2B_API_URL=http://127.0.0.1:$PORT E2B_SANDBOX_URL=http://127.0.0.1:$PORT
 ok "coved on 127.0.0.1:$PORT"
 
 if (cd tests/e2b && timeout 600 "$NODE" --test --test-concurrency=1 --test-reporter=tap watch.test.mjs) >"$WORK/watch.tap" 2>&1; then
-	ok "e2b SDK isRunning, watchDir, getMetrics, idle pause ($(grep -c '^ok ' "$WORK/watch.tap") tests)"
+	ok "e2b SDK isRunning, watchDir, getMetrics, idle pause, diff ($(grep -c '^ok ' "$WORK/watch.tap") tests)"
 else
-	not_ok "e2b SDK isRunning, watchDir, getMetrics, idle pause"
+	not_ok "e2b SDK isRunning, watchDir, getMetrics, idle pause, diff"
 fi
 sed 's/^/    /' "$WORK/watch.tap" | grep -E '^    (not ok|ok|#)|Error|expected|actual' | head -60
 if (cd tests/e2b && timeout 300 "$NODE" --test --test-reporter=tap snapshots.test.mjs) >"$WORK/snaps.tap" 2>&1; then
