@@ -12,7 +12,7 @@
 // passes fromImage's string through as it is.  Prints one line per check
 // and exits non-zero on the first that fails.
 import assert from 'node:assert/strict';
-import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Sandbox, Template, waitForURL } from 'e2b';
@@ -33,24 +33,8 @@ if (!source) throw new Error('usage: template.mjs IMAGE [NAME] | --template PARE
 // last RUN, and CMD as a start command with a ready check.
 const ctx = mkdtempSync(join(tmpdir(), 'cove-e2b-tmpl-'));
 mkdirSync(join(ctx, 'app'), { recursive: true });
-writeFileSync(join(ctx, 'app', 'server.py'), `import http.server
-import os
-
-
-class Hello(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = ("hello from %s in %s\\n" % (os.environ.get("APP_NAME"), os.getcwd())).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
-http.server.HTTPServer(("127.0.0.1", 8000), Hello).serve_forever()
-`);
+// The same app as test_dockerfile.sh's (tests/integration/app).
+copyFileSync(new URL('../integration/app/server.py', import.meta.url), join(ctx, 'app', 'server.py'));
 
 const opts = { requestTimeoutMs: 600_000 };
 const base = Template({ fileContextPath: ctx });

@@ -20,25 +20,7 @@ deb=$(img_debian) || { not_ok "making the Debian oci-archive"; finish; }
 
 ctx=$WORK/ctx
 mkdir -p "$ctx/app"
-cat >"$ctx/app/server.py" <<'PY'
-import http.server
-import os
-
-
-class Hello(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = ("hello from %s in %s\n" % (os.environ.get("APP_NAME"), os.getcwd())).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
-http.server.HTTPServer(("127.0.0.1", 8000), Hello).serve_forever()
-PY
+cp tests/integration/app/server.py "$ctx/app/"
 echo "not for the image" >"$ctx/app/secret.txt"
 echo "app/secret.txt" >"$ctx/.dockerignore"
 mkdir -p "$WORK/assets/css" && echo "body{}" >"$WORK/assets/css/site.css"
