@@ -48,6 +48,8 @@ etcd_start() { # I
 	ETCD_PID[$i]=$!
 }
 
+# disk_mib 128: the minimal image's 64 MiB leaves just under 50 MiB free,
+# less than test_cluster's 50 MiB transfers once the agent grew.
 node_json() { # I (0-based): coved node n$((I+1))'s config
 	local i=$1
 	local n=$((i + 1)) d=$WORK/n$((i + 1))
@@ -55,7 +57,7 @@ node_json() { # I (0-based): coved node n$((I+1))'s config
 	python3 - "$d/coved.json" <<PY
 import json, sys
 json.dump({"socket": "$d/coved.sock", "state_dir": "$d/state", "api_keys_file": "$WORK/keys",
-           "tcp": "127.0.0.1:${HPORT[$i]}", "network": False, "memory_mib": 128,
+           "tcp": "127.0.0.1:${HPORT[$i]}", "network": False, "memory_mib": 128, "disk_mib": 128,
            "templates_dir": "$COVE_TEMPLATE_DIR", "runtime_dir": "$d/rt",
            "cgroup_parent": "/sys/fs/cgroup/cove-itest-n$n", "jail_ids": "$((200000 + i * 1000))-$((200000 + i * 1000 + 999))",
            "net_indexes": "$((i * 100))-$((i * 100 + 99))",
