@@ -106,7 +106,7 @@ wait "${ETCD_PID[1]}" 2>/dev/null
 t0=$(date +%s%N)
 h1 POST /sandboxes '{"templateID": "base"}' >/dev/null
 ms=$((($(date +%s%N) - t0) / 1000000))
-[ "$(cat "$WORK/code")" = 503 ] && [ "$ms" -lt 15000 ] && ok "quorum lost: a create fails with 503 in $ms ms: $(cat "$WORK/body")" ||
+[ "$(cat "$WORK/code")" = 503 ] && [ "$ms" -lt 30000 ] && ok "quorum lost: a create fails with 503 in $ms ms: $(cat "$WORK/body")" ||
 	not_ok "create without quorum: $(cat "$WORK/code") in $ms ms: $(cat "$WORK/body")"
 out=$(sdk alive "${ALIVE[@]}" 2>&1) && ok "quorum lost: sandboxes on $(for id in "${ALIVE[@]}"; do printf '%s ' "${ON[$id]}"; done)answer through node 1" ||
 	{ not_ok "without quorum: $(grep -m3 -iE 'error|message' <<<"$out")"; tail -n 8 "$WORK/n1/coved.log" "$WORK/n2/coved.log"; }
@@ -148,14 +148,21 @@ for n in 1 3; do
 done
 wait "${racers[@]}"
 codes="$(cat "$WORK/race1.code") $(cat "$WORK/race3.code")"
-case $codes in "201 409" | "409 201") ok "two nodes resume $N2 at once: $codes" ;; *) not_ok "racing resumes: $codes: $(cat "$WORK/race1" "$WORK/race3")" ;; esac
-won=$(cat "$WORK/race1" "$WORK/race3" | python3 -c 'import json,sys
-for l in sys.stdin.read().replace("}{", "}\n{").splitlines():
-    o = json.loads(l)
-    if "envdAccessToken" in o: print(o["envdAccessToken"])' 2>/dev/null)
+winner=n1 loser=3
+[ "$(cat "$WORK/race3.code")" = 201 ] && winner=n3 loser=1
+# Taken by one node only: its record on the winner, none on the other.
+# When the two requests did not overlap (a loaded host), the second finds
+# it running on the winner and answers 200, as a connect does.
+one=$([ -f "$WORK/$winner/state/sandboxes/$N2.json" ] && [ ! -f "$WORK/n$loser/state/sandboxes/$N2.json" ] && echo yes)
+case "$codes $one" in
+"201 409 yes" | "409 201 yes") ok "two nodes resume $N2 at once: $codes, taken by $winner only" ;;
+"201 200 yes" | "200 201 yes") ok "two nodes resume $N2 one after the other (no overlap on this host): $codes, taken by $winner only" ;;
+*) not_ok "racing resumes: $codes (record on the winner and only there: ${one:-no}): $(cat "$WORK/race1" "$WORK/race3")" ;;
+esac
+won=$(python3 -c 'import json,sys
+o = json.load(open(sys.argv[1]))
+print(o.get("envdAccessToken", ""))' "$WORK/race${winner#n}" 2>/dev/null)
 [ -n "$token" ] && [ "$won" = "$token" ] && ok "resumed with the same id and access token" || not_ok "token after the takeover: '$won' against '$token'"
 out=$(sdk cat "$N2" /root/kept.txt 2>&1)
-winner=n1
-[ "$(cat "$WORK/race3.code")" = 201 ] && winner=n3
 [ "$out" = kept ] && ok "its files intact, read through node 1 on $winner" || not_ok "files after the takeover: $out"
 finish
