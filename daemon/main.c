@@ -29,6 +29,7 @@
 #include "daemon/sandboxes/sampler.h"
 #include "daemon/sandboxes/state.h"
 #include "daemon/sandboxes/table.h"
+#include "daemon/sandboxes/warm.h"
 #include "daemon/server.h"
 
 static const char usage[] = "usage: coved [--config FILE] [--foreground | --check]\n"
@@ -188,6 +189,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "coved: %s\n", err);
 		return 1;
 	}
+	if (coved_warm_start(&d, err, sizeof(err)) < 0) {
+		fprintf(stderr, "coved: %s\n", err);
+		return 1;
+	}
 	if (envd_init(&d) < 0) {
 		fprintf(stderr, "coved: the envd surface would not start\n");
 		return 1;
@@ -223,7 +228,9 @@ int main(int argc, char **argv)
 	pthread_join(d.reaper, NULL);
 	coved_sampler_stop(&d);
 	coved_cluster_stop(&d); /* its lease stays: a restart within the TTL keeps it */
-	/* Pre-spawned VMMs that serve no sandbox end with us. */
+	/* Warm sandboxes and pre-spawned VMMs that serve no sandbox end
+	 * with us. */
+	coved_warm_stop(&d);
 	coved_pool_stop(&d);
 	envd_fini(&d);
 	coved_events_fini(&d);

@@ -29,6 +29,7 @@ static void defaults(struct coved_config *c)
 	c->api_keys_file = strdup("/etc/coved/api-keys");
 	c->default_image = strdup("minimal");
 	c->templates = json_object();
+	c->warm_pool = json_object();
 	c->max_requests = 256;
 	c->max_sandboxes = 128;
 	c->max_creates = 64;
@@ -66,6 +67,7 @@ void coved_config_free(struct coved_config *c)
 	free(c->tls_cert);
 	free(c->tls_key);
 	json_decref(c->templates);
+	json_decref(c->warm_pool);
 	json_decref(c->tenants);
 	free(c->runtime_dir);
 	free(c->cgroup_parent);
@@ -623,6 +625,28 @@ static int apply(struct coved_config *c, const char *k, json_t *v, char *err, si
 		else
 			return errf(err, errlen, -EINVAL,
 			            "config key 'on_timeout' must be \"kill\" or \"pause\"");
+		return 0;
+	}
+	if (strcmp(k, "warm_pool") == 0) {
+		if (!json_is_object(v))
+			return errf(
+			    err, errlen, -EINVAL,
+			    "config key 'warm_pool' must be an object of templateID: count");
+		const char *tk;
+		json_t *tv;
+		json_object_foreach(v, tk, tv)
+		{
+			if (!tk[0] || strlen(tk) > 64)
+				return errf(err, errlen, -EINVAL,
+				            "config 'warm_pool': a templateID is 1 to 64 bytes");
+			if (!json_is_integer(tv) || json_integer_value(tv) < 0 ||
+			    json_integer_value(tv) > COVED_WARM_MAX)
+				return errf(err, errlen, -EINVAL,
+				            "config 'warm_pool.%.64s' must be a count from 0 to %d",
+				            tk, COVED_WARM_MAX);
+		}
+		json_decref(c->warm_pool);
+		c->warm_pool = json_incref(v);
 		return 0;
 	}
 	if (strcmp(k, "templates") == 0) {

@@ -74,9 +74,10 @@ struct coved_config {
 	char *templates_dir;          /* the template store (lib/template.h); NULL: none,
 	                        creates boot cold (config "templates_dir": null) */
 	bool templates_dir_set;
-	unsigned int pool_size;              /* pre-spawned VMMs kept ready (pool.c); 0: none */
-	unsigned int pool_cpus;              /* their vCPU count; 0: cpus */
-	char *tls_cert, *tls_key;            /* PEM files: the TCP listener serves HTTPS */
+	unsigned int pool_size;   /* pre-spawned VMMs kept ready (pool.c); 0: none */
+	unsigned int pool_cpus;   /* their vCPU count; 0: cpus */
+	json_t *warm_pool;        /* {"templateID": N}: restored sandboxes kept running (warm.c) */
+	char *tls_cert, *tls_key; /* PEM files: the TCP listener serves HTTPS */
 	unsigned int header_timeout_s;       /* idle limit until a request head is in */
 	unsigned int max_connections_per_ip; /* TCP listener, per client address */
 	json_t *tenants;                     /* {"NAME": {quota keys}}, checked at load */
@@ -92,6 +93,8 @@ struct coved_config {
 int coved_config_load(const char *path, struct coved_config *cfg, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 void coved_config_free(struct coved_config *cfg);
+
+#define COVED_WARM_MAX 16 /* warm sandboxes per template */
 /* coved_config_setenv() - the per-node ranges the config gives, as the
  * COVE_* variables libcove reads in this process; one not given is left
  * as it is.  Before any libcove call.

@@ -22,7 +22,33 @@
 #include "daemon/sandboxes/state.h"
 #include "daemon/sandboxes/table.h"
 #include "daemon/sandboxes/templates.h"
+#include "daemon/sandboxes/warm.h"
 #include "errf.h"
+
+/* The templates every tenant shares: the config's templates and images
+ * ("base": its default image; *image malloc'ed), else a template of the
+ * store (0 with *image NULL).  404 when there is none. */
+static int resolve_shared(struct coved *d, const char *tid, char **image, char *msg, size_t len)
+{
+	*image = NULL;
+	const char *name = tid;
+	if (strcmp(tid, "base") == 0)
+		name = d->cfg.default_image;
+	json_t *t = json_object_get(d->cfg.templates, tid);
+	if (json_is_string(t))
+		name = json_string_value(t);
+	if (!json_is_string(t) && coved_template_named(d, tid))
+		return 0; /* neither: a template of the store */
+	char *p = cove_image_path(name);
+	struct stat st;
+	if (!p || stat(p, &st) < 0 || !S_ISREG(st.st_mode)) {
+		free(p);
+		errf(msg, len, 404, "template '%s' not found (no image '%s')", tid, name);
+		return 404;
+	}
+	*image = p;
+	return 0;
+}
 
 /* Maps a templateID to an image path (malloc'ed), a snapshot directory
  * (*snap set, the snapshot held: coved_snap_unhold() once the sandbox is
@@ -48,23 +74,7 @@ static int resolve_template(struct coved *d, const struct coved_tenant *tenant, 
 	}
 	if (strncmp(tid, "snap-", 5) == 0)
 		return errf(msg, len, 404, "snapshot '%s' not found", tid);
-	const char *name = tid;
-	if (strcmp(tid, "base") == 0)
-		name = d->cfg.default_image;
-	json_t *t = json_object_get(d->cfg.templates, tid);
-	if (json_is_string(t))
-		name = json_string_value(t);
-	if (!json_is_string(t) && coved_template_named(d, tid))
-		return 0; /* neither: a template of the store */
-	char *p = cove_image_path(name);
-	struct stat st;
-	if (!p || stat(p, &st) < 0 || !S_ISREG(st.st_mode)) {
-		free(p);
-		errf(msg, len, 404, "template '%s' not found (no image '%s')", tid, name);
-		return 404;
-	}
-	*image = p;
-	return 0;
+	return resolve_shared(d, tid, image, msg, len);
 }
 
 /* Copies the snapshot chain a snapshot's meta file names. */
@@ -165,7 +175,28 @@ int coved_sb_create(struct coved *d, struct coved_tenant *t, const struct coved_
 		goto out;
 	}
 	st = 0;
-	if (tdir) {
+	/* A sandbox of the warm pool, restored ahead from this template,
+	 * when one is ready (not for a cluster's placement: its id is
+	 * chosen). */
+	struct cove_sandbox *warm = NULL;
+	char wid[COVED_ID_LEN + 1];
+	if (tdir && !req->placed_id[0] &&
+	    (warm = coved_warm_take(d, tdir, cfg.net.mode != COVE_NET_OFF, wid))) {
+		if (coved_warm_handout(d, warm, &cfg.net, err, sizeof(err)) < 0) {
+			fprintf(stderr, "coved: warm sandbox %s: %s (restoring one instead)\n", wid,
+			        err);
+			coved_warm_discard(warm);
+			warm = NULL;
+		}
+	}
+	if (warm) {
+		memcpy(sb->id, wid, sizeof(sb->id));
+		sb->cove = warm;
+		sb->warm = true;
+		r = 0;
+		close(tlock);
+		free(tdir);
+	} else if (tdir) {
 		r = cove_restore(&cfg, tdir, &sb->cove, err, sizeof(err));
 		close(tlock);
 		free(tdir);
@@ -191,9 +222,10 @@ int coved_sb_create(struct coved *d, struct coved_tenant *t, const struct coved_
 	coved_record_write(sb);
 	coved_sb_list_add(d, sb);
 	coved_event_with(sb, "created", "requested",
-	                 json_pack("{s:s, s:s?, s:I, s:i, s:I}", "templateID", sb->template_id,
+	                 json_pack("{s:s, s:s?, s:I, s:i, s:I, s:b}", "templateID", sb->template_id,
 	                           "image", sb->image, "timeout", (json_int_t)timeout, "cpus",
-	                           (int)sb->cpus, "memoryMiB", (json_int_t)sb->memory_mib));
+	                           (int)sb->cpus, "memoryMiB", (json_int_t)sb->memory_mib, "warm",
+	                           (int)sb->warm));
 	*out = sb;
 	sb = NULL;
 	st = 0;
@@ -212,4 +244,32 @@ out:
 	if (sb)
 		coved_sb_free(sb);
 	return st;
+}
+
+int coved_warm_prepare(struct coved *d, const char *tid, struct cove_config *cfg, char **image,
+                       char **tdir, int *lockfd, char *msg, size_t len)
+{
+	*tdir = NULL;
+	*lockfd = -1;
+	int st = resolve_shared(d, tid, image, msg, len);
+	if (st)
+		return st;
+	cfg->image = *image;
+	cfg->cpus = d->cfg.cpus;
+	cfg->memory_mib = d->cfg.memory_mib;
+	cfg->disk_size = d->cfg.disk_mib << 20;
+	/* A default create's network: on when the config allows one. */
+	cfg->net =
+	    (struct cove_net_policy){ .mode = d->cfg.network ? COVE_NET_OPEN : COVE_NET_OFF };
+	st = coved_template_for(d, tid, cfg, false, tdir, lockfd, msg, len);
+	if (st == 1)
+		st = errf(msg, len, 400, "no template store (templates_dir): nothing to restore");
+	if (st) {
+		free(*image);
+		*image = NULL;
+		return st;
+	}
+	if (cfg->net.mode != COVE_NET_OFF)
+		cfg->net.mode = COVE_NET_NONE; /* until a create's policy replaces it */
+	return 0;
 }

@@ -10,6 +10,7 @@
 #include "daemon/sandboxes/sandbox_priv.h"
 #include "daemon/sandboxes/state.h"
 #include "daemon/sandboxes/table.h"
+#include "daemon/sandboxes/warm.h"
 
 static const double buckets[] = { 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60 };
 #define NBUCKETS (sizeof(buckets) / sizeof(buckets[0]))
@@ -127,6 +128,7 @@ char *coved_metrics_text(struct coved *d, size_t *len)
 	        (unsigned long long)m.limit_tenant);
 	counter(f, "coved_requests_total", "HTTP requests answered.", m.requests);
 	coved_pool_metrics(d, f);
+	coved_warm_metrics(d, f);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;

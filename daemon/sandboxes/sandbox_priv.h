@@ -48,6 +48,7 @@ struct coved_sb {
 	char state_why[16]; /* why state last changed: requested, idle, auto, timeout */
 	uint32_t idle_s;    /* end_ms is an idle timeout of this many seconds (0: not) */
 	bool auto_resume;   /* an envd request to it paused resumes it (idle.c) */
+	bool warm;          /* handed out by the warm pool (warm.c) */
 	int busy;           /* envd requests in flight, streams included */
 	char *dead_why;
 	/* Snapshot directories this sandbox's disks stand on (its pauses and

@@ -21,6 +21,7 @@ struct cove_vmm_pool;
 struct coved_builds;
 struct coved_uploads;
 struct coved_events;
+struct coved_warm;
 
 struct coved;
 struct coved_cluster;
@@ -76,6 +77,7 @@ struct coved {
 	coved_dir_hook *_Atomic dir_hook; /* set by the cluster; NULL: none */
 	struct coved_sampler *sampler;    /* usage samples (sampler.h), or NULL */
 	struct coved_events *events;      /* /events and webhooks (events.h), or NULL */
+	struct coved_warm *warm;          /* the warm pool (warm.h), or NULL */
 };
 
 #endif

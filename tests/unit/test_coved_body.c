@@ -141,11 +141,14 @@ START_TEST(config_file)
 	ck_assert_int_eq(coved_config_load(NULL, &c, err, sizeof(err)), 0);
 	ck_assert(c.max_body == 1 << 20 && c.network && c.on_timeout == COVED_ON_TIMEOUT_KILL);
 	coved_config_free(&c);
-	char *p = unit_write_tmp(
-	    "{\"tcp\":\"127.0.0.1:3000\",\"on_timeout\":\"pause\",\"max_creates\":4}", 0600);
+	char *p =
+	    unit_write_tmp("{\"tcp\":\"127.0.0.1:3000\",\"on_timeout\":\"pause\",\"max_creates\":4,"
+	                   "\"warm_pool\":{\"base\":2,\"py\":0}}",
+	                   0600);
 	ck_assert_int_eq(coved_config_load(p, &c, err, sizeof(err)), 0);
 	ck_assert_str_eq(c.tcp, "127.0.0.1:3000");
 	ck_assert(c.on_timeout == COVED_ON_TIMEOUT_PAUSE && c.max_creates == 4);
+	ck_assert_int_eq(json_integer_value(json_object_get(c.warm_pool, "base")), 2);
 	coved_config_free(&c);
 	unlink(p);
 	const char *bad[] = { "{\"sockett\":\"/x\"}",
@@ -154,6 +157,10 @@ START_TEST(config_file)
 		              "{\"on_timeout\":\"stop\"}",
 		              "[]",
 		              "{\"cpus\":9}",
+		              "{\"warm_pool\":[\"base\"]}",
+		              "{\"warm_pool\":{\"base\":17}}",
+		              "{\"warm_pool\":{\"base\":-1}}",
+		              "{\"warm_pool\":{\"\":1}}",
 		              NULL };
 	for (int i = 0; bad[i]; i++) {
 		p = unit_write_tmp(bad[i], 0600);
