@@ -16,9 +16,7 @@
 
 #include "errf.h"
 
-#define NSEC_PER_SEC     1000000000ULL
-#define HWRNG_TRIES      5 /* virtio-rng answers a first read by asking the host */
-#define HWRNG_RETRY_NSEC (10 * 1000 * 1000)
+#define NSEC_PER_SEC 1000000000ULL
 
 int agent_write_sandbox_id(const char *dir, const char *id)
 {
@@ -71,8 +69,12 @@ size_t agent_read_hwrng(const char *path, uint8_t *buf, size_t len)
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
+	/* What the device has ready, never waited for: virtio-rng answers a
+	 * read it cannot serve by asking the host, so the next notice finds
+	 * bytes.  These bytes get no credit anyway (mix_entropy); waiting
+	 * for them (it was up to 40 ms) delayed every restore's first
+	 * command. */
 	size_t got = 0;
-	int tries = 0;
 	while (got < len) {
 		ssize_t n = read(fd, buf + got, len - got);
 		if (n > 0) {
@@ -81,13 +83,6 @@ size_t agent_read_hwrng(const char *path, uint8_t *buf, size_t len)
 		}
 		if (n < 0 && errno == EINTR)
 			continue;
-		/* The device may have nothing ready the first time (virtio-rng
-		 * then asks the host); a little patience, but never a block. */
-		if (n < 0 && errno == EAGAIN && got == 0 && ++tries < HWRNG_TRIES) {
-			struct timespec ts = { .tv_sec = 0, .tv_nsec = HWRNG_RETRY_NSEC };
-			nanosleep(&ts, NULL);
-			continue;
-		}
 		break;
 	}
 	close(fd);

@@ -50,6 +50,7 @@
 #define WARM_PING_MS  5000         /* its answer's deadline */
 #define WARM_RETRY_MS 5000         /* after a failed restore */
 #define WARM_TICK_MS  10000        /* a full pool looks again this often */
+#define WARM_CALM_MS  1000         /* no refill this soon after a take, unless none is left */
 #define WARM_HOSTNAME "cove"       /* as coved_sb_cove_config's */
 
 struct warm_member {
@@ -80,6 +81,7 @@ struct coved_warm {
 	struct warm_member *m;
 	size_t nm;
 	uint64_t hits, misses, made, failed, replaced;
+	int64_t calm_until; /* mono_ms(): the last take's first command runs alone */
 	char last_err[600];
 };
 
@@ -298,10 +300,19 @@ static void *refill(void *arg)
 	pthread_mutex_lock(&w->mu);
 	while (!w->stop) {
 		bool short_of = false, failed = false;
+		int64_t calm = w->calm_until - mono_ms();
 		for (size_t k = 0; k < w->nslots && !w->stop; k++) {
-			if (ready_of(w, k) >= w->slots[k].want && w->slots[k].tdir &&
+			size_t ready = ready_of(w, k);
+			if (ready >= w->slots[k].want && w->slots[k].tdir &&
 			    mono_ms() - w->slots[k].checked_ms < WARM_TICK_MS)
 				continue;
+			/* A refill would share the CPU with the sandbox just
+			 * taken, whose first command comes now: it waits a
+			 * moment, unless none is left. */
+			if (ready > 0 && calm > 0) {
+				short_of = true;
+				continue;
+			}
 			pthread_mutex_unlock(&w->mu);
 			failed |= make_one(w, k) < 0;
 			pthread_mutex_lock(&w->mu);
@@ -312,7 +323,7 @@ static void *refill(void *arg)
 		pthread_mutex_lock(&w->mu);
 		if (w->stop)
 			break;
-		int64_t ms = failed ? WARM_RETRY_MS : short_of ? 0 : WARM_TICK_MS;
+		int64_t ms = failed ? WARM_RETRY_MS : calm > 0 ? calm : short_of ? 0 : WARM_TICK_MS;
 		if (ms == 0)
 			continue;
 		struct timespec ts;
@@ -444,8 +455,10 @@ struct cove_sandbox *coved_warm_take(struct coved *d, const char *tdir, bool net
 				w->misses++;
 				break;
 			}
-	if (sb)
-		pthread_cond_signal(&w->wake); /* one to make */
+	if (sb) {
+		w->calm_until = mono_ms() + WARM_CALM_MS;
+		pthread_cond_signal(&w->wake); /* one to make, soon */
+	}
 	pthread_mutex_unlock(&w->mu);
 	return sb;
 }

@@ -1,7 +1,6 @@
 /* One connection to cove-agent: the hybrid-vsock handshake, requests and
  * replies, each step within its deadline. */
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <poll.h>
 #include <stdio.h>
@@ -80,23 +79,20 @@ int agent_connect_unsettled(struct cove_sandbox *sb, int64_t deadline, volatile 
 	}
 	struct timeval none = { 0 };
 	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof(none));
-	/* The handshake is read without blocking, polled up to the deadline. */
+	/* The handshake is read without blocking (MSG_DONTWAIT), polled up to
+	 * the deadline. */
 	struct pollfd p = { .fd = fd, .events = POLLIN };
-	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
-		r = errf(err, errlen, -errno, "fcntl: %s", strerror(errno));
-		goto fail;
-	}
 	ssize_t w = send(fd, line, (size_t)n, MSG_NOSIGNAL);
 	if (w != n) {
 		r = w < 0 ? -errno : -EIO;
 		errf(err, errlen, r, "vsock CONNECT: %s", strerror(-r));
 		goto fail;
 	}
-	/* "OK <port>\n", read byte by byte so no stream data is consumed. */
-	size_t got = 0;
+	/* "OK <port>\n": peeked at until its newline is in, then exactly that
+	 * much is read, so no stream data behind it is consumed (two reads,
+	 * not one per byte). */
 	for (;;) {
-		char c;
-		ssize_t k = read(fd, &c, 1);
+		ssize_t k = recv(fd, line, sizeof(line) - 1, MSG_PEEK | MSG_DONTWAIT);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0 && errno == EAGAIN) {
@@ -112,22 +108,30 @@ int agent_connect_unsettled(struct cove_sandbox *sb, int64_t deadline, volatile 
 			         PROTO_AGENT_PORT);
 			goto fail;
 		}
-		if (c == '\n')
-			break;
-		if (got == sizeof(line) - 1) {
+		char *nl = memchr(line, '\n', (size_t)k);
+		if (!nl) {
+			if (k == (ssize_t)sizeof(line) - 1) {
+				r = errf(err, errlen, -EPROTO, "bad vsock reply");
+				goto fail;
+			}
+			/* Part of the line (the VMM writes it whole; rare): poll
+			 * would not wait with bytes there, so a short sleep. */
+			int64_t left;
+			if ((r = wait_slice(t0, deadline, cancel, &left, err, errlen)) < 0)
+				goto fail;
+			usleep(1000);
+			continue;
+		}
+		size_t len = (size_t)(nl - line) + 1;
+		if (recv(fd, line, len, MSG_DONTWAIT) != (ssize_t)len) {
 			r = errf(err, errlen, -EPROTO, "bad vsock reply");
 			goto fail;
 		}
-		line[got++] = c;
+		line[len - 1] = 0;
+		break;
 	}
-	line[got] = 0;
 	if (strncmp(line, "OK ", 3) != 0) {
 		r = errf(err, errlen, -EPROTO, "bad vsock reply");
-		goto fail;
-	}
-	/* Back to blocking: callers bound their waits with deadlines. */
-	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
-		r = errf(err, errlen, -errno, "fcntl: %s", strerror(errno));
 		goto fail;
 	}
 	return fd;
