@@ -30,6 +30,7 @@
 #include "cli/bench_report.h"
 #include "cli/bench_sample.h"
 #include "cli/bench_work.h"
+#include "cli/bench_work_report.h"
 #include "cli/options.h"
 #include "clock.h"
 #include "cove.h"

@@ -52,8 +52,4 @@ void work_json(struct bench_work *w, json_t *work);
 /* work_close() - removes the instance and frees w (NULL is fine). */
 void work_close(struct bench_work *w);
 
-/* work_report() - the table of --work: per operation, the p50 (and min, max)
- * over samples[i]["work"] of each count. */
-void work_report(const json_t *samples);
-
 #endif

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cli/bench_report.h"
-#include "cli/bench_work.h"
+#include "cli/bench_work_report.h"
 
 #define ROW_W 28
 
