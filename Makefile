@@ -162,8 +162,9 @@ $(B)/asan/libcove.a: $(call asan_obj,$(LIB_SRCS))
 $(B)/asan/libcommon.a: $(call asan_obj,$(COMMON_SRCS))
 $(B)/asan/libegress.a: $(call asan_obj,$(EGRESS_LIB_SRCS))
 $(B)/asan/libdaemon.a: $(call asan_obj,$(DAEMON_PURE_SRCS))
-# The command line's modules that unit tests link (cove cluster's table and key).
-$(B)/asan/libcli.a: $(call asan_obj,cli/cluster.c)
+# The command line's modules that unit tests link (cove cluster's table and key,
+# cove bench --work's trace reader).
+$(B)/asan/libcli.a: $(call asan_obj,cli/cluster.c cli/bench_trace.c)
 $(B)/asan/%.a:
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^

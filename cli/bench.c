@@ -29,6 +29,8 @@
 #include "cli/bench_qemu.h"
 #include "cli/bench_report.h"
 #include "cli/bench_sample.h"
+#include "cli/bench_work.h"
+#include "cli/bench_work_report.h"
 #include "cli/options.h"
 #include "clock.h"
 #include "cove.h"
@@ -48,6 +50,7 @@ struct bench {
 	struct cove_config cfg;
 	const char *json_path;
 	json_t *samples;
+	struct bench_work *work; /* --work: NULL without */
 };
 
 static void add_sample(struct bench *b, const double *ph, json_t *work)
@@ -178,9 +181,26 @@ static int bench_start(struct bench *b, const char *snap)
 		if (aside)
 			record_aside(snap, true);
 		b->cfg.memcache = sample_memcache(b, i) ? COVE_MEMCACHE_ALL : COVE_MEMCACHE_NONE;
+		if (b->work && work_begin(b->work, err, sizeof(err)) < 0) {
+			fprintf(stderr, "cove bench: sample %d: %s\n", i, err);
+			free(ph);
+			free(qph);
+			return 1;
+		}
 		double t0 = mono_ns() / 1e6;
 		int r = snap ? cove_restore(&b->cfg, snap, &sb, err, sizeof(err))
 		             : cove_start(&b->cfg, &sb, err, sizeof(err));
+		if (r == 0) {
+			ph[i][PH_AGENT_READY] = mono_ns() / 1e6 - t0;
+			if ((r = bench_exec_true(sb, err, sizeof(err))) == 0)
+				ph[i][PH_FIRST_EXEC] = mono_ns() / 1e6 - t0;
+			else
+				cove_free(sb);
+		}
+		/* The window ends at the first exec's answer; the record is put
+		 * back after it, out of the counts. */
+		if (r == 0 && b->work && (r = work_end(b->work, err, sizeof(err))) < 0)
+			cove_free(sb);
 		if (aside)
 			record_aside(snap, false);
 		if (r < 0) {
@@ -189,16 +209,9 @@ static int bench_start(struct bench *b, const char *snap)
 			free(qph);
 			return 1;
 		}
-		ph[i][PH_AGENT_READY] = mono_ns() / 1e6 - t0;
-		if (bench_exec_true(sb, err, sizeof(err)) < 0) {
-			fprintf(stderr, "cove bench: sample %d: exec: %s\n", i, err);
-			cove_free(sb);
-			free(ph);
-			free(qph);
-			return 1;
-		}
-		ph[i][PH_FIRST_EXEC] = mono_ns() / 1e6 - t0;
 		json_t *work = bench_vmm_sample(sb, t0, ph[i]);
+		if (b->work)
+			work_json(b->work, work);
 		(void)cove_stop(sb);
 		ph[i][PH_TEARDOWN] = mono_ns() / 1e6 - t0;
 		cove_free(sb);
@@ -242,6 +255,8 @@ static int bench_start(struct bench *b, const char *snap)
 		ab_report(b, ph, "memcache", sample_memcache, true);
 		ab_report(b, ph, "memcache", sample_memcache, false);
 	}
+	if (b->work)
+		work_report(b->samples);
 	free(ph);
 	return 0;
 }
@@ -377,6 +392,11 @@ static int bench_fork(struct bench *b, const char *snap)
 	int rc = 0;
 	b->cfg.memcache = b->memcache == AB_OFF ? COVE_MEMCACHE_NONE : COVE_MEMCACHE_ALL;
 	for (int i = 0; i < b->n && !rc; i++) {
+		if (b->work && work_begin(b->work, err, sizeof(err)) < 0) {
+			fprintf(stderr, "cove bench: fork round %d: %s\n", i, err);
+			rc = 1;
+			break;
+		}
 		double t0 = mono_ns() / 1e6;
 		int started = 0;
 		struct fork_round rd = { 0 };
@@ -391,11 +411,13 @@ static int bench_fork(struct bench *b, const char *snap)
 				if (bench_exec_true(sb[k], err, sizeof(err)) < 0)
 					started = -1;
 		}
+		t[i] = mono_ns() / 1e6 - t0;
+		if (started == b->count && b->work && work_end(b->work, err, sizeof(err)) < 0)
+			started = -1;
 		if (started != b->count) {
 			fprintf(stderr, "cove bench: fork round %d: %s\n", i, err);
 			rc = 1;
 		}
-		t[i] = mono_ns() / 1e6 - t0;
 		long pss = 0, rss = 0, pmin = LONG_MAX, pmax = 0, psum = 0;
 		json_t *priv = json_array();
 		for (int k = 0; k < b->count && !rc; k++) {
@@ -420,15 +442,20 @@ static int bench_fork(struct bench *b, const char *snap)
 		printf("round %d: %d forks to first exec result in %.1f ms; summed PSS %ld kB, RSS "
 		       "%ld kB; private per fork min %ld, mean %ld, max %ld kB\n",
 		       i, b->count, t[i], pss, rss, pmin, psum / b->count, pmax);
+		json_t *work = json_object();
+		if (b->work)
+			work_json(b->work, work);
 		json_array_append_new(b->samples,
-		                      json_pack("{s:s, s:i, s:f, s:I, s:I, s:o}", "system", "cove",
-		                                "forks", b->count, "all_first_exec_ms", t[i],
-		                                "pss_kb", (json_int_t)pss, "rss_kb",
-		                                (json_int_t)rss, "private_kb", priv));
+		                      json_pack("{s:s, s:i, s:f, s:I, s:I, s:o, s:o}", "system",
+		                                "cove", "forks", b->count, "all_first_exec_ms",
+		                                t[i], "pss_kb", (json_int_t)pss, "rss_kb",
+		                                (json_int_t)rss, "private_kb", priv, "work", work));
 	}
 	if (!rc) {
 		bench_header("fork", b->n);
 		bench_row("all_first_exec", t, b->n);
+		if (b->work)
+			work_report(b->samples);
 	}
 	free(sb);
 	free(t);
@@ -482,13 +509,17 @@ static const char bench_usage[] =
     "usage: cove bench boot|restore|fork|exec [-n N] [--count C] [--cpus N] [--memory MiB]\n"
     "                  [--image NAME|PATH] [--kernel PATH] [--json FILE] [--vs qemu]\n"
     "                  [--plot FILE.svg] [--prefetch on|off|ab] [--memcache on|off|ab]\n"
-    "                  [--parallel]\n";
+    "                  [--parallel] [--work]\n";
 
 /* What cannot be checked option by option: 0, or 2 with a message. */
 static int bench_check(const struct bench *b, bool boot, bool restore, bool fork_)
 {
 	if (b->plot_path && !boot && !restore) {
 		fprintf(stderr, "cove bench: --plot draws boot and restore phases\n");
+		return 2;
+	}
+	if (b->work && !restore && !fork_) {
+		fprintf(stderr, "cove bench: --work counts restore and fork\n");
 		return 2;
 	}
 	if (b->parallel && !fork_) {
@@ -552,7 +583,8 @@ int cli_bench(int argc, char **argv)
 		O_PLOT,
 		O_PREFETCH,
 		O_MEMCACHE,
-		O_PARALLEL
+		O_PARALLEL,
+		O_WORK
 	};
 	static const struct option opts[] = {
 		{ "cpus", required_argument, NULL, CLI_O_CPUS },
@@ -566,11 +598,13 @@ int cli_bench(int argc, char **argv)
 		{ "prefetch", required_argument, NULL, O_PREFETCH },
 		{ "memcache", required_argument, NULL, O_MEMCACHE },
 		{ "parallel", no_argument, NULL, O_PARALLEL },
+		{ "work", no_argument, NULL, O_WORK },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct bench b = { .n = 0, .count = 10, .memcache = AB_OFF };
 	char *image = NULL;
+	bool want_work = false;
 	cove_config_defaults(&b.cfg);
 	if (argc < 2 || argv[1][0] == '-') {
 		fputs(bench_usage, stderr);
@@ -627,6 +661,9 @@ int cli_bench(int argc, char **argv)
 		case O_PARALLEL:
 			b.parallel = true;
 			break;
+		case O_WORK:
+			want_work = true;
+			break;
 		case O_VS:
 			if (strcmp(optarg, "qemu")) {
 				fprintf(stderr, "cove bench: --vs knows only 'qemu', got '%s'\n",
@@ -653,7 +690,17 @@ int cli_bench(int argc, char **argv)
 	}
 	if (!b.n)
 		b.n = exec ? 100 : fork_ ? 1 : 5;
+	b.work = want_work ? (struct bench_work *)1 : NULL; /* for bench_check */
 	int rc = bench_check(&b, boot, restore, fork_);
+	b.work = NULL;
+	if (rc == 0 && want_work) {
+		char err[512] = "";
+		if (!(b.work = work_open(err, sizeof(err))) ||
+		    work_track(b.work, getpid(), "cove") < 0) {
+			fprintf(stderr, "cove bench: %s\n", err[0] ? err : "out of memory");
+			rc = 1;
+		}
+	}
 	if (rc == 0) {
 		b.samples = json_array();
 		rc = bench_run(&b, boot, restore, exec);
@@ -661,6 +708,7 @@ int cli_bench(int argc, char **argv)
 			rc = bench_write_json(&b);
 		json_decref(b.samples);
 	}
+	work_close(b.work);
 	free(image);
 	return rc;
 }

@@ -25,6 +25,11 @@ double bench_pct(const double *sorted, int n, double p)
 
 void bench_row(const char *name, const double *v, int n)
 {
+	bench_row_w(16, name, v, n);
+}
+
+void bench_row_w(int width, const char *name, const double *v, int n)
+{
 	double *s = malloc(sizeof(double) * (size_t)(n ? n : 1));
 	int m = 0;
 	for (int i = 0; i < n; i++)
@@ -32,8 +37,8 @@ void bench_row(const char *name, const double *v, int n)
 			s[m++] = v[i];
 	if (m) {
 		qsort(s, (size_t)m, sizeof(double), bench_cmp);
-		printf("%-16s %9.1f %9.1f %9.1f %9.1f %9.1f\n", name, s[0], bench_pct(s, m, 50),
-		       bench_pct(s, m, 90), bench_pct(s, m, 99), s[m - 1]);
+		printf("%-*s %9.1f %9.1f %9.1f %9.1f %9.1f\n", width, name, s[0],
+		       bench_pct(s, m, 50), bench_pct(s, m, 90), bench_pct(s, m, 99), s[m - 1]);
 	}
 	free(s);
 }

@@ -30,6 +30,9 @@ double bench_pct(const double *sorted, int n, double p);
 /* One table row: min p50 p90 p99 max over the non-NaN values of v[0..n). */
 void bench_row(const char *name, const double *v, int n);
 
+/* bench_row() with the name's column width wide. */
+void bench_row_w(int width, const char *name, const double *v, int n);
+
 /* The phases that were seen, as a JSON object of milliseconds. */
 json_t *bench_phases_json(const double *ph);
 
