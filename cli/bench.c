@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "cli/bench.h"
+#include "cli/bench_create.h"
 #include "cli/bench_plot.h"
 #include "cli/bench_qemu.h"
 #include "cli/bench_report.h"
@@ -509,7 +510,9 @@ static const char bench_usage[] =
     "usage: cove bench boot|restore|fork|exec [-n N] [--count C] [--cpus N] [--memory MiB]\n"
     "                  [--image NAME|PATH] [--kernel PATH] [--json FILE] [--vs qemu]\n"
     "                  [--plot FILE.svg] [--prefetch on|off|ab] [--memcache on|off|ab]\n"
-    "                  [--parallel] [--work]\n";
+    "                  [--parallel] [--work]\n"
+    "       cove bench create [-n N] [--template ID] [--socket PATH] [--key-file FILE]\n"
+    "                  [--coved-pid PID] [--work] [--json FILE]   (through coved)\n";
 
 /* What cannot be checked option by option: 0, or 2 with a message. */
 static int bench_check(const struct bench *b, bool boot, bool restore, bool fork_)
@@ -611,12 +614,15 @@ int cli_bench(int argc, char **argv)
 		return 2;
 	}
 	b.mode = argv[1];
+	if (!strcmp(b.mode, "create"))
+		return bench_create(argc, argv); /* through coved: options of its own */
 	bool boot = !strcmp(b.mode, "boot"), restore = !strcmp(b.mode, "restore"),
 	     fork_ = !strcmp(b.mode, "fork"), exec = !strcmp(b.mode, "exec");
 	if (!boot && !restore && !fork_ && !exec) {
-		fprintf(stderr,
-		        "cove bench: unknown benchmark '%s' (boot, restore, fork or exec)\n",
-		        b.mode);
+		fprintf(
+		    stderr,
+		    "cove bench: unknown benchmark '%s' (boot, restore, fork, exec or create)\n",
+		    b.mode);
 		return 2;
 	}
 	optind = 2;

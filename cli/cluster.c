@@ -14,12 +14,11 @@
 #include <unistd.h>
 
 #include "cli/cluster.h"
+#include "cli/coved_call.h"
 #include "daemon/conf/keys.h"
 #include "errf.h"
 
 #define DEFAULT_SOCKET "/run/coved/coved.sock" /* coved's default (daemon/conf/config.c) */
-#define CALL_MS        10000
-#define ANSWER_MAX     (8u << 20) /* bytes of an answer kept */
 #define NODES_MAX      4096
 #define NODE_ID_MAX    32
 #define TEXT_MAX       96 /* a string cell: node id, address */
@@ -295,95 +294,8 @@ int cli_cluster_table(FILE *out, const char *doc, size_t len, char *err, size_t 
 
 /* ---- the calls ------------------------------------------------------------ */
 
-struct answer {
-	char *p;
-	size_t len;
-};
-
-static size_t on_body(char *data, size_t size, size_t nmemb, void *opaque)
-{
-	struct answer *a = opaque;
-	size_t n = size * nmemb;
-	if (n > ANSWER_MAX - a->len)
-		return 0; /* too long: the transfer fails */
-	char *p = realloc(a->p, a->len + n + 1);
-	if (!p)
-		return 0;
-	memcpy(p + a->len, data, n);
-	a->p = p;
-	a->len += n;
-	p[a->len] = 0;
-	return n;
-}
-
-/* Why curl could not reach coved, in the words an operator acts on. */
-static int unreachable(const char *sock, CURLcode c, char *err, size_t errlen)
-{
-	if (c == CURLE_OPERATION_TIMEDOUT)
-		return errf(err, errlen, -ETIMEDOUT, "coved did not answer on %s within %d s", sock,
-		            CALL_MS / 1000);
-	if (c != CURLE_COULDNT_CONNECT)
-		return errf(err, errlen, -EIO, "talking to coved on %s: %s", sock,
-		            curl_easy_strerror(c));
-	if (access(sock, R_OK | W_OK) < 0 && errno == EACCES)
-		return errf(err, errlen, -EACCES,
-		            "no permission to connect to %s (coved's socket group, or root)", sock);
-	return errf(err, errlen, -ECONNREFUSED, "coved is not running (nothing answers on %s)",
-	            sock);
-}
-
-/* call() - one request to coved; *status and *a (its body, the caller
- * frees a->p) on an answer of any status.  Return: 0, or -errno with err
- * when coved could not be asked. */
-static int call(const char *sock, const char *key, const char *method, const char *path,
-                const char *body, long *status, struct answer *a, char *err, size_t errlen)
-{
-	struct stat st;
-	if (stat(sock, &st) < 0)
-		return errf(err, errlen, -errno, "coved's socket %s: %s (is coved running?)", sock,
-		            strerror(errno));
-	if (!S_ISSOCK(st.st_mode))
-		return errf(err, errlen, -ENOTSOCK, "%s is not a socket", sock);
-	CURL *c = curl_easy_init();
-	if (!c)
-		return errf(err, errlen, -ENOMEM, "out of memory");
-	char url[128], auth[CLI_CLUSTER_KEY_MAX + 16];
-	snprintf(url, sizeof(url), "http://localhost%s", path);
-	snprintf(auth, sizeof(auth), "X-API-KEY: %s", key);
-	struct curl_slist *h = curl_slist_append(NULL, auth);
-	struct curl_slist *h2 = h ? curl_slist_append(h, "Content-Type: application/json") : NULL;
-	int r = 0;
-	if (!h2) {
-		r = errf(err, errlen, -ENOMEM, "out of memory");
-		goto out;
-	}
-	h = h2;
-	curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, sock);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)CALL_MS);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, a);
-	if (body)
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-	CURLcode cc = curl_easy_perform(c);
-	if (cc != CURLE_OK)
-		r = cc == CURLE_WRITE_ERROR
-		        ? errf(err, errlen, -E2BIG, "coved's answer is over %u bytes", ANSWER_MAX)
-		        : unreachable(sock, cc, err, errlen);
-	else
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-out:
-	explicit_bzero(auth, sizeof(auth));
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
-	return r;
-}
-
 /* An error answer as one line: its "message", cleaned, or the status. */
-static void say_status(const char *prog, long status, const struct answer *a)
+static void say_status(const char *prog, long status, const struct cli_answer *a)
 {
 	json_t *d = a->p ? json_loadb(a->p, a->len, 0, NULL) : NULL;
 	const char *m = json_string_value(json_object_get(d, "message"));
@@ -455,11 +367,12 @@ static int key_for(struct cluster_opts *o, const char *prog)
 }
 
 /* GET /cluster: the answer in *a, or 1 with the one line said. */
-static int get_cluster(const struct cluster_opts *o, const char *prog, struct answer *a)
+static int get_cluster(const struct cluster_opts *o, const char *prog, struct cli_answer *a)
 {
 	char err[512];
 	long status = 0;
-	if (call(o->sock, o->key, "GET", "/cluster", NULL, &status, a, err, sizeof(err)) < 0) {
+	if (cli_coved_call(o->sock, o->key, "GET", "/cluster", NULL, &status, a, err, sizeof(err)) <
+	    0) {
 		fprintf(stderr, "%s: %s\n", prog, err);
 		return 1;
 	}
@@ -483,7 +396,7 @@ static int cluster_status(int argc, char **argv)
 		return p > 0 ? 0 : 2;
 	if (key_for(&o, prog))
 		return 1;
-	struct answer a = { 0 };
+	struct cli_answer a = { 0 };
 	int r = get_cluster(&o, prog, &a);
 	char err[512];
 	if (r == 0 && o.json) {
@@ -519,10 +432,11 @@ static int cluster_drain(int argc, char **argv)
 		return 1;
 	char path[96], err[512];
 	snprintf(path, sizeof(path), "/cluster/nodes/%s/drain", id);
-	struct answer a = { 0 };
+	struct cli_answer a = { 0 };
 	long status = 0;
-	int r = call(o.sock, o.key, "POST", path, o.undo ? "{\"drain\":false}" : "{\"drain\":true}",
-	             &status, &a, err, sizeof(err));
+	int r = cli_coved_call(o.sock, o.key, "POST", path,
+	                       o.undo ? "{\"drain\":false}" : "{\"drain\":true}", &status, &a, err,
+	                       sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "%s: %s\n", prog, err);
 	} else if (status == 204 || status == 200) {
@@ -530,7 +444,7 @@ static int cluster_drain(int argc, char **argv)
 		       o.undo ? "takes new sandboxes again" : "is draining: no new sandboxes");
 	} else if (status == 404) {
 		/* No cluster routes, or no such node: GET /cluster tells. */
-		struct answer g = { 0 };
+		struct cli_answer g = { 0 };
 		if (get_cluster(&o, prog, &g) == 0)
 			say_status(prog, status, &a);
 		free(g.p);

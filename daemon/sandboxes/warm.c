@@ -115,6 +115,22 @@ void coved_warm_discard(struct cove_sandbox *sb)
 	cove_free(sb);
 }
 
+/* Runs `true` in sb: the pages a first command needs (the agent's spawn
+ * path, the guest kernel's fork and exec, the binary) are faulted in
+ * before a create's command needs them; a restore maps them only as they
+ * are touched.  0, or -errno with err. */
+static int touch(struct cove_sandbox *sb, char *err, size_t errlen)
+{
+	static const char *const argv[] = { "true", NULL };
+	struct cove_exec_opts o = { .argv = argv, .timeout_ms = WARM_PING_MS, .stdin_fd = -1 };
+	struct cove_exec_result res;
+	int r = cove_exec(sb, &o, &res, err, errlen);
+	if (r == 0 && (res.signal || res.exit_code))
+		r = errf(err, errlen, -EIO, "true ended with %s %d",
+		         res.signal ? "signal" : "status", res.signal ? res.signal : res.exit_code);
+	return r;
+}
+
 /* Members already out of the list: stopped and freed. */
 static void stop_members(struct warm_member *m, size_t n)
 {
@@ -196,6 +212,8 @@ static int make_one(struct coved_warm *w, size_t k)
 	r = cove_restore(&cfg, tdir, &nm.sb, err, sizeof(err));
 	close(lock);
 	free(image);
+	if (r == 0)
+		r = touch(nm.sb, err, sizeof(err));
 	if (r == 0) {
 		char mark[PATH_MAX];
 		snprintf(mark, sizeof(mark), "%s/" WARM_MARK, cove_sandbox_dir(nm.sb));
@@ -264,7 +282,7 @@ static void tend(struct coved_warm *w)
 	pthread_mutex_unlock(&w->mu);
 	for (size_t i = 0; i < nping; i++) {
 		char err[256];
-		if (cove_ping_until(ping[i].sb, mono_ms() + WARM_PING_MS, err, sizeof(err)) < 0) {
+		if (touch(ping[i].sb, err, sizeof(err)) < 0) {
 			fprintf(stderr, "coved: warm sandbox %s did not answer (%s): replaced\n",
 			        ping[i].id, err);
 			stop_members(&ping[i], 1);
