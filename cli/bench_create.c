@@ -401,6 +401,12 @@ int bench_create(int argc, char **argv)
 		warm_wait(&b);
 		double hits = metric(&b, "coved_warm_hits_total");
 		struct sb s;
+		/* The warm VMMs made since the last sample: one is handed out now. */
+		if (b.w && (track_all(b.w, "cove-vmm", NULL) < 0 ||
+		            track_all(b.w, "cove-egress", NULL) < 0)) {
+			fprintf(stderr, "cove bench create: out of memory\n");
+			goto out;
+		}
 		if (b.w && work_begin(b.w, err, sizeof(err)) < 0) {
 			fprintf(stderr, "cove bench create: %s\n", err);
 			goto out;

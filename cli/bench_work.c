@@ -223,9 +223,17 @@ int work_track(struct bench_work *w, pid_t pid, const char *name)
 	int i = find(w, (int)pid);
 	if (i < 0 && (i = add(w, (int)pid, -1)) < 0)
 		return i;
+	if ((size_t)i >= w->ncaller) {
+		/* New, or forked during the last operation: moved into the
+		 * caller's part (work_begin drops the rest). */
+		struct work_proc t = w->p[i];
+		w->p[i] = w->p[w->ncaller];
+		w->p[w->ncaller] = t;
+		i = (int)w->ncaller++;
+		w->p[i].parent = -1;
+	}
 	w->p[i].tracked_by_caller = true;
 	snprintf(w->p[i].name, sizeof(w->p[i].name), "%s", name);
-	w->ncaller = w->np;
 	return 0;
 }
 

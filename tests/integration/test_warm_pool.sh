@@ -118,6 +118,24 @@ grep -qx "$a" <<<"$m1" || grep -qx "$b" <<<"$m1" && not_ok "a handed-out sandbox
 	ok "the new members are new sandboxes ($(tr '\n' ' ' <<<"$m1"))"
 [ "$(metric coved_warm_made_total)" = 4 ] || not_ok "made $(metric coved_warm_made_total), want 4"
 
+# cove bench create against this coved: each create waits for a full pool
+# and is handed a warm sandbox.
+if COVE_API_KEY=$KEY $cove bench create -n 2 --socket "$SOCK" --json "$WORK/create.json" >"$WORK/bench.out" 2>&1 &&
+	python3 - "$WORK/create.json" <<'PY'; then
+import json, sys
+s = json.load(open(sys.argv[1]))["samples"]
+assert len(s) == 2 and all(x["warm"] for x in s), s
+for x in s:
+    p = x["phases"]
+    assert 0 < p["create"] < p["create_to_first_command"] and p["first_command"] > 0 and p["command_running"] > 0, p
+PY
+	ok "cove bench create: 2 warm creates, $(grep -o 'first command / command p50: .*' "$WORK/bench.out")"
+else
+	not_ok "cove bench create: $(tail -n 3 "$WORK/bench.out")"
+fi
+until_metric coved_warm_ready 2 300 || not_ok "no refill after the bench: $(warm_state)"
+m1=$(members | sort)
+
 # coved stops: its members stop, the handed-out sandboxes keep running.
 mp=$(for m in $m1; do vmm_of "$m"; done)
 coved_stop
