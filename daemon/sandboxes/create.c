@@ -25,31 +25,6 @@
 #include "daemon/sandboxes/warm.h"
 #include "errf.h"
 
-/* The templates every tenant shares: the config's templates and images
- * ("base": its default image; *image malloc'ed), else a template of the
- * store (0 with *image NULL).  404 when there is none. */
-static int resolve_shared(struct coved *d, const char *tid, char **image, char *msg, size_t len)
-{
-	*image = NULL;
-	const char *name = tid;
-	if (strcmp(tid, "base") == 0)
-		name = d->cfg.default_image;
-	json_t *t = json_object_get(d->cfg.templates, tid);
-	if (json_is_string(t))
-		name = json_string_value(t);
-	if (!json_is_string(t) && coved_template_named(d, tid))
-		return 0; /* neither: a template of the store */
-	char *p = cove_image_path(name);
-	struct stat st;
-	if (!p || stat(p, &st) < 0 || !S_ISREG(st.st_mode)) {
-		free(p);
-		errf(msg, len, 404, "template '%s' not found (no image '%s')", tid, name);
-		return 404;
-	}
-	*image = p;
-	return 0;
-}
-
 /* Maps a templateID to an image path (malloc'ed), a snapshot directory
  * (*snap set, the snapshot held: coved_snap_unhold() once the sandbox is
  * listed) or a template the tenant built (its store name into store).
@@ -74,7 +49,7 @@ static int resolve_template(struct coved *d, const struct coved_tenant *tenant, 
 	}
 	if (strncmp(tid, "snap-", 5) == 0)
 		return errf(msg, len, 404, "snapshot '%s' not found", tid);
-	return resolve_shared(d, tid, image, msg, len);
+	return coved_template_shared(d, tid, image, msg, len);
 }
 
 /* Copies the snapshot chain a snapshot's meta file names. */
@@ -244,32 +219,4 @@ out:
 	if (sb)
 		coved_sb_free(sb);
 	return st;
-}
-
-int coved_warm_prepare(struct coved *d, const char *tid, struct cove_config *cfg, char **image,
-                       char **tdir, int *lockfd, char *msg, size_t len)
-{
-	*tdir = NULL;
-	*lockfd = -1;
-	int st = resolve_shared(d, tid, image, msg, len);
-	if (st)
-		return st;
-	cfg->image = *image;
-	cfg->cpus = d->cfg.cpus;
-	cfg->memory_mib = d->cfg.memory_mib;
-	cfg->disk_size = d->cfg.disk_mib << 20;
-	/* A default create's network: on when the config allows one. */
-	cfg->net =
-	    (struct cove_net_policy){ .mode = d->cfg.network ? COVE_NET_OPEN : COVE_NET_OFF };
-	st = coved_template_for(d, tid, cfg, false, tdir, lockfd, msg, len);
-	if (st == 1)
-		st = errf(msg, len, 400, "no template store (templates_dir): nothing to restore");
-	if (st) {
-		free(*image);
-		*image = NULL;
-		return st;
-	}
-	if (cfg->net.mode != COVE_NET_OFF)
-		cfg->net.mode = COVE_NET_NONE; /* until a create's policy replaces it */
-	return 0;
 }

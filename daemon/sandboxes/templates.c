@@ -95,3 +95,28 @@ int coved_template_for(struct coved *d, const char *tid, struct cove_config *cfg
 	}
 	return 0;
 }
+
+/* The templates every tenant shares: the config's templates and images
+ * ("base": its default image; *image malloc'ed), else a template of the
+ * store (0 with *image NULL).  404 when there is none. */
+int coved_template_shared(struct coved *d, const char *tid, char **image, char *msg, size_t len)
+{
+	*image = NULL;
+	const char *name = tid;
+	if (strcmp(tid, "base") == 0)
+		name = d->cfg.default_image;
+	json_t *t = json_object_get(d->cfg.templates, tid);
+	if (json_is_string(t))
+		name = json_string_value(t);
+	if (!json_is_string(t) && coved_template_named(d, tid))
+		return 0; /* neither: a template of the store */
+	char *p = cove_image_path(name);
+	struct stat st;
+	if (!p || stat(p, &st) < 0 || !S_ISREG(st.st_mode)) {
+		free(p);
+		errf(msg, len, 404, "template '%s' not found (no image '%s')", tid, name);
+		return 404;
+	}
+	*image = p;
+	return 0;
+}

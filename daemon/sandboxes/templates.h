@@ -18,5 +18,10 @@ int coved_template_for(struct coved *d, const char *tid, struct cove_config *cfg
                        char **dir, int *lockfd, char *msg, size_t len);
 /* Whether tid names a template in the store (not "base", not an image). */
 bool coved_template_named(struct coved *d, const char *tid);
+/* coved_template_shared() - the templates every tenant shares: the
+ * config's templates and images ("base": its default image; *image
+ * malloc'ed), else a template of the store (0 with *image NULL).
+ * Return: 0, or 404 with msg when there is none. */
+int coved_template_shared(struct coved *d, const char *tid, char **image, char *msg, size_t len);
 
 #endif

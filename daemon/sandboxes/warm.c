@@ -2,7 +2,7 @@
  *
  * For each template the config's "warm_pool" names, one refill thread
  * keeps that many sandboxes restored and running: each restored as a create
- * of that template with no other field would be (coved_warm_prepare), with
+ * of that template with no other field would be (warm_prepare), with
  * a new sandbox id as its registry name, its network (when the template
  * has a NIC) denying everything, and WARM_MARK in its entry so that a
  * coved that died with members running stops them at its next start.
@@ -40,9 +40,9 @@
 
 #include "clock.h"
 #include "cove.h"
-#include "daemon/sandboxes/create.h"
 #include "daemon/sandboxes/state.h"
 #include "daemon/sandboxes/table.h"
+#include "daemon/sandboxes/templates.h"
 #include "errf.h"
 
 #define WARM_MARK     "coved-warm" /* a file in a member's entry */
@@ -155,6 +155,39 @@ static size_t ready_of(struct coved_warm *w, size_t slot)
 	return n;
 }
 
+/* What a create of the shared template tid with no other field restores
+ * (cfg: coved's defaults, the image *image, malloc'ed; the network
+ * deny-all until a create's policy replaces it), and its template
+ * directory (*tdir, malloc'ed; held through *lockfd until the restore is
+ * done, as a create holds it).  0, or an HTTP status with msg. */
+static int warm_prepare(struct coved *d, const char *tid, struct cove_config *cfg, char **image,
+                        char **tdir, int *lockfd, char *msg, size_t len)
+{
+	*tdir = NULL;
+	*lockfd = -1;
+	int st = coved_template_shared(d, tid, image, msg, len);
+	if (st)
+		return st;
+	cfg->image = *image;
+	cfg->cpus = d->cfg.cpus;
+	cfg->memory_mib = d->cfg.memory_mib;
+	cfg->disk_size = d->cfg.disk_mib << 20;
+	/* A default create's network: on when the config allows one. */
+	cfg->net =
+	    (struct cove_net_policy){ .mode = d->cfg.network ? COVE_NET_OPEN : COVE_NET_OFF };
+	st = coved_template_for(d, tid, cfg, false, tdir, lockfd, msg, len);
+	if (st == 1)
+		st = errf(msg, len, 400, "no template store (templates_dir): nothing to restore");
+	if (st) {
+		free(*image);
+		*image = NULL;
+		return st;
+	}
+	if (cfg->net.mode != COVE_NET_OFF)
+		cfg->net.mode = COVE_NET_NONE; /* until a create's policy replaces it */
+	return 0;
+}
+
 /* Restores one member for slot k (w->mu not held).  0, or -1 with
  * w->last_err set. */
 static int make_one(struct coved_warm *w, size_t k)
@@ -177,7 +210,7 @@ static int make_one(struct coved_warm *w, size_t k)
 	/* Spawned from this thread, at its priority: not a VMM pool member,
 	 * which would take priority 0 back at its start. */
 	cfg.vmm_pool = NULL;
-	if (coved_warm_prepare(d, w->slots[k].tid, &cfg, &image, &tdir, &lock, msg, sizeof(msg))) {
+	if (warm_prepare(d, w->slots[k].tid, &cfg, &image, &tdir, &lock, msg, sizeof(msg))) {
 		pthread_mutex_lock(&w->mu);
 		w->failed++;
 		if (strcmp(w->last_err, msg) != 0)
