@@ -377,14 +377,7 @@ static void *refill(void *arg)
 		int64_t ms = failed ? WARM_RETRY_MS : calm > 0 ? calm : short_of ? 0 : WARM_TICK_MS;
 		if (ms == 0)
 			continue;
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += ms / 1000;
-		ts.tv_nsec += (ms % 1000) * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		struct timespec ts = clock_after_ms(CLOCK_MONOTONIC, ms);
 		/* A template rebuilt meanwhile is seen when it is prepared
 		 * again, at least every WARM_TICK_MS. */
 		pthread_cond_timedwait(&w->wake, &w->mu, &ts);
