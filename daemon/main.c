@@ -184,6 +184,10 @@ int main(int argc, char **argv)
 			fprintf(stderr, "coved: %s\n", err);
 			return 1;
 		}
+	} else if (d.cfg.network && cove_net_pool_clean(err, sizeof(err)) < 0) {
+		/* Without a pool of its own, what a dead coved's pool left still
+		 * goes (namespaces, links, cove-egress processes). */
+		fprintf(stderr, "coved: the network pool's leftovers: %s\n", err);
 	}
 	if (coved_pool_start(&d, err, sizeof(err)) < 0) {
 		fprintf(stderr, "coved: %s\n", err);

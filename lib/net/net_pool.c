@@ -291,6 +291,18 @@ void cove_net_pool_free(struct cove_net_pool *p)
 	free(p);
 }
 
+int cove_net_pool_clean(char *err, size_t errlen)
+{
+	unsigned int first, last;
+	char base[REGISTRY_DIR_MAX];
+	int r = net_index_range(&first, &last, err, errlen);
+	if (r == 0)
+		r = registry_base(base, sizeof(base), err, errlen);
+	if (r == 0)
+		slots_clean_stale(base, first, last);
+	return r;
+}
+
 int cove_net_pool_new(const struct cove_config *cfg, unsigned int size, struct cove_net_pool **out,
                       char *err, size_t errlen)
 {

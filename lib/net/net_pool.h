@@ -33,6 +33,10 @@ int net_pool_take(struct cove_net_pool *p, const struct cove_config *cfg, const 
 int cove_net_pool_new(const struct cove_config *cfg, unsigned int size, struct cove_net_pool **out,
                       char *err, size_t errlen) __attribute__((warn_unused_result));
 void cove_net_pool_free(struct cove_net_pool *p);
+/* Removes the slots a pool whose process died left (as cove_net_pool_new
+ * does first), for a process that keeps no pool of its own: 0, or -errno
+ * with err when the runtime directory or the index range is unusable. */
+int cove_net_pool_clean(char *err, size_t errlen) __attribute__((warn_unused_result));
 void cove_net_pool_stats(struct cove_net_pool *p, struct cove_net_pool_stats *st);
 
 #endif

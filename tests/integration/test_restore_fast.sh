@@ -49,14 +49,15 @@ else
 	not_ok "second restore: $out"
 fi
 # The prefetched ranges go into KVM's page tables before the first
-# KVM_RUN (Linux 6.10's KVM_PRE_FAULT_MEMORY), so the guest wakes without
-# a nested page fault per page: far fewer exits than the first restore.
+# KVM_RUN (Linux 6.10's KVM_PRE_FAULT_MEMORY; in spans, the gaps of up to
+# 16 pages between ranges with them), so the guest wakes without a nested
+# page fault per page: far fewer exits than the first restore.
 pf_err=$(field "$st" prefetch.prefault_error 2>/dev/null)
 exits2=$(field "$st" kvm.exits 2>/dev/null)
 kver=$(uname -r | awk -F. '{print $1 * 1000 + $2}')
 if [ "$pf_err" = -95 ] && [ "$kver" -lt 6010 ]; then
 	ok "# SKIP pre-fault: Linux $(uname -r) has no KVM_PRE_FAULT_MEMORY"
-elif [ "$pf_err" = 0 ] && [ "$(field "$st" prefetch.prefaulted)" = "$(field "$st" prefetch.pages)" ] &&
+elif [ "$pf_err" = 0 ] && [ "$(field "$st" prefetch.prefaulted)" -ge "$(field "$st" prefetch.pages)" ] &&
 	[ "${exits2:-0}" -gt 0 ] && [ $((exits2 * 3)) -lt "${exits1:-0}" ]; then
 	ok "second restore pre-faulted $(field "$st" prefetch.prefaulted) pages: $exits2 exits against $exits1"
 else

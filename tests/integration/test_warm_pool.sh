@@ -148,13 +148,16 @@ for p in $mp; do [ -d "/proc/$p" ] && gone="no: $p"; done
 coved_start '"network": true, "net_pool_size": 1, "warm_pool": {"base": 1}' || { not_ok "coved starts again"; finish; }
 until_metric coved_warm_ready 1 300 || not_ok "second pool not ready: $(warm_state)"
 old=$(members)
+slots=$(find "$RT" -maxdepth 1 -name '.np-*' -printf '%f\n')
 kill -9 "$COVED_PID"
 wait "$COVED_PID" 2>/dev/null
 COVED_PID=
+# The next coved keeps no pool of either kind: it still cleans up.
 coved_start '"network": true' || { not_ok "coved starts a third time"; finish; }
-left=$(for m in $old; do [ -e "$RT/$m" ] && echo "$m"; done)
-[ -n "$old" ] && [ -z "$left" ] && grep -q "stopping warm sandbox $old" "$WORK/coved.log" &&
-	ok "the killed coved's member $old was stopped by the next coved" || not_ok "left: '$left' of '$old'"
+left=$(for m in $old $slots; do [ -e "$RT/$m" ] && echo "$m"; done)
+[ -n "$old" ] && [ -n "$slots" ] && [ -z "$left" ] && grep -q "stopping warm sandbox $old" "$WORK/coved.log" &&
+	ok "the killed coved's member $old and network slot $slots were removed by the next coved" ||
+	not_ok "left: '$left' of '$old $slots'"
 kill -0 "$pa" && kill -0 "$pb" && [ "$(jget "$(api GET "/sandboxes/$a")" 'o["state"]')" = running ] &&
 	ok "A and B, handed out, outlived both restarts (adopted, not taken for members)" ||
 	not_ok "A or B stopped: $(api GET "/sandboxes/$a")"

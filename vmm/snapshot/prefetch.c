@@ -35,6 +35,11 @@ struct kvm_pre_fault_memory {
 #define KVM_PRE_FAULT_MEMORY _IOWR(KVMIO, 0xd5, struct kvm_pre_fault_memory)
 #endif
 
+/* Ranges of the record closer than this are read ahead and pre-faulted as
+ * one span: the pages between cost mappings of the page cache (no private
+ * memory), and each span is one call where each range was one. */
+#define PREFETCH_GAP_PAGES 16
+
 #define PM_PRESENT (1ULL << 63)
 #define PM_SWAPPED (1ULL << 62)
 #define PM_FILE    (1ULL << 61) /* file page or shared anonymous */
@@ -64,6 +69,20 @@ static int read_record(int fd, uint64_t ram_bytes, struct wsrec *w)
 	return r;
 }
 
+/* The span from range *i on: the ranges joined while the gap to the next
+ * is at most PREFETCH_GAP_PAGES; *i moves past them.  The record's ranges
+ * are sorted and inside RAM (wsrec_parse), so the span is too. */
+static void next_span(const struct wsrec *w, uint32_t *i, uint64_t *first, uint64_t *end)
+{
+	*first = w->r[*i].first;
+	*end = *first + w->r[*i].pages;
+	for ((*i)++; *i < w->count && w->r[*i].first <= *end + PREFETCH_GAP_PAGES; (*i)++) {
+		uint64_t e = (uint64_t)w->r[*i].first + w->r[*i].pages;
+		if (e > *end)
+			*end = e;
+	}
+}
+
 void prefetch_restore(const struct guest_mem *m, int ws_fd)
 {
 	memset(&stats, 0, sizeof(stats));
@@ -80,25 +99,35 @@ void prefetch_restore(const struct guest_mem *m, int ws_fd)
 	}
 	int64_t t0 = mono_ns();
 	bool populate = true;
-	/* The written ranges first: copying a page out of a file's huge page
-	 * splits that huge page's mapping, and the read ranges mapped after
-	 * that stay mapped. */
-	for (int pass = 0; pass < 2; pass++) {
-		for (uint32_t i = 0; i < w.count; i++) {
-			if (w.r[i].written != (pass == 0))
-				continue;
-			uint8_t *p = m->base + (size_t)w.r[i].first * WSREC_PAGE;
-			size_t len = (size_t)w.r[i].pages * WSREC_PAGE;
-			int advice = !populate        ? MADV_WILLNEED
-			             : w.r[i].written ? MADV_POPULATE_WRITE
-			                              : MADV_POPULATE_READ;
-			if (madvise(p, len, advice) < 0 && populate && errno == EINVAL) {
-				populate = false; /* before Linux 5.14: read-ahead only */
-				(void)madvise(p, len, MADV_WILLNEED);
-			}
-			stats.pages += w.r[i].pages;
-			if (w.r[i].written && populate)
-				stats.written += w.r[i].pages;
+	/* The written ranges first, each exactly (a page copied that the
+	 * guest will not write is private memory for nothing): copying a page
+	 * out of a file's huge page splits that huge page's mapping, and what
+	 * is mapped after that stays mapped. */
+	for (uint32_t i = 0; i < w.count; i++) {
+		stats.pages += w.r[i].pages;
+		if (!w.r[i].written)
+			continue;
+		uint8_t *p = m->base + (size_t)w.r[i].first * WSREC_PAGE;
+		size_t len = (size_t)w.r[i].pages * WSREC_PAGE;
+		if (madvise(p, len, populate ? MADV_POPULATE_WRITE : MADV_WILLNEED) < 0 &&
+		    populate && errno == EINVAL) {
+			populate = false; /* before Linux 5.14: read-ahead only */
+			(void)madvise(p, len, MADV_WILLNEED);
+		}
+		if (populate)
+			stats.written += w.r[i].pages;
+	}
+	/* Then every range read, in spans (the written pages in them are
+	 * mapped already: nothing to do there). */
+	for (uint32_t i = 0; i < w.count;) {
+		uint64_t first, end;
+		next_span(&w, &i, &first, &end);
+		uint8_t *p = m->base + (size_t)first * WSREC_PAGE;
+		size_t len = (size_t)(end - first) * WSREC_PAGE;
+		if (madvise(p, len, populate ? MADV_POPULATE_READ : MADV_WILLNEED) < 0 &&
+		    populate && errno == EINVAL) {
+			populate = false;
+			(void)madvise(p, len, MADV_WILLNEED);
 		}
 	}
 	stats.ranges = w.count;
@@ -140,10 +169,12 @@ void prefetch_prefault(const struct guest_mem *m, int vm_fd, int vcpu_fd)
 	int r = 0;
 	if (w.count && ioctl(vm_fd, KVM_CHECK_EXTENSION, KVM_CAP_PRE_FAULT_MEMORY) <= 0)
 		r = -EOPNOTSUPP;
-	/* Record pages index the RAM file; each region maps a slice of it. */
-	for (uint32_t i = 0; i < w.count && r == 0; i++) {
-		uint64_t off = (uint64_t)w.r[i].first * WSREC_PAGE;
-		uint64_t end = off + (uint64_t)w.r[i].pages * WSREC_PAGE;
+	/* Record pages index the RAM file; each region maps a slice of it.
+	 * Spans, as the read-ahead's. */
+	for (uint32_t i = 0; i < w.count && r == 0;) {
+		uint64_t first, last;
+		next_span(&w, &i, &first, &last);
+		uint64_t off = first * WSREC_PAGE, end = last * WSREC_PAGE;
 		for (unsigned int k = 0; k < m->nregions && r == 0; k++) {
 			const struct gmem_region *g = &m->regions[k];
 			uint64_t lo = off > g->offset ? off : g->offset;
