@@ -89,6 +89,17 @@ jget() {
 # metric NAME: the value of coved's metric NAME (GET /metrics).
 metric() { api GET /metrics | awk -v m="$1" '$1 == m { print $2 }'; }
 
+# until_metric NAME VALUE SECONDS: polls coved's metric NAME (5 times a
+# second) until it is VALUE; status 1 when it never was.
+until_metric() {
+	local i
+	for i in $(seq $((${3} * 5))); do
+		[ "$(metric "$1")" = "$2" ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
 # until_true SECONDS 'shell condition': polls once a second until it holds.
 until_true() {
 	local n=$1 cond=$2 i

@@ -13,15 +13,6 @@ net_env
 coved_env
 RT=$COVE_RUNTIME_DIR
 
-# until_metric NAME VALUE SECONDS
-until_metric() {
-	local i
-	for i in $(seq $((${3} * 5))); do
-		[ "$(metric "$1")" = "$2" ] && return 0
-		sleep 0.2
-	done
-	return 1
-}
 slots() { find "$RT" -maxdepth 1 -name '.np-*' | wc -l; }
 egresses() { pgrep -x cove-egress | wc -l; }
 

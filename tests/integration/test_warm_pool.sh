@@ -14,14 +14,6 @@ net_env
 coved_env
 RT=$COVE_RUNTIME_DIR
 
-until_metric() { # NAME VALUE SECONDS
-	local i
-	for i in $(seq $((${3} * 2))); do
-		[ "$(metric "$1")" = "$2" ] && return 0
-		sleep 0.5
-	done
-	return 1
-}
 members() { # the registry names of warm sandboxes
 	local e
 	for e in "$RT"/*/; do [ -e "$e/coved-warm" ] && basename "$e"; done
