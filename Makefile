@@ -280,6 +280,8 @@ $(B)/fuzz/%: tests/fuzz/%.c $(call fuzz_obj,$(FUZZ_LINKED))
 # the target stands in for.
 $(B)/fuzz/fuzz_coved_archive: FUZZ_EXTRA := daemon/sandboxes/build_files.c
 $(B)/fuzz/fuzz_coved_archive: $(call fuzz_obj,daemon/sandboxes/build_files.c)
+$(B)/fuzz/fuzz_bench_trace: FUZZ_EXTRA := cli/bench_trace.c
+$(B)/fuzz/fuzz_bench_trace: $(call fuzz_obj,cli/bench_trace.c)
 
 fuzz: $(FUZZ_BINS)
 
