@@ -169,12 +169,8 @@ int coved_sb_create(struct coved *d, struct coved_tenant *t, const struct coved_
 		sb->cove = warm;
 		sb->warm = true;
 		r = 0;
-		close(tlock);
-		free(tdir);
 	} else if (tdir) {
 		r = cove_restore(&cfg, tdir, &sb->cove, err, sizeof(err));
-		close(tlock);
-		free(tdir);
 	} else if (snap) {
 		snap_chain_read(sb, snap);
 		coved_sb_add_snap(sb, snap);
@@ -183,6 +179,10 @@ int coved_sb_create(struct coved *d, struct coved_tenant *t, const struct coved_
 		r = cove_restore(&cfg, snap, &sb->cove, err, sizeof(err));
 	} else {
 		r = cove_start(&cfg, &sb->cove, err, sizeof(err));
+	}
+	if (tdir) { /* the template was held for the restore or the take */
+		close(tlock);
+		free(tdir);
 	}
 	atomic_fetch_sub(&d->creating, 1);
 	if (r < 0) {
