@@ -27,6 +27,7 @@
 #include "daemon/sandboxes/pool.h"
 #include "daemon/sandboxes/record.h"
 #include "daemon/sandboxes/sampler.h"
+#include "daemon/sandboxes/snapshots.h"
 #include "daemon/sandboxes/state.h"
 #include "daemon/sandboxes/table.h"
 #include "daemon/sandboxes/warm.h"
@@ -242,6 +243,7 @@ int main(int argc, char **argv)
 	d.net_pool = NULL;
 	/* Detached sandboxes outlive their handles. */
 	coved_sb_release_all(&d);
+	coved_snap_index_free();
 	unlink(d.cfg.socket);
 	/* A template build still running uses the config: it ends with the
 	 * process, and its record says so at the next start. */

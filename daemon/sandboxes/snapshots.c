@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <ftw.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,29 +116,120 @@ static void ids_free(char **ids, size_t n)
 	free(ids);
 }
 
-/* The newest of @t's snapshots named @name, its id into @id: found or not. */
-static bool by_name(struct coved *d, const struct coved_tenant *t, const char *name,
-                    char id[COVED_SNAP_ID_MAX + 1])
+/* The snapshots' names, read from their meta files once per change:
+ * every create looks its templateID up among the tenant's snapshot names
+ * before the shared templates, and reading each meta file for each create
+ * cost a directory scan and O(snapshots) reads.  coved alone writes
+ * <state>/snapshots, and each change of a meta file (written, renamed off,
+ * removed) bumps names_gen after it is made; an index read at an older
+ * generation is read again.  index_mu is the innermost lock. */
+struct named {
+	struct coved_snap_key key;
+	char *owner, *name;
+};
+
+static pthread_mutex_t index_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint64_t names_gen = 1;
+static uint64_t index_gen;
+static struct named *index_v;
+static size_t index_n;
+
+static void names_changed(void)
 {
-	size_t n;
+	atomic_fetch_add(&names_gen, 1);
+}
+
+static void index_free(void)
+{
+	for (size_t i = 0; i < index_n; i++) {
+		free(index_v[i].owner);
+		free(index_v[i].name);
+	}
+	free(index_v);
+	index_v = NULL;
+	index_n = 0;
+}
+
+/* Reads the index again (index_mu held); false when out of memory (then
+ * it is empty and stale). */
+static bool index_read(struct coved *d)
+{
+	/* The generation before the reads: a change during them reads again. */
+	uint64_t gen = atomic_load(&names_gen);
+	index_free();
+	index_gen = 0;
+	size_t n, m = 0;
 	char **ids = scan_ids(d, &n);
-	struct coved_snap_key best = { 0 };
-	bool found = false;
-	for (size_t i = 0; i < n; i++) {
-		struct coved_snap_key k = { 0 };
-		json_t *o = meta_load(d, ids[i], t, &k.ms);
+	char sdir[4200], path[4300];
+	snap_dir(d, sdir, sizeof(sdir));
+	struct named *v = calloc(n ? n : 1, sizeof(*v));
+	bool ok = v != NULL;
+	for (size_t i = 0; ok && i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%s.json", sdir, ids[i]);
+		json_t *o = json_load_file(path, 0, NULL);
 		const char *nm = json_string_value(json_object_get(o, "name"));
-		snprintf(k.id, sizeof(k.id), "%s", ids[i]);
-		if (nm && strcmp(nm, name) == 0 && (!found || coved_snap_key_cmp(&k, &best) < 0)) {
-			best = k;
-			found = true;
+		/* The owner by owned()'s rule: one from before tenants is the
+		 * first tenant's. */
+		const char *owner = json_string_value(json_object_get(o, "tenant"));
+		if (!owner && d->ntenants)
+			owner = d->tenants[0].name;
+		json_t *c = json_object_get(o, "createdAt");
+		struct stat st;
+		if (nm && owner && stat(path, &st) == 0) {
+			struct named *e = &v[m++];
+			snprintf(e->key.id, sizeof(e->key.id), "%s", ids[i]);
+			e->key.ms = json_is_integer(c) ? (int64_t)json_integer_value(c)
+			                               : (int64_t)st.st_mtime * 1000;
+			e->owner = strdup(owner);
+			e->name = strdup(nm);
+			ok = e->owner && e->name;
 		}
 		json_decref(o);
 	}
 	ids_free(ids, n);
-	if (found)
+	index_v = v;
+	index_n = m;
+	if (!ok) {
+		index_free();
+		return false;
+	}
+	index_gen = gen;
+	return true;
+}
+
+/* The newest of @t's snapshots named @name, its id into @id: found or not. */
+static bool by_name(struct coved *d, const struct coved_tenant *t, const char *name,
+                    char id[COVED_SNAP_ID_MAX + 1])
+{
+	struct coved_snap_key best = { 0 };
+	bool found = false;
+	pthread_mutex_lock(&index_mu);
+	if (index_gen == atomic_load(&names_gen) || index_read(d)) {
+		for (size_t i = 0; i < index_n; i++) {
+			const struct named *e = &index_v[i];
+			if (!strcmp(e->name, name) && !strcmp(e->owner, t->name) &&
+			    (!found || coved_snap_key_cmp(&e->key, &best) < 0)) {
+				best = e->key;
+				found = true;
+			}
+		}
+	}
+	pthread_mutex_unlock(&index_mu);
+	/* Its directory must be there too, as for a lookup by id. */
+	int64_t ms;
+	json_t *o = found ? meta_load(d, best.id, t, &ms) : NULL;
+	json_decref(o);
+	if (o)
 		snprintf(id, COVED_SNAP_ID_MAX + 1, "%s", best.id);
-	return found;
+	return o != NULL;
+}
+
+void coved_snap_index_free(void)
+{
+	pthread_mutex_lock(&index_mu);
+	index_free();
+	index_gen = 0;
+	pthread_mutex_unlock(&index_mu);
 }
 
 /* @tid, an id or a name, as one of @t's snapshots' id. */
@@ -197,6 +289,7 @@ int coved_snap_record(struct coved_sb *sb, const char *id, const char *name)
 	}
 	if (ids)
 		ids_free(ids, n);
+	names_changed();
 	pthread_mutex_unlock(&names_mu);
 	return r;
 }
@@ -386,6 +479,7 @@ int coved_snap_delete(struct coved *d, const struct coved_tenant *t, const char 
 	snprintf(path, sizeof(path), "%s/snapshots/%s.json", d->cfg.state_dir, id);
 	if (unlink(path) < 0 && errno != ENOENT)
 		fprintf(stderr, "coved: removing %s: %s\n", path, strerror(errno));
+	names_changed();
 	chain_drop(d, json_object_get(meta, "chain"));
 out:
 	json_decref(meta);

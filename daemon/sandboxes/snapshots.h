@@ -28,6 +28,10 @@ int coved_snap_record(struct coved_sb *sb, const char *id, const char *name);
 int coved_snap_find(struct coved *d, const struct coved_tenant *t, const char *tid, char *path,
                     size_t len);
 void coved_snap_unhold(void);
+
+/* Frees the index of snapshot names (coved's exit; it is read again when
+ * needed). */
+void coved_snap_index_free(void);
 /* coved_snap_here() - whether @tid is one of @t's snapshots on this node. */
 bool coved_snap_here(struct coved *d, const struct coved_tenant *t, const char *tid);
 

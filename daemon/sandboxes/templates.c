@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "cove.h"
 #include "daemon/sandboxes/state.h"
 #include "errf.h"
+#include "lib/base/sha256.h"
 #include "lib/template/template.h"
 
 static void note(void *opaque, const char *line)
@@ -34,6 +36,120 @@ bool coved_template_named(struct coved *d, const char *tid)
 	return lstat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* What the last creates of a base template resolved to, so that the next
+ * create of that shape with inputs unchanged skips resolving it again:
+ * three realpaths, the store's directories, the inputs' hash cache (about
+ * 50 system calls of a warm create's 200).  Unchanged means the same file
+ * (device, inode) with the same size, mtime and ctime at each path as given,
+ * the assumption the hash cache itself makes; and the template must still
+ * be the build of those inputs when its lock is taken
+ * (cove_template_hold), so a removal or a rebuild by anyone falls back to
+ * cove_template_ensure. */
+struct file_id {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime, ctime;
+};
+
+struct tmemo {
+	uint8_t key[SHA256_LEN]; /* of the store, paths and shape */
+	struct file_id in[3];    /* cove-vmm, kernel, image */
+	char dir[PATH_MAX];
+	char hash[SHA256_HEX];
+	uint64_t used; /* the least recently used goes first */
+};
+
+#define TMEMO_MAX 16
+static struct tmemo tmemo[TMEMO_MAX];
+static uint64_t tmemo_clock;
+static pthread_mutex_t tmemo_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void tmemo_key(const struct coved *d, const struct cove_config *cfg, uint8_t key[SHA256_LEN])
+{
+	struct sha256 h;
+	char shape[96];
+	int n = snprintf(shape, sizeof(shape), "%u %llu %llu %d", cfg->cpus,
+	                 (unsigned long long)cfg->memory_mib, (unsigned long long)cfg->disk_size,
+	                 cfg->net.mode != COVE_NET_OFF);
+	sha256_init(&h);
+	const char *parts[] = { d->cfg.templates_dir, cfg->vmm, cfg->kernel, cfg->image };
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		sha256_update(&h, parts[i] ? parts[i] : "", strlen(parts[i] ? parts[i] : "") + 1);
+	sha256_update(&h, shape, (size_t)n);
+	sha256_final(&h, key);
+}
+
+static bool inputs_id(const struct cove_config *cfg, struct file_id in[3])
+{
+	const char *paths[3] = { cfg->vmm, cfg->kernel, cfg->image };
+	for (int i = 0; i < 3; i++) {
+		struct stat st;
+		if (!paths[i] || stat(paths[i], &st) < 0)
+			return false;
+		in[i] =
+		    (struct file_id){ st.st_dev, st.st_ino, st.st_size, st.st_mtim, st.st_ctim };
+	}
+	return true;
+}
+
+static bool same_id(const struct file_id *a, const struct file_id *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec &&
+	       a->ctime.tv_sec == b->ctime.tv_sec && a->ctime.tv_nsec == b->ctime.tv_nsec;
+}
+
+/* The remembered template for key, held (0, *dir malloc'ed) or not (1). */
+static int tmemo_use(const uint8_t key[SHA256_LEN], const struct file_id now[3], char **dir,
+                     int *lockfd)
+{
+	struct tmemo m;
+	bool found = false;
+	pthread_mutex_lock(&tmemo_mu);
+	for (int i = 0; i < TMEMO_MAX && !found; i++) {
+		if (tmemo[i].used && !memcmp(tmemo[i].key, key, SHA256_LEN)) {
+			tmemo[i].used = ++tmemo_clock;
+			m = tmemo[i];
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&tmemo_mu);
+	for (int i = 0; found && i < 3; i++)
+		found = same_id(&m.in[i], &now[i]);
+	if (!found || cove_template_hold(m.dir, m.hash, lockfd) != 0)
+		return 1;
+	if (!(*dir = strdup(m.dir))) {
+		close(*lockfd);
+		*lockfd = -1;
+		return 1;
+	}
+	return 0;
+}
+
+static void tmemo_put(const uint8_t key[SHA256_LEN], const struct file_id in[3], const char *dir)
+{
+	struct tmemo m = { .used = 0 };
+	memcpy(m.key, key, SHA256_LEN);
+	memcpy(m.in, in, sizeof(m.in));
+	if (strlen(dir) >= sizeof(m.dir) || cove_template_built_hash(dir, m.hash) < 0)
+		return;
+	snprintf(m.dir, sizeof(m.dir), "%s", dir);
+	pthread_mutex_lock(&tmemo_mu);
+	int slot = 0;
+	for (int i = 0; i < TMEMO_MAX; i++) {
+		if (tmemo[i].used && !memcmp(tmemo[i].key, key, SHA256_LEN)) {
+			slot = i;
+			break;
+		}
+		if (tmemo[i].used < tmemo[slot].used)
+			slot = i;
+	}
+	m.used = ++tmemo_clock;
+	tmemo[slot] = m;
+	pthread_mutex_unlock(&tmemo_mu);
+}
+
 int coved_template_for(struct coved *d, const char *tid, struct cove_config *cfg, bool net_given,
                        char **dir, int *lockfd, char *msg, size_t len)
 {
@@ -41,10 +157,20 @@ int coved_template_for(struct coved *d, const char *tid, struct cove_config *cfg
 	*lockfd = -1;
 	if (!d->cfg.templates_dir)
 		return 1;
+	bool named = !cfg->image; /* resolve_template found no image: a store template */
+	uint8_t key[SHA256_LEN];
+	struct file_id in[3];
+	bool memo = !named && inputs_id(cfg, in);
+	if (memo) {
+		tmemo_key(d, cfg, key);
+		if (tmemo_use(key, in, dir, lockfd) == 0) {
+			cfg->disk_size = 0; /* the template's */
+			return 0;
+		}
+	}
 	cove_template_set_store(d->cfg.templates_dir);
 	struct cove_template_manifest m = { 0 };
 	char err[600], path[PATH_MAX + 128];
-	bool named = !cfg->image; /* resolve_template found no image: a store template */
 	int r;
 	if (named) {
 		r = cove_template_load(tid, &m, err, sizeof(err));
@@ -75,6 +201,8 @@ int coved_template_for(struct coved *d, const char *tid, struct cove_config *cfg
 		errf(msg, len, 500, "template '%s': %s", tid, err);
 		return 500;
 	}
+	if (memo) /* the inputs as they were before the hashing */
+		tmemo_put(key, in, path);
 	cfg->disk_size = 0; /* the template's */
 	if (named) {
 		cfg->cpus = m.spec.cpus;

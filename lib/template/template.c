@@ -296,6 +296,44 @@ static int ensure_locked(const struct cove_template_spec *s, bool force,
 	return 0;
 }
 
+int cove_template_built_hash(const char *dir, char hash[SHA256_HEX])
+{
+	struct cove_template_manifest m;
+	char e[256];
+	int r = template_read_manifest(dir, &m, e, sizeof(e));
+	if (r < 0)
+		return r;
+	memcpy(hash, m.inputs_hash, SHA256_HEX);
+	hash[SHA256_HEX - 1] = 0;
+	cove_template_manifest_free(&m);
+	return 0;
+}
+
+int cove_template_hold(const char *dir, const char *hash, int *lockfd)
+{
+	*lockfd = -1;
+	const char *slash = strrchr(dir, '/');
+	char store[PATH_MAX], e[256];
+	if (!slash || slash == dir || (size_t)(slash - dir) >= sizeof(store) ||
+	    !cove_template_name_valid(slash + 1))
+		return -EINVAL;
+	snprintf(store, sizeof(store), "%.*s", (int)(slash - dir), dir);
+	int fd = template_lock_open(store, slash + 1, e, sizeof(e));
+	if (fd < 0)
+		return fd;
+	if (flock(fd, LOCK_SH | LOCK_NB) < 0) {
+		int r = errno == EWOULDBLOCK || errno == EINTR ? 1 : -errno;
+		close(fd);
+		return r; /* a build holds it: the slow path waits for it */
+	}
+	if (!up_to_date(dir, hash)) {
+		close(fd);
+		return 1;
+	}
+	*lockfd = fd;
+	return 0;
+}
+
 bool cove_template_sealed(const struct cove_template_spec *s)
 {
 	bool sealed = s->from || s->from_template;

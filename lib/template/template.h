@@ -59,4 +59,17 @@ bool cove_template_sealed(const struct cove_template_spec *s);
 int cove_template_use(const char *name, char *dir, size_t dirlen, int *lockfd, char *err,
                       size_t errlen) __attribute__((warn_unused_result));
 
+/* The hash of the inputs the template at dir (a path cove_template_ensure
+ * gave) was built from, into hash: 0, or -errno. */
+int cove_template_built_hash(const char *dir, char hash[65]);
+
+/* A fast path for a caller that remembers what cove_template_ensure
+ * gave for unchanged inputs: the use lock of the template at dir (the
+ * store's name's), shared, in *lockfd when it is still built from inputs
+ * hashing to hash.  0 when held; 1 when it is not there as it was
+ * (removed, rebuilt, or being built right now: call
+ * cove_template_ensure); -errno on an error.  Never waits. */
+int cove_template_hold(const char *dir, const char *hash, int *lockfd)
+    __attribute__((warn_unused_result));
+
 #endif

@@ -325,8 +325,14 @@ int template_read_manifest(const char *dir, struct cove_template_manifest *m, ch
 	int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return errf(err, errlen, -errno, "%s: %s", p, strerror(errno));
-	char *buf = malloc((1 << 20) + 1);
-	ssize_t n = buf ? read_full(fd, buf, 1 << 20) : -ENOMEM;
+	/* Sized by fstat (a manifest is a few hundred bytes; a 1 MiB buffer
+	 * is an mmap and a munmap per read), at most 1 MiB. */
+	struct stat st;
+	size_t cap = fstat(fd, &st) == 0 && st.st_size >= 0 && st.st_size < (1 << 20)
+	                 ? (size_t)st.st_size + 1
+	                 : (size_t)1 << 20;
+	char *buf = malloc(cap + 1);
+	ssize_t n = buf ? read_full(fd, buf, cap) : -ENOMEM;
 	close(fd);
 	int r = n < 0 ? errf(err, errlen, (int)n, "%s: %s", p, strerror((int)-n))
 	              : template_manifest_parse(buf, (size_t)n, m, err, errlen);

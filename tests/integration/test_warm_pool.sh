@@ -155,4 +155,28 @@ kill -0 "$pa" && kill -0 "$pb" && [ "$(jget "$(api GET "/sandboxes/$a")" 'o["sta
 	not_ok "A or B stopped: $(api GET "/sandboxes/$a")"
 api DELETE "/sandboxes/$a" >/dev/null
 api DELETE "/sandboxes/$b" >/dev/null
+
+# coved resolves a base template once per shape while its inputs stay the
+# same files (coved_template_for's memo): the second create takes that
+# path; an image replaced after it is a new template, not the memo's.
+marker=marker-$RANDOM$RANDOM
+ids=()
+for i in 1 2 3; do
+	if [ "$i" = 3 ]; then
+		img=$WORK/images/minimal.ext4
+		cp --sparse=always "$(readlink -f "$img")" "$WORK/img.new"
+		echo "$marker" >"$WORK/marker"
+		debugfs -w -R "write $WORK/marker /marker" "$WORK/img.new" >/dev/null 2>&1
+		mv -f "$WORK/img.new" "$img"
+	fi
+	out=$(api POST /v2/sandboxes '{"templateID":"base","timeout":600}')
+	[ "$(code)" = 201 ] || { not_ok "create $i: $out"; finish; }
+	ids+=("$(jget "$out" 'o["sandboxID"]')")
+done
+o1=$(gx "${ids[1]}" 'cat /marker 2>&1 || echo none')
+o2=$(gx "${ids[2]}" 'cat /marker 2>&1 || echo none')
+grep -q none <<<"$o1" && [ "$o2" = "$marker" ] &&
+	ok "a create after the image changed restores the new image's template ($marker)" ||
+	not_ok "the second create read '$o1', the one after the change '$o2'"
+for i in "${ids[@]}"; do api DELETE "/sandboxes/$i" >/dev/null; done
 finish

@@ -270,6 +270,19 @@ START_TEST(module)
 	          coved_snap_here(&d, &tenants[0], "snap-a1"));
 	ck_assert(!coved_snap_here(&d, &tenants[0], "snap-b1") &&
 	          !coved_snap_here(&d, &tenants[0], "two"));
+	/* The names are indexed once per change: a new name is found after
+	 * a lookup read the index, and a deleted one is gone. */
+	snap(s1, "snap-a4", "two");
+	ck_assert_int_eq(coved_snap_find(&d, &tenants[0], "two", path, sizeof(path)), 1);
+	coved_snap_unhold();
+	ck_assert_str_eq(path, sdir("snap-a4"));
+	ck_assert(!coved_snap_here(&d, &tenants[1], "two"));
+	char m4[300];
+	ck_assert_int_eq(coved_snap_delete(&d, &tenants[0], "two", m4, sizeof(m4)), 0);
+	ck_assert(!coved_snap_here(&d, &tenants[0], "two"));
+	ck_assert_int_eq(coved_snap_find(&d, &tenants[0], "one", path, sizeof(path)), 1);
+	coved_snap_unhold();
+	ck_assert_str_eq(path, sdir("snap-a3"));
 
 	/* Deletes: another tenant's is not found; in use while a sandbox or a
 	 * snapshot's chain stands on it. */
@@ -305,6 +318,7 @@ START_TEST(module)
 
 	unrecord(s1);
 	unrecord(s2);
+	coved_snap_index_free();
 	pthread_mutex_destroy(&d.mu);
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", state);

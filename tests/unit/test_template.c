@@ -571,6 +571,29 @@ START_TEST(ensure_waits_for_the_build_not_the_restores)
 	close(j.lockfd);
 	close(restore);
 	ck_assert_int_eq(flock(rm, LOCK_EX | LOCK_NB), 0);
+	/* The fast path of a caller that remembers: held while the template
+	 * is what it was built from, not while a build holds it, not once it
+	 * was built from other inputs or removed. */
+	char built[SHA256_HEX];
+	ck_assert_int_eq(cove_template_built_hash(dir, built), 0);
+	ck_assert_str_eq(built, hash);
+	int held = -1;
+	ck_assert_int_eq(cove_template_hold(dir, hash, &held), 1); /* rm holds it */
+	ck_assert_int_eq(held, -1);
+	ck_assert_int_eq(flock(rm, LOCK_UN), 0);
+	ck_assert_int_eq(cove_template_hold(dir, hash, &held), 0);
+	ck_assert_int_ge(held, 0);
+	ck_assert_int_eq(flock(rm, LOCK_EX | LOCK_NB), -1); /* held shared, as a restore's */
+	close(held);
+	ck_assert_int_eq(cove_template_hold(dir, m.inputs_hash, &held), 0);
+	close(held);
+	memset(built, 'c', SHA256_HEX - 1);
+	ck_assert_int_eq(cove_template_hold(dir, built, &held), 1);
+	snprintf(p, sizeof(p), "%s/template.json", dir);
+	ck_assert_int_eq(unlink(p), 0);
+	ck_assert_int_eq(cove_template_hold(dir, hash, &held), 1);
+	ck_assert_int_eq(cove_template_built_hash(dir, built), -ENOENT);
+	ck_assert_int_eq(cove_template_hold("web", hash, &held), -EINVAL);
 	close(rm);
 	close(builder);
 	cove_template_spec_free(&s);
