@@ -18,6 +18,7 @@
 #include "base/seccomp.h"
 #include "config.h"
 #include "config_flags.h"
+#include "core/vcpu.h"
 #include "core/vm.h"
 #include "core/vm_devices.h"
 #include "devices/boot_timer.h"
@@ -156,6 +157,10 @@ static int pool_main(struct vmm_config *sp)
 	 * waits (a request with another mode compiles its own at start). */
 	if (r == 0)
 		r = vmm_seccomp_precompile(sp->seccomp, err, sizeof(err));
+	/* What the jail needs nothing of the sandbox for (a member never
+	 * execs: the bounding set only matters from here on). */
+	if (r == 0)
+		r = jail_bound(err, sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "cove-vmm: pool: %s\n", err);
 		vm_destroy(vm);
@@ -238,6 +243,7 @@ int main(int argc, char **argv)
 		vmm_config_free(&c);
 		return 0;
 	}
+	vcpu_host_detect(); /* before the jail hides /proc and /sys */
 	if (c.pool_cpus)
 		return pool_main(&c);
 	return run(&c, NULL, NULL, NULL);

@@ -39,6 +39,13 @@ echo "# $(( $(date +%s) - t0 )) s: pool full"
 note_members
 [ "$(members | wc -l)" = 2 ] && ok "two cove-vmm --pool processes wait" || not_ok "members: $(pool_state)"
 for p in $(members); do [ "$(nice_of "$p")" = 19 ] || not_ok "member $p has nice $(nice_of "$p")"; done
+capf() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$2/status"; }
+# The jail's bounding set is emptied ahead (it needs nothing of the
+# sandbox); the capabilities held go at the claim.
+p=$(members | head -n 1)
+[ "$(capf CapBnd "$p")" = 0000000000000000 ] && [ "$(capf CapEff "$p")" != 0000000000000000 ] &&
+	ok "a waiting member's bounding set is empty already (CapEff $(capf CapEff "$p") until its claim)" ||
+	not_ok "member $p: CapBnd $(capf CapBnd "$p") CapEff $(capf CapEff "$p")"
 [ -z "$(ls "$COVE_RUNTIME_DIR")" ] && ok "members are not sandboxes (cove ls sees none)" || not_ok "runtime dir: $(ls "$COVE_RUNTIME_DIR")"
 
 out=$(api POST /v2/sandboxes '{"templateID":"base","timeout":600}')
@@ -52,7 +59,10 @@ o=$(gx "$a" 'echo hi > /root/p; cat /root/p')
 [ "$o" = hi ] && ok "commands run in it" || not_ok "exec in $a: $o"
 grep -q 'confinement: namespaces' "$COVE_RUNTIME_DIR/$a/vmm.log" && grep -q 'cove-vmm: jail:' "$COVE_RUNTIME_DIR/$a/vmm.log" &&
 	ok "it is jailed as a spawned one is" || not_ok "vmm.log: $(cat "$COVE_RUNTIME_DIR/$a/vmm.log")"
-[ "$(stat -c %u "/proc/$pa")" != 0 ] && ok "it runs under a jail uid ($(stat -c %u "/proc/$pa"))" || not_ok "uid 0"
+[ "$(stat -c %u "/proc/$pa")" != 0 ] && [ "$(capf CapEff "$pa")" = 0000000000000000 ] &&
+	[ "$(capf CapBnd "$pa")" = 0000000000000000 ] &&
+	ok "it runs under a jail uid ($(stat -c %u "/proc/$pa")) with no capability" ||
+	not_ok "uid $(stat -c %u "/proc/$pa"), CapEff $(capf CapEff "$pa"), CapBnd $(capf CapBnd "$pa")"
 grep -q "/$a\$" "/proc/$pa/cgroup" && ok "in the sandbox's own cgroup" || not_ok "cgroup: $(cat "/proc/$pa/cgroup")"
 [ "$(nice_of "$pa")" = 0 ] && ok "at priority 0 again (members wait at nice 19)" || not_ok "nice $(nice_of "$pa")"
 

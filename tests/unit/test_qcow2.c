@@ -522,6 +522,16 @@ START_TEST(backing_raw)
 	free(now);
 	free(shadow);
 	free(base);
+	/* A backing file replaced by a FIFO or a directory is refused, at
+	 * once (the open must not block on a FIFO with no writer). */
+	ck_assert_int_eq(unlink(P("base.raw")), 0);
+	ck_assert_int_eq(mkfifo(P("base.raw"), 0600), 0);
+	refuse(P("o.qcow2"), true, "not a regular file or block device");
+	ck_assert_int_eq(unlink(P("base.raw")), 0);
+	ck_assert_int_eq(mkdir(P("base.raw"), 0700), 0);
+	refuse(P("o.qcow2"), true, "not a regular file or block device");
+	ck_assert_int_eq(rmdir(P("base.raw")), 0);
+	refuse(P("o.qcow2"), true, "No such file");
 }
 END_TEST
 

@@ -26,18 +26,25 @@ struct hdr {
 	struct qcow2_hdr f; /* the fields, checked (common/qcow2_hdr.c) */
 };
 
-static int open_chain(const char *path, bool read_only, unsigned int flags, unsigned int depth,
-                      struct disk **out, char *err, size_t errlen);
+static int open_chain(const char *path, int fd, bool read_only, unsigned int flags,
+                      unsigned int depth, struct disk **out, char *err, size_t errlen);
+
+/* The first read of an image: the whole first cluster of the usual size
+ * (64 KiB), header and extensions in one call. */
+#define FIRST_READ 65536u
 
 /* Reads the first cluster and checks the fixed header fields. */
 static int read_header(struct qcow2 *q, struct hdr *h, bool read_only, char *err, size_t errlen)
 {
-	uint8_t fixed[QCOW2_V3_HEADER_LEN] = { 0 };
-	size_t flen = (size_t)min64(h->file_size, sizeof(fixed));
-	int r = qcow2_io_full(q->fd, fixed, flen, 0, false);
+	size_t got = (size_t)min64(h->file_size, FIRST_READ);
+	h->buf = malloc(got ? got : 1);
+	if (!h->buf)
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	int r = qcow2_io_full(q->fd, h->buf, got, 0, false);
 	if (r)
 		return errf(err, errlen, r, "%s: %s", q->path, strerror(-r));
-	r = qcow2_hdr_fixed(fixed, flen, h->file_size, read_only, q->path, &h->f, err, errlen);
+	size_t flen = (size_t)min64(got, QCOW2_V3_HEADER_LEN);
+	r = qcow2_hdr_fixed(h->buf, flen, h->file_size, read_only, q->path, &h->f, err, errlen);
 	if (r)
 		return r;
 	q->version = h->f.version;
@@ -53,10 +60,14 @@ static int read_header(struct qcow2 *q, struct hdr *h, bool read_only, char *err
 	q->rt_bytes = h->f.rt_bytes;
 
 	h->len = (size_t)min64(q->cs, h->file_size);
-	h->buf = malloc(h->len);
-	if (!h->buf)
+	if (h->len <= got)
+		return 0;
+	/* A cluster larger than the first read: the rest of it. */
+	uint8_t *b = realloc(h->buf, h->len);
+	if (!b)
 		return errf(err, errlen, -ENOMEM, "out of memory");
-	r = qcow2_io_full(q->fd, h->buf, h->len, 0, false);
+	h->buf = b;
+	r = qcow2_io_full(q->fd, h->buf + got, h->len - got, got, false);
 	return r ? errf(err, errlen, r, "%s: %s", q->path, strerror(-r)) : 0;
 }
 
@@ -99,37 +110,60 @@ static int open_backing(struct qcow2 *q, struct hdr *h, unsigned int depth, char
 	if (depth + 1 > QCOW2_MAX_CHAIN)
 		return errf(err, errlen, -ELOOP, "%s: backing chain longer than %d files", q->path,
 		            QCOW2_MAX_CHAIN);
-	/* Probed even when the format is named: the probe also refuses what
-	 * is neither a file nor a block device (a FIFO would block open). */
+	/* Opened once, for the probe and the backend: O_NONBLOCK so that a
+	 * FIFO cannot block the open, which is refused (as everything that is
+	 * neither a file nor a block device) before anything is read. */
+	int fd = open(full, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errf(err, errlen, -errno, "backing file of %s: %s: %s", q->path, full,
+		            strerror(errno));
+	struct stat st;
+	r = fstat(fd, &st) < 0 ? -errno : 0;
+	if (r == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+		r = -EINVAL;
+	if (r == 0 && S_ISBLK(st.st_mode) && fcntl(fd, F_SETFL, 0) < 0) /* blocking reads */
+		r = -errno;
+	if (r) {
+		close(fd);
+		return errf(err, errlen, r, "backing file of %s: %s: %s", q->path, full,
+		            r == -EINVAL ? "not a regular file or block device" : strerror(-r));
+	}
 	bool is_qcow2;
-	char msg[256];
-	r = qcow2_probe(full, &is_qcow2, NULL, msg, sizeof(msg));
-	if (r)
-		return errf(err, errlen, r, "backing file of %s: %s", q->path, msg);
-	if (!strcmp(h->f.backing_fmt, "qcow2"))
+	if (!strcmp(h->f.backing_fmt, "qcow2")) {
 		is_qcow2 = true;
-	else if (!strcmp(h->f.backing_fmt, "raw"))
+	} else if (!strcmp(h->f.backing_fmt, "raw")) {
 		is_qcow2 = false;
-	else if (h->f.backing_fmt[0])
+	} else if (h->f.backing_fmt[0]) {
+		close(fd);
 		return errf(err, errlen, -ENOTSUP, "%s: unsupported backing format", q->path);
+	} else {
+		uint8_t magic[4];
+		is_qcow2 = pread(fd, magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
+		           qcow2_be32(magic) == QCOW2_MAGIC;
+	}
 	if (is_qcow2)
-		return open_chain(full, true, q->flags, depth + 1, &q->backing, err, errlen);
-	r = disk_raw_open(full, true, &q->backing);
+		return open_chain(full, fd, true, q->flags, depth + 1, &q->backing, err, errlen);
+	r = disk_raw_open_fd(fd, true, &q->backing);
 	if (r)
 		return errf(err, errlen, r, "backing file %s: %s", full,
 		            r == -EBUSY ? "in use by a writer" : strerror(-r));
 	return 0;
 }
 
-static int open_chain(const char *path, bool read_only, unsigned int flags, unsigned int depth,
-                      struct disk **out, char *err, size_t errlen)
+/* Opens the qcow2 image at path (fd: already open for it, taken over;
+ * -1: opened here). */
+static int open_chain(const char *path, int fd, bool read_only, unsigned int flags,
+                      unsigned int depth, struct disk **out, char *err, size_t errlen)
 {
 	*out = NULL;
 	struct hdr h = { 0 };
 	struct qcow2 *q = calloc(1, sizeof(*q));
-	if (!q)
+	if (!q) {
+		if (fd >= 0)
+			close(fd);
 		return errf(err, errlen, -ENOMEM, "out of memory");
-	q->fd = -1;
+	}
+	q->fd = fd;
 	q->flags = flags;
 	q->quiet = flags & QCOW2_OPEN_QUIET;
 	q->d.ops = &qcow2_ops;
@@ -137,7 +171,8 @@ static int open_chain(const char *path, bool read_only, unsigned int flags, unsi
 	int r = (q->path = strdup(path)) ? 0 : errf(err, errlen, -ENOMEM, "out of memory");
 	if (r)
 		goto fail;
-	q->fd = open(path, (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	if (q->fd < 0)
+		q->fd = open(path, (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
 	if (q->fd < 0) {
 		r = errf(err, errlen, -errno, "%s: %s", path, strerror(errno));
 		goto fail;
@@ -207,10 +242,10 @@ fail:
 int disk_qcow2_open_flags(const char *path, bool read_only, unsigned int flags, struct disk **out,
                           char *err, size_t errlen)
 {
-	return open_chain(path, read_only, flags, 0, out, err, errlen);
+	return open_chain(path, -1, read_only, flags, 0, out, err, errlen);
 }
 
 int disk_qcow2_open(const char *path, bool read_only, struct disk **out, char *err, size_t errlen)
 {
-	return open_chain(path, read_only, 0, 0, out, err, errlen);
+	return open_chain(path, -1, read_only, 0, 0, out, err, errlen);
 }

@@ -176,13 +176,22 @@ static int raw_size(int fd, uint64_t *size)
 int disk_raw_open(const char *path, bool read_only, struct disk **out)
 {
 	*out = NULL;
+	int fd = open(path, (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	return disk_raw_open_fd(fd, read_only, out);
+}
+
+int disk_raw_open_fd(int fd, bool read_only, struct disk **out)
+{
+	*out = NULL;
 	struct disk_raw *r = calloc(1, sizeof(*r));
-	if (!r)
+	if (!r) {
+		close(fd);
 		return -ENOMEM;
-	r->fd = open(path, (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
-	int err = r->fd < 0 ? -errno : 0;
-	if (err)
-		goto fail;
+	}
+	r->fd = fd;
+	int err = 0;
 	if (flock(r->fd, (read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0) {
 		err = errno == EWOULDBLOCK ? -EBUSY : -errno;
 		goto fail;

@@ -12,4 +12,8 @@
 int disk_raw_open(const char *path, bool read_only, struct disk **out)
     __attribute__((warn_unused_result));
 
+/* The same for a file already open (for reading when read_only), whose
+ * fd it takes over (closed on failure too). */
+int disk_raw_open_fd(int fd, bool read_only, struct disk **out) __attribute__((warn_unused_result));
+
 #endif

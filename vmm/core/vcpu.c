@@ -22,7 +22,6 @@ _Static_assert(VCPU_KICK_SIGNAL == SIGUSR1, "base/seccomp.c allows tgkill with S
  * starts, as the vCPU filter allows no path lookups.  A host fact, the same
  * for every VM of the process. */
 static enum kvm_backend host_backend = KVM_BACKEND_UNKNOWN;
-static bool host_backend_known;
 
 enum vcpu_action vcpu_handle_exit(struct vm *vm, struct kvm_run *run, size_t run_size,
                                   struct exit_hist *hist)
@@ -213,12 +212,13 @@ int vcpu_install_kick_handler(void)
 	return 0;
 }
 
+void vcpu_host_detect(void)
+{
+	host_backend = kvm_backend_detect("", NULL);
+}
+
 int vcpu_start(struct vcpu *v)
 {
-	if (!host_backend_known) {
-		host_backend = kvm_backend_detect("", NULL);
-		host_backend_known = true;
-	}
 	char name[16], err[256];
 	snprintf(name, sizeof(name), "vcpu%u", v->index);
 	int r = vmm_seccomp_thread_start(&v->thread, name, VMM_THREAD_VCPU, v->vm->seccomp,

@@ -12,6 +12,11 @@ int vcpu_install_kick_handler(void) __attribute__((warn_unused_result));
 /* Starts the vCPU's thread.  The vCPU is fully set up (registers, CPUID). */
 int vcpu_start(struct vcpu *v) __attribute__((warn_unused_result));
 
+/* Which KVM the host has (kvm_backend.h), for the hint a failed KVM_RUN
+ * gives: read from /proc and /sys, so before the jail hides them (and in
+ * a pooled VMM before its start request). */
+void vcpu_host_detect(void);
+
 /* Acts on one KVM exit of a vCPU of vm: vcpu_decide() (core/vcpu_exit.h)
  * says what it means; I/O goes to the buses, the rest becomes a stop
  * request.  Called by the vCPU threads; tests feed it fabricated kvm_run

@@ -237,13 +237,18 @@ static bool have_setpcap(void)
 	return v == CAP_SET;
 }
 
-static int drop_privileges(const struct jail_config *jc, char *err, size_t errlen)
+/* Whether jail_bound() ran: what it did is not done twice. */
+static bool bounded;
+
+int jail_bound(char *err, size_t errlen)
 {
+	if (bounded)
+		return 0;
 	/* A process started without capabilities (a user with no user
 	 * namespace) cannot shrink its bounding set, and needs not: it has
 	 * nothing to lose, and no_new_privs keeps it from gaining any. */
 	if (!have_setpcap())
-		return clear_caps(err, errlen);
+		return 0;
 	int last = (int)cap_max_bits();
 	for (int c = 0; c < last; c++)
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
@@ -258,6 +263,17 @@ static int drop_privileges(const struct jail_config *jc, char *err, size_t errle
 	if (prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) < 0)
 		return errf(err, errlen, -errno, "jail: cannot lock securebits: %s",
 		            strerror(errno));
+	bounded = true;
+	return 0;
+}
+
+static int drop_privileges(const struct jail_config *jc, char *err, size_t errlen)
+{
+	if (!have_setpcap())
+		return clear_caps(err, errlen);
+	int r = jail_bound(err, errlen);
+	if (r < 0)
+		return r;
 	if (jc->set_ids) {
 		/* A change of ids clears the parent-death signal: keep it. */
 		int pdeath = 0;

@@ -41,6 +41,13 @@ struct jail_config {
  * once its flags are parsed, before it opens anything else. */
 void jail_scrub_process(int keep_fd);
 
+/* The part of step 4 that needs nothing of the sandbox: the capability
+ * bounding set emptied, ambient capabilities cleared, securebits locked
+ * (the capabilities the process holds stay until jail_enter).  A pooled
+ * cove-vmm runs it before its start request; jail_enter runs it when it
+ * has not run.  0, or -errno with a one-line message in err. */
+int jail_bound(char *err, size_t errlen) __attribute__((warn_unused_result));
+
 /* Runs the steps above.  Must be called while the process has one thread.
  * On success fills report with one line saying what was applied (for the
  * start log).  Returns 0, or -errno with a one-line message in err. */
