@@ -117,8 +117,17 @@ static int run(struct vmm_config *c, struct vm *prepared, struct vmm_api *api,
 		close(req->conn);
 		req->conn = -1;
 	}
-	if (r == 0)
+	if (r == 0) {
+		/* The guest runs: what the restore read (the state file, its
+		 * sections) is not needed any more, and the heap the start
+		 * dirtied goes back to the kernel, so that a fork holds only
+		 * what it keeps (malloc_trim returns free pages inside the heap
+		 * too, not only at its top). */
+		snapshot_close(snap);
+		snap = NULL;
+		malloc_trim(0);
 		r = vmm_seccomp_install(VMM_THREAD_MAIN, c->seccomp, err, sizeof(err));
+	}
 	if (r < 0) {
 		fprintf(stderr, "cove-vmm: %s\n", err);
 		vm_request_stop(vm, VM_EXIT_INTERNAL, err);

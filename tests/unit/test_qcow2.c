@@ -535,6 +535,41 @@ START_TEST(backing_raw)
 }
 END_TEST
 
+/* A read-only image's L2 tables are cached a page at a time: entries in
+ * every page of a table, and of two tables, read back what was written,
+ * also once more pages are read than the cache holds. */
+START_TEST(read_only_l2_pages)
+{
+	const uint64_t size = 1200 * MIB; /* two L2 tables of 64 KiB clusters */
+	create(P("pg.qcow2"), NULL, size);
+	struct disk *d = openq(P("pg.qcow2"), false);
+	enum { N = 150 };
+	uint64_t offs[N];
+	uint8_t buf[600], back[600];
+	for (int i = 0; i < N; i++) {
+		/* Cluster i * 53 + 7 of a table's 8192: pages 0..15 of each. */
+		offs[i] = ((uint64_t)(i * 53 + 7) % 16384) * 65536 + (uint64_t)i * 11;
+		fill(buf, sizeof(buf), (uint64_t)i + 100);
+		ck_assert_int_eq(wr(d, offs[i], buf, sizeof(buf)), 0);
+	}
+	disk_close(d);
+	d = openq(P("pg.qcow2"), true);
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < N; i++) {
+			fill(buf, sizeof(buf), (uint64_t)i + 100);
+			ck_assert_int_eq(rd(d, offs[i], back, sizeof(back)), 0);
+			ck_assert_msg(!memcmp(buf, back, sizeof(buf)), "cluster %d at %llu", i,
+			              (unsigned long long)offs[i]);
+			/* Between them: never written, zeros. */
+			ck_assert_int_eq(rd(d, offs[i] + 20000, back, 100), 0);
+			for (int k = 0; k < 100; k++)
+				ck_assert_int_eq(back[k], 0);
+		}
+	}
+	disk_close(d);
+}
+END_TEST
+
 START_TEST(reopen_persists)
 {
 	create(P("p.qcow2"), NULL, 2 * MIB);
@@ -1180,6 +1215,7 @@ static Suite *make_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, alloc_write_read);
 	tcase_add_test(tc, backing_raw);
+	tcase_add_test(tc, read_only_l2_pages);
 	tcase_add_test(tc, reopen_persists);
 	tcase_add_test(tc, chain_qcow2_qcow2_raw);
 	tcase_add_test(tc, chain_depth_limit);

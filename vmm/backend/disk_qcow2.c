@@ -29,7 +29,8 @@ static uint64_t l2_index(const struct qcow2 *q, uint64_t vc)
 	return vc & ((1ULL << q->l2_bits) - 1);
 }
 
-/* The L2 table of guest cluster vc; *table is NULL when it has none. */
+/* The L2 entry of guest cluster vc, in the cache (8 bytes at *table),
+ * and its table's offset; *table is NULL when there is no table. */
 static int l2_table(struct qcow2 *q, uint64_t vc, uint8_t **table, uint64_t *table_off)
 {
 	uint64_t i = vc >> q->l2_bits;
@@ -47,7 +48,7 @@ static int l2_table(struct qcow2 *q, uint64_t vc, uint8_t **table, uint64_t *tab
 		return qcow2_bad(q, -EIO, vc << q->cluster_bits,
 		                 "L1 entry points outside the image");
 	*table_off = off;
-	return qcow2_cache_get(q, &q->l2c, off, false, table);
+	return qcow2_cache_get(q, &q->l2c, off, 8 * (size_t)l2_index(q, vc), false, table);
 }
 
 /* Looks up and decodes the L2 entry of guest cluster vc. */
@@ -61,7 +62,7 @@ static int l2_lookup(struct qcow2 *q, uint64_t vc, uint64_t *entry, enum cl_kind
 	if (r)
 		return r;
 	if (t)
-		*entry = qcow2_be64(t + 8 * l2_index(q, vc));
+		*entry = qcow2_be64(t);
 	const char *why;
 	int k = qcow2_l2_decode(*entry, q->version, host, &why);
 	if (k < 0)
@@ -127,7 +128,7 @@ static int refblock(struct qcow2 *q, uint64_t c, uint8_t **blk, uint64_t *blk_of
 	if (off & QCOW2_RT_RESERVED || !qcow2_cluster_ok(q, off))
 		return -EIO;
 	*blk_off = off;
-	return qcow2_cache_get(q, &q->rbc, off, false, blk);
+	return qcow2_cache_get(q, &q->rbc, off, 0, false, blk);
 }
 
 static int refcount_get(struct qcow2 *q, uint64_t c, uint64_t *rc)
@@ -152,7 +153,7 @@ static int refcount_set(struct qcow2 *q, uint64_t c, uint64_t v)
 		return -EIO; /* claim_cluster() made the block; it cannot vanish */
 	size_t at, len;
 	rc_put(b, q->rc_order, c & ((1ULL << q->rb_bits) - 1), v, &at, &len);
-	return qcow2_cache_write(q, &q->rbc, boff, b, at, len);
+	return qcow2_cache_write(q, &q->rbc, boff, b + at, at, len);
 }
 
 /* A refcount block for index ri, placed at the end of the file, which is
@@ -161,7 +162,7 @@ static int new_refblock(struct qcow2 *q, uint64_t ri)
 {
 	uint64_t off = q->end;
 	uint8_t *b;
-	int r = qcow2_cache_get(q, &q->rbc, off, true, &b);
+	int r = qcow2_cache_get(q, &q->rbc, off, 0, true, &b);
 	if (r)
 		return r;
 	size_t at, len;
@@ -326,12 +327,12 @@ static int set_l2(struct qcow2 *q, uint64_t vc, uint64_t entry)
 		return r;
 	size_t at = 8 * (size_t)l2_index(q, vc);
 	if (t) {
-		qcow2_put64(t + at, entry);
+		qcow2_put64(t, entry);
 		return qcow2_cache_write(q, &q->l2c, toff, t, at, 8);
 	}
 	r = claim_cluster(q, &toff);
-	if (!r)
-		r = qcow2_cache_get(q, &q->l2c, toff, true, &t);
+	if (!r) /* a writable image's units are whole tables: t is the table */
+		r = qcow2_cache_get(q, &q->l2c, toff, 0, true, &t);
 	if (r)
 		return r;
 	qcow2_put64(t + at, entry);

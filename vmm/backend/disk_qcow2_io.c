@@ -157,10 +157,15 @@ void qcow2_iov_gather(uint8_t *dst, const struct iovec *v, int n)
 
 /* ---- table caches ----------------------------------------------------- */
 
-void qcow2_cache_init(struct tcache *c, uint64_t cs)
+void qcow2_cache_init(struct tcache *c, uint64_t cs, size_t unit)
 {
+	c->unit = unit < cs ? unit : (size_t)cs;
+	if (c->unit < cs) {
+		c->nslots = CACHE_SLOTS;
+		return;
+	}
 	uint64_t n = CACHE_BYTES / cs;
-	c->nslots = n < 2 ? 2 : n > CACHE_SLOTS ? CACHE_SLOTS : (unsigned int)n;
+	c->nslots = n < 2 ? 2 : n > CACHE_CLUSTERS ? CACHE_CLUSTERS : (unsigned int)n;
 }
 
 void qcow2_cache_free(struct tcache *c)
@@ -169,26 +174,29 @@ void qcow2_cache_free(struct tcache *c)
 		free(c->slot[i].buf);
 }
 
-static void cache_forget(struct tcache *c, uint64_t off)
+static void cache_forget(struct tcache *c, uint64_t uoff)
 {
 	for (unsigned int i = 0; i < c->nslots; i++) {
-		if (c->slot[i].off == off)
+		if (c->slot[i].off == uoff)
 			c->slot[i].off = 0;
 	}
 }
 
-/* The cluster at `off`, from the cache or the file; `fresh` gives a zeroed
- * buffer for a table that is being created. */
-int qcow2_cache_get(struct qcow2 *q, struct tcache *c, uint64_t off, bool fresh, uint8_t **out)
+int qcow2_cache_get(struct qcow2 *q, struct tcache *c, uint64_t off, size_t at, bool fresh,
+                    uint8_t **out)
 {
+	if (at >= q->cs || (fresh && c->unit != q->cs))
+		return -EINVAL;
+	uint64_t uoff = off + at / c->unit * c->unit;
+	size_t in = at % c->unit;
 	struct tslot *s = NULL;
 	for (unsigned int i = 0; i < c->nslots; i++) {
 		struct tslot *t = &c->slot[i];
-		if (t->off == off) {
+		if (t->off == uoff) {
 			t->stamp = ++c->clock;
 			if (fresh)
-				memset(t->buf, 0, q->cs);
-			*out = t->buf;
+				memset(t->buf, 0, c->unit);
+			*out = t->buf + in;
 			return 0;
 		}
 		/* The victim: an empty slot, else the least recently used. */
@@ -196,29 +204,27 @@ int qcow2_cache_get(struct qcow2 *q, struct tcache *c, uint64_t off, bool fresh,
 			s = t;
 	}
 	s->off = 0;
-	if (!s->buf && !(s->buf = malloc(q->cs)))
+	if (!s->buf && !(s->buf = malloc(c->unit)))
 		return -ENOMEM;
 	if (fresh) {
-		memset(s->buf, 0, q->cs);
+		memset(s->buf, 0, c->unit);
 	} else {
-		int r = qcow2_io_full(q->fd, s->buf, q->cs, off, false);
+		int r = qcow2_io_full(q->fd, s->buf, c->unit, uoff, false);
 		if (r)
 			return r;
 	}
-	s->off = off;
+	s->off = uoff;
 	s->stamp = ++c->clock;
-	*out = s->buf;
+	*out = s->buf + in;
 	return 0;
 }
 
-/* Writes buf[at, at + len) of the cached table at `off` through to the
- * file; on failure the cached copy is dropped, as it no longer matches. */
-int qcow2_cache_write(struct qcow2 *q, struct tcache *c, uint64_t off, const uint8_t *buf,
-                      size_t at, size_t len)
+int qcow2_cache_write(struct qcow2 *q, struct tcache *c, uint64_t off, const uint8_t *p, size_t at,
+                      size_t len)
 {
-	int r = qcow2_io_full(q->fd, (void *)(buf + at), len, off + at, true);
+	int r = qcow2_io_full(q->fd, (void *)p, len, off + at, true);
 	if (r)
-		cache_forget(c, off);
+		cache_forget(c, off + at / c->unit * c->unit);
 	return r;
 }
 

@@ -14,15 +14,20 @@
 #include "qcow2_hdr.h"
 
 #define IOV_WINDOW     64
-#define CACHE_SLOTS    16
-#define CACHE_BYTES    (8ULL << 20) /* per table cache, at most */
+#define CACHE_SLOTS    64 /* of page units; whole clusters: 16 */
+#define CACHE_CLUSTERS 16
+#define CACHE_BYTES    (8ULL << 20) /* per table cache of whole clusters, at most */
+#define CACHE_PAGE     4096u        /* the unit of a read-only image's L2 cache */
 #define CLAIM_SKIP_MAX 4096         /* in-use clusters skipped past the file end */
 
 enum cl_kind { CL_UNALLOC, CL_ZERO, CL_DATA };
 
-/* A few whole clusters of one kind of table, written through. */
+/* A few units of one kind of table, written through: whole clusters, or
+ * for the L2 tables of a read-only image pages of them (a lookup needs 8
+ * bytes; a 64 KiB table read for it was private memory in every VMM that
+ * shares the image). */
 struct tslot {
-	uint64_t off; /* host offset; 0 = empty (cluster 0 is the header) */
+	uint64_t off; /* host offset of the unit; 0 = empty (cluster 0 is the header) */
 	uint64_t stamp;
 	uint8_t *buf;
 };
@@ -30,6 +35,7 @@ struct tslot {
 struct tcache {
 	struct tslot slot[CACHE_SLOTS];
 	unsigned int nslots;
+	size_t unit; /* bytes per slot: the cluster size, or CACHE_PAGE */
 	uint64_t clock;
 };
 
@@ -93,9 +99,6 @@ int qcow2_bad(struct qcow2 *q, int err, uint64_t guest_off, const char *what);
 /* Room for n iovecs in q->iov. */
 int qcow2_reserve_iov(struct qcow2 *q, int n);
 
-/* An empty table cache of cs-byte clusters. */
-void qcow2_cache_init(struct tcache *c, uint64_t cs);
-
 /* Whether the image file may grow to `end` bytes: the host's cap
  * (disk.max_file) bounds how much host storage a guest's writes take.
  * Returns 0 or -ENOSPC (with one stderr line per disk). */
@@ -114,14 +117,22 @@ void qcow2_iov_gather(uint8_t *dst, const struct iovec *v, int n);
 
 void qcow2_cache_free(struct tcache *c);
 
-/* The cluster at `off`, from the cache or the file; `fresh` gives a zeroed
- * buffer for a table that is being created. */
-int qcow2_cache_get(struct qcow2 *q, struct tcache *c, uint64_t off, bool fresh, uint8_t **out);
+/* An empty cache of tables whose units are `unit` bytes (cs: whole clusters;
+ * CACHE_PAGE, when smaller than cs: pages, for tables never written). */
+void qcow2_cache_init(struct tcache *c, uint64_t cs, size_t unit);
 
-/* Writes buf[at, at + len) of the cached table at `off` through to the
- * file; on failure the cached copy is dropped, as it no longer matches. */
-int qcow2_cache_write(struct qcow2 *q, struct tcache *c, uint64_t off, const uint8_t *buf,
-                      size_t at, size_t len);
+/* Byte `at` (< cs) of the table at `off`, from the cache or the file: *out
+ * points at it, and the unit's bytes from it on are there (unit - at %
+ * unit of them).  `fresh`: a table being created, zeros (whole-cluster
+ * units only: -EINVAL otherwise). */
+int qcow2_cache_get(struct qcow2 *q, struct tcache *c, uint64_t off, size_t at, bool fresh,
+                    uint8_t **out);
+
+/* Writes len bytes at p, which qcow2_cache_get gave for byte `at` of the
+ * table at `off` (inside that unit), through to the file; on failure the
+ * cached unit is dropped, as it no longer matches. */
+int qcow2_cache_write(struct qcow2 *q, struct tcache *c, uint64_t off, const uint8_t *p, size_t at,
+                      size_t len);
 
 /* A cluster some table points to: aligned, past the header, inside the
  * file, and clear of the L1 and refcount tables. */

@@ -209,8 +209,11 @@ static int open_chain(const char *path, int fd, bool read_only, unsigned int fla
 		r = open_backing(q, &h, depth, err, errlen);
 	if (r)
 		goto fail;
-	qcow2_cache_init(&q->l2c, q->cs);
-	qcow2_cache_init(&q->rbc, q->cs);
+	/* A read-only image's L2 tables are read a page at a time (shared
+	 * images: the memory is each VMM's); a writable one's are whole
+	 * clusters, which its writes create and change. */
+	qcow2_cache_init(&q->l2c, q->cs, read_only ? CACHE_PAGE : q->cs);
+	qcow2_cache_init(&q->rbc, q->cs, q->cs);
 	q->bounce = malloc(q->cs);
 	if (!q->bounce || qcow2_reserve_iov(q, 1) < 0) {
 		r = errf(err, errlen, -ENOMEM, "out of memory");
