@@ -160,6 +160,24 @@ static int body_kvm_exit(struct cur *c, struct trace_event *ev)
 	return -EINVAL;
 }
 
+/* "mmio read|write len N gpa 0xG val 0xV" is an access done (a read once
+ * its value came back); "mmio unsatisfied-read ..." is a read on its way
+ * out to the VMM, counted when it comes back as "read": not an event here. */
+static int body_kvm_mmio(struct cur *c, struct trace_event *ev)
+{
+	char op[24];
+	uint64_t len;
+	if (!take(c, "mmio "))
+		return -EINVAL;
+	token(c, op, sizeof(op));
+	if (!take(c, " len ") || !number(c, 10, &len) || !take(c, " gpa 0x") ||
+	    !number(c, 16, &ev->gpa))
+		return -EINVAL;
+	if (!strcmp(op, "unsatisfied-read"))
+		return 1;
+	return !strcmp(op, "read") || !strcmp(op, "write") ? 0 : -EINVAL;
+}
+
 /* "comm=P pid=N child_comm=C child_pid=M": a comm may hold anything, so
  * the last child_pid= is the field. */
 static int body_fork(struct cur *c, struct trace_event *ev)
@@ -239,6 +257,7 @@ int trace_parse_line(const char *line, size_t len, struct trace_event *ev)
 	} events[] = {
 		{ "sys_enter: ", TRACE_SYSCALL, body_syscall },
 		{ "kvm_exit: ", TRACE_KVM_EXIT, body_kvm_exit },
+		{ "kvm_mmio: ", TRACE_KVM_MMIO, body_kvm_mmio },
 		{ "sched_process_fork: ", TRACE_FORK, body_fork },
 		{ "sched_process_exec: ", TRACE_EXEC, body_exec },
 	};
@@ -247,7 +266,7 @@ int trace_parse_line(const char *line, size_t len, struct trace_event *ev)
 			int r = events[k].body(&c, ev);
 			if (r == 0)
 				ev->kind = events[k].kind;
-			return r;
+			return r < 0 ? r : 0; /* 1: an event not counted */
 		}
 	return 0; /* another event */
 }

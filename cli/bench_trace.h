@@ -10,6 +10,7 @@ enum trace_kind {
 	TRACE_NONE,     /* a header, an empty line or another event */
 	TRACE_SYSCALL,  /* raw_syscalls:sys_enter */
 	TRACE_KVM_EXIT, /* kvm:kvm_exit */
+	TRACE_KVM_MMIO, /* kvm:kvm_mmio, a guest access done (not "unsatisfied-read") */
 	TRACE_FORK,     /* sched:sched_process_fork */
 	TRACE_EXEC,     /* sched:sched_process_exec */
 	TRACE_LOST,     /* "CPU:N [LOST M EVENTS]" */
@@ -23,6 +24,7 @@ struct trace_event {
 	long nr;         /* SYSCALL: its number; -1 when the body was cut short */
 	uint64_t arg1;   /* SYSCALL: its second argument (ioctl's request) */
 	char reason[32]; /* KVM_EXIT: the exit reason's name */
+	uint64_t gpa;    /* KVM_MMIO: the guest physical address */
 	int child;       /* FORK: the new task's pid */
 	int exec_pid;    /* EXEC: the process that exec'd */
 	char exe[64];    /* EXEC: the file name's last part, cut to fit */

@@ -65,7 +65,7 @@ struct bench_work {
 	struct work_proc *p;
 	size_t np;
 	size_t ncaller; /* the first ncaller of p came from work_track() */
-	uint64_t events, exits;
+	uint64_t events, exits, mmio;
 	struct {
 		char name[32];
 		uint64_t n;
@@ -178,6 +178,7 @@ struct bench_work *work_open(char *err, size_t errlen)
 		{ "options/record-tgid", "1" },
 		{ "events/raw_syscalls/sys_enter/enable", "1" },
 		{ "events/kvm/kvm_exit/enable", "1" },
+		{ "events/kvm/kvm_mmio/enable", "1" },
 		{ "events/sched/sched_process_fork/enable", "1" },
 		{ "events/sched/sched_process_exec/enable", "1" },
 	};
@@ -468,6 +469,9 @@ static int read_trace(struct bench_work *w, int pass, char *err, size_t errlen)
 			w->events++;
 			w->exits++;
 			r = count_reason(w, ev.reason);
+		} else if (pass == 2 && ev.kind == TRACE_KVM_MMIO) {
+			w->events++;
+			w->mmio++;
 		}
 		if (r == -ENOMEM || r == -ENOSPC)
 			errf(err, errlen, r, "--work: %s while counting",
@@ -635,9 +639,9 @@ void work_json(struct bench_work *w, json_t *work)
 	json_object_set_new(work, "syscalls", sc);
 	json_object_set_new(work, "syscalls_each", each);
 	json_object_set_new(work, "vmm_syscalls_to_first_kvm_run", json_integer(vmm_first));
-	json_object_set_new(
-	    work, "kvm_exits_traced",
-	    json_pack("{s:I, s:o}", "total", (json_int_t)w->exits, "by_reason", reasons));
+	json_object_set_new(work, "kvm_exits_traced",
+	                    json_pack("{s:I, s:o, s:I}", "total", (json_int_t)w->exits, "by_reason",
+	                              reasons, "mmio_accesses", (json_int_t)w->mmio));
 	json_object_set_new(work, "faults", faults);
 	json_object_set_new(work, "bytes_copied", bytes);
 	json_object_set_new(work, "cpu_ms", cpu);

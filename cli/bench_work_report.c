@@ -83,6 +83,7 @@ void work_report(const json_t *samples)
 		row(samples, label, "syscalls", "cove-vmm", "by_name", names[i]);
 	}
 	row(samples, "KVM exits (traced)", "kvm_exits_traced", "total", NULL, NULL);
+	row(samples, "  of them MMIO accesses", "kvm_exits_traced", "mmio_accesses", NULL, NULL);
 	m = top(samples, "kvm_exits_traced", "by_reason", NULL, names, 6);
 	for (int i = 0; i < m; i++) {
 		snprintf(label, sizeof(label), "  exit %s", names[i]);

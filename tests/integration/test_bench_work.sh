@@ -27,6 +27,10 @@ for x in s:
     assert w["vmm_syscalls_to_first_kvm_run"] == vmm[0]["to_first_kvm_run"]
     ex = w["kvm_exits_traced"]
     assert ex["total"] > 0 and sum(ex["by_reason"].values()) == ex["total"], ex
+    # The virtio devices' registers: MMIO accesses, each an exit (npf on
+    # AMD, EPT_MISCONFIG on Intel), so no more of them than such exits.
+    mmio_exits = ex["by_reason"].get("npf", 0) + ex["by_reason"].get("EPT_MISCONFIG", 0)
+    assert 0 < ex["mmio_accesses"] <= mmio_exits, ex
     # KVM's own counter runs on to the stats read after the window.
     assert ex["total"] <= w["exits"] <= ex["total"] * 1.2 + 50, (ex["total"], w["exits"])
     assert w["faults"]["cove-vmm"]["minor"] > 0

@@ -1,5 +1,5 @@
 /* Unit tests: cove bench --work's reader of tracefs lines (cli/bench_trace.c):
- * the four events it counts, the context (comm with dashes, spaces and
+ * the five events it counts, the context (comm with dashes, spaces and
  * parentheses, unknown tgid, with and without the flags field), lost
  * events, headers, and lines cut or malformed anywhere refused, never read
  * past their length. */
@@ -69,6 +69,33 @@ START_TEST(kvm_exit_line)
 	ck_assert_int_eq(parse("  x-1 (      1) [000] ..... 2.000000: kvm_exit: vcpu 0 reason "),
 	                 -EINVAL);
 	ck_assert_int_eq(parse("  x-1 (      1) [000] ..... 2.000000: kvm_exit: vcpu 0"), -EINVAL);
+}
+END_TEST
+
+START_TEST(kvm_mmio_line)
+{
+	ck_assert_int_eq(parse("        cove-vmm-4243    (   4240) [000] d..1. 17285.000002: "
+	                       "kvm_mmio: mmio write len 4 gpa 0xd0000050 val 0x1"),
+	                 0);
+	ck_assert_int_eq(ev.kind, TRACE_KVM_MMIO);
+	ck_assert_uint_eq(ev.gpa, 0xd0000050);
+	ck_assert_int_eq(ev.tgid, 4240);
+	ck_assert_int_eq(
+	    parse("  x-1 (      1) [000] ..... 2.000000: kvm_mmio: mmio read len 4 gpa "
+	          "0xd0000060 val 0x1"),
+	    0);
+	ck_assert_int_eq(ev.kind, TRACE_KVM_MMIO);
+	/* A read on its way out is counted when it comes back. */
+	ck_assert_int_eq(parse("  x-1 (      1) [000] ..... 2.000000: kvm_mmio: mmio "
+	                       "unsatisfied-read len 4 gpa 0xd0000060 val 0x0"),
+	                 0);
+	ck_assert_int_eq(ev.kind, TRACE_NONE);
+	ck_assert_int_eq(
+	    parse("  x-1 (      1) [000] ..... 2.000000: kvm_mmio: mmio poke len 4 gpa "
+	          "0x1 val 0x0"),
+	    -EINVAL);
+	ck_assert_int_eq(parse("  x-1 (      1) [000] ..... 2.000000: kvm_mmio: mmio write len 4"),
+	                 -EINVAL);
 }
 END_TEST
 
@@ -157,6 +184,8 @@ START_TEST(every_prefix_in_bounds)
 		"ae80, "
 		"0, 0, 0, 0)",
 		"CPU:1 [LOST 123 EVENTS]",
+		"        cove-vmm-4243    (   4240) [000] d..1. 17285.000002: kvm_mmio: mmio write "
+		"len 4 gpa 0xd0000050 val 0x1",
 	};
 	for (size_t g = 0; g < sizeof(good) / sizeof(good[0]); g++) {
 		size_t n = strlen(good[g]);
@@ -180,6 +209,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, syscall_line);
 	tcase_add_test(tc, context_shapes);
 	tcase_add_test(tc, kvm_exit_line);
+	tcase_add_test(tc, kvm_mmio_line);
 	tcase_add_test(tc, fork_and_exec);
 	tcase_add_test(tc, lost_headers_and_others);
 	tcase_add_test(tc, malformed_refused);
