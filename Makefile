@@ -65,7 +65,7 @@ DAEMON_PURE_SRCS := $(wildcard daemon/http/json_body.c daemon/api/body.c daemon/
                       daemon/api/template_body.c daemon/sandboxes/build_req.c \
                       daemon/sandboxes/buildlog.c daemon/sandboxes/samples.c \
                       daemon/api/logs_query.c daemon/sandboxes/webhook_req.c \
-                      daemon/sandboxes/snap_query.c \
+                      daemon/sandboxes/snap_query.c daemon/http/relay.c \
                       daemon/conf/config.c daemon/conf/keys.c)
 EGRESS_MAIN := egress/main.c
 EGRESS_LIB_SRCS := $(filter-out $(EGRESS_MAIN),$(EGRESS_SRCS))
@@ -131,7 +131,8 @@ $(B)/bin/cove: $(call obj,$(CLI_SRCS) $(CLI_DAEMON_SRCS) $(LIB_SRCS) $(COMMON_SR
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS_VMM) $(LIBS_NET) $(LIBS_CURL)
 
 # coved: libmicrohttpd and jansson over libcove.
-LIBS_HTTPD := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
+# libhttp-parser: the answers of sandboxes' servers (daemon/http/relay.c).
+LIBS_HTTPD := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd) -lhttp_parser
 $(B)/bin/coved: $(call obj,$(DAEMON_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
