@@ -354,6 +354,8 @@ static int on_headers_complete(http_parser *p)
 		return -1;
 	r->last = 0;
 	r->status = (int)p->status_code;
+	if (r->status < 100 || r->status > 999)
+		return fail(r, "the server's answer has no three-digit status");
 	if (r->status >= 100 && r->status < 200 && r->status != 101)
 		return 0; /* informational: the real answer follows */
 	r->head_done = true;

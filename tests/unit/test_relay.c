@@ -304,6 +304,7 @@ START_TEST(bad_answers)
 		"HTTP/1.1 200 OK\r\nX: a\001b\r\n\r\n",
 		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
 		"HTTP/1.1 2000 OK\r\n\r\n",
+		"HTTP/1.1 20\nX-A: b\r\n\r\n",
 		NULL,
 	};
 	for (int i = 0; bad[i]; i++) {
