@@ -125,6 +125,10 @@ static enum MHD_Result port_first(struct coved *d, struct req *r, struct MHD_Con
 {
 	if (raw_target_long)
 		return coved_json_error(c, 414, "request target too long");
+	/* A stream may wait on the guest up to port_idle_timeout_s between
+	 * pieces: libmicrohttpd's own idle limit must not be shorter. */
+	if (d->cfg.port_idle_s > d->cfg.conn_timeout_s)
+		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, d->cfg.port_idle_s);
 	enum MHD_Result ret;
 	bool up = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Upgrade") != NULL;
 	if (d->cluster && up) {
