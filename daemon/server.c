@@ -73,23 +73,28 @@ static __thread bool raw_target_long;
 static int unix_fd = -1;
 static char *tls_cert_pem, *tls_key_pem;
 
-/* authorized() - the tenant of the request's API key, or NULL.  Every key
- * is compared and the match is picked without a branch, so the time does
- * not tell which key (or whether any) matched. */
-static struct coved_tenant *authorized(struct coved *d, struct MHD_Connection *c)
+/* key_lookup() - the tenant of API key @key, or NULL.  Every key is
+ * compared and the match is picked without a branch, so the time does not
+ * tell which key (or whether any) matched. */
+static struct coved_tenant *key_lookup(struct coved *d, const char *key)
 {
-	const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-API-KEY");
-	const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-	if (!key && auth && strncmp(auth, "Bearer ", 7) == 0)
-		key = auth + 7;
-	if (!key)
-		return NULL;
 	uintptr_t found = 0;
 	for (size_t i = 0; i < d->nkeys; i++) {
 		uintptr_t mask = -(uintptr_t)coved_secret_eq(key, d->keys[i].key);
 		found = (found & ~mask) | ((uintptr_t)d->keys[i].t & mask);
 	}
 	return (struct coved_tenant *)found;
+}
+
+/* authorized() - the tenant of the request's API key (X-API-Key, or a
+ * Bearer token), or NULL. */
+static struct coved_tenant *authorized(struct coved *d, struct MHD_Connection *c)
+{
+	const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-API-KEY");
+	const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+	if (!key && auth && strncmp(auth, "Bearer ", 7) == 0)
+		key = auth + 7;
+	return key ? key_lookup(d, key) : NULL;
 }
 
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
@@ -107,14 +112,7 @@ static struct coved_tenant *key_tenant(struct coved *d, struct MHD_Connection *c
 {
 	const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-API-KEY");
 	*sent = key != NULL;
-	if (!key)
-		return NULL;
-	uintptr_t found = 0;
-	for (size_t i = 0; i < d->nkeys; i++) {
-		uintptr_t mask = -(uintptr_t)coved_secret_eq(key, d->keys[i].key);
-		found = (found & ~mask) | ((uintptr_t)d->keys[i].t & mask);
-	}
-	return (struct coved_tenant *)found;
+	return key ? key_lookup(d, key) : NULL;
 }
 
 /* port_first() - a port request's first call: here, or forwarded to the
