@@ -158,6 +158,7 @@ class Kernel:
         self.boot_error = None
         self.end_reason = None  # why the server ended it (restart, removal)
         self.count = 0
+        self.started = None  # the execution the kernel has begun (Python)
         self.tag = uuid.uuid4().hex[:12]
         self.log_path = os.path.join(RUN_DIR, "kernel-%s.log" % self.tag)
 
@@ -392,8 +393,10 @@ class PyKernel(Kernel):
                     continue
                 if kind == "status" and c.get("execution_state") == "idle":
                     idle = True
-                elif kind == "execute_input" and emit and isinstance(c.get("execution_count"), int):
-                    self.count = c["execution_count"]
+                elif kind == "execute_input":
+                    self.started = msg_id
+                    if emit and isinstance(c.get("execution_count"), int):
+                        self.count = c["execution_count"]
                 elif not emit:
                     continue
                 elif kind == "stream":
@@ -436,10 +439,11 @@ class PyKernel(Kernel):
         ):
             outcome = "died" if self.died() else "timeout"
         else:
-            outcome = self.wait(self.request(code, False), stream, deadline, True)
+            msg_id = self.request(code, False)
+            outcome = self.wait(msg_id, stream, deadline, True)
         stopped = True
         if outcome in ("gone", "timeout"):
-            stopped = self.stop(deadline)
+            stopped = self.stop(msg_id)
             if not stopped:
                 self.kill(None)  # started again by the next execution
         if env and stopped and not self.died():
@@ -450,18 +454,27 @@ class PyKernel(Kernel):
             )
         self.finish(stream, outcome, timeout_s, stopped)
 
-    def stop(self, deadline):
-        """Interrupts the running execution; True when the kernel went idle."""
-        self.interrupt()
+    def stop(self, msg_id):
+        """Interrupts execution msg_id; True when it ended (idle) in time.
+
+        ipykernel ignores SIGINT outside an execution, so the signal goes
+        once the execution has begun (its execute_input), and again every
+        2 s while it runs on."""
         end = time.monotonic() + INTERRUPT_S
+        sent = 0.0
         while time.monotonic() < end and not self.died():
-            idle = False
+            if self.started == msg_id and time.monotonic() - sent >= 2:
+                self.interrupt()
+                sent = time.monotonic()
             for sock, _ in self.poller.poll(200):
                 _, msg = self.session.recv(sock, mode=self.zmq.NOBLOCK)
-                if msg and sock is self.iopub and msg["header"]["msg_type"] == "status":
-                    idle = msg["content"].get("execution_state") == "idle"
-            if idle:
-                return True
+                if not msg or msg["parent_header"].get("msg_id") != msg_id or sock is not self.iopub:
+                    continue
+                kind = msg["header"]["msg_type"]
+                if kind == "execute_input":
+                    self.started = msg_id
+                elif kind == "status" and msg["content"].get("execution_state") == "idle":
+                    return True
         return False
 
 
@@ -537,8 +550,14 @@ class JsKernel(Kernel):
         outcome = self.wait(rid, stream, deadline, True)
         stopped = True
         if outcome in ("gone", "timeout"):
-            self.interrupt()
-            stopped = self.wait(rid, stream, time.monotonic() + INTERRUPT_S, False) == "done"
+            # A SIGINT that comes before the cell runs is lost: again
+            # every 0.5 s until it ends.
+            end = time.monotonic() + INTERRUPT_S
+            outcome2 = "timeout"
+            while outcome2 == "timeout" and time.monotonic() < end:
+                self.interrupt()
+                outcome2 = self.wait(rid, stream, min(end, time.monotonic() + 0.5), False)
+            stopped = outcome2 == "done"
             if not stopped:
                 self.kill(None)  # started again by the next execution
         self.finish(stream, outcome, timeout_s, stopped)

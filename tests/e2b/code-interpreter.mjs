@@ -143,24 +143,50 @@ async function concurrent() {
 	}
 }
 
-// Create -> the first runCode's result, and runCode('1+1') round trips.
+// Create -> the first runCode's result (N sandboxes, one after another),
+// and in each: runCode('1+1') round trips, commands.run('true') round
+// trips (envd's path, for scale), and the server alone: a cell that times
+// POST /execute of 1+1 to another context over the guest's loopback.
+const inGuest = `
+import http.client, json, time
+def post(path, body):
+    c = http.client.HTTPConnection("127.0.0.1", 49999, timeout=60)
+    c.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+    r = c.getresponse().read()
+    c.close()
+    return r
+ctx = json.loads(post("/contexts", {}))["id"]
+post("/execute", {"code": "1", "context_id": ctx})
+ms = []
+for _ in range(5):
+    t = time.monotonic()
+    post("/execute", {"code": "1+1", "context_id": ctx})
+    ms.append(round((time.monotonic() - t) * 1000, 1))
+json.dumps(ms)`;
+
 async function bench() {
-	const first = [];
-	const rt = [];
+	const out = { create_first_runcode_ms: [], runcode_1p1_ms: [], command_true_ms: [], server_alone_ms: [] };
+	const time = async (key, fn) => {
+		const t = performance.now();
+		await fn();
+		out[key].push(Math.round(performance.now() - t));
+	};
 	for (let i = 0; i < n; i++) {
 		const t0 = performance.now();
 		const sbx = await Sandbox.create(opts);
 		const e = await sbx.runCode('1+1', run);
-		first.push(Math.round(performance.now() - t0));
+		out.create_first_runcode_ms.push(Math.round(performance.now() - t0));
 		if (e.text !== '2') throw new Error(`runCode gave ${JSON.stringify(e.toJSON())}`);
 		for (let j = 0; j < 5; j++) {
-			const t1 = performance.now();
-			await sbx.runCode('1+1', run);
-			rt.push(Math.round(performance.now() - t1));
+			await time('runcode_1p1_ms', () => sbx.runCode('1+1', run));
+			await time('command_true_ms', () => sbx.commands.run('true', { requestTimeoutMs: 300_000 }));
 		}
+		const g = await sbx.runCode(inGuest, run);
+		if (!g.text) throw new Error(`the in-guest timing gave ${JSON.stringify(g.toJSON())}`);
+		out.server_alone_ms.push(...JSON.parse(g.text.slice(1, -1)));
 		await sbx.kill();
 	}
-	console.log(JSON.stringify({ create_first_runcode_ms: first, runcode_1p1_ms: rt }));
+	console.log(JSON.stringify(out));
 }
 
 if (mode === 'all') await all();
