@@ -67,7 +67,7 @@ DAEMON_PURE_SRCS := $(wildcard daemon/http/json_body.c daemon/api/body.c daemon/
                       daemon/api/template_body.c daemon/sandboxes/build_req.c \
                       daemon/sandboxes/buildlog.c daemon/sandboxes/samples.c \
                       daemon/api/logs_query.c daemon/sandboxes/webhook_req.c \
-                      daemon/sandboxes/snap_query.c \
+                      daemon/sandboxes/snap_query.c daemon/http/relay.c \
                       daemon/conf/config.c daemon/conf/keys.c)
 EGRESS_MAIN := egress/main.c
 EGRESS_LIB_SRCS := $(filter-out $(EGRESS_MAIN),$(EGRESS_SRCS))
@@ -133,7 +133,8 @@ $(B)/bin/cove: $(call obj,$(CLI_SRCS) $(CLI_DAEMON_SRCS) $(LIB_SRCS) $(COMMON_SR
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS_VMM) $(LIBS_NET) $(LIBS_CURL)
 
 # coved: libmicrohttpd and jansson over libcove.
-LIBS_HTTPD := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
+# libhttp-parser: the answers of sandboxes' servers (daemon/http/relay.c).
+LIBS_HTTPD := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd) -lhttp_parser
 $(B)/bin/coved: $(call obj,$(DAEMON_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
@@ -198,6 +199,9 @@ $(B)/asan/libwebhooks.a: $(call asan_obj,daemon/sandboxes/webhooks.c daemon/sand
 # User snapshots' meta files (daemon/sandboxes/snapshots.c): its unit test
 # makes a state directory and stands in for the table's calls.
 $(B)/asan/libsnapshots.a: $(call asan_obj,daemon/sandboxes/snapshots.c)
+# Sandboxes' ports (daemon/ports): its unit test runs a libmicrohttpd daemon
+# and stands in for the sandbox table and libcove's cove_port_open.
+$(B)/asan/libports.a: $(call asan_obj,daemon/ports/ports.c)
 
 # What the unit tests share: every tests/unit/*.c that is not a test.
 UNIT_HELPER_SRCS := $(filter-out $(UNIT_SRCS),$(sort $(wildcard tests/unit/*.c)))
@@ -206,7 +210,8 @@ $(B)/asan/libunit.a: $(call asan_obj,$(UNIT_HELPER_SRCS))
 UNIT_ARCHIVES := $(B)/asan/libunit.a $(B)/asan/libvmm.a $(B)/asan/libagent.a $(B)/asan/libcove.a \
                  $(B)/asan/libegress.a $(B)/asan/libdaemon.a $(B)/asan/libenvd.a \
                  $(B)/asan/libcli.a $(B)/asan/libcluster.a $(B)/asan/libbuildfiles.a \
-                 $(B)/asan/libwebhooks.a $(B)/asan/libsnapshots.a $(B)/asan/libcommon.a
+                 $(B)/asan/libwebhooks.a $(B)/asan/libsnapshots.a $(B)/asan/libports.a \
+                 $(B)/asan/libcommon.a
 $(B)/unit/%: tests/unit/%.c $(UNIT_ARCHIVES)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  TEST    $@")

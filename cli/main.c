@@ -10,6 +10,7 @@
 #include "cli/exec.h"
 #include "cli/ls.h"
 #include "cli/net.h"
+#include "cli/port.h"
 #include "cli/run.h"
 #include "cli/snapshot.h"
 #include "cli/start.h"
@@ -33,6 +34,7 @@ static const char usage[] =
     "                                     replace a running sandbox's network policy\n"
     "  logs NAME [--egress|--journal [--verify]]  console, egress or coved journal (chain check)\n"
     "  stats NAME [--json]                its CPU, memory and disk, as the host sees them\n"
+    "  port NAME GUESTPORT [--listen [ADDR:]PORT]   a local port relayed to one in it\n"
     "  diff NAME [--json] [--tar FILE]    what it added, changed and deleted (docker diff)\n"
     "  snapshot NAME DIR [--stop]         save a running sandbox to DIR\n"
     "  restore DIR --name NAME            start a sandbox from a snapshot\n"
@@ -57,7 +59,7 @@ static const struct {
 	{ "doctor", cli_doctor },     { "net", cli_net },
 	{ "logs", cli_logs },         { "template", cli_template },
 	{ "cluster", cli_cluster },   { "stats", cli_stats },
-	{ "diff", cli_diff },
+	{ "diff", cli_diff },         { "port", cli_port },
 };
 
 static int dispatch(int argc, char **argv)

@@ -5,7 +5,9 @@
  * The sandbox is restored from a template: the base template of its image,
  * CPUs, memory and disk size (built on first use, lib/template.h), or the
  * one --template names.  --cold boots it instead, and so do the network
- * options (a base template has no NIC: a restore cannot add one). */
+ * options (a base template has no NIC: a restore cannot add one), but for
+ * --publish alone: its ports are relayed through the agent (cli/port.h),
+ * which needs no NIC. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@
 #include "cli/exec_io.h"
 #include "cli/net.h"
 #include "cli/options.h"
+#include "cli/port.h"
 #include "cli/run.h"
 #include "cli/template.h"
 #include "cove.h"
@@ -27,7 +30,8 @@ static const char run_usage[] =
     "                [--cold | --template NAME] [LIMITS] [-it] -- CMD [ARGS...]\n"
     "  restored from the base template of the image, CPUs, memory and disk size\n"
     "  (built once, cached by the hash of its inputs); --cold boots it, as do the\n"
-    "  network options; --template NAME restores a `cove template build` one\n" CLI_LIMIT_USAGE
+    "  network options; --template NAME restores a `cove template build` one;\n"
+    "  --publish alone relays host ports through the agent (no NIC, no root)\n" CLI_LIMIT_USAGE
         CLI_NET_USAGE;
 
 /* Restores *sb from the template name (NULL: cfg's base template), built
@@ -206,6 +210,21 @@ int cli_run(int argc, char **argv)
 
 	char err[512];
 	struct cove_sandbox *sb = NULL;
+	/* --publish without any other network option: relayed by the agent. */
+	struct net_publish pub[CLI_MAX_LIST];
+	struct cli_fwd *fwd[CLI_MAX_LIST] = { NULL };
+	int npub = 0;
+	if (net.npublish && !net.mode_set && !net.nallow && !net.ndeny && !net.ndns &&
+	    !net.limits && !net.proxy_rules) {
+		for (int i = 0; i < net.npublish; i++)
+			if (net_publish_parse(net.publish[i], &pub[npub++], err, sizeof(err)) < 0) {
+				fprintf(stderr, "%s: %s\n", prog, err);
+				goto out;
+			}
+		net.npublish = 0;
+		net.publish[0] = NULL;
+		net.any = false;
+	}
 	cli_net_apply(&net, &cfg);
 	if (tmpl || (!cold && !net.any)) {
 		if (start_from_template(&cfg, tmpl, &sb, prog) < 0) {
@@ -218,6 +237,14 @@ int cli_run(int argc, char **argv)
 		goto out;
 	}
 	status = 125;
+	for (int i = 0; i < npub; i++) {
+		fwd[i] = cli_fwd_start(sb, "cove run", pub[i].addr, pub[i].host_port,
+		                       pub[i].guest_port, 0, err, sizeof(err));
+		if (!fwd[i]) {
+			fprintf(stderr, "%s: --publish: %s\n", prog, err);
+			goto stop;
+		}
+	}
 	for (int i = 0; i < nput; i++) {
 		if (cove_put_file(sb, puts_[i].from, puts_[i].to, 0, err, sizeof(err)) < 0) {
 			fprintf(stderr, "%s: --put %s:%s: %s\n", prog, puts_[i].from, puts_[i].to,
@@ -236,6 +263,8 @@ int cli_run(int argc, char **argv)
 		}
 	}
 stop:
+	for (int i = 0; i < npub; i++)
+		cli_fwd_stop(fwd[i]);
 	cove_free(sb);
 out:
 	free(image);

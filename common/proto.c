@@ -55,6 +55,7 @@ bool proto_type_known(uint16_t type)
 	case PROTO_USER:
 	case PROTO_FREEZE:
 	case PROTO_THAW:
+	case PROTO_PORT:
 		return true;
 	default:
 		return false;

@@ -73,6 +73,10 @@ enum proto_type {
 	PROTO_FREEZE = 72, /* {"timeout_ms"} -> OK {}: sync, then FIFREEZE on /; the agent
 	                      thaws it itself after timeout_ms (1-60000, default 10000) */
 	PROTO_THAW = 73,   /* {} -> OK {"was_frozen"}: FITHAW on / */
+	/* 80: ports (issue 32) */
+	PROTO_PORT = 80, /* {"port", "timeout_ms"} -> OK {"port"}: the agent connected to
+	                    that TCP port on the guest's loopback; from then on the
+	                    connection carries raw bytes both ways (no frames) */
 };
 
 struct proto_hdr {

@@ -6,7 +6,9 @@
  * connection_timeout_s.  Every request is counted against max_requests,
  * authenticated on its first call (the key gives its tenant, which goes
  * with the request to coved_route), its body bounded; envd requests go to
- * envd_handle whole (they authenticate with the sandbox's own token). */
+ * envd_handle whole (they authenticate with the sandbox's own token), and
+ * requests for a sandbox's port (E2b-Sandbox-Port, or a host name under
+ * the config's domain) to ports_handle, streamed both ways. */
 #include "daemon/server.h"
 
 #include <arpa/inet.h>
@@ -33,8 +35,11 @@
 #include "daemon/conf/keys.h"
 #include "daemon/envd/envd.h"
 #include "daemon/http/reply.h"
+#include "daemon/ports/ports.h"
 #include "daemon/sandboxes/metrics.h"
+#include "daemon/sandboxes/sandbox.h"
 #include "daemon/sandboxes/state.h"
+#include "daemon/sandboxes/table.h"
 #include "errf.h"
 #include "io.h"
 
@@ -47,7 +52,11 @@ struct req {
 	bool envd, counted, too_big;
 	bool upload; /* a COPY archive (api/uploads.h), streamed */
 	void *upload_cls;
-	bool admin;                  /* /cluster on the Unix socket (cluster/route.h) */
+	bool admin; /* /cluster on the Unix socket (cluster/route.h) */
+	bool port;  /* a sandbox's port (daemon/ports) */
+	struct ports_route rt;
+	void *port_cls;
+	char port_text[8];
 	struct fwd *fwd;             /* forwarded to the sandbox's node */
 	struct coved_tenant *tenant; /* from the API key; NULL for an open /metrics */
 	void *envd_cls;
@@ -56,6 +65,11 @@ struct req {
 };
 
 static struct MHD_Daemon *unix_daemon, *tcp_daemon;
+/* The request target as the client sent it (libmicrohttpd hands the
+ * handler a decoded path): kept by on_uri for the same connection's
+ * thread, which runs the request's first call next. */
+static __thread char raw_target[RELAY_TARGET_MAX + 1];
+static __thread bool raw_target_long;
 static int unix_fd = -1;
 static char *tls_cert_pem, *tls_key_pem;
 
@@ -76,6 +90,66 @@ static struct coved_tenant *authorized(struct coved *d, struct MHD_Connection *c
 		found = (found & ~mask) | ((uintptr_t)d->keys[i].t & mask);
 	}
 	return (struct coved_tenant *)found;
+}
+
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	(void)cls;
+	(void)c;
+	raw_target_long = strlen(uri) > RELAY_TARGET_MAX;
+	snprintf(raw_target, sizeof(raw_target), "%s", raw_target_long ? "" : uri);
+	return NULL;
+}
+
+/* key_tenant() - the tenant of an X-API-Key (a port request's only API
+ * key header: its Authorization is the sandbox server's); *sent: one was. */
+static struct coved_tenant *key_tenant(struct coved *d, struct MHD_Connection *c, bool *sent)
+{
+	const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-API-KEY");
+	*sent = key != NULL;
+	if (!key)
+		return NULL;
+	uintptr_t found = 0;
+	for (size_t i = 0; i < d->nkeys; i++) {
+		uintptr_t mask = -(uintptr_t)coved_secret_eq(key, d->keys[i].key);
+		found = (found & ~mask) | ((uintptr_t)d->keys[i].t & mask);
+	}
+	return (struct coved_tenant *)found;
+}
+
+/* port_first() - a port request's first call: here, or forwarded to the
+ * node that owns the sandbox (cluster mode; an upgrade is not forwarded). */
+static enum MHD_Result port_first(struct coved *d, struct req *r, struct MHD_Connection *c,
+                                  const char *method, const char *url, const char *upload_data,
+                                  size_t *upload_data_size)
+{
+	if (raw_target_long)
+		return coved_json_error(c, 414, "request target too long");
+	/* A stream may wait on the guest up to port_idle_timeout_s between
+	 * pieces: libmicrohttpd's own idle limit must not be shorter. */
+	if (d->cfg.port_idle_s > d->cfg.conn_timeout_s)
+		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, d->cfg.port_idle_s);
+	enum MHD_Result ret;
+	bool up = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Upgrade") != NULL;
+	if (d->cluster && up) {
+		struct coved_sb *sb = coved_sb_find(d, r->rt.id);
+		if (!sb) {
+			char msg[300];
+			snprintf(msg, sizeof(msg),
+			         "sandbox %s is not on this node, and upgraded connections "
+			         "(websockets) are not forwarded between nodes",
+			         r->rt.id);
+			return coved_json_error(c, 501, msg);
+		}
+		coved_sb_unref(sb);
+	} else if (coved_cluster_intercept(d, c, method, url, true, NULL, &r->fwd, &ret)) {
+		return r->fwd ? MHD_YES : ret;
+	}
+	r->port = true;
+	bool sent;
+	struct coved_tenant *t = key_tenant(d, c, &sent);
+	return ports_handle(d, &r->rt, raw_target, t, sent, c, method, upload_data,
+	                    upload_data_size, &r->port_cls);
 }
 
 static bool on_unix_socket(struct MHD_Connection *c)
@@ -115,6 +189,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		r->counted = true;
 		/* The head is in: from here the longer idle limit holds. */
 		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, d->cfg.conn_timeout_s);
+		char msg[300];
+		int st = ports_route(d, c, &r->rt, msg, sizeof(msg));
+		if (st)
+			return coved_json_error(c, (unsigned)st, msg);
+		/* A sandbox named by the host name is told to what follows (envd,
+		 * a forward to its node) as E2b-Sandbox-Id and E2b-Sandbox-Port. */
+		if (r->rt.by_host) {
+			snprintf(r->port_text, sizeof(r->port_text), "%u", r->rt.port);
+			if (!MHD_lookup_connection_value(c, MHD_HEADER_KIND, "E2b-Sandbox-Id"))
+				MHD_set_connection_value(c, MHD_HEADER_KIND, "E2b-Sandbox-Id",
+				                         r->rt.id);
+			if (!MHD_lookup_connection_value(c, MHD_HEADER_KIND, "E2b-Sandbox-Port"))
+				MHD_set_connection_value(c, MHD_HEADER_KIND, "E2b-Sandbox-Port",
+				                         r->port_text);
+		}
+		if (r->rt.kind == PORTS_FORWARD)
+			return port_first(d, r, c, method, url, upload_data, upload_data_size);
 		if (strlen(url) > URL_MAX)
 			return coved_json_error(c, 414, "request path too long");
 		enum MHD_Result ret;
@@ -150,6 +241,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	if (r->fwd)
 		return fwd_feed(r->fwd, c, upload_data, upload_data_size);
+	if (r->port)
+		return ports_handle(d, &r->rt, NULL, NULL, false, c, method, upload_data,
+		                    upload_data_size, &r->port_cls);
 	if (r->upload)
 		return coved_upload_handle(d, r->tenant, c, url, upload_data, upload_data_size,
 		                           &r->upload_cls);
@@ -197,6 +291,8 @@ static void on_done(void *cls, struct MHD_Connection *c, void **req_cls,
 		return;
 	if (r->envd)
 		envd_request_done(d, &r->envd_cls);
+	if (r->port)
+		ports_request_done(&r->port_cls);
 	if (r->fwd)
 		fwd_close(r->fwd);
 	if (r->upload)
@@ -225,11 +321,14 @@ static struct MHD_Daemon *start(struct coved *d, int fd, const struct sockaddr *
 {
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
 	                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+	if (MHD_is_feature_supported(MHD_FEATURE_UPGRADE) == MHD_YES)
+		flags |= MHD_ALLOW_UPGRADE; /* websockets to sandboxes' ports */
 	struct MHD_OptionItem o[12];
 	size_t n = 0;
 #define OPT(opt, val, ptr) (o[n++] = (struct MHD_OptionItem){ (opt), (intptr_t)(val), (ptr) })
 	OPT(MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)log_mhd, NULL);
 	OPT(MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_done, d);
+	OPT(MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, NULL);
 	OPT(MHD_OPTION_CONNECTION_TIMEOUT, d->cfg.header_timeout_s, NULL);
 	OPT(MHD_OPTION_CONNECTION_MEMORY_LIMIT, HEADER_MEMORY, NULL);
 	OPT(MHD_OPTION_CONNECTION_LIMIT, d->cfg.max_requests + 64, NULL);
@@ -383,6 +482,8 @@ int coved_serve(struct coved *d, char *err, size_t errlen)
 	if (!d->cfg.tcp && d->cfg.tls_cert)
 		return errf(err, errlen, -EINVAL,
 		            "tls_cert is set but there is no \"tcp\" listener");
+	if ((r = ports_init(d)) < 0)
+		return errf(err, errlen, r, "cannot set up the ports' relays: %s", strerror(-r));
 	if ((r = listen_unix(d, err, errlen)) < 0)
 		return r;
 	if (!(unix_daemon = start(d, unix_fd, NULL)))
@@ -399,6 +500,7 @@ int coved_serve(struct coved *d, char *err, size_t errlen)
 void coved_unserve(struct coved *d)
 {
 	(void)d;
+	ports_stop(); /* upgraded streams let go of their connections first */
 	if (tcp_daemon)
 		MHD_stop_daemon(tcp_daemon);
 	if (unix_daemon)

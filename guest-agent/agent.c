@@ -15,6 +15,7 @@
 #include "exec.h"
 #include "files.h"
 #include "fsfreeze.h"
+#include "port.h"
 #include "proc.h"
 #include "proto_json.h"
 #include "watch.h"
@@ -124,6 +125,8 @@ static int dispatch(struct agent_conn *c, const struct agent_req *req)
 		return agent_user(c, req);
 	case PROTO_WATCH:
 		return agent_watch(c, req);
+	case PROTO_PORT:
+		return agent_port(c, req);
 	case PROTO_PROC_START:
 	case PROTO_PROC_ATTACH:
 	case PROTO_PROC_INPUT:

@@ -384,6 +384,17 @@ static int parse_json_body(struct agent_req *req, char *err, size_t errlen)
 		    get_bool(o, "recursive", false, &req->u.watch.recursive, err, errlen) < 0)
 			return -EPROTO;
 		return 0;
+	case PROTO_PORT:
+		if (get_int(o, "port", 1, 65535, 0, &v, err, errlen) < 0)
+			return -EPROTO;
+		if (v == 0) /* absent or null */
+			return bad(err, errlen, "\"port\" is required");
+		req->u.port.port = (uint16_t)v;
+		if (get_int(o, "timeout_ms", 1, AGENT_PORT_TIMEOUT_MAX, AGENT_PORT_TIMEOUT_DEFAULT,
+		            &v, err, errlen) < 0)
+			return -EPROTO;
+		req->u.port.timeout_ms = (uint32_t)v;
+		return 0;
 	case PROTO_RESTORED:
 		return parse_restored(&req->u.restored, o, err, errlen);
 	case PROTO_CA:

@@ -106,10 +106,18 @@ struct agent_req {
 		struct {
 			uint32_t timeout_ms; /* FREEZE */
 		} freeze;
+		struct {
+			uint16_t port;       /* PORT: 1-65535 */
+			uint32_t timeout_ms; /* to connect: AGENT_PORT_TIMEOUT_* */
+		} port;
 	} u;
 	/* PROC_START: u.exec, plus the caller's label (NULL: none). */
 	const char *tag;
 };
+
+/* PORT's connect deadline: default and most, in milliseconds. */
+#define AGENT_PORT_TIMEOUT_DEFAULT 2000
+#define AGENT_PORT_TIMEOUT_MAX     60000
 
 #define AGENT_TAG_MAX 256 /* bytes of a PROC_START "tag" */
 /* DEFAULTS' bounds: variables, and bytes of one value. */

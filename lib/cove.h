@@ -28,6 +28,7 @@
 #include "lib/agent/agent_client.h"
 #include "lib/agent/exec.h"
 #include "lib/agent/notice.h"
+#include "lib/agent/port.h"
 #include "lib/agent/proc.h"
 #include "lib/agent/watch.h"
 #include "lib/base/cove_types.h"
@@ -59,7 +60,8 @@
  *     cove_put_file(_owned), cove_get_file(_max), cove_mkdir, cove_symlink,
  *     cove_user_valid, cove_user_lookup, cove_ping: lib/agent/agent_client.h; cove_agent_restored:
  *     lib/agent/notice.h; detached processes and file requests:
- *     lib/agent/proc.h; folder watches (cove_watch_*): lib/agent/watch.h;
+ *     lib/agent/proc.h; folder watches (cove_watch_*): lib/agent/watch.h; ports (cove_port_open):
+ *     lib/agent/port.h;
  *   cove_sandbox_exited: lib/vmm/limits.h; cove_vmm_stats:
  *     lib/vmm/vmm_api.h; cove_memcache_prune: lib/vmm/memcache.h; the VMM
  *     pool (cove_vmm_pool_*): lib/vmm/pool.h;

@@ -149,7 +149,17 @@ static int net_fields(json_t *net, const char *skip, struct coved_net *out, char
 		return r;
 	if (dn && (r = rule_list(dn, "denyOut", err, errlen)) < 0)
 		return r;
-	out->given = true;
+	/* Who may reach the sandbox's ports is not its egress policy. */
+	json_t *pt = coved_body_field(net, "allowPublicTraffic");
+	if (pt && !json_is_boolean(pt))
+		return errf(err, errlen, -EINVAL, "'network.allowPublicTraffic' must be a boolean");
+	if (pt && skip)
+		return errf(err, errlen, -EINVAL,
+		            "'allowPublicTraffic' is set at create and cannot change");
+	out->public_given = pt != NULL;
+	out->public_traffic = !pt || json_is_true(pt);
+	/* A network object that only says this asks for no network. */
+	out->given = !(pt && json_object_size(net) == 1);
 	out->allow_out = a ? json_incref(a) : NULL;
 	out->deny_out = dn ? json_incref(dn) : NULL;
 	return 0;

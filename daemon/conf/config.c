@@ -50,6 +50,8 @@ static void defaults(struct coved_config *c)
 	c->max_upload = (uint64_t)1 << 30;
 	c->metrics_auth = true;
 	c->header_timeout_s = 10;
+	c->port_idle_s = 600;
+	c->ports_public = true;
 	c->max_connections_per_ip = 32;
 	c->tenants = json_object();
 	c->tenant_default = (struct coved_quota){ UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX };
@@ -66,6 +68,7 @@ void coved_config_free(struct coved_config *c)
 	free(c->templates_dir);
 	free(c->tls_cert);
 	free(c->tls_key);
+	free(c->domain);
 	json_decref(c->templates);
 	json_decref(c->warm_pool);
 	json_decref(c->tenants);
@@ -84,6 +87,30 @@ void coved_config_free(struct coved_config *c)
 	free(k->secret);
 	free(k->shared_snapshot_dir);
 	memset(c, 0, sizeof(*c));
+}
+
+/* domain_valid() - a DNS name in lower case: labels of 1-63 bytes of
+ * [a-z0-9-], at most 200 bytes, no leading or trailing dot. */
+static bool domain_valid(const char *d)
+{
+	size_t n = d ? strlen(d) : 0;
+	if (n == 0 || n > 200 || d[0] == '.' || d[n - 1] == '.')
+		return false;
+	size_t label = 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = d[i];
+		if (c == '.') {
+			if (label == 0)
+				return false;
+			label = 0;
+			continue;
+		}
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
+			return false;
+		if (++label > 63)
+			return false;
+	}
+	return true;
 }
 
 static int set_str(json_t *v, const char *key, bool nullable, char **dst, char *err, size_t errlen)
@@ -568,6 +595,15 @@ static int apply(struct coved_config *c, const char *k, json_t *v, char *err, si
 		return set_str(v, k, true, &c->tls_cert, err, errlen);
 	if (strcmp(k, "tls_key") == 0)
 		return set_str(v, k, true, &c->tls_key, err, errlen);
+	if (strcmp(k, "domain") == 0) {
+		if ((r = set_str(v, k, true, &c->domain, err, errlen)) < 0)
+			return r;
+		if (c->domain && !domain_valid(c->domain))
+			return errf(
+			    err, errlen, -EINVAL,
+			    "config key 'domain' must be a lower-case DNS name (\"cove.example\")");
+		return 0;
+	}
 	if (strcmp(k, "tenants") == 0)
 		return set_tenants(c, v, err, errlen);
 	if (strcmp(k, "runtime_dir") == 0)
@@ -593,6 +629,7 @@ static int apply(struct coved_config *c, const char *k, json_t *v, char *err, si
 	UINT("max_json_depth", 2, 256, max_depth)
 	UINT("connection_timeout_s", 1, 86400, conn_timeout_s)
 	UINT("header_timeout_s", 1, 3600, header_timeout_s)
+	UINT("port_idle_timeout_s", 1, 86400, port_idle_s)
 	UINT("max_connections_per_ip", 1, 100000, max_connections_per_ip)
 	UINT("default_timeout_s", 1, 31536000, default_timeout_s)
 	UINT("max_timeout_s", 1, 31536000, max_timeout_s)
@@ -614,6 +651,8 @@ static int apply(struct coved_config *c, const char *k, json_t *v, char *err, si
 		return set_bool(v, k, &c->network, err, errlen);
 	if (strcmp(k, "metrics_auth") == 0)
 		return set_bool(v, k, &c->metrics_auth, err, errlen);
+	if (strcmp(k, "ports_public") == 0)
+		return set_bool(v, k, &c->ports_public, err, errlen);
 	if (strcmp(k, "webhook_private_ok") == 0)
 		return set_bool(v, k, &c->webhook_private_ok, err, errlen);
 	if (strcmp(k, "on_timeout") == 0) {

@@ -78,6 +78,13 @@ struct coved_config {
 	unsigned int pool_cpus;   /* their vCPU count; 0: cpus */
 	json_t *warm_pool;        /* {"templateID": N}: restored sandboxes kept running (warm.c) */
 	char *tls_cert, *tls_key; /* PEM files: the TCP listener serves HTTPS */
+	/* Ports (issue 32, daemon/ports): "<port>-<id>.<domain>" names a
+	 * sandbox's port (NULL: only E2b-Sandbox-Port does), and creates
+	 * answer with it; a stream idle for port_idle_s ends. */
+	char *domain;
+	unsigned int port_idle_s;
+	bool ports_public;                   /* a sandbox's ports need no token unless its create
+	                      restricted them (E2B's allowPublicTraffic) */
 	unsigned int header_timeout_s;       /* idle limit until a request head is in */
 	unsigned int max_connections_per_ip; /* TCP listener, per client address */
 	json_t *tenants;                     /* {"NAME": {quota keys}}, checked at load */

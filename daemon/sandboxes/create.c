@@ -102,7 +102,9 @@ int coved_sb_create(struct coved *d, struct coved_tenant *t, const struct coved_
 	snprintf(sb->tenant, sizeof(sb->tenant), "%s", t->name);
 	if (req->placed_id[0])
 		snprintf(sb->id, sizeof(sb->id), "%.*s", COVED_ID_LEN, req->placed_id);
-	if ((!req->placed_id[0] && coved_new_id(sb->id) < 0) || coved_new_token(sb->token) < 0) {
+	bool restricted = req->net.public_given && !req->net.public_traffic;
+	if ((!req->placed_id[0] && coved_new_id(sb->id) < 0) || coved_new_token(sb->token) < 0 ||
+	    (restricted && coved_new_token(sb->traffic) < 0)) {
 		atomic_fetch_sub(&d->creating, 1);
 		st = 500;
 		errf(msg, len, 500, "getrandom failed");

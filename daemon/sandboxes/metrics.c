@@ -127,6 +127,9 @@ char *coved_metrics_text(struct coved *d, size_t *len)
 	fprintf(f, "coved_limit_hits_total{limit=\"tenant\"} %llu\n",
 	        (unsigned long long)m.limit_tenant);
 	counter(f, "coved_requests_total", "HTTP requests answered.", m.requests);
+	counter(f, "coved_port_requests_total", "Requests to sandboxes' ports.", m.port_requests);
+	counter(f, "coved_port_errors_total",
+	        "Requests to sandboxes' ports that coved answered with an error.", m.port_errors);
 	coved_pool_metrics(d, f);
 	coved_warm_metrics(d, f);
 	if (fclose(f) != 0) {

@@ -120,6 +120,8 @@ int coved_record_write(struct coved_sb *sb)
 	    (int)sb->generation);
 	if (o && sb->idle_s)
 		json_object_set_new(o, "idleTimeout", json_integer(sb->idle_s));
+	if (o && sb->traffic[0])
+		json_object_set_new(o, "trafficToken", json_string(sb->traffic));
 	if (o && sb->auto_resume)
 		json_object_set_new(o, "autoResume", json_true());
 	if (o && sb->state_why[0])
@@ -179,6 +181,14 @@ static struct coved_sb *record_read(struct coved *d, const char *path)
 	}
 	snprintf(sb->id, sizeof(sb->id), "%s", id);
 	snprintf(sb->token, sizeof(sb->token), "%s", tok);
+	/* A traffic token of the wrong shape closes the ports: never open. */
+	const char *tt = json_string_value(json_object_get(o, "trafficToken"));
+	if (json_object_get(o, "trafficToken")) {
+		if (tt && strlen(tt) == COVED_TOKEN_LEN)
+			snprintf(sb->traffic, sizeof(sb->traffic), "%s", tt);
+		else if (coved_new_token(sb->traffic) < 0)
+			memset(sb->traffic, 'x', COVED_TOKEN_LEN);
+	}
 	/* A record from before tenants belongs to the keys file's first
 	 * tenant (a one-key coved keeps its sandboxes); a bad name, to none. */
 	const char *s = json_string_value(json_object_get(o, "tenant"));

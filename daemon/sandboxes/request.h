@@ -19,6 +19,9 @@ struct coved_net {
 	bool internet; /* allow_internet_access (default true) */
 	bool internet_given;
 	json_t *allow_out, *deny_out; /* arrays of strings, or NULL */
+	/* allowPublicTraffic (E2B's), apart from the egress fields: false
+	 * gives the sandbox a traffic token its ports then need. */
+	bool public_given, public_traffic;
 };
 
 struct coved_create {

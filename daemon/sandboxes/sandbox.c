@@ -71,6 +71,7 @@ void coved_sb_free(struct coved_sb *sb)
 		}
 	free(sb->envs);
 	explicit_bzero(sb->token, sizeof(sb->token));
+	explicit_bzero(sb->traffic, sizeof(sb->traffic));
 	pthread_mutex_destroy(&sb->jtail.mu);
 	pthread_cond_destroy(&sb->jtail.grew);
 	free(sb->jtail.egress_path);
@@ -112,6 +113,16 @@ struct coved_sb *coved_sb_new(struct coved *d)
 const char *coved_sb_id(const struct coved_sb *sb)
 {
 	return sb->id;
+}
+
+bool coved_sb_restricted(const struct coved_sb *sb)
+{
+	return sb->traffic[0] != 0;
+}
+
+bool coved_sb_traffic_ok(const struct coved_sb *sb, const char *token)
+{
+	return sb->traffic[0] && token && coved_secret_eq(token, sb->traffic);
 }
 
 bool coved_sb_token_ok(const struct coved_sb *sb, const char *token)

@@ -29,6 +29,12 @@ const char *coved_sb_id(const struct coved_sb *sb);
 /* coved_sb_token_ok() - constant-time check of a sandbox's envd access
  * token (X-Access-Token).  NULL token: false. */
 bool coved_sb_token_ok(const struct coved_sb *sb, const char *token);
+/* coved_sb_restricted() - its create restricted public traffic: its
+ * ports need its traffic token (E2B-Traffic-Access-Token). */
+bool coved_sb_restricted(const struct coved_sb *sb);
+/* coved_sb_traffic_ok() - constant-time check of that traffic token.
+ * NULL token, or a sandbox without one: false. */
+bool coved_sb_traffic_ok(const struct coved_sb *sb, const char *token);
 
 /* coved_sb_cove() - the libcove handle while the sandbox runs; NULL while
  * paused, stopped or dead.  Valid as long as the reference on sb is held

@@ -35,6 +35,9 @@ struct coved_sb {
 	pthread_mutex_t mu; /* the fields below (held short) */
 	char id[COVED_ID_LEN + 1];
 	char token[COVED_TOKEN_LEN + 1];
+	/* The traffic token its ports need (create's allowPublicTraffic
+	 * false); "" when they are public.  Set at create, never changed. */
+	char traffic[COVED_TOKEN_LEN + 1];
 	char tenant[COVED_TENANT_LEN + 1]; /* the owner: set at create, never changed */
 	char *template_id, *image;
 	json_t *metadata; /* object of strings */

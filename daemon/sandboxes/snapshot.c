@@ -107,6 +107,10 @@ int coved_sb_fork(struct coved_sb *sb, unsigned int count, uint64_t timeout_s, j
 		j->req.metadata = json_deep_copy(sb->metadata);
 		j->req.env_vars = coved_envs_object(sb);
 		j->req.auto_pause = sb->on_timeout == COVED_ON_TIMEOUT_PAUSE;
+		/* A fork's ports are as closed as its parent's, with a token of
+		 * its own. */
+		j->req.net.public_given = true;
+		j->req.net.public_traffic = !coved_sb_restricted(sb);
 		pthread_mutex_unlock(&sb->mu);
 		j->req.auto_pause_given = true;
 		started[i] = pthread_create(&th[i], NULL, fork_one, j) == 0;

@@ -53,6 +53,7 @@ struct coved_metrics {
 	uint64_t vmm_exits;
 	uint64_t limit_requests, limit_sandboxes, limit_creates, limit_tenant;
 	uint64_t requests;
+	uint64_t port_requests, port_errors; /* to sandboxes' ports (daemon/ports) */
 };
 
 struct coved {

@@ -135,6 +135,32 @@ START_TEST(fork_timeout)
 }
 END_TEST
 
+START_TEST(public_traffic)
+{
+	struct coved_create c;
+	/* allowPublicTraffic alone asks for no network (a NIC-less coved takes it). */
+	ck_assert_int_eq(create("{\"network\":{\"allowPublicTraffic\":false}}", &c), 0);
+	ck_assert(c.net.public_given && !c.net.public_traffic && !c.net.given);
+	coved_create_free(&c);
+	ck_assert_int_eq(
+	    create("{\"network\":{\"allowPublicTraffic\":true,\"allowOut\":[\"1.1.1.1\"]}}", &c),
+	    0);
+	ck_assert(c.net.public_given && c.net.public_traffic && c.net.given);
+	coved_create_free(&c);
+	ck_assert_int_eq(create("{\"network\":{}}", &c), 0);
+	ck_assert(!c.net.public_given && c.net.public_traffic && c.net.given);
+	coved_create_free(&c);
+	ck_assert_int_eq(create("{\"network\":{\"allowPublicTraffic\":\"no\"}}", &c), -EINVAL);
+	coved_create_free(&c);
+	/* Not something a network update changes. */
+	json_t *o = load("{\"allowPublicTraffic\":false}");
+	struct coved_net n;
+	ck_assert_int_eq(coved_parse_net_update(o, &n, err, sizeof(err)), -EINVAL);
+	coved_net_free(&n);
+	json_decref(o);
+}
+END_TEST
+
 START_TEST(config_file)
 {
 	struct coved_config c;
@@ -149,6 +175,15 @@ START_TEST(config_file)
 	ck_assert_str_eq(c.tcp, "127.0.0.1:3000");
 	ck_assert(c.on_timeout == COVED_ON_TIMEOUT_PAUSE && c.max_creates == 4);
 	ck_assert_int_eq(json_integer_value(json_object_get(c.warm_pool, "base")), 2);
+	ck_assert(!c.domain && c.ports_public && c.port_idle_s == 600);
+	coved_config_free(&c);
+	unlink(p);
+	p = unit_write_tmp("{\"domain\":\"8x.cove-test.example\",\"ports_public\":false,"
+	                   "\"port_idle_timeout_s\":30}",
+	                   0600);
+	ck_assert_int_eq(coved_config_load(p, &c, err, sizeof(err)), 0);
+	ck_assert_str_eq(c.domain, "8x.cove-test.example");
+	ck_assert(!c.ports_public && c.port_idle_s == 30);
 	coved_config_free(&c);
 	unlink(p);
 	const char *bad[] = { "{\"sockett\":\"/x\"}",
@@ -161,6 +196,13 @@ START_TEST(config_file)
 		              "{\"warm_pool\":{\"base\":17}}",
 		              "{\"warm_pool\":{\"base\":-1}}",
 		              "{\"warm_pool\":{\"\":1}}",
+		              "{\"domain\":\"Cove.Test\"}",
+		              "{\"domain\":\".cove.test\"}",
+		              "{\"domain\":\"cove..test\"}",
+		              "{\"domain\":\"cove_x.test\"}",
+		              "{\"domain\":\"\"}",
+		              "{\"port_idle_timeout_s\":0}",
+		              "{\"ports_public\":\"yes\"}",
 		              NULL };
 	for (int i = 0; bad[i]; i++) {
 		p = unit_write_tmp(bad[i], 0600);
@@ -203,6 +245,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, create_fields);
 	tcase_add_test(tc, create_refusals);
 	tcase_add_test(tc, fork_timeout);
+	tcase_add_test(tc, public_traffic);
 	tcase_add_test(tc, config_file);
 	tcase_add_test(tc, keys_file);
 	suite_add_tcase(s, tc);

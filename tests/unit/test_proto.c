@@ -60,8 +60,10 @@ START_TEST(type_tables)
 	for (unsigned t = 0; t < 0x10000; t++)
 		known += proto_type_known((uint16_t)t);
 	/* + the detached processes' 40-47, SYMLINK, CA, DEFAULTS, USER, WATCH,
-	 * WATCH_EVENT, FREEZE, THAW */
-	ck_assert_int_eq(known, 23 + 8 + 4 + 4);
+	 * WATCH_EVENT, FREEZE, THAW, PORT */
+	ck_assert_int_eq(known, 23 + 8 + 4 + 4 + 1);
+	ck_assert_int_eq(PROTO_PORT, 80); /* on the wire: never renumber */
+	ck_assert(proto_type_is_json(PROTO_PORT));
 	ck_assert_int_eq(PROTO_WATCH, 70); /* on the wire: never renumber */
 	ck_assert_int_eq(PROTO_WATCH_EVENT, 71);
 	ck_assert(proto_type_is_json(PROTO_WATCH) && proto_type_is_json(PROTO_WATCH_EVENT));
