@@ -90,7 +90,7 @@ class Stream:
     def send(self, obj):
         if self.gone:
             return
-        data = (json.dumps(obj, ensure_ascii=False) + "\n").encode()
+        data = (json.dumps(obj) + "\n").encode()  # ASCII: a lone surrogate cannot break it
         try:
             self.h.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self.last = time.monotonic()
@@ -110,10 +110,11 @@ class Stream:
         if not self.gone:
             sock = self.h.connection
             try:
-                r, _, _ = select.select([sock], [], [], 0)
-                if r and sock.recv(1, socket.MSG_PEEK) == b"":
+                p = select.poll()
+                p.register(sock, select.POLLIN)
+                if p.poll(0) and sock.recv(1, socket.MSG_PEEK) == b"":
                     self.gone = True
-            except (OSError, ValueError):
+            except OSError:
                 self.gone = True
         return self.gone
 
@@ -786,7 +787,7 @@ class Handler(BaseHTTPRequestHandler):
             return {}
         try:
             obj = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise HTTPError(400, "the body is not JSON") from None
         if not isinstance(obj, dict):
             raise HTTPError(400, "the body is not a JSON object")
