@@ -1,5 +1,5 @@
 'use strict';
-// Cove's JavaScript kernel for the code interpreter (server.py): one node
+// Cove's JavaScript kernel for the code interpreter (kernel_js.py): one node
 // process per context.  Requests come as JSON lines on stdin,
 //   {"id": N, "code": "...", "env": {"K": "V"}}
 // and every message goes out as a JSON line on the file descriptor given as
