@@ -9,6 +9,8 @@
 #   make kernel          guest kernel (cached under ~/.cache/cove/kernel)
 #   make rootfs-minimal  build/images/minimal.ext4
 #   make rootfs-debian   build/images/debian.ext4
+#   make rootfs-code-interpreter  build/images/code-interpreter.ext4 (coved's
+#                        code-interpreter-v1: Debian + Jupyter, Node.js, server)
 #   make check-format    clang-format in check mode
 #   make lint            the floors and circles (scripts/layers) and doc links
 
@@ -92,7 +94,7 @@ GUEST_TOOLS := $(patsubst rootfs/guest-tools/%.c,$(B)/guest/%,$(wildcard rootfs/
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRCS))
 
 .PHONY: all bins test lint unit integration fuzz fuzz-run check-format format \
-        kernel rootfs-minimal rootfs-debian images clean
+        kernel rootfs-minimal rootfs-debian rootfs-code-interpreter images clean
 all: bins kernel images
 
 bins: $(BINS) $(ITEST_BINS) $(GUEST_TOOLS)
@@ -297,7 +299,7 @@ fuzz-run: $(FUZZ_BINS)
 kernel:
 	$(Q)scripts/build-kernel $(B)
 
-images: rootfs-minimal rootfs-debian
+images: rootfs-minimal rootfs-debian rootfs-code-interpreter
 
 rootfs-minimal: $(if $(wildcard $(AGENT_MAIN)),$(B)/bin/cove-agent) $(GUEST_TOOLS)
 	$(Q)rootfs/build-minimal $(B)/images/minimal.ext4
@@ -305,6 +307,16 @@ rootfs-minimal: $(if $(wildcard $(AGENT_MAIN)),$(B)/bin/cove-agent) $(GUEST_TOOL
 rootfs-debian: $(if $(wildcard $(AGENT_MAIN)),$(B)/bin/cove-agent) $(GUEST_TOOLS)
 	$(Q)rootfs/build-debian $(B)/images/debian.ext4
 	$(Q)rootfs/install-agent $(B)/images/debian.ext4
+
+# The code interpreter's image (rootfs/code-interpreter): Debian with
+# Debian's Jupyter packages and Node.js, cached like debian.ext4, then the
+# agent and the server written in.  coved builds its template
+# code-interpreter-v1 from it on first use (docs/e2b-compat.md).
+CODE_INTERPRETER_PACKAGES := python3-ipykernel,python3-jupyter-client,python3-matplotlib,python3-pandas,python3-numpy,nodejs
+rootfs-code-interpreter: $(if $(wildcard $(AGENT_MAIN)),$(B)/bin/cove-agent) $(GUEST_TOOLS)
+	$(Q)rootfs/build-debian $(B)/images/code-interpreter.ext4 --size 3072 --extra $(CODE_INTERPRETER_PACKAGES)
+	$(Q)rootfs/install-agent $(B)/images/code-interpreter.ext4
+	$(Q)rootfs/install-code-interpreter $(B)/images/code-interpreter.ext4
 
 # ---- formatting -----------------------------------------------------------
 FORMAT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null)

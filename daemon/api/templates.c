@@ -16,6 +16,7 @@
 #include "daemon/sandboxes/snapshots.h"
 #include "daemon/sandboxes/state.h"
 #include "daemon/sandboxes/table.h"
+#include "daemon/sandboxes/templates.h"
 #include "lib/template/template.h"
 
 #define E2B_LOGS_MAX 100 /* log entries one status answer gives, as E2B's */
@@ -94,6 +95,16 @@ static void builtins(struct coved *d, json_t *arr)
 	{
 		json_array_append_new(
 		    arr, json_pack("{s:s, s:s, s:b}", "name", k, "status", "ready", "builtin", 1));
+	}
+	size_t nb;
+	const struct coved_builtin *b = coved_template_builtins(&nb);
+	for (size_t i = 0; i < nb; i++) {
+		char *img = NULL, msg[300];
+		if (!json_object_get(d->cfg.templates, b[i].tid) &&
+		    coved_template_shared(d, b[i].tid, &img, msg, sizeof(msg)) == 0 && img)
+			json_array_append_new(arr, json_pack("{s:s, s:s, s:b}", "name", b[i].tid,
+			                                     "status", "ready", "builtin", 1));
+		free(img);
 	}
 	struct cove_template_info *list = NULL;
 	size_t n = 0;

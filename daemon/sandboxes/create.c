@@ -152,6 +152,9 @@ int coved_sb_create(struct coved *d, struct coved_tenant *t, const struct coved_
 		goto out;
 	}
 	st = 0;
+	/* A store or built-in template brings its own CPUs and memory. */
+	sb->cpus = cfg.cpus;
+	sb->memory_mib = cfg.memory_mib;
 	/* A sandbox of the warm pool, restored ahead from this template,
 	 * when one is ready (not for a cluster's placement: its id is
 	 * chosen). */

@@ -2,7 +2,9 @@
  * "base" (or an image name) is the base template of that image with the
  * request's CPUs, memory, disk size and whether it has a NIC, built on
  * first use; a name `cove template build` made in templates_dir is that
- * template, rebuilt when its inputs changed. */
+ * template, rebuilt when its inputs changed; a built-in name (E2B's
+ * code-interpreter-v1) is an image's template with its start command,
+ * built on first use like a base template. */
 #include "daemon/sandboxes/templates.h"
 
 #include <errno.h>
@@ -19,6 +21,59 @@
 #include "errf.h"
 #include "lib/base/sha256.h"
 #include "lib/template/template.h"
+
+/* E2B's template names that an image `make` builds stands for: the
+ * image's template with a server started before the snapshot, so every
+ * sandbox from it has the server running.  A config `templates` entry or
+ * a store template of the same name wins. */
+static const struct coved_builtin builtins[] = {
+	{
+	    .tid = "code-interpreter-v1",
+	    .image = "code-interpreter",
+	    /* rootfs/code-interpreter/server.py: E2B's code interpreter */
+	    .start = "exec python3 /opt/cove/code-interpreter/server.py",
+	    .ready_port = 49999,
+	    .ready_timeout_s = 900, /* a cold boot, a Python kernel and its imports */
+	    .min_memory_mib = 512,
+	},
+};
+
+const struct coved_builtin *coved_template_builtins(size_t *n)
+{
+	*n = sizeof(builtins) / sizeof(builtins[0]);
+	return builtins;
+}
+
+/* The built-in template tid stands for (NULL: none, or the config or the
+ * store has that name). */
+static const struct coved_builtin *builtin_of(struct coved *d, const char *tid)
+{
+	if (json_object_get(d->cfg.templates, tid) || coved_template_named(d, tid))
+		return NULL;
+	for (size_t i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++)
+		if (strcmp(builtins[i].tid, tid) == 0)
+			return &builtins[i];
+	return NULL;
+}
+
+/* A built-in's spec: the base template's with the start command, under a
+ * name of its own (base-TID-...: the image's plain base template keeps
+ * base-IMAGE-...), so neither rebuilds the other. */
+static int builtin_spec(const struct coved_builtin *b, struct cove_template_spec *s, char *err,
+                        size_t len)
+{
+	if (!(s->start_cmd = strdup(b->start)))
+		return errf(err, len, -ENOMEM, "out of memory");
+	s->ready_port = b->ready_port;
+	s->ready_timeout_s = b->ready_timeout_s;
+	char hash[9], disk[32] = "";
+	snprintf(hash, sizeof(hash), "%s", s->name + strlen(s->name) - 8); /* of the paths */
+	if (s->disk_size)
+		snprintf(disk, sizeof(disk), "-d%lluM", (unsigned long long)(s->disk_size >> 20));
+	snprintf(s->name, sizeof(s->name), "base-%s-%ux%llu%s%s-%s", b->tid, s->cpus,
+	         (unsigned long long)s->memory_mib, disk, s->net ? "-net" : "", hash);
+	return 0;
+}
 
 static void note(void *opaque, const char *line)
 {
@@ -65,7 +120,10 @@ static struct tmemo tmemo[TMEMO_MAX];
 static uint64_t tmemo_clock;
 static pthread_mutex_t tmemo_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static void tmemo_key(const struct coved *d, const struct cove_config *cfg, uint8_t key[SHA256_LEN])
+/* builtin: the built-in template's name (its own template of the same
+ * image and shape), or NULL for the image's base template. */
+static void tmemo_key(const struct coved *d, const struct cove_config *cfg, const char *builtin,
+                      uint8_t key[SHA256_LEN])
 {
 	struct sha256 h;
 	char shape[96];
@@ -73,7 +131,7 @@ static void tmemo_key(const struct coved *d, const struct cove_config *cfg, uint
 	                 (unsigned long long)cfg->memory_mib, (unsigned long long)cfg->disk_size,
 	                 cfg->net.mode != COVE_NET_OFF);
 	sha256_init(&h);
-	const char *parts[] = { d->cfg.templates_dir, cfg->vmm, cfg->kernel, cfg->image };
+	const char *parts[] = { d->cfg.templates_dir, cfg->vmm, cfg->kernel, cfg->image, builtin };
 	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
 		sha256_update(&h, parts[i] ? parts[i] : "", strlen(parts[i] ? parts[i] : "") + 1);
 	sha256_update(&h, shape, (size_t)n);
@@ -158,11 +216,14 @@ int coved_template_for(struct coved *d, const char *tid, struct cove_config *cfg
 	if (!d->cfg.templates_dir)
 		return 1;
 	bool named = !cfg->image; /* resolve_template found no image: a store template */
+	const struct coved_builtin *b = named ? NULL : builtin_of(d, tid);
+	if (b && cfg->memory_mib < b->min_memory_mib)
+		cfg->memory_mib = b->min_memory_mib;
 	uint8_t key[SHA256_LEN];
 	struct file_id in[3];
 	bool memo = !named && inputs_id(cfg, in);
 	if (memo) {
-		tmemo_key(d, cfg, key);
+		tmemo_key(d, cfg, b ? b->tid : NULL, key);
 		if (tmemo_use(key, in, dir, lockfd) == 0) {
 			cfg->disk_size = 0; /* the template's */
 			return 0;
@@ -187,6 +248,8 @@ int coved_template_for(struct coved *d, const char *tid, struct cove_config *cfg
 		                            cfg->net.mode != COVE_NET_OFF ? COVE_TEMPLATE_NET_NONE
 		                                                          : COVE_TEMPLATE_NET_OFF,
 		                            err, sizeof(err));
+		if (r == 0 && b)
+			r = builtin_spec(b, &m.spec, err, sizeof(err));
 	}
 	const struct cove_template_io io = { .note = note };
 	/* A template built from an image, a parent or a folder is used as it
@@ -238,11 +301,15 @@ int coved_template_shared(struct coved *d, const char *tid, char **image, char *
 		name = json_string_value(t);
 	if (!json_is_string(t) && coved_template_named(d, tid))
 		return 0; /* neither: a template of the store */
+	const struct coved_builtin *b = builtin_of(d, tid);
+	if (b)
+		name = b->image;
 	char *p = cove_image_path(name);
 	struct stat st;
 	if (!p || stat(p, &st) < 0 || !S_ISREG(st.st_mode)) {
 		free(p);
-		errf(msg, len, 404, "template '%s' not found (no image '%s')", tid, name);
+		errf(msg, len, 404, "template '%s' not found (no image '%s'%s)", tid, name,
+		     b ? ": make rootfs-code-interpreter" : "");
 		return 404;
 	}
 	*image = p;

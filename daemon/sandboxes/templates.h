@@ -4,9 +4,19 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct coved;
 struct cove_config;
+
+/* A template coved knows by name without a config entry: an image's
+ * template with a start command (templates.c lists them). */
+struct coved_builtin {
+	const char *tid, *image; /* its templateID; the image (cove_image_path) */
+	const char *start;       /* the start command (docs/templates.md) */
+	unsigned int ready_port, ready_timeout_s;
+	uint64_t min_memory_mib; /* a create asking for less gets this much */
+};
 
 /* coved_template_for() - the template a create restores, when there is
  * one: 0 with *dir (malloc'ed) and *lockfd (close it once the restore has
@@ -23,5 +33,8 @@ bool coved_template_named(struct coved *d, const char *tid);
  * malloc'ed), else a template of the store (0 with *image NULL).
  * Return: 0, or 404 with msg when there is none. */
 int coved_template_shared(struct coved *d, const char *tid, char **image, char *msg, size_t len);
+
+/* The built-in templates and their count (*n). */
+const struct coved_builtin *coved_template_builtins(size_t *n);
 
 #endif
