@@ -64,49 +64,23 @@ int agent_write_hostname_file(const char *path, const char *name)
 	return r < 0 ? r : 1;
 }
 
-size_t agent_read_hwrng(const char *path, uint8_t *buf, size_t len)
+/* Adds the host's seed to the input pool, then has the CRNG reseed from it,
+ * so the very next read of /dev/urandom differs from every sibling fork's.
+ * Returns whether the reseed happened.  /dev/hwrng is not read: its bytes
+ * could get no credit (the driver may hand out a buffer it filled before
+ * the snapshot, the same in every fork), and the read asked the host for
+ * more: a virtio-rng request, three VM exits, in every restore.  The
+ * kernel's own hwrng thread still feeds the pool from the device. */
+static bool mix_entropy(const uint8_t seed[AGENT_SEED_BYTES])
 {
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	/* What the device has ready, never waited for: virtio-rng answers a
-	 * read it cannot serve by asking the host, so the next notice finds
-	 * bytes.  These bytes get no credit anyway (mix_entropy); waiting
-	 * for them (it was up to 40 ms) delayed every restore's first
-	 * command. */
-	size_t got = 0;
-	while (got < len) {
-		ssize_t n = read(fd, buf + got, len - got);
-		if (n > 0) {
-			got += (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		break;
-	}
-	close(fd);
-	return got;
-}
-
-/* Adds the seed and what the hardware RNG gives to the input pool, then
- * has the CRNG reseed from it, so the very next read of /dev/urandom
- * differs from every sibling fork's.  Returns whether the reseed happened. */
-static bool mix_entropy(const uint8_t seed[AGENT_SEED_BYTES], uint32_t *hwrng_bytes)
-{
-	size_t cap = AGENT_SEED_BYTES + AGENT_HWRNG_BYTES;
+	size_t cap = AGENT_SEED_BYTES;
 	struct rand_pool_info *info = calloc(1, sizeof(*info) + cap);
-	*hwrng_bytes = 0;
 	if (!info)
 		return false;
 	uint8_t *bytes = (uint8_t *)info->buf;
 	memcpy(bytes, seed, AGENT_SEED_BYTES);
-	size_t hw = agent_read_hwrng(AGENT_HWRNG_PATH, bytes + AGENT_SEED_BYTES, AGENT_HWRNG_BYTES);
-	*hwrng_bytes = (uint32_t)hw;
-	size_t len = AGENT_SEED_BYTES + hw;
-	/* The seed is fresh from the host's getrandom(): full credit.  The
-	 * hwrng bytes get none: the driver may hand out a buffer it filled
-	 * before the snapshot, the same in every fork. */
+	size_t len = AGENT_SEED_BYTES;
+	/* The seed is fresh from the host's getrandom(): full credit. */
 	info->entropy_count = 8 * AGENT_SEED_BYTES;
 	info->buf_size = (int)len;
 
@@ -165,7 +139,7 @@ int agent_restore_apply(void *opaque, const struct agent_restore_req *req,
 		first = errf(msg, sizeof(msg), r, "writing %s/%s: %s", AGENT_RUN_DIR,
 		             AGENT_SANDBOX_ID_FILE, strerror(-r));
 
-	res->reseeded = mix_entropy(req->seed, &res->hwrng_bytes);
+	res->reseeded = mix_entropy(req->seed);
 	if (first)
 		return errf(err, errlen, first, "restore: %s (the CRNG was %sreseeded)", msg,
 		            res->reseeded ? "" : "not ");

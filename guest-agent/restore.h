@@ -14,20 +14,17 @@
 #define AGENT_RUN_DIR         "/run/cove"
 #define AGENT_SANDBOX_ID_FILE "sandbox-id" /* in AGENT_RUN_DIR */
 #define AGENT_HOSTNAME_FILE   "/etc/hostname"
-#define AGENT_HWRNG_PATH      "/dev/hwrng"
-#define AGENT_HWRNG_BYTES     64 /* taken from the virtio-rng per notice */
 
 struct agent_restore_result {
 	bool reseeded;        /* the kernel's CRNG was reseeded after the new input */
-	uint32_t hwrng_bytes; /* bytes from /dev/hwrng mixed in with the seed */
+	uint32_t hwrng_bytes; /* always 0: kept in the answer for older hosts */
 };
 
 /* The agent_config.restored hook (opaque unused): in order, sets
  * CLOCK_REALTIME to req->time_ns; sets the host name and rewrites
  * /etc/hostname if that file is writable; writes the sandbox id to
- * /run/cove/sandbox-id (creating /run/cove); adds the seed and up to
- * AGENT_HWRNG_BYTES from /dev/hwrng to the kernel's input pool
- * (RNDADDENTROPY, the seed credited) and reseeds the CRNG (RNDRESEEDCRNG), so
+ * /run/cove/sandbox-id (creating /run/cove); adds the seed to the kernel's
+ * input pool (RNDADDENTROPY, credited) and reseeds the CRNG (RNDRESEEDCRNG), so
  * /dev/urandom and getrandom() differ between forks from then on.  Needs
  * root (CAP_SYS_TIME, CAP_SYS_ADMIN).  Every step is tried even when an
  * earlier one failed; the first failure of the clock, host name or sandbox
@@ -51,10 +48,5 @@ int agent_write_sandbox_id(const char *dir, const char *id) __attribute__((warn_
  * part-way. */
 int agent_write_hostname_file(const char *path, const char *name)
     __attribute__((warn_unused_result));
-
-/* Reads up to len bytes from a hardware RNG device at path without
- * blocking (O_NONBLOCK; an empty device is given a few short retries).
- * Returns the bytes read: 0 when the device is absent or yields nothing. */
-size_t agent_read_hwrng(const char *path, uint8_t *buf, size_t len);
 
 #endif

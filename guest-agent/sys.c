@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,10 @@
 
 #define CMDLINE_MAX  4096
 #define HOSTNAME_MAX 64
+/* The agent's run directory (AGENT_RUN_DIR in restore.h, which sits above
+ * this file) and the tmpfs file bound over /etc/hostname in it. */
+#define RUN_DIR       "/run/cove"
+#define HOSTNAME_FILE RUN_DIR "/hostname"
 
 void agent_boot_poke(void)
 {
@@ -170,6 +175,43 @@ static void set_hostname(const char *cmdline, bool pid1)
 		warn("sethostname", name);
 }
 
+/* /etc/hostname as a file of the running system, as container runtimes
+ * keep it: a tmpfs file bind-mounted over the image's, holding the name
+ * just set.  The restore notice rewrites it for every fork; on the root
+ * file system that was a disk read and a dirty block per restore (a
+ * qcow2 cluster copied in each fork) and a change in every sandbox's
+ * filesystem diff.  Only an existing regular file is covered. */
+static void hostname_bind(void)
+{
+	struct stat st;
+	if (lstat("/etc/hostname", &st) < 0 || !S_ISREG(st.st_mode) ||
+	    is_mountpoint("/etc/hostname"))
+		return;
+	char name[HOSTNAME_MAX + 2];
+	if (gethostname(name, HOSTNAME_MAX + 1) < 0)
+		return;
+	name[HOSTNAME_MAX] = 0;
+	size_t n = strlen(name);
+	name[n++] = '\n';
+	if (mkdir(RUN_DIR, 0755) < 0 && errno != EEXIST) {
+		warn("mkdir", RUN_DIR);
+		return;
+	}
+	const char *file = HOSTNAME_FILE;
+	int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		warn("create", file);
+		return;
+	}
+	bool ok = write(fd, name, n) == (ssize_t)n;
+	if (close(fd) < 0 || !ok) {
+		warn("write", file);
+		return;
+	}
+	if (mount(file, "/etc/hostname", NULL, MS_BIND, NULL) < 0)
+		warn("bind-mount over", "/etc/hostname");
+}
+
 static void loopback_up(void)
 {
 	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -196,6 +238,8 @@ void agent_sys_setup(bool pid1)
 	char cmdline[CMDLINE_MAX];
 	read_cmdline(cmdline, sizeof(cmdline));
 	set_hostname(cmdline, pid1);
+	if (pid1)
+		hostname_bind();
 	loopback_up();
 	char net[AGENT_NET_VALUE_MAX];
 	if (agent_cmdline_get(cmdline, "cove.net", net, sizeof(net)) == 0)

@@ -258,6 +258,39 @@ START_TEST(interrupts_and_ack)
 }
 END_TEST
 
+/* While the driver runs, a used-buffer interrupt it has not acknowledged is
+ * not raised again (one edge per status bit); an acknowledgement re-arms it;
+ * before DRIVER_OK and for config changes every signal rings. */
+START_TEST(used_interrupts_coalesce_until_ack)
+{
+	struct rig r;
+	rig_init(&r);
+	virtio_mmio_signal_used(&r.t);
+	virtio_mmio_signal_used(&r.t);
+	ck_assert_uint_eq(r.t.irq_count, 2); /* no driver yet: each rings */
+	vdrv_wr(&r.v, VIRTIO_MMIO_INTERRUPT_ACK, VIRTIO_MMIO_INT_VRING);
+	ck_assert_uint_eq(negotiate(&r, VIRTIO_BIT(VIRTIO_F_VERSION_1)) & VIRTIO_STATUS_FEATURES_OK,
+	                  VIRTIO_STATUS_FEATURES_OK);
+	setup_queue(&r, 0, 8, 0x10000);
+	vdrv_wr(&r.v, VIRTIO_MMIO_STATUS, STATUS_ALL);
+	ck_assert_uint_eq(vdrv_rd(&r.v, VIRTIO_MMIO_STATUS), STATUS_ALL);
+	virtio_mmio_signal_used(&r.t);
+	virtio_mmio_signal_used(&r.t);
+	virtio_mmio_signal_used(&r.t);
+	ck_assert_uint_eq(r.t.irq_count, 3);
+	ck_assert_uint_eq(r.t.irq_coalesced, 2);
+	virtio_mmio_config_changed(&r.t);
+	virtio_mmio_config_changed(&r.t);
+	ck_assert_uint_eq(r.t.irq_count, 5);
+	uint32_t isr = vdrv_rd(&r.v, VIRTIO_MMIO_INTERRUPT_STATUS);
+	vdrv_wr(&r.v, VIRTIO_MMIO_INTERRUPT_ACK, isr);
+	virtio_mmio_signal_used(&r.t);
+	ck_assert_uint_eq(r.t.irq_count, 6);
+	ck_assert_uint_eq(r.t.irq_coalesced, 2);
+	rig_fini(&r);
+}
+END_TEST
+
 START_TEST(reset_clears_everything)
 {
 	struct rig r;
@@ -389,6 +422,7 @@ static Suite *make_suite(void)
 	Suite *s = suite_create("virtio-mmio");
 	TCase *c = tcase_create("registers");
 	tcase_add_test(c, identity_registers);
+	tcase_add_test(c, used_interrupts_coalesce_until_ack);
 	tcase_add_test(c, device_features_by_selector);
 	tcase_add_test(c, feature_negotiation);
 	tcase_add_test(c, queue_setup);

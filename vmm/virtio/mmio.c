@@ -16,9 +16,22 @@ static uint64_t device_features(const struct virtio_mmio *t)
 	return t->ops->features | VIRTIO_TRANSPORT_FEATURES;
 }
 
+/* One edge per interrupt the driver has not yet taken.  A used-buffer
+ * interrupt whose status bit is still set is already on its way, or being
+ * handled: the driver reads the status, acknowledges what it read, then
+ * looks at every queue, and this device published its buffers before it
+ * looked at the bit, so they are seen.  A second edge would only cost the
+ * guest a spurious interrupt (a status read, an acknowledgement of 0 and an
+ * EOI: three exits).  Only while the driver runs (DRIVER_OK): before that no
+ * handler may be there to clear a bit, and config changes always ring. */
 static void raise_irq(struct virtio_mmio *t, uint32_t bit)
 {
-	__atomic_fetch_or(&t->st.interrupt_status, bit, __ATOMIC_SEQ_CST);
+	uint32_t old = __atomic_fetch_or(&t->st.interrupt_status, bit, __ATOMIC_SEQ_CST);
+	if ((old & bit) && bit == VIRTIO_MMIO_INT_VRING &&
+	    (__atomic_load_n(&t->st.status, __ATOMIC_SEQ_CST) & VIRTIO_STATUS_DRIVER_OK)) {
+		__atomic_fetch_add(&t->irq_coalesced, 1, __ATOMIC_RELAXED);
+		return;
+	}
 	__atomic_fetch_add(&t->irq_count, 1, __ATOMIC_RELAXED);
 	/* The counter saturates long before it could fail; EAGAIN is harmless
 	 * because the pending edge is still there. */

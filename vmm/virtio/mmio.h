@@ -134,7 +134,8 @@ struct virtio_mmio {
 	bool registered; /* on cfg.bus (bus has no unregister: see destroy) */
 	int irq_fd;      /* irqfd eventfd, -1 without a VM */
 	struct virtio_mmio_notifier notifiers[VIRTIO_MMIO_MAX_QUEUES];
-	uint64_t irq_count; /* interrupts raised; for tests (atomic) */
+	uint64_t irq_count;     /* interrupts raised; for tests (atomic) */
+	uint64_t irq_coalesced; /* used-buffer interrupts already pending (atomic) */
 };
 
 /* Sets up the transport for `ops`/`dev` and registers [cfg->base,
