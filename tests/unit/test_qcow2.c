@@ -17,6 +17,7 @@
 
 #include "backend/disk_open.h"
 #include "backend/disk_qcow2.h"
+#include "backend/disk_qcow2_io.h"
 #include "backend/disk_raw.h"
 #include "qcow2_create.h"
 #include "unit.h"
@@ -567,6 +568,34 @@ START_TEST(read_only_l2_pages)
 		}
 	}
 	disk_close(d);
+}
+END_TEST
+
+/* A writable image's refcount table is read at its first allocation, not
+ * at open: reads of an image never written leave it unloaded. */
+START_TEST(reftable_loaded_on_first_write)
+{
+	create(P("rt.qcow2"), NULL, 64 * MIB);
+	struct disk *d = openq(P("rt.qcow2"), false);
+	struct qcow2 *q = (struct qcow2 *)d;
+	uint8_t buf[512];
+	ck_assert_int_eq(rd(d, 0, buf, sizeof(buf)), 0);
+	ck_assert_int_eq(rd(d, 5 * MIB, buf, sizeof(buf)), 0);
+	ck_assert_ptr_null(q->rt);
+	fill(buf, sizeof(buf), 7);
+	ck_assert_int_eq(wr(d, 5 * MIB, buf, sizeof(buf)), 0);
+	ck_assert_ptr_nonnull(q->rt);
+	ck_assert_uint_gt(q->rt_entries, 0);
+	disk_close(d);
+	/* What the lazily loaded table counted is what a reopen reads. */
+	d = openq(P("rt.qcow2"), false);
+	uint8_t back[512];
+	ck_assert_int_eq(rd(d, 5 * MIB, back, sizeof(back)), 0);
+	ck_assert(!memcmp(buf, back, sizeof(buf)));
+	fill(buf, sizeof(buf), 8);
+	ck_assert_int_eq(wr(d, 9 * MIB, buf, sizeof(buf)), 0);
+	disk_close(d);
+	qemu_check_clean(P("rt.qcow2"));
 }
 END_TEST
 
@@ -1216,6 +1245,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, alloc_write_read);
 	tcase_add_test(tc, backing_raw);
 	tcase_add_test(tc, read_only_l2_pages);
+	tcase_add_test(tc, reftable_loaded_on_first_write);
 	tcase_add_test(tc, reopen_persists);
 	tcase_add_test(tc, chain_qcow2_qcow2_raw);
 	tcase_add_test(tc, chain_depth_limit);

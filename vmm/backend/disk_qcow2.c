@@ -117,9 +117,33 @@ static void rc_put(uint8_t *b, unsigned int order, uint64_t i, uint64_t v, size_
 	*len = w;
 }
 
+/* Loads the refcount table, once, before anything reads or changes a
+ * refcount (the table's place was checked at open). */
+static int reftable(struct qcow2 *q)
+{
+	if (q->rt)
+		return 0;
+	uint64_t *rt = malloc(q->rt_bytes ? q->rt_bytes : 1);
+	if (!rt)
+		return -ENOMEM;
+	int r = qcow2_io_full(q->fd, rt, q->rt_bytes, q->rt_off, false);
+	if (r) {
+		free(rt);
+		return r;
+	}
+	q->rt_entries = q->rt_bytes / 8;
+	for (uint64_t i = 0; i < q->rt_entries; i++)
+		rt[i] = qcow2_be64((const uint8_t *)&rt[i]);
+	q->rt = rt;
+	return 0;
+}
+
 /* The refcount block covering host cluster c; *blk NULL when none. */
 static int refblock(struct qcow2 *q, uint64_t c, uint8_t **blk, uint64_t *blk_off)
 {
+	int r = reftable(q);
+	if (r)
+		return r;
 	uint64_t ri = c >> q->rb_bits;
 	*blk = NULL;
 	if (ri >= q->rt_entries || !q->rt[ri])
@@ -273,6 +297,9 @@ out:
 static int claim_cluster(struct qcow2 *q, uint64_t *out)
 {
 	unsigned int skipped = 0;
+	int rl = reftable(q);
+	if (rl)
+		return rl;
 	for (;;) {
 		if (q->end > QCOW2_MAX_HOST_OFFSET - q->cs)
 			return -ENOSPC;

@@ -72,8 +72,7 @@ static int read_header(struct qcow2 *q, struct hdr *h, bool read_only, char *err
 }
 
 /* Checks the L1 and refcount table placement and loads them. */
-static int load_tables(struct qcow2 *q, const struct hdr *h, bool read_only, char *err,
-                       size_t errlen)
+static int load_tables(struct qcow2 *q, const struct hdr *h, char *err, size_t errlen)
 {
 	int r = qcow2_hdr_tables(&h->f, q->end, q->path, err, errlen);
 	if (r)
@@ -85,13 +84,9 @@ static int load_tables(struct qcow2 *q, const struct hdr *h, bool read_only, cha
 	r = qcow2_io_full(q->fd, q->l1, l1_bytes, q->l1_off, false);
 	for (uint32_t i = 0; i < q->l1_size; i++)
 		q->l1[i] = qcow2_be64((const uint8_t *)&q->l1[i]);
-	if (!r && !read_only) {
-		q->rt_entries = q->rt_bytes / 8;
-		q->rt = malloc(q->rt_bytes);
-		r = q->rt ? qcow2_io_full(q->fd, q->rt, q->rt_bytes, q->rt_off, false) : -ENOMEM;
-		for (uint64_t i = 0; !r && i < q->rt_entries; i++)
-			q->rt[i] = qcow2_be64((const uint8_t *)&q->rt[i]);
-	}
+	/* A writable image's refcount table is read on its first allocation
+	 * (disk_qcow2.c, reftable()): a fork that never writes its disk keeps
+	 * neither its cluster of memory nor the read. */
 	return r ? errf(err, errlen, r, "%s: %s", q->path, strerror(-r)) : 0;
 }
 
@@ -204,7 +199,7 @@ static int open_chain(const char *path, int fd, bool read_only, unsigned int fla
 	q->end = (h.file_size + q->cs - 1) & ~(q->cs - 1);
 	r = qcow2_hdr_extensions(h.buf, h.len, path, &h.f, err, errlen);
 	if (!r)
-		r = load_tables(q, &h, read_only, err, errlen);
+		r = load_tables(q, &h, err, errlen);
 	if (!r && h.f.backing_off)
 		r = open_backing(q, &h, depth, err, errlen);
 	if (r)
