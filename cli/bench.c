@@ -151,6 +151,7 @@ static int make_snapshot(struct bench *b, char *dir, size_t len)
 	struct cove_sandbox *sb;
 	if (cove_start(&b->cfg, &sb, err, sizeof(err)) < 0 ||
 	    bench_exec_true(sb, err, sizeof(err)) < 0 ||
+	    cove_snapshot_sync(sb, SNAPSHOT_SYNC_MS, err, sizeof(err)) < 0 ||
 	    cove_snapshot(sb, dir, true, err, sizeof(err)) < 0) {
 		fprintf(stderr, "cove bench: making the snapshot: %s\n", err);
 		return -1;

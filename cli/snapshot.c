@@ -63,6 +63,10 @@ int cli_snapshot(int argc, char **argv)
 		fprintf(stderr, "%s: %s\n", prog, err);
 		return 1;
 	}
+	/* Forks start from it: their guests need not each write the same
+	 * dirty blocks back.  Without the sync the snapshot is still right. */
+	if (cove_snapshot_sync(sb, SNAPSHOT_SYNC_MS, err, sizeof(err)) < 0)
+		fprintf(stderr, "%s: note: %s; snapshotting without it\n", prog, err);
 	int r = cove_snapshot(sb, dir, stop, err, sizeof(err));
 	cove_free(sb);
 	if (r < 0) {

@@ -18,6 +18,7 @@
 #include "errf.h"
 #include "io.h"
 #include "lib/agent/notice.h"
+#include "lib/agent/proc.h"
 #include "lib/base/cgroup.h"
 #include "lib/base/handle.h"
 #include "lib/base/jail.h"
@@ -26,6 +27,7 @@
 #include "lib/sandbox.h"
 #include "lib/snapshot.h"
 #include "lib/vmm/vmm_api.h"
+#include "proto.h"
 
 #define API_SNAPSHOT_MS     (10 * 60 * 1000)
 #define SNAPSHOT_NOTE       "cove-sandbox.json"
@@ -169,6 +171,15 @@ static int take_back(int dfd, const char *abs, char *err, size_t errlen)
 	if (r == 0 && (fchown(dfd, geteuid(), getegid()) < 0 || fchmod(dfd, 0700) < 0))
 		r = errf(err, errlen, -errno, "%s: %s", abs, strerror(errno));
 	return r;
+}
+
+int cove_snapshot_sync(struct cove_sandbox *sb, int64_t ms, char *err, size_t errlen)
+{
+	if (!sb || sb->stopped)
+		return errf(err, errlen, -ESRCH, "the sandbox is stopped");
+	char e[256];
+	int r = cove_agent_call_ms(sb, PROTO_SYNC, json_object(), NULL, ms, e, sizeof(e));
+	return r < 0 ? errf(err, errlen, r, "sync: %s", e) : 0;
 }
 
 int cove_snapshot(struct cove_sandbox *sb, const char *dir, bool stop_after, char *err,

@@ -23,4 +23,13 @@ void snapshot_note_read(const char *snapdir, unsigned int *cpus, uint64_t *memor
 int cove_snapshot(struct cove_sandbox *sb, const char *dir, bool stop_after, char *err,
                   size_t errlen) __attribute__((warn_unused_result));
 
+/* Has the guest write its dirty pages back (the agent's SYNC), waiting at
+ * most ms, before a snapshot that sandboxes will start from: otherwise
+ * each of them writes the same blocks back after its restore, and copies
+ * the same qcow2 clusters.  The snapshot is right without it (memory and
+ * disk are taken together): callers go on when it fails.  0 or -errno. */
+#define SNAPSHOT_SYNC_MS 30000 /* what the callers give cove_snapshot_sync */
+int cove_snapshot_sync(struct cove_sandbox *sb, int64_t ms, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
 #endif

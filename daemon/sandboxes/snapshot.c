@@ -34,6 +34,10 @@ static int snapshot_to(struct coved_sb *sb, const char *prefix, const char *labe
 		return errf(msg, len, 409, "sandbox %s is %s, not running", sb->id,
 		            coved_state_name(sb->state));
 	char err[512];
+	/* New sandboxes start from it: their guests need not each write the
+	 * same dirty blocks back (the snapshot is right without it). */
+	if (cove_snapshot_sync(sb->cove, SNAPSHOT_SYNC_MS, err, sizeof(err)) < 0)
+		fprintf(stderr, "coved: snapshot of %s: %s; taken without it\n", sb->id, err);
 	int r = cove_snapshot(sb->cove, path, false, err, sizeof(err));
 	if (r < 0)
 		return errf(msg, len, 500, "snapshot of %s failed: %s", sb->id, err);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Snapshots through the CLI, with the agent: state in memory (a counting
-# shell loop, a tmpfs file) survives snapshot and restore; three forks each
+# shell loop, a tmpfs file) survives snapshot and restore; a file not yet
+# synced is on the snapshot's disk (cove snapshot syncs first); three forks each
 # see only their own writes; forks differ in random numbers, host name and
 # sandbox id, and their wall clock is the host's; the base image is never
 # written; a corrupted snapshot is refused with one line.
@@ -12,11 +13,17 @@ base_sum=$(sha256sum <"$COVE_IMAGE")
 $cove start --name s1 --memory 256 >/dev/null || { not_ok "start s1"; finish; }
 gx s1 'echo kept-in-tmpfs > /tmp/note
 setsid sh -c "i=0; while :; do i=\$((i+1)); echo \$i > /tmp/count; sleep 1; done" >/dev/null 2>&1 </dev/null &'
+# Written, not synced: the snapshot's sync puts it on the disk it keeps, so
+# that no fork writes it back again.
+marker=dirty-at-snapshot-$RANDOM$RANDOM
+gx s1 "for i in \$(seq 64); do echo $marker; done > /root/dirty" >/dev/null
 for _ in $(seq 60); do [ "$(gx s1 'cat /tmp/count 2>/dev/null')" -ge 3 ] 2>/dev/null && break; sleep 1; done
 snap=$WORK/snap
 if $cove snapshot s1 "$snap" 2>"$WORK/err"; then ok "snapshot of a running sandbox"; else
 	not_ok "snapshot: $(cat "$WORK/err")"; finish; fi
 at=$(gx s1 'cat /tmp/count')
+if grep -q "$marker" "$snap/disk0.qcow2"; then ok "the guest's unsynced writes are in the snapshot's disk"; else
+	not_ok "the snapshot's disk lacks the unsynced file (no sync before the snapshot)"; fi
 echo "counter at the snapshot: about $at"
 if [ "$(gx s1 'cat /tmp/note')" = kept-in-tmpfs ]; then ok "the original runs on after the snapshot"; else
 	not_ok "original after snapshot"; fi
