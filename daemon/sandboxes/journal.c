@@ -322,7 +322,8 @@ static void root_load(struct coved_sb *sb)
 	size_t cap = 0;
 	ssize_t n = getline(&line, &cap, f);
 	fclose(f);
-	json_t *l = n > 0 && (size_t)n <= JCHAIN_LINE_MAX ? json_loadb(line, (size_t)n, 0, NULL) : NULL;
+	json_t *l =
+	    n > 0 && (size_t)n <= JCHAIN_LINE_MAX ? json_loadb(line, (size_t)n, 0, NULL) : NULL;
 	free(line);
 	if (l && trace_root_load(&sb->troot, l) == 0) {
 		char hex[TRACE_ID_HEX];

@@ -176,7 +176,7 @@ static int pct_decode(const char *a, const char *b, char *out)
 static bool token_char(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       strchr("!#$&'*+-.^_`|~", c);
+	       (c && strchr("!#$&'*+-.^_`|~", c)); /* strchr finds the NUL too */
 }
 
 int trace_parse_headers(const char *s, size_t len, struct trace_headers *out, char *err,
@@ -197,16 +197,17 @@ int trace_parse_headers(const char *s, size_t len, struct trace_headers *out, ch
 			continue;
 		}
 		if (!eq || ka == kb) {
-			snprintf(err, errlen, "OTEL_EXPORTER_OTLP_HEADERS: entry %zu is no key=value",
-			         pos);
+			snprintf(err, errlen,
+			         "OTEL_EXPORTER_OTLP_HEADERS: entry %zu is no key=value", pos);
 			goto fail;
 		}
 		for (const char *k = ka; k < kb; k++)
 			if (!token_char(*k)) {
-				snprintf(err, errlen,
-				         "OTEL_EXPORTER_OTLP_HEADERS: entry %zu has a key that is no "
-				         "HTTP header name",
-				         pos);
+				snprintf(
+				    err, errlen,
+				    "OTEL_EXPORTER_OTLP_HEADERS: entry %zu has a key that is no "
+				    "HTTP header name",
+				    pos);
 				goto fail;
 			}
 		if (out->n == TRACE_HEADERS_MAX) {
@@ -226,10 +227,11 @@ int trace_parse_headers(const char *s, size_t len, struct trace_headers *out, ch
 		memcpy(line + kl, ": ", 2);
 		if (pct_decode(va, vb, line + kl + 2) < 0) {
 			free(line);
-			snprintf(err, errlen,
-			         "OTEL_EXPORTER_OTLP_HEADERS: entry %zu has a bad percent escape or a "
-			         "control character",
-			         pos);
+			snprintf(
+			    err, errlen,
+			    "OTEL_EXPORTER_OTLP_HEADERS: entry %zu has a bad percent escape or a "
+			    "control character",
+			    pos);
 			goto fail;
 		}
 		out->line[out->n++] = line;

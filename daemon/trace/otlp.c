@@ -56,8 +56,8 @@ static struct curl_slist *headers_list(const struct trace_headers *h)
 
 /* post() - one POST of @body.  Return: 0, or -1 with @err (curl's words
  * or the HTTP status; never the headers). */
-static int post(CURL *c, const char *url, struct curl_slist *hdrs, const char *body,
-                int connect_ms, int timeout_ms, char *err, size_t errlen)
+static int post(CURL *c, const char *url, struct curl_slist *hdrs, const char *body, int connect_ms,
+                int timeout_ms, char *err, size_t errlen)
 {
 	char cerr[CURL_ERROR_SIZE] = "";
 	size_t seen = 0;
@@ -134,10 +134,10 @@ static void *run(void *arg)
 		bool stopping = e->stopping;
 		pthread_mutex_unlock(&e->mu);
 		char err[CURL_ERROR_SIZE + 64] = "out of memory";
-		int r = c && spans ? send_spans(c, e->url, e->service, e->hdrs, spans, e->connect_ms,
-		                                stopping ? e->connect_ms : e->timeout_ms, err,
-		                                sizeof(err))
-		                   : (json_decref(spans), -1);
+		int r = c && spans
+		            ? send_spans(c, e->url, e->service, e->hdrs, spans, e->connect_ms,
+		                         stopping ? e->connect_ms : e->timeout_ms, err, sizeof(err))
+		            : (json_decref(spans), -1);
 		pthread_mutex_lock(&e->mu);
 		if (r == 0) {
 			e->exported += k;
@@ -229,10 +229,9 @@ bool otlp_enqueue(struct otlp *e, json_t *span)
 void otlp_counts(struct otlp *e, struct otlp_counts *out)
 {
 	pthread_mutex_lock(&e->mu);
-	*out = (struct otlp_counts){ .exported = e->exported,
-		                     .dropped = e->dropped,
-		                     .errors = e->errors,
-		                     .queued = e->n };
+	*out = (struct otlp_counts){
+		.exported = e->exported, .dropped = e->dropped, .errors = e->errors, .queued = e->n
+	};
 	pthread_mutex_unlock(&e->mu);
 }
 
@@ -262,9 +261,9 @@ int otlp_post(const char *url, const char *service, const struct trace_headers *
 	CURL *c = curl_easy_init();
 	struct curl_slist *hdrs = headers_list(h);
 	char e[CURL_ERROR_SIZE + 64] = "out of memory";
-	int r = c && hdrs ? send_spans(c, url, service, hdrs, spans, timeout_ms, timeout_ms, e,
-	                               sizeof(e))
-	                  : (json_decref(spans), -1);
+	int r = c && hdrs
+	            ? send_spans(c, url, service, hdrs, spans, timeout_ms, timeout_ms, e, sizeof(e))
+	            : (json_decref(spans), -1);
 	if (r < 0)
 		snprintf(err, errlen, "OTLP export: %s", e);
 	curl_slist_free_all(hdrs);

@@ -17,11 +17,11 @@ struct otlp_config {
 	const char *url;     /* the full URL, .../v1/traces */
 	const char *service; /* service.name */
 	const struct trace_headers *headers;
-	size_t queue_max;   /* spans waiting, at most (0: 2048) */
-	size_t batch_max;   /* spans per request, at most (0: 512) */
-	int interval_ms;    /* a batch goes at least this often (0: 500) */
-	int connect_ms;     /* connect timeout (0: 1000) */
-	int timeout_ms;     /* the whole request's (0: 3000) */
+	size_t queue_max; /* spans waiting, at most (0: 2048) */
+	size_t batch_max; /* spans per request, at most (0: 512) */
+	int interval_ms;  /* a batch goes at least this often (0: 500) */
+	int connect_ms;   /* connect timeout (0: 1000) */
+	int timeout_ms;   /* the whole request's (0: 3000) */
 };
 
 struct otlp_counts {

@@ -158,7 +158,8 @@ void trace_stamp(struct trace_root *r, const struct trace_ctx *req, const char *
 static int get_hex(json_t *line, const char *key, uint8_t *b, size_t n)
 {
 	json_t *v = json_object_get(line, key);
-	return json_is_string(v) && trace_unhex(json_string_value(v), json_string_length(v), b, n) == 0 &&
+	return json_is_string(v) &&
+	               trace_unhex(json_string_value(v), json_string_length(v), b, n) == 0 &&
 	               !trace_zero(b, n)
 	           ? 0
 	           : -1;
@@ -174,7 +175,8 @@ static int root_begin(struct trace_root *r, json_t *line)
 		return -1;
 	n.has_parent = get_hex(line, "sandbox_parent_span_id", n.parent, TRACE_SPAN_LEN) == 0;
 	snprintf(n.tenant, sizeof(n.tenant), "%s", str(line, "tenant") ? str(line, "tenant") : "");
-	snprintf(n.sandbox, sizeof(n.sandbox), "%s", str(line, "sandbox") ? str(line, "sandbox") : "");
+	snprintf(n.sandbox, sizeof(n.sandbox), "%s",
+	         str(line, "sandbox") ? str(line, "sandbox") : "");
 	const char *tpl = str(line, "templateID");
 	n.template_id = tpl ? strdup(tpl) : NULL;
 	n.start_ms = ms;
@@ -193,17 +195,21 @@ int trace_root_load(struct trace_root *r, json_t *line)
 
 static json_t *new_span(const char *name, json_t *line, int64_t start_ms, int64_t end_ms)
 {
-	return json_pack("{s:O, s:O, s:O?, s:s, s:i, s:o, s:o, s:[]}", "traceId",
-	                 json_object_get(line, "trace_id"), "spanId",
-	                 json_object_get(line, "span_id"), "parentSpanId",
-	                 json_object_get(line, "parent_span_id"), "name", name, "kind",
-	                 SPAN_KIND_INTERNAL, "startTimeUnixNano", ns_string(start_ms),
-	                 "endTimeUnixNano", ns_string(end_ms), "attributes");
+	json_t *s =
+	    json_pack("{s:O, s:O, s:s, s:i, s:o, s:o, s:[]}", "traceId",
+	              json_object_get(line, "trace_id"), "spanId", json_object_get(line, "span_id"),
+	              "name", name, "kind", SPAN_KIND_INTERNAL, "startTimeUnixNano",
+	              ns_string(start_ms), "endTimeUnixNano", ns_string(end_ms), "attributes");
+	json_t *p = json_object_get(line, "parent_span_id");
+	if (s && json_is_string(p))
+		json_object_set(s, "parentSpanId", p);
+	return s;
 }
 
 static void set_error(json_t *span, const char *msg)
 {
-	json_object_set_new(span, "status", json_pack("{s:i, s:s}", "code", STATUS_ERROR, "message", msg));
+	json_object_set_new(span, "status",
+	                    json_pack("{s:i, s:s}", "code", STATUS_ERROR, "message", msg));
 }
 
 /* The span's common attributes: every span names its tenant and sandbox. */
@@ -217,7 +223,8 @@ static void common_attrs(struct trace_root *r, json_t *a, json_t *line)
 static void exec_attrs(json_t *span, json_t *a, json_t *line)
 {
 	char cmd[CMDLINE_MAX + 1];
-	size_t n = (size_t)snprintf(cmd, sizeof(cmd), "%s", str(line, "cmd") ? str(line, "cmd") : "");
+	size_t n =
+	    (size_t)snprintf(cmd, sizeof(cmd), "%s", str(line, "cmd") ? str(line, "cmd") : "");
 	size_t i;
 	json_t *arg;
 	json_array_foreach(json_object_get(line, "args"), i, arg)
@@ -259,9 +266,9 @@ static void file_attrs(json_t *span, json_t *a, json_t *line)
 static void lifecycle_name(const char *ev, char *out, size_t len)
 {
 	static const char *const map[][2] = {
-		{ "created", "create" },     { "paused", "pause" },   { "resumed", "resume" },
+		{ "created", "create" },       { "paused", "pause" }, { "resumed", "resume" },
 		{ "snapshotted", "snapshot" }, { "forked", "fork" },  { "killed", "kill" },
-		{ "timed_out", "timeout" },  { "dead", "death" },     { "stopped", "stop" },
+		{ "timed_out", "timeout" },    { "dead", "death" },   { "stopped", "stop" },
 	};
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
 		if (!strcmp(ev, map[i][0])) {
@@ -313,11 +320,11 @@ static void egress_event(struct trace_root *r, json_t *line)
 	copy_str(a, "cove.egress.via", e, "via");
 	copy_int(a, "cove.egress.bytes", e, "bytes");
 	copy_str(a, "cove.proxy.rule", e, "proxy_rule");
-	const char *name = inject                               ? "credential.inject"
+	const char *name = inject                                ? "credential.inject"
 	                   : verdict && !strcmp(verdict, "deny") ? "egress.deny"
 	                                                         : "egress.allow";
-	json_array_append_new(r->events, json_pack("{s:o, s:s, s:o}", "timeUnixNano",
-	                                           ns_string(ms), "name", name, "attributes", a));
+	json_array_append_new(r->events, json_pack("{s:o, s:s, s:o}", "timeUnixNano", ns_string(ms),
+	                                           "name", name, "attributes", a));
 }
 
 static json_t *root_span(struct trace_root *r, json_t *line, int64_t end_ms)
@@ -326,14 +333,16 @@ static json_t *root_span(struct trace_root *r, json_t *line, int64_t end_ms)
 	trace_hex(r->trace_id, TRACE_ID_LEN, t);
 	trace_hex(r->span_id, TRACE_SPAN_LEN, s);
 	trace_hex(r->parent, TRACE_SPAN_LEN, p);
-	json_t *span = json_pack("{s:s, s:s, s:s?, s:s, s:i, s:o, s:o, s:[], s:O?, s:i}", "traceId",
-	                         t, "spanId", s, "parentSpanId", r->has_parent ? p : NULL, "name",
-	                         "sandbox", "kind", SPAN_KIND_INTERNAL, "startTimeUnixNano",
-	                         ns_string(r->start_ms), "endTimeUnixNano", ns_string(end_ms),
-	                         "attributes", "events", r->events, "droppedEventsCount",
-	                         (int)r->dropped_events);
+	json_t *span =
+	    json_pack("{s:s, s:s, s:s, s:i, s:o, s:o, s:[], s:i}", "traceId", t, "spanId", s,
+	              "name", "sandbox", "kind", SPAN_KIND_INTERNAL, "startTimeUnixNano",
+	              ns_string(r->start_ms), "endTimeUnixNano", ns_string(end_ms), "attributes",
+	              "droppedEventsCount", (int)r->dropped_events);
 	if (!span)
 		return NULL;
+	if (r->has_parent)
+		json_object_set_new(span, "parentSpanId", json_string(p));
+	json_object_set_new(span, "events", r->events ? json_incref(r->events) : json_array());
 	json_t *a = json_object_get(span, "attributes");
 	attr_str(a, "cove.tenant", r->tenant);
 	attr_str(a, "cove.sandbox_id", r->sandbox);
@@ -377,7 +386,8 @@ int trace_line_spans(struct trace_root *r, json_t *line, json_t *out)
 	if (!strcmp(type, "exec"))
 		snprintf(name, sizeof(name), "process.exec");
 	else if (!strcmp(type, "file"))
-		snprintf(name, sizeof(name), "file.%.20s", str(line, "op") ? str(line, "op") : "op");
+		snprintf(name, sizeof(name), "file.%.20s",
+		         str(line, "op") ? str(line, "op") : "op");
 	else if (!strcmp(type, "lifecycle") && str(line, "event"))
 		lifecycle_name(str(line, "event"), name, sizeof(name));
 	else

@@ -81,7 +81,9 @@ struct tracer *tracer_start(const struct coved_config *cfg, char *err, size_t er
 		free(t);
 		return NULL;
 	}
-	struct otlp_config oc = { .url = t->s.url, .service = t->s.service, .headers = &t->s.headers };
+	struct otlp_config oc = { .url = t->s.url,
+		                  .service = t->s.service,
+		                  .headers = &t->s.headers };
 	t->exp = otlp_start(&oc, err, errlen);
 	if (!t->exp) {
 		tracer_settings_free(&t->s);
@@ -175,6 +177,20 @@ const struct trace_ctx *trace_req_for(const char *tenant)
 }
 
 /* ---- a past journal ------------------------------------------------------------- */
+
+char *trace_traces_url(const char *ep)
+{
+	if (!ep || (strncmp(ep, "http://", 7) && strncmp(ep, "https://", 8)) || strlen(ep) > 2000)
+		return NULL;
+	size_t n = strlen(ep);
+	bool full = n >= 10 && !strcmp(ep + n - 10, "/v1/traces");
+	while (!full && n && ep[n - 1] == '/')
+		n--;
+	char *url = NULL;
+	if (asprintf(&url, "%.*s%s", (int)n, ep, full ? "" : "/v1/traces") < 0)
+		return NULL;
+	return url;
+}
 
 static int flush(const char *url, const char *service, const struct trace_headers *h,
                  json_t **spans, long *sent, char *err, size_t errlen)

@@ -59,6 +59,11 @@ void trace_req_end(void);
  * or it is an envd request), else NULL. */
 const struct trace_ctx *trace_req_for(const char *tenant);
 
+/* trace_traces_url() - an OTLP endpoint as given to an export: used as is
+ * when it ends in /v1/traces, else with /v1/traces added (malloc'ed).
+ * NULL when it is no http:// or https:// URL (or too long). */
+char *trace_traces_url(const char *ep);
+
 /* trace_export_journal() - a journal file's spans (the same the live
  * export sends) to @url, in batches.  Return: the spans sent, or -1 with
  * a one-line @err. */
