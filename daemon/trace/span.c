@@ -106,6 +106,8 @@ static void set_hex(json_t *line, const char *key, const uint8_t *b, size_t n)
 	json_object_set_new(line, key, json_string(h));
 }
 
+static int get_hex(json_t *line, const char *key, uint8_t *b, size_t n);
+
 static bool is_event(json_t *line, const char *ev)
 {
 	const char *t = str(line, "type"), *e = str(line, "event");
@@ -119,6 +121,14 @@ void trace_stamp(struct trace_root *r, const struct trace_ctx *req, const char *
 		return;
 	if (req && !req->set)
 		req = NULL;
+	/* A line begun while a request was served and ended later (an exec's)
+	 * carries that request's context already (trace_req_mark). */
+	struct trace_ctx early = { 0 };
+	if (get_hex(line, "trace_id", early.trace_id, TRACE_ID_LEN) == 0 &&
+	    get_hex(line, "parent_span_id", early.span_id, TRACE_SPAN_LEN) == 0) {
+		early.set = true;
+		req = &early;
+	}
 	bool created = is_event(line, "created") && !r->stamped;
 	if (created) {
 		if (req) {

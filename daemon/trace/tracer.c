@@ -167,6 +167,18 @@ void trace_req_end(void)
 	memset(&cur, 0, sizeof(cur));
 }
 
+void trace_req_mark(json_t *line, const char *tenant)
+{
+	const struct trace_ctx *c = trace_req_for(tenant);
+	if (!c || !json_is_object(line))
+		return;
+	char t[TRACE_ID_HEX], s[TRACE_SPAN_HEX];
+	trace_hex(c->trace_id, TRACE_ID_LEN, t);
+	trace_hex(c->span_id, TRACE_SPAN_LEN, s);
+	json_object_set_new(line, "trace_id", json_string(t));
+	json_object_set_new(line, "parent_span_id", json_string(s));
+}
+
 const struct trace_ctx *trace_req_for(const char *tenant)
 {
 	if (!cur.ctx.set)

@@ -54,6 +54,10 @@ struct trace_req {
  * @traceparent (NULL: none; a malformed one is ignored) for @tenant. */
 void trace_req_begin(const char *traceparent, const char *tracestate, const char *tenant);
 void trace_req_end(void);
+/* trace_req_mark() - writes the request's context ("trace_id",
+ * "parent_span_id") into @line, a journal line begun now and appended
+ * later, maybe by another thread (trace_stamp keeps it). */
+void trace_req_mark(json_t *line, const char *tenant);
 /* trace_req_for() - the calling thread's request's context if it may
  * join sandbox lines of @tenant (the request's tenant is the sandbox's,
  * or it is an envd request), else NULL. */
