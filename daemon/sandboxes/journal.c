@@ -200,8 +200,6 @@ static void append_locked(struct coved_sb *sb, struct coved_jtail *t, json_t *ev
 	jchain_hash(line, n, t->hash);
 	free(line);
 	pthread_cond_broadcast(&t->grew);
-	/* Even with tracing off the sandbox's span is followed, so that
-	 * getInfo and a later export agree on it. */
 	tracer_line(sb->d->tracer, &sb->troot, o);
 	json_decref(o);
 }

@@ -104,6 +104,8 @@ void tracer_stop(struct tracer *t)
 
 void tracer_line(struct tracer *t, struct trace_root *r, json_t *line)
 {
+	if (!t)
+		return; /* off: no span is built, no event kept */
 	json_t *spans = json_array();
 	if (!spans)
 		return;
@@ -114,8 +116,8 @@ void tracer_line(struct tracer *t, struct trace_root *r, json_t *line)
 	{
 		uint8_t id[TRACE_ID_LEN];
 		json_t *tid = json_object_get(s, "traceId");
-		if (!t || trace_unhex(json_string_value(tid), json_string_length(tid), id,
-		                      TRACE_ID_LEN) < 0)
+		if (trace_unhex(json_string_value(tid), json_string_length(tid), id, TRACE_ID_LEN) <
+		    0)
 			continue;
 		if (trace_sampled(&t->s.sampler, NULL, id))
 			otlp_enqueue(t->exp, json_incref(s));
