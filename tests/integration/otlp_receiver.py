@@ -10,6 +10,7 @@ DIR/spans.jsonl; a bad request is answered 400 and its reason appended to
 DIR/errors.  The Authorization header each request sent goes to DIR/auth.
 While DIR/slow exists, every answer comes after 10 s.
 """
+import gzip
 import json
 import os
 import re
@@ -84,9 +85,24 @@ class H(BaseHTTPRequestHandler):
     def log_message(self, *a):
         pass
 
+    def read_body(self):
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            body = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    break
+                body += self.rfile.read(size)
+                self.rfile.readline()
+        else:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if (self.headers.get("Content-Encoding") or "").lower() == "gzip":
+            body = gzip.decompress(body)
+        return body
+
     def do_POST(self):
-        n = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(n)
+        body = self.read_body()
         if os.path.exists(os.path.join(DIR, "slow")):
             time.sleep(10)
         with open(os.path.join(DIR, "auth"), "a") as f:

@@ -84,7 +84,7 @@ SID=$(jget "$out" 'o["sandboxId"]' 2>/dev/null)
 TRACE=$(jget "$out" 'o["traceId"]' 2>/dev/null)
 CSPAN=$(jget "$out" 'o["spanId"]' 2>/dev/null)
 [ "$(jget "$out" 'o["exitCodes"]' 2>/dev/null)" = "[0, 3, 0]" ] && ok "the agent ran: exit codes 0, 3, 0 in sandbox $SID" ||
-	{ not_ok "trace.mjs: $out $(tail -5 "$WORK/node.err")"; finish; }
+	{ not_ok "trace.mjs: $out $(tail -30 "$WORK/node.err" | tr "\n" " ")"; finish; }
 until_true 30 "[ \"\$(spans \"sum(1 for s in S if s['name'] == 'sandbox' and A(s, 'cove.sandbox_id') == '$SID')\")\" = 1 ]" ||
 	not_ok "no sandbox span of $SID came"
 got=$(spans "
