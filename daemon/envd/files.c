@@ -194,10 +194,14 @@ static int list_into(struct envd_req *r, const char *dir, unsigned depth, json_t
 	return 0;
 }
 
+static void journal_file(struct envd_req *r, const char *op, const char *path, uint64_t bytes,
+                         int64_t t0, int err);
+
 int envd_fs_list(struct envd_req *r, struct MHD_Connection *c, json_t *body, json_t **reply,
                  const char **code, char *msg, size_t msglen)
 {
 	PATH_ARG("path");
+	int64_t t0 = mono_ms();
 	json_t *dv = json_object_get(body, "depth");
 	json_int_t depth = json_is_integer(dv) ? json_integer_value(dv) : 1;
 	if (depth < 1)
@@ -211,6 +215,8 @@ int envd_fs_list(struct envd_req *r, struct MHD_Connection *c, json_t *body, jso
 		json_decref(out);
 		return -1;
 	}
+	/* "bytes" of a listing: its entries */
+	journal_file(r, "list", path, json_array_size(out), t0, 0);
 	*reply = json_pack("{s:o}", "entries", out);
 	return 0;
 }
@@ -261,9 +267,11 @@ int envd_fs_remove(struct envd_req *r, struct MHD_Connection *c, json_t *body, j
                    const char **code, char *msg, size_t msglen)
 {
 	PATH_ARG("path");
+	int64_t t0 = mono_ms();
 	if (agent_call(r, PROTO_REMOVE, json_pack("{s:s, s:b}", "path", path, "recursive", 1), NULL,
 	               code, msg, msglen) < 0)
 		return -1;
+	journal_file(r, "remove", path, 0, t0, 0);
 	*reply = json_object();
 	return 0;
 }

@@ -7,7 +7,7 @@
 #    spans of bob's tenant and sandbox only, none of alice's;
 #  - a Node agent (tests/e2b/trace.mjs: @opentelemetry/sdk-trace-node, the
 #    unmodified e2b SDK with traceparent as a header) creates, runs two
-#    commands (one fails), writes and reads a file, is refused a
+#    commands (one fails), writes, reads, lists, removes a file, is refused a
 #    connection, pauses, resumes and kills: one trace in which coved's
 #    spans are children of the agent's span, with names, exit codes,
 #    paths, the denied host as an event, no secret anywhere;
@@ -90,15 +90,16 @@ until_true 30 "[ \"\$(spans \"sum(1 for s in S if s['name'] == 'sandbox' and A(s
 got=$(spans "
 [x for x in [
  'client span' if not any(s['spanId'] == '$CSPAN' and s['service'] != 'coved-test' for s in S) else '',
- 'names' if not {'sandbox.create', 'process.exec', 'file.write', 'file.read', 'sandbox.pause', 'sandbox.resume', 'sandbox.kill', 'sandbox'} <= {s['name'] for s in S if s['traceId'] == '$TRACE' and s['service'] == 'coved-test'} else '',
+ 'names' if not {'sandbox.create', 'process.exec', 'file.write', 'file.read', 'file.list', 'file.remove', 'sandbox.pause', 'sandbox.resume', 'sandbox.kill', 'sandbox'} <= {s['name'] for s in S if s['traceId'] == '$TRACE' and s['service'] == 'coved-test'} else '',
  'parents' if any(s['parentSpanId'] != '$CSPAN' for s in S if s['traceId'] == '$TRACE' and s['service'] == 'coved-test') else '',
  'tenant' if any(A(s, 'cove.tenant') != 'alice' or A(s, 'cove.sandbox_id') != '$SID' for s in S if s['traceId'] == '$TRACE' and s['service'] == 'coved-test') else '',
  'exit codes' if sorted(A(s, 'process.exit_code') for s in S if s['traceId'] == '$TRACE' and s['name'] == 'process.exec') != ['0', '0', '0', '3'] else '',
  'failed command' if not any('exit 3' in A(s, 'process.command_line') and s.get('status', {}).get('code') == 2 for s in S if s['name'] == 'process.exec' and s['traceId'] == '$TRACE') else '',
- 'paths' if sorted((s['name'], A(s, 'file.path'), A(s, 'cove.file.bytes')) for s in S if s['traceId'] == '$TRACE' and s['name'].startswith('file.')) != [('file.read', '/root/traced.txt', '12'), ('file.write', '/root/traced.txt', '12')] else '',
+ 'paths' if sorted((s['name'], A(s, 'file.path'), A(s, 'cove.file.bytes')) for s in S if s['traceId'] == '$TRACE' and s['name'] in ('file.read', 'file.write', 'file.remove')) != [('file.read', '/root/traced.txt', '12'), ('file.remove', '/root/traced.txt', '0'), ('file.write', '/root/traced.txt', '12')] else '',
+ 'list' if not any(A(s, 'file.path') == '/root' and int(A(s, 'cove.file.bytes')) >= 1 for s in S if s['traceId'] == '$TRACE' and s['name'] == 'file.list') else '',
  'denied host' if not any(e['name'] == 'egress.deny' and A(e, 'server.address') == '198.51.100.91' for s in S if s['name'] == 'sandbox' and A(s, 'cove.sandbox_id') == '$SID' for e in s.get('events', [])) else '',
 ] if x]")
-[ "$got" = "[]" ] && ok "one trace: coved's spans (create, execs, files, pause, resume, kill, the sandbox) are children of the agent's span, exit codes 0 and 3, the paths, the denied host an event" ||
+[ "$got" = "[]" ] && ok "one trace: coved's spans (create, execs, file write, read, list, remove, pause, resume, kill, the sandbox) are children of the agent's span, exit codes 0 and 3, the paths, the denied host an event" ||
 	not_ok "the agent's trace: $got; $(spans "[(s['name'], s.get('parentSpanId')) for s in S if s['traceId'] == '$TRACE']")"
 got=$(spans "[x for x in [
  'parents missing' if {s.get('parentSpanId') for s in S if s['traceId'] == '$TRACE' and s.get('parentSpanId')} - {s['spanId'] for s in S} else '',
