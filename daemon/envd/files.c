@@ -23,6 +23,7 @@
 #include "daemon/sandboxes/journal.h"
 #include "daemon/sandboxes/sandbox.h"
 #include "daemon/sandboxes/table.h"
+#include "daemon/trace/tracer.h"
 #include "proto.h"
 
 #define LIST_DEPTH_MAX   16
@@ -306,6 +307,9 @@ struct fget {
 	int err;
 	char path[ENVD_PATH_MAX + 1];
 	char user[COVE_USER_MAX + 1]; /* "" for the default */
+	/* The request's trace context: the line is written when libmicrohttpd
+	 * frees the response, after the request's end (daemon/trace). */
+	json_t *trace;
 };
 
 static ssize_t fget_read(void *cls, uint64_t pos, char *buf, size_t max)
@@ -346,8 +350,11 @@ static void fget_free(void *cls)
 		json_object_set_new(j, "complete", json_false());
 	if (j)
 		json_object_set_new(j, "user", g->user[0] ? json_string(g->user) : json_null());
+	if (j && g->trace)
+		json_object_update(j, g->trace);
 	if (j)
 		coved_journal(g->sb, j);
+	json_decref(g->trace);
 	close(g->fd);
 	free(g->data);
 	coved_sb_unref(g->sb);
@@ -389,7 +396,10 @@ enum MHD_Result envd_files_get(struct envd_req *r, struct MHD_Connection *c)
 	g->t0 = t0;
 	snprintf(g->path, sizeof(g->path), "%s", path);
 	snprintf(g->user, sizeof(g->user), "%s", envd_req_user(r) ? envd_req_user(r) : "");
+	g->trace = json_object();
+	trace_req_mark(g->trace, NULL);
 	if (!g->sb) {
+		json_decref(g->trace);
 		close(fd);
 		free(g);
 		return coved_json_error(c, 404, "the sandbox went away");
