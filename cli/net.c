@@ -199,7 +199,7 @@ static int export_journal(int fd, const char *name, const char *ep, const char *
 		return 2;
 	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	long n = trace_export_journal(fd, url, s.service, &s.headers, err, sizeof(err));
+	long n = trace_export_journal(fd, url, s.service, &s.headers, false, err, sizeof(err));
 	close(fd);
 	tracer_settings_free(&s);
 	free(url);

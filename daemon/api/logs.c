@@ -271,7 +271,10 @@ enum MHD_Result coved_logs_export(struct coved *d, struct MHD_Connection *c, str
 	}
 	coved_journal_fold(sb);
 	int fd = open_journal(d, sb);
-	long sent = fd >= 0 ? trace_export_journal(fd, url, s.service, &s.headers, err, sizeof(err))
+	/* The caller's URL: no host or private address unless webhooks may
+	 * reach them too (webhook_private_ok). */
+	long sent = fd >= 0 ? trace_export_journal(fd, url, s.service, &s.headers,
+	                                           !d->cfg.webhook_private_ok, err, sizeof(err))
 	                    : (snprintf(err, sizeof(err), "the sandbox has no journal"), -1);
 	if (fd >= 0)
 		close(fd);

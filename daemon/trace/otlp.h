@@ -42,9 +42,11 @@ void otlp_counts(struct otlp *e, struct otlp_counts *out);
 void otlp_stop(struct otlp *e);
 
 /* otlp_post() - one synchronous export of @spans (stolen) to @url, for
- * a past journal's spans.  Return: 0, or -1 with a one-line @err (that
- * never shows a header's value). */
+ * a past journal's spans.  @public_only: connect to no loopback, private,
+ * link-local or other always-denied address (common/netrule.h), checked
+ * on the address curl dials (an API caller's URL).  Return: 0, or -1
+ * with a one-line @err (that never shows a header's value). */
 int otlp_post(const char *url, const char *service, const struct trace_headers *h, json_t *spans,
-              int timeout_ms, char *err, size_t errlen);
+              int timeout_ms, bool public_only, char *err, size_t errlen);
 
 #endif

@@ -207,12 +207,12 @@ char *trace_traces_url(const char *ep)
 }
 
 static int flush(const char *url, const char *service, const struct trace_headers *h,
-                 json_t **spans, long *sent, char *err, size_t errlen)
+                 bool public_only, json_t **spans, long *sent, char *err, size_t errlen)
 {
 	size_t n = json_array_size(*spans);
 	if (!n)
 		return 0;
-	int r = otlp_post(url, service, h, *spans, 10000, err, errlen);
+	int r = otlp_post(url, service, h, *spans, 10000, public_only, err, errlen);
 	*spans = json_array();
 	if (r < 0)
 		return -1;
@@ -221,7 +221,7 @@ static int flush(const char *url, const char *service, const struct trace_header
 }
 
 long trace_export_journal(int fd, const char *url, const char *service,
-                          const struct trace_headers *h, char *err, size_t errlen)
+                          const struct trace_headers *h, bool public_only, char *err, size_t errlen)
 {
 	FILE *f = fdopen(dup(fd), "re");
 	if (!f) {
@@ -242,10 +242,10 @@ long trace_export_journal(int fd, const char *url, const char *service,
 		trace_line_spans(&root, l, spans);
 		json_decref(l);
 		if (json_array_size(spans) >= EXPORT_BATCH)
-			r = flush(url, service, h, &spans, &sent, err, errlen);
+			r = flush(url, service, h, public_only, &spans, &sent, err, errlen);
 	}
 	if (r == 0 && spans)
-		r = flush(url, service, h, &spans, &sent, err, errlen);
+		r = flush(url, service, h, public_only, &spans, &sent, err, errlen);
 	free(line);
 	fclose(f);
 	json_decref(spans);

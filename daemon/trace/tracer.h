@@ -69,9 +69,10 @@ const struct trace_ctx *trace_req_for(const char *tenant);
 char *trace_traces_url(const char *ep);
 
 /* trace_export_journal() - a journal file's spans (the same the live
- * export sends) to @url, in batches.  Return: the spans sent, or -1 with
+ * export sends) to @url, in batches (@public_only: see otlp_post).  Return: the spans sent, or -1 with
  * a one-line @err. */
 long trace_export_journal(int fd, const char *url, const char *service,
-                          const struct trace_headers *h, char *err, size_t errlen);
+                          const struct trace_headers *h, bool public_only, char *err,
+                          size_t errlen);
 
 #endif

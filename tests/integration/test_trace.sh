@@ -14,7 +14,8 @@
 #  - the collector down, then slow (answers after 10 s): commands still
 #    run, coved_trace_spans_dropped_total rises, spans flow again after;
 #    `cove logs --otlp` of the finished sandbox sends the same spans as
-#    the live export, and POST /sandboxes/{id}/traces/export answers.
+#    the live export, and POST /sandboxes/{id}/traces/export answers (the
+#    receiver is on loopback: webhook_private_ok lets the route reach it).
 source tests/integration/lib.sh
 source tests/integration/netlib.sh
 source tests/integration/coved_lib.sh
@@ -39,7 +40,7 @@ receiver_up() {
 receiver_down() { kill "$RPID" 2>/dev/null; wait "$RPID" 2>/dev/null; }
 receiver_up || { not_ok "the receiver starts"; finish; }
 OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$RPORT OTEL_EXPORTER_OTLP_HEADERS="authorization=Bearer%20$SECRET" \
-	OTEL_SERVICE_NAME=coved-test coved_start "\"network\": true, \"tcp\": \"127.0.0.1:$PORT\"" ||
+	OTEL_SERVICE_NAME=coved-test coved_start "\"network\": true, \"tcp\": \"127.0.0.1:$PORT\", \"webhook_private_ok\": true" ||
 	{ not_ok "coved starts"; finish; }
 trap 'receiver_down; coved_cleanup' EXIT
 # spans PYTHON: evaluates an expression over the spans received so far

@@ -8,7 +8,8 @@
  * decisions as events of the sandbox's span, sent when it ends; a replay
  * of the written lines gives the same spans.  The exporter sends batches
  * to a receiver, and with a collector that never answers it drops and
- * counts what does not fit its queue. */
+ * counts what does not fit its queue; an export to an API caller's URL
+ * reaches no host address. */
 #include <arpa/inet.h>
 #include <jansson.h>
 #include <netinet/in.h>
@@ -444,6 +445,21 @@ START_TEST(exporter_drops)
 }
 END_TEST
 
+START_TEST(export_public_only)
+{
+	/* An API caller's URL (public_only) may not reach the host itself. */
+	int port;
+	int fd = listener(&port);
+	char url[64], err[200];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/traces", port);
+	json_t *spans = json_array();
+	json_array_append_new(spans, span_named("x"));
+	ck_assert_int_eq(otlp_post(url, "svc", NULL, spans, 2000, true, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "127.0.0.1 is a private or host address"), "%s", err);
+	close(fd);
+}
+END_TEST
+
 START_TEST(settings_from_env)
 {
 	struct coved_config cfg = { 0 };
@@ -489,6 +505,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, caller_creates);
 	tcase_add_test(tc, exporter_sends);
 	tcase_add_test(tc, exporter_drops);
+	tcase_add_test(tc, export_public_only);
 	tcase_add_test(tc, settings_from_env);
 	suite_add_tcase(s, tc);
 	return s;
