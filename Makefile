@@ -68,11 +68,13 @@ DAEMON_PURE_SRCS := $(wildcard daemon/http/json_body.c daemon/api/body.c daemon/
                       daemon/sandboxes/buildlog.c daemon/sandboxes/samples.c \
                       daemon/api/logs_query.c daemon/sandboxes/webhook_req.c \
                       daemon/sandboxes/snap_query.c daemon/http/relay.c \
-                      daemon/conf/config.c daemon/conf/keys.c)
+                      daemon/conf/config.c daemon/conf/keys.c \
+                      daemon/trace/context.c daemon/trace/span.c)
 EGRESS_MAIN := egress/main.c
 EGRESS_LIB_SRCS := $(filter-out $(EGRESS_MAIN),$(EGRESS_SRCS))
-# What cove links of coved's: its API keys file's reader (cove cluster --key-file).
-CLI_DAEMON_SRCS := daemon/conf/keys.c
+# What cove links of coved's: its API keys file's reader (cove cluster --key-file)
+# and the traces' exporter (cove logs --otlp).
+CLI_DAEMON_SRCS := daemon/conf/keys.c $(sort $(wildcard daemon/trace/*.c))
 # common/: small pieces linked into every binary (cove-vmm, cove-agent, cove).
 COMMON_SRCS := $(shell find common -name '*.c' 2>/dev/null | sort)
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
@@ -202,6 +204,8 @@ $(B)/asan/libsnapshots.a: $(call asan_obj,daemon/sandboxes/snapshots.c)
 # Sandboxes' ports (daemon/ports): its unit test runs a libmicrohttpd daemon
 # and stands in for the sandbox table and libcove's cove_port_open.
 $(B)/asan/libports.a: $(call asan_obj,daemon/ports/ports.c)
+# Traces' exporter and tracer (daemon/trace): its unit test runs a receiver.
+$(B)/asan/libtrace.a: $(call asan_obj,daemon/trace/otlp.c daemon/trace/tracer.c)
 
 # What the unit tests share: every tests/unit/*.c that is not a test.
 UNIT_HELPER_SRCS := $(filter-out $(UNIT_SRCS),$(sort $(wildcard tests/unit/*.c)))
@@ -211,7 +215,7 @@ UNIT_ARCHIVES := $(B)/asan/libunit.a $(B)/asan/libvmm.a $(B)/asan/libagent.a $(B
                  $(B)/asan/libegress.a $(B)/asan/libdaemon.a $(B)/asan/libenvd.a \
                  $(B)/asan/libcli.a $(B)/asan/libcluster.a $(B)/asan/libbuildfiles.a \
                  $(B)/asan/libwebhooks.a $(B)/asan/libsnapshots.a $(B)/asan/libports.a \
-                 $(B)/asan/libcommon.a
+                 $(B)/asan/libtrace.a $(B)/asan/libcommon.a
 $(B)/unit/%: tests/unit/%.c $(UNIT_ARCHIVES)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  TEST    $@")

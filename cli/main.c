@@ -32,7 +32,7 @@ static const char usage[] =
     "  ls [--json]                        list sandboxes (and clean up dead ones)\n"
     "  net NAME [--net none|open] [--allow RULE]... [--deny CIDR]... [--proxy-rules F]\n"
     "                                     replace a running sandbox's network policy\n"
-    "  logs NAME [--egress|--journal [--verify]]  console, egress or coved journal (chain check)\n"
+    "  logs NAME [--egress|--journal [--verify|--otlp URL]]  console, egress or coved journal\n"
     "  stats NAME [--json]                its CPU, memory and disk, as the host sees them\n"
     "  port NAME GUESTPORT [--listen [ADDR:]PORT]   a local port relayed to one in it\n"
     "  diff NAME [--json] [--tar FILE]    what it added, changed and deleted (docker diff)\n"

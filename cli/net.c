@@ -2,6 +2,7 @@
  * replaces a running sandbox's policy; cove logs, which prints its egress
  * decisions (or its console).  The rules themselves are checked by
  * libcove before anything starts, so every command gives the same line. */
+#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -13,6 +14,7 @@
 #include "cli/net.h"
 #include "cli/options.h"
 #include "cove.h"
+#include "daemon/trace/tracer.h"
 #include "lib/base/jchain.h"
 
 static const char net_usage[] =
@@ -24,12 +26,14 @@ static const char net_usage[] =
     "  RULE: IP, CIDR, CIDR:PORT, CIDR:LO-HI, NAME, *.NAME, NAME:PORT\n";
 
 static const char logs_usage[] =
-    "usage: cove logs NAME [--egress | --journal [--verify] [--state-dir DIR]]\n"
+    "usage: cove logs NAME [--egress | --journal [--verify | --otlp URL] [--state-dir DIR]]\n"
     "  the guest's console, or with --egress the egress decisions\n"
     "  (one JSON line each), or with --journal coved's record of the\n"
     "  sandbox (lifecycle, execs, files, egress; DIR: coved's state_dir,\n"
     "  default $COVED_STATE_DIR or /var/lib/coved); --verify checks the\n"
-    "  journal's hash chain instead: exit 0 whole, 1 broken (the line named)\n";
+    "  journal's hash chain instead: exit 0 whole, 1 broken (the line named);\n"
+    "  --otlp URL sends the journal as OpenTelemetry spans to an OTLP/HTTP\n"
+    "  collector (docs/tracing.md)\n";
 
 int cli_net_option(struct cli_net *n, int o, const char *arg, const char *prog, bool restrict_)
 {
@@ -175,16 +179,53 @@ static int verify_journal(int fd, const char *name, const char *prog)
 	return 1;
 }
 
+/* --otlp URL: the journal on fd (closed) as spans to an OTLP/HTTP
+ * collector, the same spans coved's live export sends
+ * (daemon/trace/span.h); headers from OTEL_EXPORTER_OTLP_HEADERS. */
+static int export_journal(int fd, const char *name, const char *ep, const char *prog)
+{
+	char err[512];
+	char *url = trace_traces_url(ep);
+	struct tracer_settings s;
+	if (!url) {
+		close(fd);
+		fprintf(stderr, "%s: --otlp needs an http:// or https:// URL\n", prog);
+		return 2;
+	}
+	if (tracer_settings(NULL, &s, err, sizeof(err)) < 0) {
+		close(fd);
+		free(url);
+		fprintf(stderr, "%s: %s\n", prog, err);
+		return 2;
+	}
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	long n = trace_export_journal(fd, url, s.service, &s.headers, false, err, sizeof(err));
+	close(fd);
+	tracer_settings_free(&s);
+	free(url);
+	if (n < 0) {
+		fprintf(stderr, "%s: journal of %s: %s\n", prog, name, err);
+		return 1;
+	}
+	printf("journal of %s: %ld spans sent\n", name, n);
+	return 0;
+}
+
 int cli_logs(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "egress", no_argument, NULL, 'E' }, { "journal", no_argument, NULL, 'J' },
-		{ "verify", no_argument, NULL, 'V' }, { "state-dir", required_argument, NULL, 'S' },
-		{ "help", no_argument, NULL, 'h' },   { 0 },
+		{ "egress", no_argument, NULL, 'E' },
+		{ "journal", no_argument, NULL, 'J' },
+		{ "verify", no_argument, NULL, 'V' },
+		{ "state-dir", required_argument, NULL, 'S' },
+		{ "otlp", required_argument, NULL, 'O' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
 	};
 	const char *prog = "cove logs";
 	bool egress = false, journal = false, verify = false;
 	const char *state_dir = getenv("COVED_STATE_DIR");
+	const char *otlp = NULL;
 	int o;
 	opterr = 0;
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -196,6 +237,9 @@ int cli_logs(int argc, char **argv)
 			verify = true;
 		} else if (o == 'S') {
 			state_dir = optarg;
+		} else if (o == 'O') {
+			otlp = optarg;
+			journal = true;
 		} else if (o == 'h') {
 			fputs(logs_usage, stdout);
 			return 0;
@@ -255,6 +299,8 @@ int cli_logs(int argc, char **argv)
 	}
 	if (verify)
 		return verify_journal(fd, name, prog);
+	if (otlp)
+		return export_journal(fd, name, otlp, prog);
 	char buf[65536];
 	ssize_t k;
 	int status = 0;

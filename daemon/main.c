@@ -6,6 +6,7 @@
  * Serves the control plane (and the envd surface) on a Unix socket and
  * optionally TCP.  Sandboxes are detached cove-vmm processes: stopping
  * coved leaves them running, and the next coved adopts them again. */
+#include <curl/curl.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -32,6 +33,7 @@
 #include "daemon/sandboxes/table.h"
 #include "daemon/sandboxes/warm.h"
 #include "daemon/server.h"
+#include "daemon/trace/tracer.h"
 
 static const char usage[] = "usage: coved [--config FILE] [--foreground | --check]\n"
                             "  --config FILE  JSON config (docs/api.md); default "
@@ -159,6 +161,13 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&d.m.mu, NULL);
 	pthread_mutex_init(&d.stop_mu, NULL);
 	pthread_cond_init(&d.stop_cond, NULL);
+	/* Traces before any journal line: off when no endpoint is set. */
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	d.tracer = tracer_start(&d.cfg, err, sizeof(err));
+	if (!d.tracer && err[0]) {
+		fprintf(stderr, "coved: %s\n", err);
+		return 1;
+	}
 	/* Events first: an adoption that finds a sandbox dead says so. */
 	if (coved_events_init(&d, err, sizeof(err)) < 0) {
 		fprintf(stderr, "coved: %s\n", err);
@@ -239,6 +248,8 @@ int main(int argc, char **argv)
 	coved_pool_stop(&d);
 	envd_fini(&d);
 	coved_events_fini(&d);
+	tracer_stop(d.tracer); /* what is queued goes, within the timeouts */
+	d.tracer = NULL;
 	cove_net_pool_free(d.net_pool); /* slots not taken; taken ones are sandboxes' */
 	d.net_pool = NULL;
 	/* Detached sandboxes outlive their handles. */

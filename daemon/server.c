@@ -40,6 +40,7 @@
 #include "daemon/sandboxes/sandbox.h"
 #include "daemon/sandboxes/state.h"
 #include "daemon/sandboxes/table.h"
+#include "daemon/trace/tracer.h"
 #include "errf.h"
 #include "io.h"
 
@@ -95,6 +96,15 @@ static struct coved_tenant *authorized(struct coved *d, struct MHD_Connection *c
 	if (!key && auth && strncmp(auth, "Bearer ", 7) == 0)
 		key = auth + 7;
 	return key ? key_lookup(d, key) : NULL;
+}
+
+/* trace_begin() - the request's traceparent and tracestate, for the
+ * journal lines this thread writes until on_done (daemon/trace/tracer.h):
+ * @tenant's (NULL: an envd request, its token names the sandbox). */
+static void trace_begin(struct MHD_Connection *c, const char *tenant)
+{
+	trace_req_begin(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "traceparent"),
+	                MHD_lookup_connection_value(c, MHD_HEADER_KIND, "tracestate"), tenant);
 }
 
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
@@ -221,6 +231,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			if (coved_cluster_intercept(d, c, method, url, true, NULL, &r->fwd, &ret))
 				return r->fwd ? MHD_YES : ret;
 			r->envd = true;
+			trace_begin(c, NULL);
 			return envd_handle(d, c, url, method, upload_data, upload_data_size,
 			                   &r->envd_cls);
 		}
@@ -230,6 +241,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			r->tenant = coved_cluster_node_tenant(d, c);
 		if (!open && !r->tenant)
 			return coved_json_error(c, 401, "missing or invalid API key (X-API-KEY)");
+		trace_begin(c, r->tenant ? r->tenant->name : "/"); /* "/": no tenant's */
 		r->admin = strncmp(url, "/cluster", 8) == 0 && (!url[8] || url[8] == '/') &&
 		           on_unix_socket(c);
 		if (!r->admin &&
@@ -297,6 +309,7 @@ static void on_done(void *cls, struct MHD_Connection *c, void **req_cls,
 		coved_upload_done(&r->upload_cls);
 	if (r->counted)
 		atomic_fetch_sub(&d->in_flight, 1);
+	trace_req_end();
 	/* A kept-alive connection waits for its next head: the short limit. */
 	if (c && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
 		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,

@@ -18,7 +18,9 @@
 #include "daemon/sandboxes/events.h"
 #include "daemon/sandboxes/journal.h"
 #include "daemon/sandboxes/sandbox.h"
+#include "daemon/sandboxes/state.h"
 #include "daemon/sandboxes/table.h"
+#include "daemon/trace/tracer.h"
 #include "lib/base/jchain.h"
 
 #define FOLLOW_KEEPALIVE_MS 15000
@@ -253,4 +255,32 @@ enum MHD_Result coved_logs_get(struct coved *d, struct MHD_Connection *c, struct
 	if (flag(c, "follow"))
 		return follow(d, c, sb, &since);
 	return page(d, c, sb, sv ? &since : NULL, offset, limit);
+}
+
+enum MHD_Result coved_logs_export(struct coved *d, struct MHD_Connection *c, struct coved_sb *sb,
+                                  json_t *body)
+{
+	char *url = trace_traces_url(json_string_value(json_object_get(body, "endpoint")));
+	if (!url)
+		return coved_json_error(c, 400, "\"endpoint\" must be an http:// or https:// URL");
+	char err[400];
+	struct tracer_settings s;
+	if (tracer_settings(&d->cfg, &s, err, sizeof(err)) < 0) {
+		free(url);
+		return coved_json_error(c, 500, err);
+	}
+	coved_journal_fold(sb);
+	int fd = open_journal(d, sb);
+	/* The caller's URL: no host or private address unless webhooks may
+	 * reach them too (webhook_private_ok). */
+	long sent = fd >= 0 ? trace_export_journal(fd, url, s.service, &s.headers,
+	                                           !d->cfg.webhook_private_ok, err, sizeof(err))
+	                    : (snprintf(err, sizeof(err), "the sandbox has no journal"), -1);
+	if (fd >= 0)
+		close(fd);
+	tracer_settings_free(&s);
+	free(url);
+	if (sent < 0)
+		return coved_json_error(c, fd >= 0 ? 502 : 404, err);
+	return coved_json_reply(c, 200, json_pack("{s:I}", "spans", (json_int_t)sent));
 }

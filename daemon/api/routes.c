@@ -350,6 +350,12 @@ static enum MHD_Result logs_sb(struct ctx *x)
 	return coved_logs_get(x->d, x->c, x->sb);
 }
 
+/* POST /sandboxes/{id}/traces/export: the journal as spans (logs.c). */
+static enum MHD_Result traces_export_sb(struct ctx *x)
+{
+	return coved_logs_export(x->d, x->c, x->sb, x->body);
+}
+
 /* GET /sandboxes/{id}/metrics: getMetrics' samples (sb_metrics.c). */
 static enum MHD_Result metrics_sb(struct ctx *x)
 {
@@ -395,6 +401,7 @@ static const struct route routes[] = {
 	{ "POST", "/sandboxes/{id}/fork", fork_sb },
 	{ "PUT", "/sandboxes/{id}/network", network_sb },
 	{ "GET", "/sandboxes/{id}/logs", logs_sb },
+	{ "POST", "/sandboxes/{id}/traces/export", traces_export_sb },
 	{ "GET", "/sandboxes/{id}/metrics", metrics_sb },
 	{ "GET", "/sandboxes/{id}/diff", diff_sb },
 	{ "GET", "/metrics", metrics },

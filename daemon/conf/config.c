@@ -76,6 +76,12 @@ void coved_config_free(struct coved_config *c)
 	free(c->cgroup_parent);
 	free(c->jail_ids);
 	free(c->net_indexes);
+	free(c->otlp_endpoint);
+	if (c->otlp_headers)
+		explicit_bzero(c->otlp_headers, strlen(c->otlp_headers));
+	free(c->otlp_headers);
+	free(c->otlp_service_name);
+	free(c->otlp_sampler);
 	struct coved_cluster_config *k = &c->cluster;
 	for (size_t i = 0; i < k->netcd; i++)
 		free(k->etcd[i]);
@@ -606,6 +612,14 @@ static int apply(struct coved_config *c, const char *k, json_t *v, char *err, si
 	}
 	if (strcmp(k, "tenants") == 0)
 		return set_tenants(c, v, err, errlen);
+	if (strcmp(k, "otlp_endpoint") == 0)
+		return set_str(v, k, true, &c->otlp_endpoint, err, errlen);
+	if (strcmp(k, "otlp_headers") == 0)
+		return set_str(v, k, true, &c->otlp_headers, err, errlen);
+	if (strcmp(k, "otlp_service_name") == 0)
+		return set_str(v, k, true, &c->otlp_service_name, err, errlen);
+	if (strcmp(k, "otlp_sampler") == 0)
+		return set_str(v, k, true, &c->otlp_sampler, err, errlen);
 	if (strcmp(k, "runtime_dir") == 0)
 		return set_path(v, k, RUNTIME_DIR_MAX, true, &c->runtime_dir, err, errlen);
 	if (strcmp(k, "cgroup_parent") == 0)

@@ -94,6 +94,10 @@ struct coved_config {
 	 * $COVE_NET_INDEXES ("FIRST-LAST", checked), set by coved_config_setenv;
 	 * NULL: the environment's, or libcove's default. */
 	char *runtime_dir, *cgroup_parent, *jail_ids, *net_indexes;
+	/* Traces (docs/tracing.md): the OTEL_* variables' stand-ins, used
+	 * where the variable is not set; NULL: none.  otlp_headers may hold
+	 * secrets: never logged. */
+	char *otlp_endpoint, *otlp_headers, *otlp_service_name, *otlp_sampler;
 	struct coved_cluster_config cluster;
 };
 

@@ -23,6 +23,7 @@
 #include "daemon/sandboxes/journal.h"
 #include "daemon/sandboxes/sandbox.h"
 #include "daemon/sandboxes/table.h"
+#include "daemon/trace/tracer.h"
 #include "proto.h"
 
 #define LIST_DEPTH_MAX   16
@@ -194,10 +195,14 @@ static int list_into(struct envd_req *r, const char *dir, unsigned depth, json_t
 	return 0;
 }
 
+static void journal_file(struct envd_req *r, const char *op, const char *path, uint64_t bytes,
+                         int64_t t0, int err);
+
 int envd_fs_list(struct envd_req *r, struct MHD_Connection *c, json_t *body, json_t **reply,
                  const char **code, char *msg, size_t msglen)
 {
 	PATH_ARG("path");
+	int64_t t0 = mono_ms();
 	json_t *dv = json_object_get(body, "depth");
 	json_int_t depth = json_is_integer(dv) ? json_integer_value(dv) : 1;
 	if (depth < 1)
@@ -211,6 +216,8 @@ int envd_fs_list(struct envd_req *r, struct MHD_Connection *c, json_t *body, jso
 		json_decref(out);
 		return -1;
 	}
+	/* "bytes" of a listing: its entries */
+	journal_file(r, "list", path, json_array_size(out), t0, 0);
 	*reply = json_pack("{s:o}", "entries", out);
 	return 0;
 }
@@ -261,9 +268,11 @@ int envd_fs_remove(struct envd_req *r, struct MHD_Connection *c, json_t *body, j
                    const char **code, char *msg, size_t msglen)
 {
 	PATH_ARG("path");
+	int64_t t0 = mono_ms();
 	if (agent_call(r, PROTO_REMOVE, json_pack("{s:s, s:b}", "path", path, "recursive", 1), NULL,
 	               code, msg, msglen) < 0)
 		return -1;
+	journal_file(r, "remove", path, 0, t0, 0);
 	*reply = json_object();
 	return 0;
 }
@@ -298,6 +307,9 @@ struct fget {
 	int err;
 	char path[ENVD_PATH_MAX + 1];
 	char user[COVE_USER_MAX + 1]; /* "" for the default */
+	/* The request's trace context: the line is written when libmicrohttpd
+	 * frees the response, after the request's end (daemon/trace). */
+	json_t *trace;
 };
 
 static ssize_t fget_read(void *cls, uint64_t pos, char *buf, size_t max)
@@ -338,8 +350,11 @@ static void fget_free(void *cls)
 		json_object_set_new(j, "complete", json_false());
 	if (j)
 		json_object_set_new(j, "user", g->user[0] ? json_string(g->user) : json_null());
+	if (j && g->trace)
+		json_object_update(j, g->trace);
 	if (j)
 		coved_journal(g->sb, j);
+	json_decref(g->trace);
 	close(g->fd);
 	free(g->data);
 	coved_sb_unref(g->sb);
@@ -381,7 +396,10 @@ enum MHD_Result envd_files_get(struct envd_req *r, struct MHD_Connection *c)
 	g->t0 = t0;
 	snprintf(g->path, sizeof(g->path), "%s", path);
 	snprintf(g->user, sizeof(g->user), "%s", envd_req_user(r) ? envd_req_user(r) : "");
+	g->trace = json_object();
+	trace_req_mark(g->trace, NULL);
 	if (!g->sb) {
+		json_decref(g->trace);
 		close(fd);
 		free(g);
 		return coved_json_error(c, 404, "the sandbox went away");

@@ -24,6 +24,7 @@
 #include "daemon/sandboxes/metrics.h"
 #include "daemon/sandboxes/sandbox.h"
 #include "daemon/sandboxes/table.h"
+#include "daemon/trace/tracer.h"
 
 struct pstream {
 	struct coved *d;
@@ -368,6 +369,10 @@ enum MHD_Result envd_proc_start(struct envd_req *r, struct MHD_Connection *c, js
 		return envd_stream_error(c, connect_code_from_errno(rc), msg);
 	}
 	json_t *jinfo = journal_info(&st, st.cwd ? cwd : NULL, pid);
+	if (jinfo) /* the guest user the SDK named; null: the sandbox's default */
+		json_object_set_new(jinfo, "user",
+		                    envd_req_user(r) ? json_string(envd_req_user(r)) : json_null());
+	trace_req_mark(jinfo, NULL); /* the line is written when the process ends */
 	envd_start_free(&st);
 	uint64_t first;
 	int fd = cove_proc_attach(sb, pid, 0, &first, msg, sizeof(msg));

@@ -185,6 +185,7 @@ int coved_sb_create(struct coved *d, struct coved_tenant *t, const struct coved_
 	} else {
 		r = cove_start(&cfg, &sb->cove, err, sizeof(err));
 	}
+	bool tdir_used = tdir != NULL;
 	if (tdir) { /* the template was held for the restore or the take */
 		close(tlock);
 		free(tdir);
@@ -201,11 +202,15 @@ int coved_sb_create(struct coved *d, struct coved_tenant *t, const struct coved_
 	sb->state = COVED_SB_RUNNING;
 	coved_record_write(sb);
 	coved_sb_list_add(d, sb);
+	/* How it came to run: a warm sandbox taken, a snapshot or template
+	 * restored, or a boot. */
+	const char *how = sb->warm ? "warm" : (tdir_used || snap) ? "restore" : "boot";
 	coved_event_with(sb, "created", "requested",
-	                 json_pack("{s:s, s:s?, s:I, s:i, s:I, s:b}", "templateID", sb->template_id,
-	                           "image", sb->image, "timeout", (json_int_t)timeout, "cpus",
-	                           (int)sb->cpus, "memoryMiB", (json_int_t)sb->memory_mib, "warm",
-	                           (int)sb->warm));
+	                 json_pack("{s:s, s:s?, s:I, s:i, s:I, s:b, s:s}", "templateID",
+	                           sb->template_id, "image", sb->image, "timeout",
+	                           (json_int_t)timeout, "cpus", (int)sb->cpus, "memoryMiB",
+	                           (json_int_t)sb->memory_mib, "warm", (int)sb->warm, "start",
+	                           how));
 	*out = sb;
 	sb = NULL;
 	st = 0;

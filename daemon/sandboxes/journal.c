@@ -23,6 +23,7 @@
 #include "cove.h"
 #include "daemon/sandboxes/sandbox_priv.h"
 #include "daemon/sandboxes/state.h"
+#include "daemon/trace/tracer.h"
 #include "lib/base/jchain.h"
 
 #define EGRESS_LINE_MAX (64u << 10) /* longer decision lines are cut */
@@ -143,8 +144,23 @@ static void append_line(struct coved_sb *sb, char *line, size_t n)
 	free(path);
 }
 
-/* append_locked() - ev (stolen) as the next line of the chain.  Called
- * with t->mu, after tail_load. */
+/* The trace ids go into the line (daemon/trace/span.h): the request's
+ * context when the calling thread serves one of the sandbox's tenant,
+ * else the sandbox's own trace.  Called with t->mu. */
+static void stamp(struct coved_sb *sb, json_t *o)
+{
+	trace_stamp(&sb->troot, trace_req_for(sb->tenant), sb->tenant, o);
+	if (sb->troot.stamped && !sb->trace_id[0]) {
+		char hex[TRACE_ID_HEX];
+		trace_hex(sb->troot.trace_id, TRACE_ID_LEN, hex);
+		pthread_mutex_lock(&sb->mu);
+		memcpy(sb->trace_id, hex, sizeof(hex));
+		pthread_mutex_unlock(&sb->mu);
+	}
+}
+
+/* append_locked() - ev (stolen) as the next line of the chain, then as
+ * spans to the tracer.  Called with t->mu, after tail_load. */
 static void append_locked(struct coved_sb *sb, struct coved_jtail *t, json_t *ev)
 {
 	char ts[48];
@@ -157,8 +173,8 @@ static void append_locked(struct coved_sb *sb, struct coved_jtail *t, json_t *ev
 		return;
 	}
 	json_decref(ev);
+	stamp(sb, o);
 	char *line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
-	json_decref(o);
 	size_t n = line ? strlen(line) : 0;
 	if (n > JCHAIN_LINE_MAX) {
 		/* The verifier refuses longer lines: say what was there instead. */
@@ -175,13 +191,17 @@ static void append_locked(struct coved_sb *sb, struct coved_jtail *t, json_t *ev
 		json_decref(s);
 		n = line ? strlen(line) : 0;
 	}
-	if (!line)
+	if (!line) {
+		json_decref(o);
 		return;
+	}
 	append_line(sb, line, n);
 	t->seq++;
 	jchain_hash(line, n, t->hash);
 	free(line);
 	pthread_cond_broadcast(&t->grew);
+	tracer_line(sb->d->tracer, &sb->troot, o);
+	json_decref(o);
 }
 
 /* ---- egress decisions ---------------------------------------------------- */
@@ -286,12 +306,42 @@ static void fold_locked(struct coved_sb *sb, struct coved_jtail *t)
 
 /* ---- the public calls ------------------------------------------------------ */
 
+/* root_load() - the sandbox's span from the journal's first line (its
+ * "created"), for a journal coved did not begin in this run.  Called with
+ * t->mu. */
+static void root_load(struct coved_sb *sb)
+{
+	char *path = coved_journal_path(sb->d, sb->id);
+	FILE *f = path ? fopen(path, "re") : NULL;
+	free(path);
+	if (!f)
+		return;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n = getline(&line, &cap, f);
+	fclose(f);
+	json_t *l =
+	    n > 0 && (size_t)n <= JCHAIN_LINE_MAX ? json_loadb(line, (size_t)n, 0, NULL) : NULL;
+	free(line);
+	if (l && trace_root_load(&sb->troot, l) == 0) {
+		char hex[TRACE_ID_HEX];
+		trace_hex(sb->troot.trace_id, TRACE_ID_LEN, hex);
+		pthread_mutex_lock(&sb->mu);
+		memcpy(sb->trace_id, hex, sizeof(hex));
+		pthread_mutex_unlock(&sb->mu);
+	}
+	json_decref(l);
+}
+
 static struct coved_jtail *lock_tail(struct coved_sb *sb)
 {
 	struct coved_jtail *t = &sb->jtail;
 	pthread_mutex_lock(&t->mu);
-	if (!t->loaded)
+	if (!t->loaded) {
 		tail_load(sb, t);
+		if (t->seq)
+			root_load(sb);
+	}
 	return t;
 }
 

@@ -11,6 +11,7 @@
 #include "daemon/sandboxes/state.h"
 #include "daemon/sandboxes/table.h"
 #include "daemon/sandboxes/warm.h"
+#include "daemon/trace/tracer.h"
 
 static const double buckets[] = { 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60 };
 #define NBUCKETS (sizeof(buckets) / sizeof(buckets[0]))
@@ -127,6 +128,11 @@ char *coved_metrics_text(struct coved *d, size_t *len)
 	fprintf(f, "coved_limit_hits_total{limit=\"tenant\"} %llu\n",
 	        (unsigned long long)m.limit_tenant);
 	counter(f, "coved_requests_total", "HTTP requests answered.", m.requests);
+	if (d->tracer) {
+		char tm[1200];
+		tracer_metrics(d->tracer, tm, sizeof(tm));
+		fputs(tm, f);
+	}
 	counter(f, "coved_port_requests_total", "Requests to sandboxes' ports.", m.port_requests);
 	counter(f, "coved_port_errors_total",
 	        "Requests to sandboxes' ports that coved answered with an error.", m.port_errors);

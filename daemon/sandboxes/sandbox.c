@@ -72,6 +72,7 @@ void coved_sb_free(struct coved_sb *sb)
 	free(sb->envs);
 	explicit_bzero(sb->token, sizeof(sb->token));
 	explicit_bzero(sb->traffic, sizeof(sb->traffic));
+	trace_root_fini(&sb->troot);
 	pthread_mutex_destroy(&sb->jtail.mu);
 	pthread_cond_destroy(&sb->jtail.grew);
 	free(sb->jtail.egress_path);

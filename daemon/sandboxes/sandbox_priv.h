@@ -13,6 +13,7 @@
 #include "daemon/conf/config.h"
 #include "daemon/conf/keys.h"
 #include "daemon/sandboxes/sandbox.h"
+#include "daemon/trace/span.h"
 
 struct coved;
 
@@ -63,8 +64,10 @@ struct coved_sb {
 	struct cove_sandbox *cove;
 	struct cove_sandbox **retired; /* handles of earlier lives, freed with sb */
 	size_t nretired;
-	bool removed;             /* deleted: no longer in the daemon's list */
-	struct coved_jtail jtail; /* the journal's chain and lock (journal.c) */
+	bool removed;                /* deleted: no longer in the daemon's list */
+	struct coved_jtail jtail;    /* the journal's chain and lock (journal.c) */
+	struct trace_root troot;     /* its span's ids and events, under jtail.mu */
+	char trace_id[TRACE_ID_HEX]; /* its trace (getInfo's traceId), "" until its first line */
 	struct coved_sb *next;
 };
 

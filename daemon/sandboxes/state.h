@@ -79,6 +79,7 @@ struct coved {
 	struct coved_sampler *sampler;    /* usage samples (sampler.h), or NULL */
 	struct coved_events *events;      /* /events and webhooks (events.h), or NULL */
 	struct coved_warm *warm;          /* the warm pool (warm.h), or NULL */
+	struct tracer *tracer;            /* traces' export (daemon/trace), or NULL: off */
 };
 
 #endif

@@ -40,6 +40,8 @@ json_t *coved_sb_json(struct coved_sb *sb, bool with_token)
 	/* Cove's: why the state is what it is, and the idle timeout. */
 	if (o && sb->state_why[0])
 		json_object_set_new(o, "stateReason", json_string(sb->state_why));
+	if (o && sb->trace_id[0])
+		json_object_set_new(o, "traceId", json_string(sb->trace_id));
 	if (o && sb->idle_s)
 		json_object_set_new(o, "idleTimeout", json_integer(sb->idle_s));
 	if (o && with_token)
