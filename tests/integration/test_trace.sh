@@ -20,9 +20,11 @@ source tests/integration/lib.sh
 source tests/integration/netlib.sh
 source tests/integration/coved_lib.sh
 NODE=${NODE:-/usr/bin/node}
-[ -x "$NODE" ] || { echo "skip: no $NODE"; exit 77; }
-[ -d tests/e2b/node_modules/@opentelemetry/sdk-trace-node ] ||
-	{ echo "skip: tests/e2b/node_modules lacks OpenTelemetry (scripts/install-deps runs npm ci there)"; exit 77; }
+# scripts/install-deps installs both: their absence is a failure, not a skip.
+if ! [ -x "$NODE" ] || ! [ -d tests/e2b/node_modules/@opentelemetry/sdk-trace-node ]; then
+	not_ok "no node or no OpenTelemetry in tests/e2b/node_modules (scripts/install-deps runs npm ci there)"
+	finish
+fi
 net_env
 coved_env
 KEYB=coved-test-keyb-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
