@@ -74,7 +74,7 @@ EGRESS_MAIN := egress/main.c
 EGRESS_LIB_SRCS := $(filter-out $(EGRESS_MAIN),$(EGRESS_SRCS))
 # What cove links of coved's: its API keys file's reader (cove cluster --key-file)
 # and the traces' exporter (cove logs --otlp).
-CLI_DAEMON_SRCS := daemon/conf/keys.c $(sort $(wildcard daemon/trace/*.c))
+CLI_DAEMON_SRCS := daemon/conf/keys.c daemon/http/dial.c $(sort $(wildcard daemon/trace/*.c))
 # common/: small pieces linked into every binary (cove-vmm, cove-agent, cove).
 COMMON_SRCS := $(shell find common -name '*.c' 2>/dev/null | sort)
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
@@ -204,8 +204,9 @@ $(B)/asan/libsnapshots.a: $(call asan_obj,daemon/sandboxes/snapshots.c)
 # Sandboxes' ports (daemon/ports): its unit test runs a libmicrohttpd daemon
 # and stands in for the sandbox table and libcove's cove_port_open.
 $(B)/asan/libports.a: $(call asan_obj,daemon/ports/ports.c)
-# Traces' exporter and tracer (daemon/trace): its unit test runs a receiver.
-$(B)/asan/libtrace.a: $(call asan_obj,daemon/trace/otlp.c daemon/trace/tracer.c)
+# Traces' exporter and tracer (daemon/trace) and the address check of their
+# export (daemon/http/dial.c): its unit test runs a receiver.
+$(B)/asan/libtrace.a: $(call asan_obj,daemon/trace/otlp.c daemon/trace/tracer.c daemon/http/dial.c)
 
 # What the unit tests share: every tests/unit/*.c that is not a test.
 UNIT_HELPER_SRCS := $(filter-out $(UNIT_SRCS),$(sort $(wildcard tests/unit/*.c)))

@@ -22,6 +22,7 @@
 
 #include "clock.h"
 #include "common/errf.h"
+#include "daemon/http/dial.h"
 #include "daemon/sandboxes/sandbox.h"
 #include "daemon/sandboxes/state.h"
 #include "daemon/sandboxes/table.h"
@@ -288,34 +289,6 @@ static size_t discard(char *p, size_t size, size_t n, void *u)
 	return size * n;
 }
 
-/* Where a delivery may connect: not the host's loopback, private, link-local
- * (cloud metadata) or other always-denied ranges (common/netrule.h) unless
- * the config's webhook_private_ok says so.  Checked on the address curl is
- * about to connect to, so a name that resolves there (or rebinds) is
- * caught too. */
-struct dial {
-	bool private_ok;
-	char refused[64]; /* the address refused, "" when none */
-};
-
-static curl_socket_t open_socket(void *cls, curlsocktype purpose, struct curl_sockaddr *a)
-{
-	struct dial *dl = cls;
-	struct netaddr na = { .family = a->family };
-	if (a->family == AF_INET)
-		memcpy(na.a, &((const struct sockaddr_in *)&a->addr)->sin_addr, 4);
-	else if (a->family == AF_INET6)
-		memcpy(na.a, &((const struct sockaddr_in6 *)&a->addr)->sin6_addr, 16);
-	bool known = a->family == AF_INET || a->family == AF_INET6;
-	if (purpose != CURLSOCKTYPE_IPCXN || !known ||
-	    (!dl->private_ok && net_always_denied(&na, NULL, 0))) {
-		if (!known || !inet_ntop(a->family, na.a, dl->refused, sizeof(dl->refused)))
-			snprintf(dl->refused, sizeof(dl->refused), "family %d", a->family);
-		return CURL_SOCKET_BAD;
-	}
-	return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
-}
-
 /* One POST.  Return: 0 when the receiver answered 2xx, else -1 with why. */
 static int send_one(const struct delivery *q, bool private_ok, char *why, size_t len)
 {
@@ -349,9 +322,8 @@ static int send_one(const struct delivery *q, bool private_ok, char *why, size_t
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)COVED_WEBHOOK_TIMEOUT_MS);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, eb);
-	struct dial dl = { .private_ok = private_ok };
-	curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket);
-	curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, &dl);
+	struct coved_dial dl = { .private_ok = private_ok };
+	coved_dial_limit(e, &dl);
 	CURLcode r = curl_easy_perform(e);
 	long status = 0;
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "daemon/http/dial.h"
 #include "daemon/trace/span.h"
 #include "netrule.h"
 
@@ -259,42 +260,15 @@ void otlp_stop(struct otlp *e)
 	free(e);
 }
 
-/* Where an export to a caller's URL may connect (as webhooks, with
- * webhook_private_ok false): checked on the address curl is about to
- * dial, so a name that resolves there is caught too. */
-struct dial {
-	char refused[64]; /* the address refused, "" when none */
-};
-
-/* #syscalls: socket */
-static curl_socket_t open_public(void *cls, curlsocktype purpose, struct curl_sockaddr *a)
-{
-	struct dial *dl = cls;
-	struct netaddr na = { .family = a->family };
-	if (a->family == AF_INET)
-		memcpy(na.a, &((const struct sockaddr_in *)&a->addr)->sin_addr, 4);
-	else if (a->family == AF_INET6)
-		memcpy(na.a, &((const struct sockaddr_in6 *)&a->addr)->sin6_addr, 16);
-	bool known = a->family == AF_INET || a->family == AF_INET6;
-	if (purpose != CURLSOCKTYPE_IPCXN || !known || net_always_denied(&na, NULL, 0)) {
-		if (!known || !inet_ntop(a->family, na.a, dl->refused, sizeof(dl->refused)))
-			snprintf(dl->refused, sizeof(dl->refused), "family %d", a->family);
-		return CURL_SOCKET_BAD;
-	}
-	return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
-}
-
 int otlp_post(const char *url, const char *service, const struct trace_headers *h, json_t *spans,
               int timeout_ms, bool public_only, char *err, size_t errlen)
 {
 	CURL *c = curl_easy_init();
 	struct curl_slist *hdrs = headers_list(h);
 	char e[CURL_ERROR_SIZE + 64] = "out of memory";
-	struct dial dl = { "" };
-	if (c && public_only) {
-		curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, open_public);
-		curl_easy_setopt(c, CURLOPT_OPENSOCKETDATA, &dl);
-	}
+	struct coved_dial dl = { .private_ok = false };
+	if (c && public_only)
+		coved_dial_limit(c, &dl);
 	int r = c && hdrs
 	            ? send_spans(c, url, service, hdrs, spans, timeout_ms, timeout_ms, e, sizeof(e))
 	            : (json_decref(spans), -1);
