@@ -166,6 +166,18 @@ static void *run(void *arg)
 	return NULL;
 }
 
+/* What an exporter holds besides its queued spans and its thread. */
+static void exporter_free(struct otlp *e)
+{
+	curl_slist_free_all(e->hdrs);
+	free(e->ring);
+	free(e->url);
+	free(e->service);
+	pthread_mutex_destroy(&e->mu);
+	pthread_cond_destroy(&e->more);
+	free(e);
+}
+
 struct otlp *otlp_start(const struct otlp_config *cfg, char *err, size_t errlen)
 {
 	struct otlp *e = calloc(1, sizeof(*e));
@@ -201,13 +213,7 @@ struct otlp *otlp_start(const struct otlp_config *cfg, char *err, size_t errlen)
 	}
 	return e;
 fail:
-	curl_slist_free_all(e->hdrs);
-	free(e->ring);
-	free(e->url);
-	free(e->service);
-	pthread_mutex_destroy(&e->mu);
-	pthread_cond_destroy(&e->more);
-	free(e);
+	exporter_free(e);
 	return NULL;
 }
 
@@ -251,13 +257,7 @@ void otlp_stop(struct otlp *e)
 	pthread_join(e->thread, NULL);
 	for (size_t i = 0; i < e->n; i++)
 		json_decref(e->ring[(e->head + i) % e->cap]);
-	curl_slist_free_all(e->hdrs);
-	free(e->ring);
-	free(e->url);
-	free(e->service);
-	pthread_mutex_destroy(&e->mu);
-	pthread_cond_destroy(&e->more);
-	free(e);
+	exporter_free(e);
 }
 
 int otlp_post(const char *url, const char *service, const struct trace_headers *h, json_t *spans,
