@@ -173,6 +173,7 @@ static enum MHD_Result list(struct ctx *x, bool paged)
 	if (text &&
 	    (r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE))) {
 		MHD_add_response_header(r, "Content-Type", "application/json");
+		coved_reply_private(r);
 		if (more && last)
 			MHD_add_response_header(r, "X-Next-Token", last);
 		ret = MHD_queue_response(x->c, 200, r);
@@ -309,6 +310,7 @@ static enum MHD_Result list_snapshots(struct ctx *x)
 		return err_reply(x, 500, "out of memory");
 	}
 	MHD_add_response_header(r, "Content-Type", "application/json");
+	coved_reply_private(r);
 	if (next[0])
 		MHD_add_response_header(r, "X-Next-Token", next);
 	enum MHD_Result ret = MHD_queue_response(x->c, 200, r);
