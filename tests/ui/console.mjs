@@ -1,0 +1,223 @@
+// The browser's half of tests/integration/test_console.sh: Debian's
+// chromium, driven by puppeteer-core (nothing downloaded), against coved's
+// console.  Prints TAP-like lines ("ok ..." / "not ok ...") and "bench:"
+// lines; exits 1 when any check failed.
+//
+// Environment: COVE_URL (http://127.0.0.1:PORT), KEY_A and KEY_B (two
+// tenants' keys), SB_A and SB_B (tenant A's sandboxes: SB_A ran the SDK's
+// commands and files), KEY_SYNTH (the synthetic sandboxes' tenant; empty:
+// that part is skipped), SHOTS (where the screenshots go), CHROMIUM.
+// PARTS: "all" (default), or "synth" for the synthetic list alone.
+import puppeteer from 'puppeteer-core';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const env = (k, d) => process.env[k] ?? d;
+const URL0 = env('COVE_URL');
+const SHOTS = env('SHOTS', 'build/console-shots');
+const PARTS = env('PARTS', 'all');
+const HOSTILE = ['<img src=x onerror=alert(1)>', '"><script>alert(2)</script>'];
+const WAIT = +env('UI_WAIT_MS', 60000);
+let failed = 0;
+
+function ok(cond, what, detail) {
+  if (cond) console.log('ok - ' + what);
+  else { failed++; console.log('not ok - ' + what + (detail ? ': ' + String(detail).slice(0, 400) : '')); }
+  return cond;
+}
+
+async function step(what, fn) {
+  try { return await fn(); } catch (e) { ok(false, what, e.message); return undefined; }
+}
+
+fs.mkdirSync(SHOTS, { recursive: true });
+async function shot(page, name) {
+  const f = path.resolve(SHOTS, 'console-' + name + '.png');
+  await page.screenshot({ path: f, fullPage: false });
+  console.log('screenshot: ' + f);
+}
+
+const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'cove-chromium-'));
+const browser = await puppeteer.launch({
+  executablePath: env('CHROMIUM', '/usr/bin/chromium'),
+  headless: true,
+  userDataDir: profile,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--disable-extensions'],
+  protocolTimeout: 120000,
+});
+
+// A page in its own context (no shared sessionStorage), that records every
+// dialog, page error and CSP report.
+async function newPage() {
+  const ctx = await browser.createBrowserContext();
+  const page = await ctx.newPage();
+  page.dialogs = [];
+  page.errors = [];
+  page.on('dialog', async (d) => { page.dialogs.push(d.message()); await d.dismiss(); });
+  page.on('pageerror', (e) => page.errors.push(String(e.message || e)));
+  page.on('console', (m) => { if (m.type() === 'error') page.errors.push(m.text()); });
+  page.setDefaultTimeout(WAIT);
+  await page.setViewport({ width: 1280, height: 800 });
+  return page;
+}
+
+async function signIn(page, key) {
+  const resp = await page.goto(URL0 + '/ui/', { waitUntil: 'domcontentloaded' });
+  await page.waitForSelector('#key', { visible: true });
+  await page.type('#key', key);
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#list:not([hidden])');
+  await page.waitForFunction(() => document.body.dataset.listReadyMs);
+  return resp;
+}
+
+const text = (page, sel) => page.$eval(sel, (e) => e.textContent);
+const waitText = (page, sel, s) => page.waitForFunction((q, t) => {
+  const e = document.querySelector(q); return e && e.textContent.includes(t);
+}, {}, sel, s);
+
+if (PARTS === 'all') {
+  const KEY_A = env('KEY_A'), KEY_B = env('KEY_B'), SB_A = env('SB_A'), SB_B = env('SB_B');
+  const page = await newPage();
+  const resp = await step('the console loads', () => signIn(page, KEY_A));
+  if (resp) {
+    const h = resp.headers();
+    const csp = h['content-security-policy'] || '';
+    ok(/default-src 'self'/.test(csp) && /frame-ancestors 'none'/.test(csp) && !/unsafe-inline/.test(csp) &&
+      h['x-content-type-options'] === 'nosniff', '/ui/ has a strict CSP and nosniff', csp);
+  }
+  await step('both sandboxes listed', async () => {
+    await page.waitForSelector(`tr[data-id="${SB_A}"]`);
+    await page.waitForSelector(`tr[data-id="${SB_B}"]`);
+    ok(true, 'tenant A sees both sandboxes in the list');
+  });
+  await step('metadata as text in the list', async () => {
+    const m = await page.$eval(`tr[data-id="${SB_A}"] .meta`, (e) => e.textContent);
+    ok(m.includes('<img src=x onerror=alert(3)>'), 'hostile metadata shown as written in the list', m);
+  });
+  const where = await page.evaluate(() => ({ url: location.href, cookie: document.cookie, stored: !!sessionStorage.getItem('cove.apiKey') }));
+  const cookies = await page.cookies();
+  ok(!where.url.includes(KEY_A) && where.cookie === '' && cookies.length === 0 && where.stored,
+    'the key is in sessionStorage only (not in the URL, no cookie)', JSON.stringify(where));
+  await page.setViewport({ width: 390, height: 844 });
+  await shot(page, 'list-phone');
+  await page.setViewport({ width: 1280, height: 800 });
+  await shot(page, 'list');
+
+  // One sandbox.
+  await step('open sandbox A', () => Promise.all([page.waitForSelector('#sandbox:not([hidden])'), page.click(`tr[data-id="${SB_A}"] a`)]));
+  await step('journal', async () => {
+    await waitText(page, '#jrows', 'echo ui-test-one');
+    await waitText(page, '#chain', 'Chain verified');
+    ok(true, 'the journal shows the SDK\'s commands, chain verified');
+    const j = await text(page, '#jrows');
+    ok(j.includes("printf '<script>alert(4)</script>"), 'a command line with <script> shown as text', j.slice(0, 300));
+  });
+  await step('metadata in the view', async () => {
+    const m = await text(page, '#sb-info dd[data-k="metadata"]');
+    ok(m.includes('note=<img src=x onerror=alert(3)>'), 'hostile metadata shown as written in the view', m);
+  });
+  await shot(page, 'journal');
+  await step('egress', async () => {
+    await page.click('[data-tab="egress"]');
+    await page.waitForFunction(() => [...document.querySelectorAll('#erows tr')].some((r) => r.textContent.includes('198.51.100.91') && r.textContent.includes('deny')));
+    ok(true, 'the egress log shows the denied connection to 198.51.100.91');
+    await shot(page, 'egress');
+  });
+  await step('usage', async () => {
+    await page.click('[data-tab="usage"]');
+    await page.waitForFunction(() => /%/.test(document.getElementById('cpu-now').textContent));
+    const c = await text(page, '#cpu-now'), m = await text(page, '#mem-now');
+    ok(/^\d+(\.\d)? %$/.test(c), `live CPU: ${c}, memory ${m}`, c);
+    await shot(page, 'usage');
+  });
+  await step('files', async () => {
+    await page.click('[data-tab="files"]');
+    await page.waitForSelector('#tree button[data-path="/root/console-note.txt"]');
+    const t = await text(page, '#tree');
+    ok(HOSTILE.every((h) => t.includes(h)), 'hostile file names shown as written in the diff tree', t.slice(0, 300));
+    await page.click('#tree button[data-path="/root/console-note.txt"]');
+    await waitText(page, '#view', 'hello from the console test');
+    ok(true, 'the file\'s content in the viewer');
+    await page.click(`#tree button[data-path="/root/${HOSTILE[1].replace(/"/g, '\\"')}"]`);
+    await waitText(page, '#view', 'hostile name');
+    ok((await text(page, '#view-path')) === '/root/' + HOSTILE[1], 'a hostile file opens, its name as text');
+    await shot(page, 'files');
+  });
+  await step('terminal', async () => {
+    await page.click('[data-tab="terminal"]');
+    await page.click('#term-start');
+    await waitText(page, '#term-msg', 'shell ');
+    await page.focus('#term');
+    await page.keyboard.type('echo hi-from-ui\n', { delay: 20 });
+    await page.waitForFunction(() => /^hi-from-ui$/m.test(document.getElementById('term').textContent));
+    ok(true, 'typed `echo hi-from-ui` in the terminal and read it back');
+    await page.keyboard.type("printf '<b>x</b><script>alert(5)</script>\\n'\n", { delay: 10 });
+    await page.waitForFunction(() => /^<b>x<\/b><script>alert\(5\)<\/script>$/m.test(document.getElementById('term').textContent));
+    ok(await page.$eval('#term', (e) => e.children.length === 0), '<script> in command output shown as text, no element made');
+    await shot(page, 'terminal');
+    await page.click('#term-stop');
+  });
+  await step('pause', async () => {
+    await page.click('#act-pause');
+    await waitText(page, '#sb-info dd[data-k="state"]', 'paused');
+    ok(true, 'paused from the console');
+  });
+  ok(page.dialogs.length === 0, 'no dialog fired', page.dialogs.join(' | '));
+  ok(!page.errors.some((e) => /Content Security Policy|Refused/.test(e)), 'no CSP violation', page.errors.join(' | '));
+
+  // Tenant B sees neither, and gets 404 for A's sandbox on every route.
+  const pb = await newPage();
+  await step('tenant B', async () => {
+    await signIn(pb, KEY_B);
+    const rows = await pb.$$eval('#sbrows tr', (r) => r.map((x) => x.dataset.id));
+    ok(!rows.includes(SB_A) && !rows.includes(SB_B), 'tenant B\'s list has neither sandbox', rows.join(','));
+    const seen = [];
+    pb.on('response', (r) => { if (r.url().includes(SB_A)) seen.push(r.status()); });
+    await pb.goto(URL0 + '/ui/#/sb/' + SB_A);
+    await waitText(pb, '#act-msg', 'No such sandbox');
+    await pb.click('[data-tab="files"]');
+    await new Promise((r) => setTimeout(r, 1500));
+    const direct = await pb.evaluate(async (id) => {
+      const k = sessionStorage.getItem('cove.apiKey');
+      const out = [];
+      for (const p of [`/sandboxes/${id}`, `/sandboxes/${id}/logs`, `/sandboxes/${id}/logs?verify=1`, `/sandboxes/${id}/diff`, `/sandboxes/${id}/metrics`]) {
+        out.push((await fetch(p, { headers: { 'X-API-KEY': k } })).status);
+      }
+      out.push((await fetch(`/sandboxes/${id}/pause`, { method: 'POST', headers: { 'X-API-KEY': k, 'Content-Type': 'application/json' }, body: '{}' })).status);
+      return out;
+    }, SB_A);
+    ok(seen.length > 0 && seen.every((s) => s === 404) && direct.every((s) => s === 404),
+      `tenant B's console calls for A's sandbox all 404 (${seen.length} by the page, ${direct.length} direct)`, JSON.stringify({ seen, direct }));
+    await shot(pb, 'other-tenant');
+  });
+  ok(pb.dialogs.length === 0, 'no dialog fired for tenant B');
+}
+
+if (env('KEY_SYNTH', '')) {
+  const ps = await newPage();
+  await step('synthetic list', async () => {
+    await signIn(ps, env('KEY_SYNTH'));
+    const n = await ps.$$eval('#sbrows tr', (r) => r.length);
+    ok(n === 50, `the first page of the synthetic sandboxes: ${n} rows`);
+    // Time to first list, again from a fresh navigation with the key kept.
+    const times = [];
+    for (let i = 0; i < 3; i++) {
+      await ps.goto('about:blank');
+      await ps.goto(URL0 + '/ui/', { waitUntil: 'domcontentloaded' });
+      await ps.waitForFunction(() => document.body.dataset.listReadyMs);
+      times.push(+(await ps.evaluate(() => document.body.dataset.listReadyMs)));
+    }
+    console.log(`bench: {"console_first_list_ms": [${times.join(', ')}], "sandboxes": ${env('SYNTH_N', '?')}}`);
+    await ps.click('#next');
+    await ps.waitForFunction(() => /^51–100/.test(document.getElementById('list-count').textContent));
+    ok(true, 'the next page of the synthetic sandboxes');
+    await shot(ps, 'list-2000');
+  });
+}
+
+await browser.close();
+fs.rmSync(profile, { recursive: true, force: true });
+console.log(failed ? `FAILED ${failed}` : 'PASSED');
+process.exit(failed ? 1 : 0);
