@@ -10,13 +10,13 @@
 /* No inline script or style, nothing from another origin, no framing:
  * what a sandbox's file name or output could smuggle into the page cannot
  * run, and the page cannot be put inside another site's. */
-#define CSP                                                                                    \
-	"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "      \
-	"connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "            \
+#define CSP                                                                               \
+	"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " \
+	"connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "       \
 	"form-action 'none'; frame-ancestors 'none'"
 
-#define NO_CONSOLE                                                                             \
-	"This coved was built without the console's files (daemon/ui/ was empty).\n"           \
+#define NO_CONSOLE                                                                   \
+	"This coved was built without the console's files (daemon/ui/ was empty).\n" \
 	"Build coved from a full checkout (make) to get it; see docs/console.md.\n"
 
 bool coved_console_route(const char *method, const char *url)

@@ -40,7 +40,8 @@ int coved_synthetic_add(struct coved *d, size_t n, const char *tenant, char *err
 		char num[24];
 		snprintf(num, sizeof(num), "%zu", i);
 		if (!sb || coved_new_id(sb->id) < 0 || coved_new_token(sb->token) < 0 ||
-		    !(sb->template_id = strdup("synthetic")) || !(sb->image = strdup("synthetic")) ||
+		    !(sb->template_id = strdup("synthetic")) ||
+		    !(sb->image = strdup("synthetic")) ||
 		    json_object_set_new(sb->metadata, "synthetic", json_string(num)) < 0) {
 			coved_sb_unref(sb);
 			return errf(err, errlen, -ENOMEM, "synthetic sandboxes: out of memory");

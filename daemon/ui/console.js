@@ -395,7 +395,7 @@ async function termStart() {
     r = await fetch('/process.Process/Start', {
       method: 'POST', signal: term.abort.signal, cache: 'no-store', credentials: 'omit',
       headers: envdHeaders({ 'Content-Type': 'application/connect+json', 'Connect-Protocol-Version': '1' }),
-      body: envelope({ process: { cmd: '/bin/sh', args: ['-i'], envs: { TERM: 'dumb', PS1: '$ ' } }, pty: { size: { cols: 100, rows: 30 } } }),
+      body: envelope({ process: { cmd: '/bin/sh', args: ['-i'], envs: { TERM: 'dumb', PS1: '$ ' } }, pty: { size: { cols: 100, rows: 30 } }, stdin: true }),
     });
     if (!r.ok) throw new Error(r.status + ' ' + (await r.text()).slice(0, 200));
   } catch (e) { $('term-msg').textContent = 'Cannot start a shell: ' + e.message; termClose(); return; }
