@@ -137,7 +137,8 @@ int main(int argc, char **argv)
 	fprintf(o, "\nconst struct coved_ui_asset coved_ui_assets[] = {\n");
 	for (int i = 2; i < argc; i++) {
 		const char *base = base_name(argv[i]);
-		fprintf(o, "\t{ \"%s\", \"%s\", raw%d, sizeof(raw%d), ", base, ctype_of(base), i, i);
+		fprintf(o, "\t{ \"%s\", \"%s\", raw%d, sizeof(raw%d), ", base, ctype_of(base), i,
+		        i);
 		if (has_gz[i])
 			fprintf(o, "gz%d, sizeof(gz%d) },\n", i, i);
 		else
