@@ -70,7 +70,7 @@ function stopTimers() { timers.forEach(clearInterval); timers = []; }
 function every(ms, fn) { fn(); timers.push(setInterval(fn, ms)); }
 
 function show(id) {
-  for (const s of ['signin', 'list', 'sandbox']) $(s).hidden = s !== id;
+  for (const s of ['signin', 'list', 'sandbox', 'templates', 'snapshots']) $(s).hidden = s !== id;
 }
 
 function route() {
@@ -80,6 +80,8 @@ function route() {
   $('signout').hidden = false;
   const m = /^#\/sb\/([a-z0-9-]{1,64})$/.exec(location.hash);
   if (m) openSandbox(m[1]);
+  else if (location.hash === '#/templates') openTemplates();
+  else if (location.hash === '#/snapshots') openSnapshots();
   else openList();
 }
 
@@ -155,6 +157,74 @@ function renderList(rows, more) {
 function openList() {
   show('list');
   every(LIST_POLL_MS, loadList);
+  every(OVERVIEW_POLL_MS, overview);
+}
+
+// The overview: the tenant's running and paused sandboxes, counted from
+// the listing (at most 5 pages of 1000), kept in a ring of the last 10
+// minutes for the line.
+const OVERVIEW_POLL_MS = 10000;
+const ring = [];
+async function overview() {
+  const n = { running: 0, paused: 0 };
+  let tok = '', pages = 0;
+  try {
+    do {
+      const r = await api('GET', '/v2/sandboxes?limit=1000&state=running,paused' + (tok ? '&nextToken=' + encodeURIComponent(tok) : ''), undefined, { raw: true });
+      for (const s of await r.json()) if (s.state in n) n[s.state]++;
+      tok = r.headers.get('X-Next-Token') || '';
+    } while (tok && ++pages < 5);
+  } catch (e) { return; }
+  $('ov-running').textContent = n.running + (tok ? '+' : '');
+  $('ov-paused').textContent = n.paused + (tok ? '+' : '');
+  $('ov-note').textContent = tok ? '(more than 5,000: counted the first 5,000)' : '';
+  ring.push(n.running);
+  if (ring.length > 60) ring.shift();
+  const max = Math.max(1, ...ring);
+  $('ov-line').setAttribute('points', ring.map((v, i) => `${(i * 300 / 59).toFixed(1)},${(58 - v * 56 / max).toFixed(1)}`).join(' '));
+}
+
+// ---- templates and their build logs ----
+function openTemplates() {
+  show('templates');
+  every(5000, loadTemplates);
+}
+
+async function loadTemplates() {
+  let a;
+  try { a = await api('GET', '/templates'); } catch (e) { $('tpl-err').textContent = e.message; return; }
+  const f = document.createDocumentFragment();
+  for (const t of a) {
+    f.append(el('tr', {},
+      el('td', {}, t.name || ''), el('td', {}, t.status || ''), el('td', {}, t.build_id || (t.builtin ? 'built in' : '')),
+      el('td', { class: 'meta' }, t.from || t.from_template || ''),
+      el('td', {}, t.builtin ? '' : el('button', { type: 'button', onclick: () => showBuildLog(t.name) }, 'Build log'))));
+  }
+  $('trows').replaceChildren(f);
+}
+
+async function showBuildLog(name) {
+  $('tlog-h').textContent = 'Build log of ' + name;
+  try {
+    const t = await api('GET', '/templates/' + encodeURIComponent(name));
+    $('tlog').textContent = (t.log || []).map((l) => `${String(l.ms).padStart(7)} ${l.level || ''} ${l.line}`).join('\n') || '(empty)';
+  } catch (e) { $('tlog').textContent = e.message; }
+}
+
+// ---- snapshots ----
+function openSnapshots() {
+  show('snapshots');
+  every(5000, async () => {
+    let a;
+    try { a = await api('GET', '/snapshots?limit=1000'); } catch (e) { $('snap-err').textContent = e.message; return; }
+    const f = document.createDocumentFragment();
+    for (const s of a) {
+      f.append(el('tr', {}, el('td', {}, s.snapshotID || ''), el('td', {}, (s.names || []).join(', ')),
+        el('td', {}, s.sandboxID ? el('a', { href: '#/sb/' + encodeURIComponent(s.sandboxID) }, s.sandboxID) : ''),
+        el('td', {}, s.templateID || ''), el('td', {}, fmtTime(s.createdAt))));
+    }
+    $('snrows').replaceChildren(f);
+  });
 }
 
 // ---- one sandbox ----

@@ -164,6 +164,15 @@ if (PARTS === 'all') {
     await waitText(page, '#sb-info dd[data-k="state"]', 'paused');
     ok(true, 'paused from the console');
   });
+  await step('templates and snapshots', async () => {
+    await page.goto(URL0 + '/ui/#/templates');
+    await waitText(page, '#trows', 'base');
+    ok(true, 'the templates view lists base');
+    await shot(page, 'templates');
+    await page.goto(URL0 + '/ui/#/snapshots');
+    await page.waitForSelector('#snapshots:not([hidden])');
+    await shot(page, 'snapshots');
+  });
   ok(page.dialogs.length === 0, 'no dialog fired', page.dialogs.join(' | '));
   ok(!page.errors.some((e) => /Content Security Policy|Refused/.test(e)), 'no CSP violation', page.errors.join(' | '));
 
