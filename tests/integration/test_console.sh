@@ -33,7 +33,7 @@ printf 'tenant-b:%s\nsynth:%s\n' "$KEY_B" "$KEY_S" >>"$WORK/keys"
 SYNTH_N=2000
 PORT=$((20000 + RANDOM % 20000))
 export COVED_TEST_SYNTHETIC_SANDBOXES=$SYNTH_N COVED_TEST_SYNTHETIC_TENANT=synth
-coved_start "\"tcp\": \"127.0.0.1:$PORT\", \"network\": true" || { not_ok "coved starts"; finish; }
+coved_start "\"tcp\": \"127.0.0.1:$PORT\", \"network\": true, \"max_sandboxes\": $((SYNTH_N + 16))" || { not_ok "coved starts"; finish; }
 unset COVED_TEST_SYNTHETIC_SANDBOXES COVED_TEST_SYNTHETIC_TENANT
 grep -q "TEST MODE: $SYNTH_N synthetic sandboxes" "$WORK/coved.log" && ok "coved on 127.0.0.1:$PORT with $SYNTH_N synthetic sandboxes" ||
 	not_ok "coved did not say it holds synthetic sandboxes"
