@@ -181,7 +181,8 @@ $(B)/asan/libegress.a: $(call asan_obj,$(EGRESS_LIB_SRCS))
 $(B)/asan/libdaemon.a: $(call asan_obj,$(DAEMON_PURE_SRCS))
 # The command line's modules that unit tests link (cove cluster's table and key,
 # cove bench --work's trace reader).
-$(B)/asan/libcli.a: $(call asan_obj,cli/cluster.c cli/coved_call.c cli/bench_trace.c)
+$(B)/asan/libcli.a: $(call asan_obj,cli/cluster.c cli/coved_call.c cli/bench_trace.c \
+                      cli/bench_html.c cli/bench_plot.c cli/bench_report.c)
 $(B)/asan/%.a:
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
