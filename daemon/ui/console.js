@@ -70,7 +70,7 @@ function stopTimers() { timers.forEach(clearInterval); timers = []; }
 function every(ms, fn) { fn(); timers.push(setInterval(fn, ms)); }
 
 function show(id) {
-  for (const s of ['signin', 'list', 'sandbox', 'templates', 'snapshots']) $(s).hidden = s !== id;
+  for (const s of ['signin', 'list', 'sandbox', 'templates', 'snapshots', 'bench']) $(s).hidden = s !== id;
 }
 
 function route() {
@@ -82,6 +82,7 @@ function route() {
   if (m) openSandbox(m[1]);
   else if (location.hash === '#/templates') openTemplates();
   else if (location.hash === '#/snapshots') openSnapshots();
+  else if (location.hash === '#/bench') show('bench');
   else openList();
 }
 
@@ -540,6 +541,38 @@ function termClose() {
   term.abort = null;
 }
 
+// ---- benchmarks: a `cove bench --json` file, read locally ----
+function pct(sorted, p) {
+  const i = Math.ceil(p / 100 * sorted.length) - 1;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, i))];
+}
+
+async function openBench(ev) {
+  const f = ev.target.files[0];
+  if (!f) return;
+  let doc;
+  try { doc = JSON.parse(await f.text()); } catch (e) { $('bench-what').textContent = 'Not JSON: ' + e.message; return; }
+  const samples = Array.isArray(doc.samples) ? doc.samples : [];
+  $('bench-what').textContent = `${doc.benchmark || '?'}: ${samples.length} samples, ${doc.cpus ?? '?'} CPU, ${doc.memory_mib ?? '?'} MiB`;
+  const cols = new Map(); // "phase\0system" -> values
+  for (const s of samples) {
+    for (const [ph, v] of Object.entries((s && s.phases) || {})) {
+      if (typeof v !== 'number' || !isFinite(v)) continue;
+      const k = ph + '\0' + (s.system || 'cove');
+      if (!cols.has(k)) cols.set(k, []);
+      cols.get(k).push(v);
+    }
+  }
+  const frag = document.createDocumentFragment();
+  for (const [k, v] of cols) {
+    const [ph, sys] = k.split('\0');
+    v.sort((a, b) => a - b);
+    frag.append(el('tr', {}, el('th', {}, ph), el('td', {}, sys), el('td', {}, v.length),
+      ...[0, 50, 90, 99, 100].map((p) => el('td', {}, pct(v, p).toFixed(1)))));
+  }
+  $('brows').replaceChildren(frag);
+}
+
 // ---- wiring ----
 document.addEventListener('DOMContentLoaded', () => {
   $('signin-form').addEventListener('submit', signIn);
@@ -560,6 +593,7 @@ document.addEventListener('DOMContentLoaded', () => {
     });
   });
   $('diff-reload').addEventListener('click', loadDiff);
+  $('bench-file').addEventListener('change', openBench);
   $('term-start').addEventListener('click', termStart);
   $('term-stop').addEventListener('click', termClose);
   $('term').addEventListener('keydown', termKey);

@@ -44,7 +44,8 @@ const browser = await puppeteer.launch({
   headless: true,
   userDataDir: profile,
   args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--disable-extensions'],
-  protocolTimeout: 120000,
+  protocolTimeout: 180000,
+  timeout: 180000, // chromium's start in the emulated host is slow
 });
 
 // A page in its own context (no shared sessionStorage), that records every
@@ -223,6 +224,20 @@ if (env('KEY_SYNTH', '')) {
     await ps.waitForFunction(() => /^51–100/.test(document.getElementById('list-count').textContent));
     ok(true, 'the next page of the synthetic sandboxes');
     await shot(ps, 'list-2000');
+  });
+  await step('benchmarks view', async () => {
+    const f = path.join(profile, 'bench.json');
+    const ph = (ms) => ({ vmm_start: ms, first_exec: ms * 10 });
+    fs.writeFileSync(f, JSON.stringify({ benchmark: 'restore', cpus: 1, memory_mib: 128,
+      samples: [1, 2, 3, 4].map((i) => ({ system: 'cove', phases: ph(i), work: {} })) }));
+    await ps.goto(URL0 + '/ui/#/bench');
+    const input = await ps.waitForSelector('#bench-file');
+    await input.uploadFile(f);
+    await ps.waitForFunction(() => document.querySelectorAll('#brows tr').length === 2);
+    const r = await ps.$$eval('#brows tr', (rows) => rows.map((x) => [...x.children].map((c) => c.textContent).join(' ')));
+    ok(r.includes('vmm_start cove 4 1.0 2.0 4.0 4.0 4.0') && r.includes('first_exec cove 4 10.0 20.0 40.0 40.0 40.0'),
+      'the benchmarks view tabulates a cove bench --json file', r.join(' | '));
+    await shot(ps, 'bench');
   });
 }
 
