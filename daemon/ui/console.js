@@ -279,7 +279,7 @@ function journalText(e) {
   case 'exec': return [e.cmd, ...(e.args || [])].join(' ') + (e.exit_code != null ? '  → exit ' + e.exit_code : '');
   case 'file': return `${e.op} ${e.path} (${e.bytes} bytes)`;
   case 'lifecycle': return (e.event || '') + (e.reason ? ': ' + e.reason : '');
-  case 'egress': { const g = e.egress || {}; return `${g.verdict || ''} ${g.proto || ''} ${g.name || g.dst || ''}${g.dport ? ':' + g.dport : ''}`; }
+  case 'egress': { const g = e.egress || {}; return `${g.verdict || ''} ${g.proto || ''} ${g.name || g.dst || ''}${g.port != null ? ':' + g.port : ''}`; }
   default: { const { seq, prev, ts, sandbox, type, ...rest } = e; return JSON.stringify(rest); }
   }
 }
@@ -298,7 +298,7 @@ async function pollJournal(id) {
       const g = e.egress;
       ef.append(el('tr', { class: 'v-' + (g.verdict || '') },
         el('td', {}, fmtTime(g.time || e.ts)), el('td', {}, g.verdict || ''), el('td', {}, g.proto || ''),
-        el('td', {}, (g.dst || '') + (g.dport ? ':' + g.dport : '')), el('td', {}, g.name || ''), el('td', {}, g.rule || g.reason || '')));
+        el('td', {}, (g.dst || '') + (g.port != null ? ':' + g.port : '')), el('td', {}, g.name || ''), el('td', {}, [g.rule, g.via, g.note].filter(Boolean).join(' · '))));
       sb.egress++;
     }
   }

@@ -80,4 +80,5 @@ sed 's/^/    /' "$WORK/ui.out" | head -60
 
 st=$(cd tests/e2b && timeout 60 "$NODE" console.mjs state "$SB_A" 2>&1)
 [ "$st" = paused ] && ok "the SDK sees $SB_A paused (paused from the console)" || not_ok "SDK state of $SB_A: $st"
+echo "test_console: ${SECONDS} s"
 finish
