@@ -112,7 +112,7 @@ async function signIn(ev) {
 }
 
 // ---- the list: one page at a time (X-Next-Token), polled ----
-const list = { tokens: [''], page: 0 };
+const list = { tokens: [''], page: 0, sig: '' };
 
 async function loadList() {
   const state = $('filter').value;
@@ -133,6 +133,11 @@ async function loadList() {
 }
 
 function renderList(rows, more) {
+  // Unchanged rows stay as they are: a poll must not take the keyboard
+  // focus (or a click) away from a link.
+  const sig = JSON.stringify([list.page, more, rows]);
+  if (sig === list.sig) return;
+  list.sig = sig;
   const body = $('sbrows');
   const frag = document.createDocumentFragment();
   for (const s of rows) {
@@ -157,6 +162,7 @@ function renderList(rows, more) {
 
 function openList() {
   show('list');
+  list.sig = '';
   every(LIST_POLL_MS, loadList);
   every(OVERVIEW_POLL_MS, overview);
 }

@@ -65,7 +65,7 @@ if ! ids=$(cd tests/e2b && timeout 200 "$NODE" console.mjs setup 2>"$WORK/setup.
 fi
 SB_A=$(jget "$ids" 'o["a"]')
 SB_B=$(jget "$ids" 'o["b"]')
-ok "the SDK made $SB_A (commands, files, a denied connection) and $SB_B"
+ok "the SDK made $SB_A (commands, files, a denied connection) and $SB_B (at $SECONDS s)"
 
 mkdir -p build/console-shots "$WORK/home"
 if (cd tests/ui && HOME=$WORK/home XDG_CONFIG_HOME=$WORK/home XDG_CACHE_HOME=$WORK/home \

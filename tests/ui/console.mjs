@@ -20,10 +20,12 @@ const PARTS = env('PARTS', 'all');
 const HOSTILE = ['<img src=x onerror=alert(1)>', '"><script>alert(2)</script>'];
 const WAIT = +env('UI_WAIT_MS', 60000);
 let failed = 0;
+const T0 = Date.now();
+const at = () => `[${((Date.now() - T0) / 1000).toFixed(0)} s] `;
 
 function ok(cond, what, detail) {
-  if (cond) console.log('ok - ' + what);
-  else { failed++; console.log('not ok - ' + what + (detail ? ': ' + String(detail).slice(0, 400) : '')); }
+  if (cond) console.log('ok - ' + at() + what);
+  else { failed++; console.log('not ok - ' + at() + what + (detail ? ': ' + String(detail).slice(0, 400) : '')); }
   return cond;
 }
 
@@ -107,7 +109,10 @@ if (PARTS === 'all') {
   await shot(page, 'list');
 
   // One sandbox.
-  await step('open sandbox A', () => Promise.all([page.waitForSelector('#sandbox:not([hidden])'), page.click(`tr[data-id="${SB_A}"] a`)]));
+  await step('open sandbox A', async () => {
+    await page.$eval(`tr[data-id="${SB_A}"] a`, (a) => a.click());
+    await page.waitForSelector('#sandbox:not([hidden])');
+  });
   await step('journal', async () => {
     await waitText(page, '#jrows', 'echo ui-test-one');
     await waitText(page, '#chain', 'Chain verified');
@@ -219,7 +224,7 @@ if (env('KEY_SYNTH', '')) {
     ok(n === 50, `the first page of the synthetic sandboxes: ${n} rows`);
     // Time to first list, again from a fresh navigation with the key kept.
     const times = [];
-    for (let i = 0; i < 3; i++) {
+    for (let i = 0; i < +env('LIST_LOADS', 1); i++) {
       await ps.reload({ waitUntil: 'domcontentloaded' });
       await ps.waitForFunction(() => document.body.dataset.listReadyMs);
       times.push(+(await ps.evaluate(() => document.body.dataset.listReadyMs)));
