@@ -88,6 +88,15 @@ function route() {
 
 function signOut(why) {
   sessionStorage.removeItem(KEY);
+  // Nothing the last key saw stays in the page for the next one.
+  stopTimers();
+  termClose();
+  for (const id of ['sbrows', 'jrows', 'erows', 'tree', 'trows', 'snrows', 'brows', 'sb-info']) $(id).replaceChildren();
+  for (const id of ['view', 'view-path', 'term', 'tlog', 'chain', 'act-msg', 'list-count', 'ov-running', 'ov-paused']) $(id).textContent = '';
+  Object.assign(sb, { id: null, info: null });
+  Object.assign(list, { tokens: [''], page: 0, sig: '' });
+  ring.length = 0;
+  delete document.body.dataset.listReadyMs;
   $('signin-err').textContent = why || '';
   location.hash = '#/';
   route();
@@ -519,9 +528,22 @@ async function termSend(bytes) {
   } catch (e) { $('term-msg').textContent = 'input: ' + e.message; }
 }
 
+// Input goes out in order, one SendInput at a time; keys typed while one
+// is on its way go together in the next.
+let termPending = [], termSending = false;
+async function termInput(bytes) {
+  termPending.push(...bytes);
+  if (termSending) return;
+  termSending = true;
+  while (termPending.length) {
+    const chunk = Uint8Array.from(termPending.splice(0, 4096));
+    await termSend(chunk);
+  }
+  termSending = false;
+}
+
 // Keys to bytes; Tab and Escape are left to the page (keyboard users
 // must be able to leave the terminal).
-let termQueue = Promise.resolve();
 function termKey(ev) {
   if (!term.pid || ev.metaKey || ev.altKey) return;
   const seq = { Enter: '\r', Backspace: '\x7f', ArrowUp: '\x1b[A', ArrowDown: '\x1b[B', ArrowRight: '\x1b[C', ArrowLeft: '\x1b[D', Home: '\x1b[H', End: '\x1b[F', Delete: '\x1b[3~' };
@@ -531,8 +553,7 @@ function termKey(ev) {
   else if (ev.key.length === 1 && !ev.ctrlKey) s = ev.key;
   if (s === null) return;
   ev.preventDefault();
-  const bytes = enc.encode(s);
-  termQueue = termQueue.then(() => termSend(bytes));
+  termInput(enc.encode(s));
 }
 
 function termClose() {
@@ -545,6 +566,7 @@ function termClose() {
   }
   term.pid = 0;
   term.abort = null;
+  termPending = [];
 }
 
 // ---- benchmarks: a `cove bench --json` file, read locally ----
@@ -603,7 +625,7 @@ document.addEventListener('DOMContentLoaded', () => {
   $('term-start').addEventListener('click', termStart);
   $('term-stop').addEventListener('click', termClose);
   $('term').addEventListener('keydown', termKey);
-  $('term').addEventListener('paste', (ev) => { ev.preventDefault(); const t = ev.clipboardData.getData('text'); termQueue = termQueue.then(() => termSend(enc.encode(t))); });
+  $('term').addEventListener('paste', (ev) => { ev.preventDefault(); termInput(enc.encode(ev.clipboardData.getData('text'))); });
   window.addEventListener('hashchange', route);
   route();
 });

@@ -45,16 +45,16 @@ const browser = await puppeteer.launch({
   executablePath: env('CHROMIUM', '/usr/bin/chromium'),
   headless: true,
   userDataDir: profile,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--disable-extensions'],
+  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--disable-extensions', ...env('CHROMIUM_ARGS', '').split(' ').filter(Boolean)],
   protocolTimeout: 180000,
   timeout: 180000, // chromium's start in the emulated host is slow
 });
 
-// A page in its own context (no shared sessionStorage), that records every
-// dialog, page error and CSP report.
+// The browser's first tab (one tab for every part: a second one is half a
+// minute in the emulated host), recording every dialog, page error and
+// CSP report.
 async function newPage() {
-  const ctx = await browser.createBrowserContext();
-  const page = await ctx.newPage();
+  const page = (await browser.pages())[0] || await browser.newPage();
   page.dialogs = [];
   page.errors = [];
   page.on('dialog', async (d) => { page.dialogs.push(d.message()); await d.dismiss(); });
@@ -80,6 +80,7 @@ const waitText = (page, sel, s) => page.waitForFunction((q, t) => {
   const e = document.querySelector(q); return e && e.textContent.includes(t);
 }, {}, sel, s);
 
+let shared = null;
 if (PARTS === 'all') {
   const KEY_A = env('KEY_A'), KEY_B = env('KEY_B'), SB_A = env('SB_A'), SB_B = env('SB_B');
   const page = await newPage();
@@ -159,10 +160,10 @@ if (PARTS === 'all') {
     await page.click('#term-start');
     await waitText(page, '#term-msg', 'shell ');
     await page.focus('#term');
-    await page.keyboard.type('echo hi-from-ui\n', { delay: 20 });
+    await page.keyboard.type('echo hi-from-ui\n');
     await page.waitForFunction(() => /^hi-from-ui$/m.test(document.getElementById('term').textContent));
     ok(true, 'typed `echo hi-from-ui` in the terminal and read it back');
-    await page.keyboard.type("printf '<b>x</b><script>alert(5)</script>\\n'\n", { delay: 10 });
+    await page.keyboard.type("printf '<b>x</b><script>alert(5)</script>\\n'\n");
     await page.waitForFunction(() => /^<b>x<\/b><script>alert\(5\)<\/script>$/m.test(document.getElementById('term').textContent));
     ok(await page.$eval('#term', (e) => e.children.length === 0), '<script> in command output shown as text, no element made');
     await shot(page, 'terminal');
@@ -186,9 +187,15 @@ if (PARTS === 'all') {
   ok(!page.errors.some((e) => /Content Security Policy|Refused/.test(e)), 'no CSP violation', page.errors.join(' | '));
 
   // Tenant B sees neither, and gets 404 for A's sandbox on every route.
-  const pb = await newPage();
+  // Signed out and in again in the same tab (a second browser context is
+  // half a minute in the emulated host).
+  const pb = page;
   await step('tenant B', async () => {
+    await pb.click('#signout');
+    await pb.waitForSelector('#key', { visible: true });
+    ok(await pb.$eval('#sbrows', (e) => e.children.length === 0), 'signing out leaves none of its rows in the page');
     await signIn(pb, KEY_B);
+    await pb.waitForFunction(() => document.getElementById('list-count').textContent !== '');
     const rows = await pb.$$eval('#sbrows tr', (r) => r.map((x) => x.dataset.id));
     ok(!rows.includes(SB_A) && !rows.includes(SB_B), 'tenant B\'s list has neither sandbox', rows.join(','));
     const seen = [];
@@ -211,15 +218,18 @@ if (PARTS === 'all') {
     await shot(pb, 'other-tenant');
   });
   ok(pb.dialogs.length === 0, 'no dialog fired for tenant B');
-  // The emulated host has little memory: one browser context at a time.
-  await page.browserContext().close();
-  await pb.browserContext().close();
+  shared = page;
 }
 
 if (env('KEY_SYNTH', '')) {
-  const ps = await newPage();
+  const ps = shared || await newPage();
   await step('synthetic list', async () => {
+    if (shared) {
+      await ps.click('#signout');
+      await ps.waitForSelector('#key', { visible: true });
+    }
     await signIn(ps, env('KEY_SYNTH'));
+    await ps.waitForFunction(() => document.querySelectorAll('#sbrows tr').length > 0);
     const n = await ps.$$eval('#sbrows tr', (r) => r.length);
     ok(n === 50, `the first page of the synthetic sandboxes: ${n} rows`);
     // Time to first list, again from a fresh navigation with the key kept.
