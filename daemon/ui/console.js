@@ -66,7 +66,7 @@ function fmtBytes(n) {
 
 // ---- views and routing (the hash: #/ or #/sb/ID) ----
 let timers = [];
-function stopTimers() { timers.forEach(clearInterval); timers = []; }
+function stopTimers() { timers.forEach(clearInterval); timers = []; viewGen++; }
 function every(ms, fn) { fn(); timers.push(setInterval(fn, ms)); }
 
 function show(id) {
@@ -173,7 +173,18 @@ function openList() {
   show('list');
   list.sig = '';
   every(LIST_POLL_MS, loadList);
-  every(OVERVIEW_POLL_MS, overview);
+  // The overview reads whole pages: it starts after the first list is in,
+  // so it does not slow that down.
+  const gen = ++viewGen;
+  waitListed().then(() => { if (gen === viewGen) every(OVERVIEW_POLL_MS, overview); });
+}
+
+let viewGen = 0;
+function waitListed() {
+  return new Promise((res) => {
+    const t = setInterval(() => { if (list.sig) { clearInterval(t); res(); } }, 100);
+    setTimeout(() => { clearInterval(t); res(); }, 5000);
+  });
 }
 
 // The overview: the tenant's running and paused sandboxes, counted from
