@@ -216,6 +216,8 @@ if (PARTS === 'all') {
       out.push((await fetch(`/sandboxes/${id}/pause`, { method: 'POST', headers: { 'X-API-KEY': k, 'Content-Type': 'application/json' }, body: '{}' })).status);
       return out;
     }, SB_A);
+    const cnt = await pb.evaluate(async () => (await fetch('/sandboxes/counts', { headers: { 'X-API-KEY': sessionStorage.getItem('cove.apiKey') } })).json());
+    ok(cnt.running === 0 && cnt.paused === 0, 'tenant B\'s counts hold none of A\'s sandboxes', JSON.stringify(cnt));
     ok(seen.length > 0 && seen.every((s) => s === 404) && direct.every((s) => s === 404),
       `tenant B's console calls for A's sandbox all 404 (${seen.length} by the page, ${direct.length} direct)`, JSON.stringify({ seen, direct }));
     await shot(pb, 'other-tenant');
@@ -246,6 +248,8 @@ if (env('KEY_SYNTH', '')) {
     await ps.click('#next');
     await ps.waitForFunction(() => /^51–100/.test(document.getElementById('list-count').textContent));
     ok(true, 'the next page of the synthetic sandboxes');
+    await ps.waitForFunction((n) => document.getElementById('ov-paused').textContent === n, {}, env('SYNTH_N', '?'));
+    ok(true, 'the overview counts the synthetic sandboxes');
     await shot(ps, 'list-2000');
   });
   await step('benchmarks view', async () => {
