@@ -50,10 +50,13 @@ async function api(method, path, body, extra) {
   return r.status === 204 ? null : r.json();
 }
 
+// One formatter for every time shown: toLocaleString() builds a new one
+// per call, which a page of 50 rows polled every 3 s can feel.
+const DTF = new Intl.DateTimeFormat(undefined, { dateStyle: 'short', timeStyle: 'medium' });
 function fmtTime(s) {
   if (!s) return '';
   const d = new Date(s);
-  return isNaN(d) ? String(s) : d.toLocaleString();
+  return isNaN(d) ? String(s) : DTF.format(d);
 }
 
 function fmtBytes(n) {
