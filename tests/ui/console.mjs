@@ -57,7 +57,18 @@ async function newPage() {
   const page = (await browser.pages())[0] || await browser.newPage();
   page.dialogs = [];
   page.errors = [];
-  page.on('dialog', async (d) => { page.dialogs.push(d.message()); await d.dismiss(); });
+  // The one dialog the console opens itself, Kill's confirmation, is
+  // accepted when the test asked for it (page.confirmKill); any other is
+  // recorded (and would fail the test).
+  page.on('dialog', async (d) => {
+    if (d.type() === 'confirm' && page.confirmKill && d.message() === `Kill sandbox ${page.confirmKill}?`) {
+      page.confirmKill = null;
+      await d.accept();
+      return;
+    }
+    page.dialogs.push(d.type() + ': ' + d.message());
+    await d.dismiss();
+  });
   page.on('pageerror', (e) => page.errors.push(String(e.message || e)));
   page.on('console', (m) => { if (m.type() === 'error') page.errors.push(m.text()); });
   page.setDefaultTimeout(WAIT);
@@ -176,6 +187,16 @@ if (PARTS === 'all') {
     await page.click('#act-pause');
     await waitText(page, '#sb-info dd[data-k="state"]', 'paused');
     ok(true, 'paused from the console');
+  });
+  await step('kill', async () => {
+    // Sandbox B goes: its CPU time is the emulated host's too.
+    await page.goto(URL0 + '/ui/#/sb/' + SB_B);
+    await waitText(page, '#sb-info dd[data-k="state"]', 'running');
+    page.confirmKill = SB_B;
+    await page.click('#act-kill');
+    await page.waitForSelector('#list:not([hidden])');
+    await page.waitForFunction((id) => !document.querySelector(`tr[data-id="${id}"]`) && document.querySelectorAll('#sbrows tr').length > 0, {}, SB_B);
+    ok(page.confirmKill === null, 'killed sandbox B from the console (after its confirmation); the list lost it');
   });
   await step('templates and snapshots', async () => {
     await page.goto(URL0 + '/ui/#/templates');
