@@ -68,7 +68,7 @@ DAEMON_PURE_SRCS := $(wildcard daemon/http/json_body.c daemon/api/body.c daemon/
                       daemon/sandboxes/buildlog.c daemon/sandboxes/samples.c \
                       daemon/api/logs_query.c daemon/sandboxes/webhook_req.c \
                       daemon/sandboxes/snap_query.c daemon/http/relay.c \
-                      daemon/conf/config.c daemon/conf/keys.c \
+                      daemon/conf/config.c daemon/conf/keys.c daemon/api/console_path.c \
                       daemon/trace/context.c daemon/trace/span.c)
 EGRESS_MAIN := egress/main.c
 EGRESS_LIB_SRCS := $(filter-out $(EGRESS_MAIN),$(EGRESS_SRCS))
@@ -137,7 +137,21 @@ $(B)/bin/cove: $(call obj,$(CLI_SRCS) $(CLI_DAEMON_SRCS) $(LIB_SRCS) $(COMMON_SR
 # coved: libmicrohttpd and jansson over libcove.
 # libhttp-parser: the answers of sandboxes' servers (daemon/http/relay.c).
 LIBS_HTTPD := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd) -lhttp_parser
-$(B)/bin/coved: $(call obj,$(DAEMON_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
+# The web console (daemon/ui/, docs/console.md): its files become byte
+# arrays in build/gen/ui_assets.c (scripts/ui-embed.c), linked into coved.
+UI_FILES := $(sort $(wildcard daemon/ui/*.html daemon/ui/*.js daemon/ui/*.css daemon/ui/*.svg))
+$(B)/tools/ui-embed: scripts/ui-embed.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< -lz
+$(B)/gen/ui_assets.c: $(B)/tools/ui-embed $(UI_FILES)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  EMBED   daemon/ui")
+	$(Q)$(B)/tools/ui-embed $@ $(UI_FILES)
+$(B)/gen/ui_assets.o: $(B)/gen/ui_assets.c
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(B)/bin/coved: $(call obj,$(DAEMON_SRCS) $(LIB_SRCS) $(COMMON_SRCS)) $(B)/gen/ui_assets.o
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS_VMM) $(LIBS_NET) $(LIBS_HTTPD) $(LIBS_CURL)
@@ -169,7 +183,8 @@ $(B)/asan/libegress.a: $(call asan_obj,$(EGRESS_LIB_SRCS))
 $(B)/asan/libdaemon.a: $(call asan_obj,$(DAEMON_PURE_SRCS))
 # The command line's modules that unit tests link (cove cluster's table and key,
 # cove bench --work's trace reader).
-$(B)/asan/libcli.a: $(call asan_obj,cli/cluster.c cli/coved_call.c cli/bench_trace.c)
+$(B)/asan/libcli.a: $(call asan_obj,cli/cluster.c cli/coved_call.c cli/bench_trace.c \
+                      cli/bench_html.c cli/bench_plot.c cli/bench_report.c)
 $(B)/asan/%.a:
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -244,7 +259,7 @@ $(SAN_B)/obj/%.o: %.c
 $(SAN_B)/bin/cove-vmm: $(call san_obj,$(VMM_SRCS) $(COMMON_SRCS))
 $(SAN_B)/bin/cove: $(call san_obj,$(CLI_SRCS) $(CLI_DAEMON_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
 $(SAN_B)/bin/cove: SAN_LIBS := $(LIBS_NET) $(LIBS_CURL)
-$(SAN_B)/bin/coved: $(call san_obj,$(DAEMON_SRCS) $(LIB_SRCS) $(COMMON_SRCS))
+$(SAN_B)/bin/coved: $(call san_obj,$(DAEMON_SRCS) $(LIB_SRCS) $(COMMON_SRCS)) $(B)/gen/ui_assets.o
 $(SAN_B)/bin/coved: SAN_LIBS := $(LIBS_NET) $(LIBS_HTTPD) $(LIBS_CURL)
 $(SAN_B)/bin/%:
 	@mkdir -p $(@D)

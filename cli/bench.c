@@ -26,6 +26,7 @@
 
 #include "cli/bench.h"
 #include "cli/bench_create.h"
+#include "cli/bench_html.h"
 #include "cli/bench_plot.h"
 #include "cli/bench_qemu.h"
 #include "cli/bench_report.h"
@@ -48,6 +49,8 @@ struct bench {
 	enum ab prefetch; /* restore: the working-set record */
 	enum ab memcache; /* restore, fork: the memory cache */
 	const char *plot_path;
+	const char *html_path; /* --html: the report page (bench_html.c) */
+	const char *image;     /* --image as given; NULL: the default */
 	struct cove_config cfg;
 	const char *json_path;
 	json_t *samples;
@@ -240,6 +243,17 @@ static int bench_start(struct bench *b, const char *snap)
 	if (b->plot_path &&
 	    bench_plot_svg(b->plot_path, b->mode, ph, b->vs_qemu ? qph : NULL, b->n) < 0)
 		fprintf(stderr, "cove bench: cannot write '%s'\n", b->plot_path);
+	if (b->html_path) {
+		unsigned int cpus = b->cfg.cpus ? b->cfg.cpus : COVE_CPUS_DEFAULT;
+		uint64_t mib = b->cfg.memory_mib ? b->cfg.memory_mib : COVE_MEMORY_DEFAULT_MIB;
+		const struct bench_html_run run = { .mode = b->mode,
+			                            .image = b->image,
+			                            .cpus = cpus,
+			                            .memory_mib = mib,
+			                            .n = b->n };
+		if (bench_html_write(b->html_path, &run, ph, b->vs_qemu ? qph : NULL) < 0)
+			fprintf(stderr, "cove bench: cannot write '%s'\n", b->html_path);
+	}
 	free(qph);
 	bench_header(b->mode, b->n);
 	for (int p = 0; p < PH_COUNT; p++) {
@@ -510,7 +524,9 @@ static int parse_ab(const char *opt, const char *arg, enum ab *out)
 static const char bench_usage[] =
     "usage: cove bench boot|restore|fork|exec [-n N] [--count C] [--cpus N] [--memory MiB]\n"
     "                  [--image NAME|PATH] [--kernel PATH] [--json FILE] [--vs qemu]\n"
-    "                  [--plot FILE.svg] [--prefetch on|off|ab] [--memcache on|off|ab]\n"
+    "                  [--plot FILE.svg] [--html FILE.html] [--prefetch on|off|ab]\n"
+    "                  [--memcache on|off|ab]"
+    "\n"
     "                  [--parallel] [--work]\n"
     "       cove bench create [-n N] [--template ID] [--socket PATH] [--key-file FILE]\n"
     "                  [--coved-pid PID] [--work] [--json FILE]   (through coved)\n";
@@ -518,8 +534,8 @@ static const char bench_usage[] =
 /* What cannot be checked option by option: 0, or 2 with a message. */
 static int bench_check(const struct bench *b, bool boot, bool restore, bool fork_)
 {
-	if (b->plot_path && !boot && !restore) {
-		fprintf(stderr, "cove bench: --plot draws boot and restore phases\n");
+	if ((b->plot_path || b->html_path) && !boot && !restore) {
+		fprintf(stderr, "cove bench: --plot and --html show boot and restore phases\n");
 		return 2;
 	}
 	if (b->work && !restore && !fork_) {
@@ -585,6 +601,7 @@ int cli_bench(int argc, char **argv)
 		O_COUNT,
 		O_VS,
 		O_PLOT,
+		O_HTML,
 		O_PREFETCH,
 		O_MEMCACHE,
 		O_PARALLEL,
@@ -599,6 +616,7 @@ int cli_bench(int argc, char **argv)
 		{ "count", required_argument, NULL, O_COUNT },
 		{ "vs", required_argument, NULL, O_VS },
 		{ "plot", required_argument, NULL, O_PLOT },
+		{ "html", required_argument, NULL, O_HTML },
 		{ "prefetch", required_argument, NULL, O_PREFETCH },
 		{ "memcache", required_argument, NULL, O_MEMCACHE },
 		{ "parallel", no_argument, NULL, O_PARALLEL },
@@ -659,6 +677,9 @@ int cli_bench(int argc, char **argv)
 		case O_PLOT:
 			b.plot_path = optarg;
 			break;
+		case O_HTML:
+			b.html_path = optarg;
+			break;
 		case O_PREFETCH:
 		case O_MEMCACHE:
 			if (parse_ab(o == O_PREFETCH ? "--prefetch" : "--memcache", optarg,
@@ -709,6 +730,7 @@ int cli_bench(int argc, char **argv)
 		}
 	}
 	if (rc == 0) {
+		b.image = image;
 		b.samples = json_array();
 		rc = bench_run(&b, boot, restore, exec);
 		if (!rc && b.json_path)

@@ -26,6 +26,13 @@ int bench_plot_svg(const char *path, const char *title, double (*ph)[PH_COUNT],
 	FILE *f = fopen(path, "w");
 	if (!f)
 		return -errno;
+	bench_plot_svg_to(f, title, ph, qph, n);
+	return fclose(f) == 0 ? 0 : -errno;
+}
+
+void bench_plot_svg_to(FILE *f, const char *title, double (*ph)[PH_COUNT], double (*qph)[PH_COUNT],
+                       int n)
+{
 	const int pw = 300, phh = 180, cols = 2, margin = 40;
 	int panels = 0;
 	double *a = malloc(sizeof(double) * (size_t)n), *q = malloc(sizeof(double) * (size_t)n);
@@ -76,5 +83,4 @@ int bench_plot_svg(const char *path, const char *title, double (*ph)[PH_COUNT],
 	fprintf(f, "</svg>\n");
 	free(a);
 	free(q);
-	return fclose(f) == 0 ? 0 : -errno;
 }

@@ -30,6 +30,7 @@
 #include "daemon/sandboxes/sampler.h"
 #include "daemon/sandboxes/snapshots.h"
 #include "daemon/sandboxes/state.h"
+#include "daemon/sandboxes/synthetic.h"
 #include "daemon/sandboxes/table.h"
 #include "daemon/sandboxes/warm.h"
 #include "daemon/server.h"
@@ -178,6 +179,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "coved: cannot read %s/sandboxes: %s\n", d.cfg.state_dir,
 		        strerror(-n));
 		return 1;
+	}
+	const char *synth = getenv("COVED_TEST_SYNTHETIC_SANDBOXES");
+	if (synth) {
+		size_t ns;
+		if (coved_synthetic_parse(synth, &ns, err, sizeof(err)) < 0 ||
+		    coved_synthetic_add(&d, ns, getenv("COVED_TEST_SYNTHETIC_TENANT"), err,
+		                        sizeof(err)) < 0) {
+			fprintf(stderr, "coved: %s\n", err);
+			return 1;
+		}
+		fprintf(stderr,
+		        "coved: TEST MODE: %zu synthetic sandboxes with no VM "
+		        "(COVED_TEST_SYNTHETIC_SANDBOXES)\n",
+		        ns);
 	}
 	if (coved_builds_init(&d, err, sizeof(err)) < 0) {
 		fprintf(stderr, "coved: %s\n", err);

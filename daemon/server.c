@@ -27,6 +27,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "daemon/api/console.h"
 #include "daemon/api/routes.h"
 #include "daemon/api/uploads.h"
 #include "daemon/cluster/cluster.h"
@@ -216,6 +217,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			return port_first(d, r, c, method, url, upload_data, upload_data_size);
 		if (strlen(url) > URL_MAX)
 			return coved_json_error(c, 414, "request path too long");
+		/* The console's files hold no key and need none (api/console.h). */
+		if (coved_console_route(method, url))
+			return coved_console_reply(c, url);
 		enum MHD_Result ret;
 		if (d->cluster && strcmp(url, "/health") == 0 &&
 		    !MHD_lookup_connection_value(c, MHD_HEADER_KIND, "E2b-Sandbox-Id"))

@@ -35,6 +35,7 @@ static enum MHD_Result tar_reply(struct coved_sb *sb, struct MHD_Connection *c)
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, "Content-Type", "application/x-tar");
+	coved_reply_private(r);
 	enum MHD_Result ret = MHD_queue_response(c, 200, r);
 	MHD_destroy_response(r);
 	return ret;

@@ -173,6 +173,7 @@ static enum MHD_Result list(struct ctx *x, bool paged)
 	if (text &&
 	    (r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE))) {
 		MHD_add_response_header(r, "Content-Type", "application/json");
+		coved_reply_private(r);
 		if (more && last)
 			MHD_add_response_header(r, "X-Next-Token", last);
 		ret = MHD_queue_response(x->c, 200, r);
@@ -194,6 +195,30 @@ static enum MHD_Result list_v2(struct ctx *x)
 static enum MHD_Result list_v1(struct ctx *x)
 {
 	return list(x, false);
+}
+
+/* GET /sandboxes/counts: the caller's tenant's sandboxes by state, without
+ * listing them (the console's overview). */
+static enum MHD_Result counts(struct ctx *x)
+{
+	static const char *const states[] = { "running", "paused", "stopped", "dead" };
+	json_int_t n[4] = { 0 };
+	size_t len;
+	struct coved_sb **all = coved_sb_all(x->d, &len);
+	if (!all)
+		return err_reply(x, 500, "out of memory");
+	for (size_t i = 0; i < len; i++) {
+		for (size_t k = 0; k < 4 && coved_sb_owned(all[i], x->t); k++)
+			if (coved_sb_listed(all[i], states[k], NULL)) {
+				n[k]++;
+				break;
+			}
+		coved_sb_unref(all[i]);
+	}
+	free(all);
+	return coved_json_reply(x->c, 200,
+	                        json_pack("{s:I, s:I, s:I, s:I}", states[0], n[0], states[1], n[1],
+	                                  states[2], n[2], states[3], n[3]));
 }
 
 static enum MHD_Result info(struct ctx *x)
@@ -309,6 +334,7 @@ static enum MHD_Result list_snapshots(struct ctx *x)
 		return err_reply(x, 500, "out of memory");
 	}
 	MHD_add_response_header(r, "Content-Type", "application/json");
+	coved_reply_private(r);
 	if (next[0])
 		MHD_add_response_header(r, "X-Next-Token", next);
 	enum MHD_Result ret = MHD_queue_response(x->c, 200, r);
@@ -389,6 +415,7 @@ static const struct route routes[] = {
 	{ "POST", "/sandboxes", create },
 	{ "GET", "/v2/sandboxes", list_v2 },
 	{ "GET", "/sandboxes", list_v1 },
+	{ "GET", "/sandboxes/counts", counts }, /* before {id}: an id is 20 of [a-z0-9] */
 	{ "GET", "/sandboxes/{id}", info },
 	{ "DELETE", "/sandboxes/{id}", delete_sb },
 	{ "POST", "/sandboxes/{id}/timeout", set_timeout },

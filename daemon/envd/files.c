@@ -411,6 +411,7 @@ enum MHD_Result envd_files_get(struct envd_req *r, struct MHD_Connection *c)
 		return MHD_NO;
 	}
 	MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
+	coved_reply_private(resp);
 	char disp[ENVD_PATH_MAX + 64];
 	snprintf(disp, sizeof(disp), "attachment; filename=\"%s\"", base_name(path));
 	if (!strpbrk(disp + 22, "\"\r\n\\"))

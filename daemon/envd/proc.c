@@ -20,6 +20,7 @@
 #include "daemon/envd/messages.h"
 #include "daemon/envd/rpc.h"
 #include "daemon/http/connect.h"
+#include "daemon/http/reply.h"
 #include "daemon/sandboxes/journal.h"
 #include "daemon/sandboxes/metrics.h"
 #include "daemon/sandboxes/sandbox.h"
@@ -272,6 +273,7 @@ static enum MHD_Result stream_queue(struct envd_req *r, struct MHD_Connection *c
 		return MHD_NO;
 	}
 	MHD_add_response_header(resp, "Content-Type", "application/connect+json");
+	coved_reply_private(resp);
 	enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
 	MHD_destroy_response(resp);
 	return ret;

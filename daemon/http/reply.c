@@ -4,6 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+void coved_reply_private(struct MHD_Response *r)
+{
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+}
+
 enum MHD_Result coved_json_reply(struct MHD_Connection *c, unsigned int status, json_t *body)
 {
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
@@ -19,6 +25,7 @@ enum MHD_Result coved_json_reply(struct MHD_Connection *c, unsigned int status, 
 	}
 	if (text)
 		MHD_add_response_header(r, "Content-Type", "application/json");
+	coved_reply_private(r);
 	enum MHD_Result ret = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -70,6 +77,7 @@ static enum MHD_Result too_many(struct MHD_Connection *c, json_t *msg)
 	}
 	MHD_add_response_header(r, "Content-Type", "application/json");
 	MHD_add_response_header(r, "Retry-After", "1");
+	coved_reply_private(r);
 	enum MHD_Result ret = MHD_queue_response(c, 429, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -86,6 +94,7 @@ enum MHD_Result coved_text_reply(struct MHD_Connection *c, unsigned int status, 
 	}
 	if (ctype)
 		MHD_add_response_header(resp, "Content-Type", ctype);
+	coved_reply_private(resp);
 	enum MHD_Result ret = MHD_queue_response(c, status, resp);
 	MHD_destroy_response(resp);
 	return ret;
@@ -102,7 +111,7 @@ enum MHD_Result coved_stream_reply(struct MHD_Connection *c, const char *ctype, 
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, "Content-Type", ctype);
-	MHD_add_response_header(r, "Cache-Control", "no-store");
+	coved_reply_private(r);
 	enum MHD_Result ret = MHD_queue_response(c, 200, r);
 	MHD_destroy_response(r);
 	return ret;

@@ -8,6 +8,11 @@
 #include <microhttpd.h>
 #include <stddef.h>
 
+/* coved_reply_private() - marks r as not to be cached or sniffed
+ * (Cache-Control: no-store, X-Content-Type-Options: nosniff): every answer
+ * to a request with an API key or token carries these. */
+void coved_reply_private(struct MHD_Response *r);
+
 /* coved_json_reply() - answers body (stolen; NULL: no body) with status. */
 enum MHD_Result coved_json_reply(struct MHD_Connection *c, unsigned int status, json_t *body);
 
