@@ -77,7 +77,12 @@ struct tracer *tracer_start(const struct coved_config *cfg, char *err, size_t er
 		snprintf(err, errlen, "traces: out of memory");
 		return NULL;
 	}
-	if (tracer_settings(cfg, &t->s, err, errlen) < 0 || !t->s.url) {
+	if (tracer_settings(cfg, &t->s, err, errlen) < 0) {
+		free(t);
+		return NULL;
+	}
+	if (!t->s.url) { /* off */
+		tracer_settings_free(&t->s);
 		free(t);
 		return NULL;
 	}

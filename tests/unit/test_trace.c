@@ -473,6 +473,9 @@ START_TEST(settings_from_env)
 	ck_assert_int_eq(tracer_settings(&cfg, &s, err, sizeof(err)), 0);
 	ck_assert_ptr_null(s.url); /* off */
 	tracer_settings_free(&s);
+	/* Off: no tracer, no error, and nothing kept (LeakSanitizer checks). */
+	ck_assert_ptr_null(tracer_start(&cfg, err, sizeof(err)));
+	ck_assert_str_eq(err, "");
 	setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/", 1);
 	setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20t0ps3cret", 1);
 	ck_assert_int_eq(tracer_settings(&cfg, &s, err, sizeof(err)), 0);
