@@ -94,16 +94,22 @@ probe_child(enum vmm_thread_kind kind, enum probe p, int pipe_w)
 	__builtin_unreachable();
 }
 
-/* The child's wait status for one probe. */
-static int run_probe(enum vmm_thread_kind kind, enum probe p)
+/* The child's wait status for one probe; what it wrote to stderr in said
+ * (the SIGSYS handler's line). */
+static int run_probe_said(enum vmm_thread_kind kind, enum probe p, char *said, size_t len)
 {
-	int fds[2];
+	int fds[2], errs[2];
 	ck_assert_int_eq(pipe(fds), 0);
+	ck_assert_int_eq(pipe(errs), 0);
 	pid_t pid = fork();
 	ck_assert_int_ge(pid, 0);
-	if (pid == 0)
+	if (pid == 0) {
+		if (dup2(errs[1], 2) < 0)
+			_exit(98);
 		probe_child(kind, p, fds[1]);
+	}
 	close(fds[1]);
+	close(errs[1]);
 	int st = 0;
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	if (p == P_HARMLESS && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
@@ -111,16 +117,55 @@ static int run_probe(enum vmm_thread_kind kind, enum probe p)
 		ck_assert_int_eq(read(fds[0], &c, 1), 1);
 		ck_assert_int_eq(c, 'x');
 	}
+	ssize_t n = read(errs[0], said, len - 1);
+	said[n > 0 ? n : 0] = 0;
 	close(fds[0]);
+	close(errs[0]);
 	return st;
 }
 
+static int run_probe(enum vmm_thread_kind kind, enum probe p)
+{
+	char said[256];
+	return run_probe_said(kind, p, said, sizeof(said));
+}
+
+/* The syscall each killing probe makes, as the handler names it. */
+static long probe_nr(enum probe p)
+{
+	switch (p) {
+	case P_EXECVE:
+		return SYS_execve;
+	case P_OPEN_HOST:
+	case P_OPEN_DIRFD:
+		return SYS_openat;
+	case P_SOCKET_INET:
+	case P_SOCKET_UNIX:
+		return SYS_socket;
+	case P_PTRACE:
+		return SYS_ptrace;
+	case P_TUNSETOFFLOAD:
+	case P_TUNSETIFF:
+		return SYS_ioctl;
+	case P_HARMLESS:
+	default:
+		return -1;
+	}
+}
+
+/* Killed by SIGSYS, after one line on stderr naming the thread kind and
+ * the syscall (a VMM's log says why it died). */
 static void assert_killed(enum vmm_thread_kind kind, enum probe p, const char *what)
 {
-	int st = run_probe(kind, p);
+	char said[256], want[128];
+	int st = run_probe_said(kind, p, said, sizeof(said));
 	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS,
 	              "%s thread: %s was not killed by SIGSYS (status 0x%x)",
 	              vmm_thread_kind_name(kind), what, st);
+	snprintf(want, sizeof(want), "cove-vmm: seccomp: the %s thread made syscall %ld,",
+	         vmm_thread_kind_name(kind), probe_nr(p));
+	ck_assert_msg(strstr(said, want), "%s thread: %s: stderr said \"%s\", not \"%s\"",
+	              vmm_thread_kind_name(kind), what, said, want);
 }
 
 static void assert_allowed(enum vmm_thread_kind kind, enum probe p, const char *what)

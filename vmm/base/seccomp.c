@@ -296,6 +296,81 @@ int vmm_seccomp_parse_mode(const char *s, enum vmm_seccomp_mode *mode)
 
 static bool jailed;
 
+/* ---- a refused syscall, said before the process dies -------------------------
+ *
+ * The filters trap (SCMP_ACT_TRAP) rather than kill outright: the handler
+ * writes one line to stderr (the sandbox's vmm.log) naming the thread kind
+ * and the syscall, then dies of SIGSYS all the same.  Without it a VMM
+ * killed by its filter vanishes silently and its caller sees only a closed
+ * socket.  The handler is SA_RESETHAND and SIGSYS stays blocked while it
+ * runs, so its own refused call (reboot, in no thread's list) makes the
+ * kernel force SIGSYS's default action: the process ends, killed by
+ * SIGSYS, as with SCMP_ACT_KILL_PROCESS. */
+static __thread int thread_kind = -1;
+
+/* Appends decimal v to buf at *at (async-signal-safe: no stdio). */
+static void put_dec(char *buf, size_t *at, size_t cap, unsigned long v)
+{
+	char tmp[24];
+	size_t n = 0;
+	do
+		tmp[n++] = (char)('0' + v % 10);
+	while ((v /= 10) && n < sizeof(tmp));
+	while (n && *at < cap)
+		buf[(*at)++] = tmp[--n];
+}
+
+static void put_str(char *buf, size_t *at, size_t cap, const char *s)
+{
+	while (*s && *at < cap)
+		buf[(*at)++] = *s++;
+}
+
+static void on_sigsys(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	int saved = errno;
+	char line[160];
+	size_t at = 0;
+	const char *kind = thread_kind >= 0 && thread_kind < VMM_THREAD_KINDS
+	                       ? kind_names[thread_kind]
+	                       : "unconfined";
+	put_str(line, &at, sizeof(line) - 1, "cove-vmm: seccomp: the ");
+	put_str(line, &at, sizeof(line) - 1, kind);
+	put_str(line, &at, sizeof(line) - 1, " thread made syscall ");
+	put_dec(line, &at, sizeof(line) - 1, (unsigned long)si->si_syscall);
+	put_str(line, &at, sizeof(line) - 1, ", which its filter refuses (`ausyscall ");
+	put_dec(line, &at, sizeof(line) - 1, (unsigned long)si->si_syscall);
+	put_str(line, &at, sizeof(line) - 1, "` names it); killed by SIGSYS\n");
+	ssize_t w = write(2, line, at);
+	(void)w;
+	errno = saved;
+	syscall(SYS_reboot, 0L, 0L, 0L, 0L);
+}
+
+/* The handler, process-wide, once: before the first filter is loaded. */
+static int trap_handler(char *err, size_t errlen)
+{
+	static bool done;
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	pthread_mutex_lock(&lock);
+	int r = 0;
+	if (!done) {
+		struct sigaction sa = { .sa_sigaction = on_sigsys,
+			                .sa_flags = SA_SIGINFO | SA_RESETHAND };
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGSYS, &sa, NULL) < 0) {
+			r = -errno;
+			snprintf(err, errlen, "seccomp: cannot handle SIGSYS: %s", strerror(errno));
+		} else {
+			done = true;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
 void vmm_seccomp_set_jailed(bool on)
 {
 	jailed = on;
@@ -306,7 +381,7 @@ void vmm_seccomp_set_jailed(bool on)
 static scmp_filter_ctx build(unsigned int bit, enum vmm_thread_kind kind,
                              enum vmm_seccomp_mode mode, char *err, size_t errlen)
 {
-	uint32_t deflt = mode == VMM_SECCOMP_LOG ? SCMP_ACT_LOG : SCMP_ACT_KILL_PROCESS;
+	uint32_t deflt = mode == VMM_SECCOMP_LOG ? SCMP_ACT_LOG : SCMP_ACT_TRAP;
 	scmp_filter_ctx ctx = seccomp_init(deflt);
 	if (!ctx) {
 		snprintf(err, errlen, "seccomp: cannot create the %s thread's filter",
@@ -403,6 +478,10 @@ int vmm_seccomp_install(enum vmm_thread_kind kind, enum vmm_seccomp_mode mode, c
 		return -EINVAL;
 	}
 	unsigned int bit = kind == VMM_THREAD_API && jailed ? K_APIJ : 1u << kind;
+	int rh = mode == VMM_SECCOMP_KILL ? trap_handler(err, errlen) : 0;
+	if (rh < 0)
+		return rh;
+	thread_kind = (int)kind;
 	if (pre.ready && pre.mode == mode) {
 		/* What seccomp_load does with the same program: no_new_privs,
 		 * then the filter. */

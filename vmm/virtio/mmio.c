@@ -498,6 +498,18 @@ int virtio_mmio_restore(struct virtio_mmio *t, const struct virtio_mmio_state *i
 void virtio_mmio_kick_all(struct virtio_mmio *t)
 {
 	pthread_mutex_lock(&t->lock);
+	/* An interrupt the guest had not yet acknowledged may have had its
+	 * edge still in the saved VMM's irqfd (KVM injects an IOAPIC irqfd
+	 * from a kernel worker, after the write): the saved interrupt
+	 * controller then holds nothing, and with the bit set raise_irq
+	 * would never ring again.  One edge now; at worst the guest reads a
+	 * status it already handled. */
+	if ((t->st.status & VIRTIO_STATUS_DRIVER_OK) &&
+	    __atomic_load_n(&t->st.interrupt_status, __ATOMIC_SEQ_CST)) {
+		__atomic_fetch_add(&t->irq_count, 1, __ATOMIC_RELAXED);
+		if (t->irq_fd >= 0)
+			(void)eventfd_write(t->irq_fd, 1);
+	}
 	if ((t->st.status & VIRTIO_STATUS_DRIVER_OK) && t->ops->queue_notify)
 		for (uint16_t q = 0; q < t->ops->num_queues; q++)
 			if (t->st.queues[q].ready)

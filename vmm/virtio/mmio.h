@@ -193,7 +193,9 @@ int virtio_mmio_restore(struct virtio_mmio *t, const struct virtio_mmio_state *i
 
 /* Processes every ready queue once, as if the driver had notified it: a
  * restored device may have missed notifications that were still in the
- * saved VMM's eventfds.  Call before the vCPUs run. */
+ * saved VMM's eventfds.  And rings the interrupt again when the saved
+ * status still has a bit the driver had not acknowledged (its edge may
+ * have been lost with the saved VMM's irqfd).  Call before the vCPUs run. */
 void virtio_mmio_kick_all(struct virtio_mmio *t);
 
 #endif
