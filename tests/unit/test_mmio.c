@@ -121,6 +121,14 @@ static void setup_queue(struct rig *r, uint32_t sel, uint32_t num, uint64_t base
 static const uint32_t STATUS_ALL = VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
                                    VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK;
 
+/* The driver's whole start: features, queue 0 (16 entries), DRIVER_OK. */
+static void drive(struct rig *r)
+{
+	ck_assert(negotiate(r, VIRTIO_BIT(VIRTIO_F_VERSION_1)) & VIRTIO_STATUS_FEATURES_OK);
+	setup_queue(r, 0, 16, 0x10000);
+	vdrv_wr(&r->v, VIRTIO_MMIO_STATUS, STATUS_ALL);
+}
+
 START_TEST(identity_registers)
 {
 	struct rig r;
@@ -295,9 +303,7 @@ START_TEST(reset_clears_everything)
 {
 	struct rig r;
 	rig_init(&r);
-	ck_assert(negotiate(&r, VIRTIO_BIT(VIRTIO_F_VERSION_1)) & VIRTIO_STATUS_FEATURES_OK);
-	setup_queue(&r, 0, 16, 0x10000);
-	vdrv_wr(&r.v, VIRTIO_MMIO_STATUS, STATUS_ALL);
+	drive(&r);
 	virtio_mmio_signal_used(&r.t);
 	vdrv_wr(&r.v, VIRTIO_MMIO_STATUS, 0);
 	ck_assert_int_eq(r.f.resets, 1);
@@ -354,9 +360,7 @@ START_TEST(activate_failure_needs_reset)
 	struct rig r;
 	rig_init(&r);
 	r.f.activate_ret = -EIO;
-	ck_assert(negotiate(&r, VIRTIO_BIT(VIRTIO_F_VERSION_1)) & VIRTIO_STATUS_FEATURES_OK);
-	setup_queue(&r, 0, 16, 0x10000);
-	vdrv_wr(&r.v, VIRTIO_MMIO_STATUS, STATUS_ALL);
+	drive(&r);
 	ck_assert(vdrv_rd(&r.v, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET);
 	ck_assert(vdrv_rd(&r.v, VIRTIO_MMIO_INTERRUPT_STATUS) & VIRTIO_MMIO_INT_CONFIG);
 	vdrv_wr(&r.v, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
@@ -396,9 +400,7 @@ START_TEST(save_restore_roundtrip)
 {
 	struct rig r;
 	rig_init(&r);
-	ck_assert(negotiate(&r, VIRTIO_BIT(VIRTIO_F_VERSION_1)) & VIRTIO_STATUS_FEATURES_OK);
-	setup_queue(&r, 0, 16, 0x10000);
-	vdrv_wr(&r.v, VIRTIO_MMIO_STATUS, STATUS_ALL);
+	drive(&r);
 	struct virtio_mmio_state st;
 	virtio_mmio_save(&r.t, &st);
 
@@ -425,9 +427,7 @@ START_TEST(restored_pending_interrupt_rings_again)
 {
 	struct rig r;
 	rig_init(&r);
-	ck_assert(negotiate(&r, VIRTIO_BIT(VIRTIO_F_VERSION_1)) & VIRTIO_STATUS_FEATURES_OK);
-	setup_queue(&r, 0, 16, 0x10000);
-	vdrv_wr(&r.v, VIRTIO_MMIO_STATUS, STATUS_ALL);
+	drive(&r);
 	struct virtio_mmio_state idle, pending;
 	virtio_mmio_save(&r.t, &idle);
 	virtio_mmio_signal_used(&r.t);
