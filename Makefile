@@ -7,6 +7,7 @@
 #   make integration     integration tests only
 #   make fuzz            build the libFuzzer targets; `make fuzz-run` runs them
 #   make kernel          guest kernel (cached under ~/.cache/cove/kernel)
+#   make kernel-arm64    the arm64 guest kernel, cross-compiled (build/arm64)
 #   make rootfs-minimal  build/images/minimal.ext4
 #   make rootfs-debian   build/images/debian.ext4
 #   make rootfs-code-interpreter  build/images/code-interpreter.ext4 (coved's
@@ -98,7 +99,7 @@ GUEST_TOOLS := $(patsubst rootfs/guest-tools/%.c,$(B)/guest/%,$(wildcard rootfs/
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRCS))
 
 .PHONY: all bins test lint unit integration fuzz fuzz-run check-format format \
-        kernel rootfs-minimal rootfs-debian rootfs-code-interpreter images clean
+        kernel kernel-arm64 rootfs-minimal rootfs-debian rootfs-code-interpreter images clean
 all: bins kernel images
 
 bins: $(BINS) $(ITEST_BINS) $(GUEST_TOOLS)
@@ -320,6 +321,11 @@ fuzz-run: $(FUZZ_BINS)
 # ---- guest kernel and images (slow; cached under ~/.cache/cove) -----------
 kernel:
 	$(Q)scripts/build-kernel $(B)
+
+# The arm64 guest kernel (issue 35; cross-compiled on x86), into $(B)/arm64.
+# Not part of all yet: tests/arm64/kernel-boot builds and boots it in QEMU.
+kernel-arm64:
+	$(Q)scripts/build-kernel --arch arm64 $(B)/arm64
 
 images: rootfs-minimal rootfs-debian rootfs-code-interpreter
 
