@@ -50,10 +50,14 @@ LIBS_IMAGE := $(shell pkg-config --libs libarchive ext2fs com_err 2>/dev/null ||
 LIBS_NET += $(LIBS_IMAGE)
 # libcurl: coved's cluster mode (etcd, the other nodes) and cove cluster (coved's socket).
 LIBS_CURL := $(shell pkg-config --libs libcurl 2>/dev/null || echo -lcurl)
+# libfdt: the arm64 guest's device tree (vmm/arch/arm64/fdt.c); no .pc file.
+LIBS_FDT := -lfdt
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread)
 
 # Sources, found by folder so a new file needs no Makefile edit.
-VMM_SRCS := $(shell find vmm -name '*.c' 2>/dev/null | sort)
+# vmm/arch/arm64 (issue 35, docs/arm64.md) is not wired into cove-vmm yet:
+# only its portable device tree builder is built, for its unit test.
+VMM_SRCS := $(filter-out vmm/arch/arm64/%,$(shell find vmm -name '*.c' 2>/dev/null | sort))
 VMM_MAIN := vmm/main.c
 VMM_LIB_SRCS := $(filter-out $(VMM_MAIN),$(VMM_SRCS))
 AGENT_SRCS := $(shell find guest-agent -name '*.c' 2>/dev/null | sort)
@@ -225,6 +229,12 @@ $(B)/asan/libports.a: $(call asan_obj,daemon/ports/ports.c)
 # export (daemon/http/dial.c): its unit test runs a receiver.
 $(B)/asan/libtrace.a: $(call asan_obj,daemon/trace/otlp.c daemon/trace/tracer.c daemon/http/dial.c)
 
+# The arm64 device tree builder, portable and linked with libfdt only
+# into its own test (UNIT_EXTRA: what one test links beside the rest).
+$(B)/asan/libarm64.a: $(call asan_obj,vmm/arch/arm64/fdt.c)
+$(B)/unit/test_arm64_fdt: $(B)/asan/libarm64.a
+$(B)/unit/test_arm64_fdt: UNIT_EXTRA := $(B)/asan/libarm64.a $(LIBS_FDT)
+
 # What the unit tests share: every tests/unit/*.c that is not a test.
 UNIT_HELPER_SRCS := $(filter-out $(UNIT_SRCS),$(sort $(wildcard tests/unit/*.c)))
 $(B)/asan/libunit.a: $(call asan_obj,$(UNIT_HELPER_SRCS))
@@ -237,7 +247,7 @@ UNIT_ARCHIVES := $(B)/asan/libunit.a $(B)/asan/libvmm.a $(B)/asan/libagent.a $(B
 $(B)/unit/%: tests/unit/%.c $(UNIT_ARCHIVES)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  TEST    $@")
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $< -Wl,--start-group $(UNIT_ARCHIVES) -Wl,--end-group $(CHECK_LIBS) $(LIBS_VMM) $(LIBS_EGRESS) $(LIBS_NET) $(LIBS_MHD) $(LIBS_CURL)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $< $(UNIT_EXTRA) -Wl,--start-group $(UNIT_ARCHIVES) -Wl,--end-group $(CHECK_LIBS) $(LIBS_VMM) $(LIBS_EGRESS) $(LIBS_NET) $(LIBS_MHD) $(LIBS_CURL)
 
 unit: $(UNIT_BINS)
 	@fail=0; for t in $(UNIT_BINS); do \
