@@ -167,6 +167,7 @@ static void assert_common(const struct arm64_fdt_config *c, uint32_t timer_flags
 	assert_str("/psci", "method", "hvc");
 
 	ck_assert_uint_eq(cell("/intc@8000000", "#interrupt-cells", 0, 1), 3);
+	ck_assert_uint_eq(cell("/intc@8000000", "#address-cells", 0, 1), 0);
 	getprop("/intc@8000000", "interrupt-controller", 0);
 	ck_assert_uint_eq(cell("/intc@8000000", "phandle", 0, 1), ARM64_FDT_PHANDLE_GIC);
 

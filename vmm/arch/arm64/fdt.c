@@ -173,6 +173,8 @@ static void node_gic(struct fdtw *w, const struct arm64_fdt_config *c)
 		prop_reg(w, reg, 2);
 	}
 	prop_u32(w, "#interrupt-cells", 3);
+	/* No children (no ITS); dtc wants the cells said for interrupt-map. */
+	prop_u32(w, "#address-cells", 0);
 	prop(w, "interrupt-controller", NULL, 0);
 	prop_u32(w, "phandle", ARM64_FDT_PHANDLE_GIC);
 	end(w);
