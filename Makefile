@@ -56,7 +56,7 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubu
 
 # Sources, found by folder so a new file needs no Makefile edit.
 # vmm/arch/arm64 (issue 35, docs/arm64.md) is not wired into cove-vmm yet:
-# only its portable device tree builder is built, for its unit test.
+# only its portable pieces are built, for their unit tests.
 VMM_SRCS := $(filter-out vmm/arch/arm64/%,$(shell find vmm -name '*.c' 2>/dev/null | sort))
 VMM_MAIN := vmm/main.c
 VMM_LIB_SRCS := $(filter-out $(VMM_MAIN),$(VMM_SRCS))
@@ -229,11 +229,13 @@ $(B)/asan/libports.a: $(call asan_obj,daemon/ports/ports.c)
 # export (daemon/http/dial.c): its unit test runs a receiver.
 $(B)/asan/libtrace.a: $(call asan_obj,daemon/trace/otlp.c daemon/trace/tracer.c daemon/http/dial.c)
 
-# The arm64 device tree builder, portable and linked with libfdt only
-# into its own test (UNIT_EXTRA: what one test links beside the rest).
-$(B)/asan/libarm64.a: $(call asan_obj,vmm/arch/arm64/fdt.c)
-$(B)/unit/test_arm64_fdt: $(B)/asan/libarm64.a
+# vmm/arch/arm64's portable pieces (the device tree, the Image header),
+# linked into their own tests only, the device tree's with libfdt
+# (UNIT_EXTRA: what one test links beside the rest).
+$(B)/asan/libarm64.a: $(call asan_obj,vmm/arch/arm64/fdt.c vmm/arch/arm64/image.c)
+$(B)/unit/test_arm64_fdt $(B)/unit/test_arm64_image: $(B)/asan/libarm64.a
 $(B)/unit/test_arm64_fdt: UNIT_EXTRA := $(B)/asan/libarm64.a $(LIBS_FDT)
+$(B)/unit/test_arm64_image: UNIT_EXTRA := $(B)/asan/libarm64.a
 
 # What the unit tests share: every tests/unit/*.c that is not a test.
 UNIT_HELPER_SRCS := $(filter-out $(UNIT_SRCS),$(sort $(wildcard tests/unit/*.c)))
@@ -352,11 +354,11 @@ rootfs-code-interpreter: $(if $(wildcard $(AGENT_MAIN)),$(B)/bin/cove-agent) $(G
 
 # ---- arm64 (issue 35, docs/arm64.md): not in `all` or CI yet --------------
 # `make ARCH=arm64` cross-builds what exists so far: vmm/arch/arm64's vCPU
-# and vGIC set-up (not yet wired into cove-vmm; its device tree is built
-# natively, for test_arm64_fdt) and the static programs that
+# and vGIC set-up and Image header (not yet wired into cove-vmm; its device
+# tree needs libfdt, built natively for test_arm64_fdt) and the static programs that
 # tests/arm64/smoke.sh runs in `scripts/kvm-host --arch arm64`.
 AARCH64_CC ?= aarch64-linux-gnu-gcc
-ARM64_VMM_SRCS := vmm/arch/arm64/vcpu.c vmm/arch/arm64/gic.c
+ARM64_VMM_SRCS := vmm/arch/arm64/vcpu.c vmm/arch/arm64/gic.c vmm/arch/arm64/image.c
 a64_obj = $(patsubst %.c,$(B)/arm64/obj/%.o,$(1))
 $(B)/arm64/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -366,11 +368,11 @@ $(B)/arm64/kvm_smoke: tests/arm64/kvm_smoke.c
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC-A64  $<")
 	$(Q)$(AARCH64_CC) -std=gnu11 -O2 $(WARN) -static -o $@ $<
-$(B)/arm64/vcpu_smoke: tests/arm64/vcpu_smoke.c $(call a64_obj,$(ARM64_VMM_SRCS))
+$(B)/arm64/vcpu_smoke: tests/arm64/vcpu_smoke.c $(call a64_obj,vmm/arch/arm64/vcpu.c vmm/arch/arm64/gic.c)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC-A64  $<")
 	$(Q)$(AARCH64_CC) $(CPPFLAGS) $(CFLAGS) -static -o $@ $^
-arm64: $(B)/arm64/kvm_smoke $(B)/arm64/vcpu_smoke
+arm64: $(B)/arm64/kvm_smoke $(B)/arm64/vcpu_smoke $(call a64_obj,$(ARM64_VMM_SRCS))
 .PHONY: arm64
 ifeq ($(ARCH),arm64)
 .DEFAULT_GOAL := arm64
