@@ -4,9 +4,14 @@
 #   flock /work/kvm.lock scripts/kvm-host --arch arm64 --timeout 600 -- tests/arm64/smoke.sh
 # Checks that the host is aarch64, that /dev/kvm exists and the kernel says
 # KVM came up, then runs kvm_smoke (a VM, a vCPU, PC set with
-# KVM_SET_ONE_REG, two MMIO exits and PSCI's SYSTEM_OFF) and vcpu_smoke
-# (vmm/arch/arm64's vCPU and vGIC set-up and boot registers).  Exit status
-# 0 when all hold, 1 naming the first that does not.
+# KVM_SET_ONE_REG, two MMIO exits and PSCI's SYSTEM_OFF), vcpu_smoke
+# (vmm/arch/arm64's vCPU and vGIC set-up and boot registers) and
+# boot_smoke: Debian's arm64 kernel booted with 2 vCPUs on the device tree
+# of fdt.c (build/arm64/guest.dtb), until it panics for want of a root file
+# system and resets through PSCI; its console must show the tree's model,
+# command line, PSCI, the GICv3's redistributors, the timer, the second
+# CPU and the UART.  Exit status 0 when all hold, 1 naming the first that
+# does not.
 set -u
 fail() { echo "smoke: $*" >&2; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)
@@ -22,4 +27,27 @@ for t in kvm_smoke vcpu_smoke; do
 	[ -x "$bin/$t" ] || fail "build/arm64/$t is missing (make ARCH=arm64)"
 	"$bin/$t" || fail "$t failed"
 done
+
+# boot_smoke: the console into a file, then the lines it must hold.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+"$bin/boot_smoke" "$bin/Image" "$bin/guest.dtb" 256 2 300 >"$log" 2>&1 || {
+	tail -n 20 "$log" >&2
+	fail "boot_smoke failed"
+}
+while IFS= read -r want; do
+	line=$(grep -F -m1 -- "$want" "$log") || { tail -n 20 "$log" >&2; fail "the guest's console lacks '$want'"; }
+	echo "smoke: guest: ${line#\[*\] }"
+done <<'LINES'
+Machine model: Cove microVM
+Kernel command line: console=ttyS0 earlycon=uart8250,mmio,0x9000000 panic=-1
+psci: PSCIv
+GICv3: CPU0: found redistributor 0 region 0:0x00000000080a0000
+GICv3: CPU1: found redistributor 1 region 0:0x00000000080c0000
+arch_timer: cp15 timer(s) running
+smp: Brought up 1 node, 2 CPUs
+9000000.uart: ttyS0 at MMIO 0x9000000
+VFS: Unable to mount root fs
+boot_smoke: PSCI SYSTEM_RESET
+LINES
 echo "smoke: ok"
