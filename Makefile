@@ -367,7 +367,7 @@ $(B)/arm64/obj/%.o: %.c
 $(B)/arm64/kvm_smoke: tests/arm64/kvm_smoke.c
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC-A64  $<")
-	$(Q)$(AARCH64_CC) -std=gnu11 -O2 $(WARN) -static -o $@ $<
+	$(Q)$(AARCH64_CC) $(CPPFLAGS) $(CFLAGS) -static -o $@ $<
 $(B)/arm64/vcpu_smoke: tests/arm64/vcpu_smoke.c $(call a64_obj,vmm/arch/arm64/vcpu.c vmm/arch/arm64/gic.c)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC-A64  $<")

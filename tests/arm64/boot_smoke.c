@@ -11,26 +11,18 @@
  * guest's first PSCI SYSTEM_OFF or SYSTEM_RESET (exit 0, with a line
  * naming it) or at the deadline (exit 1).  Which lines the console must
  * show is smoke.sh's to check. */
-#include <errno.h>
-#include <fcntl.h>
-#include <linux/kvm.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "arch/arm64/gic.h"
 #include "arch/arm64/image.h"
-#include "arch/arm64/layout.h"
 #include "arch/arm64/vcpu.h"
+#include "smoke_vm.h"
 
 #define MAX_CPUS 8
 
@@ -51,11 +43,6 @@ static int fail(const char *what, int err)
 {
 	fprintf(stderr, "boot_smoke: %s: %s\n", what, err ? strerror(err) : "unexpected");
 	return 1;
-}
-
-static void on_signal(int sig)
-{
-	(void)sig; /* only interrupts KVM_RUN */
 }
 
 /* The ns16550a's registers, one byte apart: THR/RBR 0, IER 1, IIR 2, LCR 3,
@@ -167,13 +154,12 @@ int main(int argc, char **argv)
 	if (ram_size < (16ULL << 20) || ram_size > (4ULL << 30) || ncpus == 0 || ncpus > MAX_CPUS ||
 	    deadline == 0)
 		return fail("RAM_MIB 16..4096, NCPUS 1..8, DEADLINE_S > 0", 0);
-	struct sigaction sa = { .sa_handler = on_signal };
-	sigaction(SIGUSR1, &sa, NULL);
-
-	uint8_t *ram =
-	    mmap(NULL, ram_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (ram == MAP_FAILED)
-		return fail("mmap guest RAM", errno);
+	smoke_signals();
+	struct smoke_vm v;
+	const char *step = smoke_vm_create(&v, ram_size);
+	if (step)
+		return fail(step, errno);
+	uint8_t *ram = v.ram;
 	/* The Image straight into RAM at its load address, once placed. */
 	uint8_t hdr[ARM64_IMAGE_HDR_SIZE];
 	long n = read_file(argv[1], ram, ram_size);
@@ -197,29 +183,13 @@ int main(int argc, char **argv)
 	       (unsigned long long)im.image_size, dn, (unsigned long long)fdt, ncpus);
 	fflush(stdout);
 
-	int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	if (kvm < 0)
-		return fail("open /dev/kvm", errno);
-	int vm = ioctl(kvm, KVM_CREATE_VM, 0);
-	if (vm < 0)
-		return fail("KVM_CREATE_VM", errno);
-	struct kvm_userspace_memory_region region = {
-		.guest_phys_addr = ARM64_RAM_BASE,
-		.memory_size = ram_size,
-		.userspace_addr = (uintptr_t)ram,
-	};
-	if (ioctl(vm, KVM_SET_USER_MEMORY_REGION, &region) < 0)
-		return fail("KVM_SET_USER_MEMORY_REGION", errno);
-	int mmap_size = ioctl(kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
-	if (mmap_size < (int)sizeof(struct kvm_run))
-		return fail("KVM_GET_VCPU_MMAP_SIZE", errno);
+	int vm = v.vm;
 	for (unsigned int i = 0; i < ncpus; i++) {
 		vcpus[i].fd = ioctl(vm, KVM_CREATE_VCPU, i);
 		if (vcpus[i].fd < 0)
 			return fail("KVM_CREATE_VCPU", errno);
-		vcpus[i].run = mmap(NULL, (size_t)mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-		                    vcpus[i].fd, 0);
-		if (vcpus[i].run == MAP_FAILED)
+		vcpus[i].run = smoke_vcpu_run(&v, vcpus[i].fd);
+		if (!vcpus[i].run)
 			return fail("mmap kvm_run", errno);
 	}
 	enum arm64_gic_version gv;

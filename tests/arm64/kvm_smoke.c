@@ -11,20 +11,13 @@
  * GICv3 (and GICv2) can be created.  Exit status 0 when all is as
  * expected, 1 (with one line on stderr naming what differed) otherwise.
  * Every KVM_RUN has a deadline (SIGALRM), so a guest that spins fails. */
-#include <errno.h>
-#include <fcntl.h>
-#include <linux/kvm.h>
-#include <signal.h>
 #include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <time.h>
-#include <unistd.h>
 
-#define RAM_BASE       0x80000000ULL
+#include "smoke_vm.h"
+
 #define RAM_SIZE       0x10000ULL
 #define MMIO_GPA       0x1000ULL
 #define RUN_DEADLINE_S 20
@@ -48,11 +41,6 @@ static int fail(const char *what)
 	return 1;
 }
 
-static void on_alarm(int sig)
-{
-	(void)sig; /* only interrupts KVM_RUN */
-}
-
 static double now_ms(void)
 {
 	struct timespec t;
@@ -73,51 +61,22 @@ static const char *vgic_probe(int vm, uint32_t type)
 	return ioctl(vm, KVM_CREATE_DEVICE, &d) == 0 ? "yes" : "no";
 }
 
-/* run_until_exit() - one KVM_RUN under the deadline; its exit reason, or -1. */
-static int run_until_exit(int vcpu, struct kvm_run *run)
-{
-	alarm(RUN_DEADLINE_S);
-	int r = ioctl(vcpu, KVM_RUN, 0);
-	int e = errno;
-	alarm(0);
-	errno = e;
-	return r < 0 ? -1 : (int)run->exit_reason;
-}
-
 int main(void)
 {
-	struct sigaction sa = { .sa_handler = on_alarm }; /* no SA_RESTART */
-	sigaction(SIGALRM, &sa, NULL);
+	smoke_signals();
 	double t0 = now_ms();
 
-	int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	if (kvm < 0)
-		return fail("open /dev/kvm");
-	int api = ioctl(kvm, KVM_GET_API_VERSION, 0);
-	if (api != KVM_API_VERSION)
-		return fail("KVM_GET_API_VERSION is not 12");
-	int vm = ioctl(kvm, KVM_CREATE_VM, 0);
-	if (vm < 0)
-		return fail("KVM_CREATE_VM");
+	struct smoke_vm v;
+	const char *step = smoke_vm_create(&v, RAM_SIZE);
+	if (step)
+		return fail(step);
+	memcpy(v.ram, guest_code, sizeof(guest_code));
+	int kvm = v.kvm, vm = v.vm;
 	int ipa = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_ARM_VM_IPA_SIZE);
 	int psci = ioctl(vm, KVM_CHECK_EXTENSION, KVM_CAP_ARM_PSCI_0_2);
-	printf("kvm_smoke: api %d, IPA bits %d, PSCI 0.2 %s, vGICv3 %s, vGICv2 %s\n", api, ipa,
-	       psci > 0 ? "yes" : "no", vgic_probe(vm, KVM_DEV_TYPE_ARM_VGIC_V3),
-	       vgic_probe(vm, KVM_DEV_TYPE_ARM_VGIC_V2));
-
-	void *ram =
-	    mmap(NULL, RAM_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (ram == MAP_FAILED)
-		return fail("mmap guest RAM");
-	memcpy(ram, guest_code, sizeof(guest_code));
-	struct kvm_userspace_memory_region region = {
-		.slot = 0,
-		.guest_phys_addr = RAM_BASE,
-		.memory_size = RAM_SIZE,
-		.userspace_addr = (uintptr_t)ram,
-	};
-	if (ioctl(vm, KVM_SET_USER_MEMORY_REGION, &region) < 0)
-		return fail("KVM_SET_USER_MEMORY_REGION");
+	printf("kvm_smoke: api %d, IPA bits %d, PSCI 0.2 %s, vGICv3 %s, vGICv2 %s\n",
+	       KVM_API_VERSION, ipa, psci > 0 ? "yes" : "no",
+	       vgic_probe(vm, KVM_DEV_TYPE_ARM_VGIC_V3), vgic_probe(vm, KVM_DEV_TYPE_ARM_VGIC_V2));
 
 	int vcpu = ioctl(vm, KVM_CREATE_VCPU, 0);
 	if (vcpu < 0)
@@ -129,29 +88,26 @@ int main(void)
 	init.features[0] |= 1u << KVM_ARM_VCPU_PSCI_0_2;
 	if (ioctl(vcpu, KVM_ARM_VCPU_INIT, &init) < 0)
 		return fail("KVM_ARM_VCPU_INIT");
-	uint64_t pc = RAM_BASE;
+	uint64_t pc = ARM64_RAM_BASE;
 	struct kvm_one_reg reg = { .id = core_reg(offsetof(struct kvm_regs, regs.pc)),
 		                   .addr = (uintptr_t)&pc };
 	if (ioctl(vcpu, KVM_SET_ONE_REG, &reg) < 0)
 		return fail("KVM_SET_ONE_REG pc");
 	uint64_t back = 0;
 	reg.addr = (uintptr_t)&back;
-	if (ioctl(vcpu, KVM_GET_ONE_REG, &reg) < 0 || back != RAM_BASE)
+	if (ioctl(vcpu, KVM_GET_ONE_REG, &reg) < 0 || back != ARM64_RAM_BASE)
 		return fail("KVM_GET_ONE_REG pc does not read back");
 	printf("kvm_smoke: vCPU target %u with PSCI 0.2, pc 0x%llx\n", init.target,
 	       (unsigned long long)back);
 
-	int mmap_size = ioctl(kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
-	if (mmap_size < (int)sizeof(struct kvm_run))
-		return fail("KVM_GET_VCPU_MMAP_SIZE");
-	struct kvm_run *run = mmap(NULL, mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, vcpu, 0);
-	if (run == MAP_FAILED)
+	struct kvm_run *run = smoke_vcpu_run(&v, vcpu);
+	if (!run)
 		return fail("mmap kvm_run");
 
 	double t1 = now_ms();
 	for (unsigned i = 0; i < 2; i++) {
 		errno = 0;
-		if (run_until_exit(vcpu, run) != KVM_EXIT_MMIO)
+		if (smoke_run(vcpu, run, RUN_DEADLINE_S) != KVM_EXIT_MMIO)
 			return fail(errno == EINTR ? "KVM_RUN past its deadline"
 			                           : "expected an MMIO exit");
 		uint64_t data = 0;
@@ -167,7 +123,7 @@ int main(void)
 		}
 	}
 	errno = 0;
-	if (run_until_exit(vcpu, run) != KVM_EXIT_SYSTEM_EVENT)
+	if (smoke_run(vcpu, run, RUN_DEADLINE_S) != KVM_EXIT_SYSTEM_EVENT)
 		return fail("expected PSCI SYSTEM_OFF's system event");
 	if (run->system_event.type != KVM_SYSTEM_EVENT_SHUTDOWN) {
 		errno = 0;

@@ -10,21 +10,13 @@
  * address outside RAM and calls PSCI SYSTEM_OFF.  Expected: x0 the device
  * tree's address, EL1, D/A/I/F all masked, then a shutdown.  Exit status 0
  * when all hold, 1 with one line naming what did not. */
-#include <errno.h>
-#include <fcntl.h>
-#include <linux/kvm.h>
-#include <signal.h>
 #include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "arch/arm64/gic.h"
-#include "arch/arm64/layout.h"
 #include "arch/arm64/vcpu.h"
+#include "smoke_vm.h"
 
 #define RAM_SIZE       0x400000ULL
 #define FDT_GPA        (ARM64_RAM_BASE + 0x200000ULL)
@@ -51,44 +43,15 @@ static int fail(const char *what, int err)
 	return 1;
 }
 
-static void on_alarm(int sig)
-{
-	(void)sig; /* only interrupts KVM_RUN */
-}
-
-static int run_once(int vcpu, const struct kvm_run *run)
-{
-	alarm(RUN_DEADLINE_S);
-	int r = ioctl(vcpu, KVM_RUN, 0);
-	int e = errno;
-	alarm(0);
-	errno = e;
-	return r < 0 ? -1 : (int)run->exit_reason;
-}
-
 int main(void)
 {
-	struct sigaction sa = { .sa_handler = on_alarm };
-	sigaction(SIGALRM, &sa, NULL);
-
-	int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	if (kvm < 0)
-		return fail("open /dev/kvm", errno);
-	int vm = ioctl(kvm, KVM_CREATE_VM, 0);
-	if (vm < 0)
-		return fail("KVM_CREATE_VM", errno);
-	void *ram =
-	    mmap(NULL, RAM_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (ram == MAP_FAILED)
-		return fail("mmap guest RAM", errno);
-	memcpy(ram, guest_code, sizeof(guest_code));
-	struct kvm_userspace_memory_region region = {
-		.guest_phys_addr = ARM64_RAM_BASE,
-		.memory_size = RAM_SIZE,
-		.userspace_addr = (uintptr_t)ram,
-	};
-	if (ioctl(vm, KVM_SET_USER_MEMORY_REGION, &region) < 0)
-		return fail("KVM_SET_USER_MEMORY_REGION", errno);
+	smoke_signals();
+	struct smoke_vm v;
+	const char *step = smoke_vm_create(&v, RAM_SIZE);
+	if (step)
+		return fail(step, errno);
+	memcpy(v.ram, guest_code, sizeof(guest_code));
+	int vm = v.vm;
 
 	int vcpus[NCPUS];
 	for (unsigned int i = 0; i < NCPUS; i++) {
@@ -129,12 +92,8 @@ int main(void)
 	if (err || pc != ARM64_RAM_BASE)
 		return fail("PC does not read back", -err);
 
-	int mmap_size = ioctl(kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
-	if (mmap_size < (int)sizeof(struct kvm_run))
-		return fail("KVM_GET_VCPU_MMAP_SIZE", errno);
-	struct kvm_run *run =
-	    mmap(NULL, (size_t)mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, vcpus[0], 0);
-	if (run == MAP_FAILED)
+	struct kvm_run *run = smoke_vcpu_run(&v, vcpus[0]);
+	if (!run)
 		return fail("mmap kvm_run", errno);
 
 	/* x0, CurrentEL (EL1 is 1 << 2), DAIF (D, A, I, F: bits 9..6). */
@@ -143,7 +102,7 @@ int main(void)
 		uint64_t want;
 	} stores[] = { { "x0", FDT_GPA }, { "CurrentEL", 0x4 }, { "DAIF", 0x3c0 } };
 	for (unsigned int i = 0; i < 3; i++) {
-		if (run_once(vcpus[0], run) != KVM_EXIT_MMIO)
+		if (smoke_run(vcpus[0], run, RUN_DEADLINE_S) != KVM_EXIT_MMIO)
 			return fail("expected an MMIO exit", errno == EINTR ? ETIMEDOUT : 0);
 		uint64_t data = 0;
 		memcpy(&data, run->mmio.data, sizeof(data));
@@ -153,7 +112,7 @@ int main(void)
 		    data != stores[i].want)
 			return fail(stores[i].name, 0);
 	}
-	if (run_once(vcpus[0], run) != KVM_EXIT_SYSTEM_EVENT ||
+	if (smoke_run(vcpus[0], run, RUN_DEADLINE_S) != KVM_EXIT_SYSTEM_EVENT ||
 	    run->system_event.type != KVM_SYSTEM_EVENT_SHUTDOWN)
 		return fail("expected PSCI SYSTEM_OFF", errno == EINTR ? ETIMEDOUT : 0);
 	printf("vcpu_smoke: PSCI SYSTEM_OFF; ok\n");
