@@ -376,20 +376,23 @@ $(B)/arm64/boot_smoke: tests/arm64/boot_smoke.c $(call a64_obj,$(ARM64_VMM_SRCS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC-A64  $<")
 	$(Q)$(AARCH64_CC) $(CPPFLAGS) $(CFLAGS) -static -pthread -o $@ $^
-# boot_smoke's guest: the device tree (fdt.c through mkdtb, a host tool)
-# and the emulated host's own kernel Image (kvm-host-assets' cache).
+# boot_smoke's guest: the emulated host's own kernel Image (kvm-host-assets'
+# cache), an initramfs (busybox, virtio_mmio.ko, tests/arm64/guest-init) and
+# the device tree (fdt.c through mkdtb, a host tool) that places it.
 BOOT_SMOKE_ARGS := console=ttyS0 earlycon=uart8250,mmio,0x9000000 panic=-1
-$(B)/arm64/mkdtb: tests/arm64/mkdtb.c vmm/arch/arm64/fdt.c
+$(B)/arm64/mkdtb: tests/arm64/mkdtb.c vmm/arch/arm64/fdt.c vmm/arch/arm64/image.c
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LIBS_FDT)
-$(B)/arm64/guest.dtb: $(B)/arm64/mkdtb
-	$(Q)$< $@ 256 2 "$(BOOT_SMOKE_ARGS)"
 $(B)/arm64/Image: scripts/kvm-host-assets
 	@mkdir -p $(@D)
 	$(Q)cp "$$(scripts/kvm-host-assets --arch arm64)/vmlinuz" $@
-arm64: $(B)/arm64/kvm_smoke $(B)/arm64/vcpu_smoke $(B)/arm64/boot_smoke $(B)/arm64/guest.dtb \
-       $(B)/arm64/Image
+$(B)/arm64/guest-initrd.cpio.gz: tests/arm64/mkinitrd tests/arm64/guest-init scripts/kvm-host-assets
+	@mkdir -p $(@D)
+	$(Q)tests/arm64/mkinitrd $@
+$(B)/arm64/guest.dtb: $(B)/arm64/mkdtb $(B)/arm64/Image $(B)/arm64/guest-initrd.cpio.gz
+	$(Q)$< $@ 256 2 "$(BOOT_SMOKE_ARGS)" $(B)/arm64/Image $(B)/arm64/guest-initrd.cpio.gz
+arm64: $(B)/arm64/kvm_smoke $(B)/arm64/vcpu_smoke $(B)/arm64/boot_smoke $(B)/arm64/guest.dtb
 .PHONY: arm64
 ifeq ($(ARCH),arm64)
 .DEFAULT_GOAL := arm64

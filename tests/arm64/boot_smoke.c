@@ -4,8 +4,9 @@
  * the vGIC), as cove-vmm will once they are wired.  Static aarch64, built
  * by `make ARCH=arm64`; run in the emulated arm64 host by smoke.sh.
  *
- * Usage: boot_smoke IMAGE DTB RAM_MIB NCPUS DEADLINE_S.  The DTB must have
- * been made for the same RAM_MIB and NCPUS.  The guest's ns16550a console
+ * Usage: boot_smoke IMAGE DTB RAM_MIB NCPUS DEADLINE_S [INITRD].  The DTB
+ * must have been made (mkdtb) for the same RAM_MIB, NCPUS, Image and
+ * initrd: the initrd goes where arm64_initrd_addr() puts it.  The guest's ns16550a console
  * (a minimal model here: transmit, line status, scratch registers) goes to
  * stdout; every other MMIO access is ignored (reads 0).  It ends at the
  * guest's first PSCI SYSTEM_OFF or SYSTEM_RESET (exit 0, with a line
@@ -146,8 +147,8 @@ static long read_file(const char *path, void *dst, size_t max)
 
 int main(int argc, char **argv)
 {
-	if (argc != 6)
-		return fail("usage: boot_smoke IMAGE DTB RAM_MIB NCPUS DEADLINE_S", 0);
+	if (argc != 6 && argc != 7)
+		return fail("usage: boot_smoke IMAGE DTB RAM_MIB NCPUS DEADLINE_S [INITRD]", 0);
 	uint64_t ram_size = strtoull(argv[3], NULL, 10) << 20;
 	ncpus = (unsigned int)strtoul(argv[4], NULL, 10);
 	unsigned int deadline = (unsigned int)strtoul(argv[5], NULL, 10);
@@ -177,6 +178,18 @@ int main(int argc, char **argv)
 	long dn = read_file(argv[2], ram + (fdt - ARM64_RAM_BASE), ARM64_FDT_MAX);
 	if (dn < 0)
 		return fail(argv[2], (int)-dn);
+	if (argc == 7) {
+		struct stat st;
+		uint64_t at = stat(argv[6], &st)
+		                  ? 0
+		                  : arm64_initrd_addr(ram_size, im.end, (uint64_t)st.st_size);
+		if (!at)
+			return fail("the initrd does not fit", 0);
+		long rn = read_file(argv[6], ram + (at - ARM64_RAM_BASE), fdt - at);
+		if (rn < 0)
+			return fail(argv[6], (int)-rn);
+		printf("boot_smoke: initrd %ld bytes at 0x%llx\n", rn, (unsigned long long)at);
+	}
 	printf("boot_smoke: Image %ld bytes at 0x%llx (text_offset 0x%llx, image_size 0x%llx), "
 	       "device tree %ld bytes at 0x%llx, %u vCPUs\n",
 	       n, (unsigned long long)im.load_addr, (unsigned long long)im.text_offset,

@@ -7,11 +7,12 @@
 # KVM_SET_ONE_REG, two MMIO exits and PSCI's SYSTEM_OFF), vcpu_smoke
 # (vmm/arch/arm64's vCPU and vGIC set-up and boot registers) and
 # boot_smoke: Debian's arm64 kernel booted with 2 vCPUs on the device tree
-# of fdt.c (build/arm64/guest.dtb), until it panics for want of a root file
-# system and resets through PSCI; its console must show the tree's model,
-# command line, PSCI, the GICv3's redistributors, the timer, the second
-# CPU and the UART.  Exit status 0 when all hold, 1 naming the first that
-# does not.
+# of fdt.c (build/arm64/guest.dtb) and an initramfs whose init
+# (guest-init) reports what the kernel made of the tree and powers off
+# through PSCI; the console must show the tree's model, command line, PSCI,
+# the GICv3's redistributors, the timer, the second CPU, the UART, the
+# memory, the initrd, the rng-seed taken and both virtio-mmio nodes probed.
+# Exit status 0 when all hold, 1 naming the first that does not.
 set -u
 fail() { echo "smoke: $*" >&2; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)
@@ -31,7 +32,7 @@ done
 # boot_smoke: the console into a file, then the lines it must hold.
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-"$bin/boot_smoke" "$bin/Image" "$bin/guest.dtb" 256 2 300 >"$log" 2>&1 || {
+"$bin/boot_smoke" "$bin/Image" "$bin/guest.dtb" 256 2 300 "$bin/guest-initrd.cpio.gz" >"$log" 2>&1 || {
 	tail -n 20 "$log" >&2
 	fail "boot_smoke failed"
 }
@@ -47,7 +48,16 @@ GICv3: CPU1: found redistributor 1 region 0:0x00000000080c0000
 arch_timer: cp15 timer(s) running
 smp: Brought up 1 node, 2 CPUs
 9000000.uart: ttyS0 at MMIO 0x9000000
-VFS: Unable to mount root fs
-boot_smoke: PSCI SYSTEM_RESET
+dt: model Cove microVM
+dt: cpus in the tree 2, online 0-1
+dt: memory reg 00000000800000000000000010000000
+dt: initrd 00000000
+dt: rng-seed consumed
+dt: virtio nodes virtio_mmio@a000000 virtio_mmio@a001000
+virtio-mmio a000000.virtio_mmio: Wrong magic value 0x00000000!
+virtio-mmio a001000.virtio_mmio: Wrong magic value 0x00000000!
+dt: virtio platform devices 2
+dt: done
+boot_smoke: PSCI SYSTEM_OFF
 LINES
 echo "smoke: ok"
