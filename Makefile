@@ -390,14 +390,14 @@ $(B)/arm64/mkdtb: tests/arm64/mkdtb.c vmm/arch/arm64/fdt.c vmm/arch/arm64/image.
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LIBS_FDT)
-$(B)/arm64/Image: scripts/kvm-host-assets
+$(B)/arm64/host-Image: scripts/kvm-host-assets
 	@mkdir -p $(@D)
 	$(Q)cp "$$(scripts/kvm-host-assets --arch arm64)/vmlinuz" $@
 $(B)/arm64/guest-initrd.cpio.gz: tests/arm64/mkinitrd tests/arm64/guest-init scripts/kvm-host-assets
 	@mkdir -p $(@D)
 	$(Q)tests/arm64/mkinitrd $@
-$(B)/arm64/guest.dtb: $(B)/arm64/mkdtb $(B)/arm64/Image $(B)/arm64/guest-initrd.cpio.gz
-	$(Q)$< $@ 256 2 "$(BOOT_SMOKE_ARGS)" $(B)/arm64/Image $(B)/arm64/guest-initrd.cpio.gz
+$(B)/arm64/guest.dtb: $(B)/arm64/mkdtb $(B)/arm64/host-Image $(B)/arm64/guest-initrd.cpio.gz
+	$(Q)$< $@ 256 2 "$(BOOT_SMOKE_ARGS)" $(B)/arm64/host-Image $(B)/arm64/guest-initrd.cpio.gz
 arm64: $(B)/arm64/kvm_smoke $(B)/arm64/vcpu_smoke $(B)/arm64/boot_smoke $(B)/arm64/guest.dtb
 .PHONY: arm64
 ifeq ($(ARCH),arm64)

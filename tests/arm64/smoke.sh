@@ -32,7 +32,7 @@ done
 # boot_smoke: the console into a file, then the lines it must hold.
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-"$bin/boot_smoke" "$bin/Image" "$bin/guest.dtb" 256 2 300 "$bin/guest-initrd.cpio.gz" >"$log" 2>&1 || {
+"$bin/boot_smoke" "$bin/host-Image" "$bin/guest.dtb" 256 2 300 "$bin/guest-initrd.cpio.gz" >"$log" 2>&1 || {
 	tail -n 20 "$log" >&2
 	fail "boot_smoke failed"
 }
