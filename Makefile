@@ -142,14 +142,29 @@ LIBS_HTTPD := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicr
 # The web console (daemon/ui/, docs/console.md): its files become byte
 # arrays in build/gen/ui_assets.c (scripts/ui-embed.c), linked into coved.
 UI_FILES := $(sort $(wildcard daemon/ui/*.html daemon/ui/*.js daemon/ui/*.css daemon/ui/*.svg))
+# Its third-party files, from npm (daemon/ui/package-lock.json, installed by
+# scripts/install-deps into daemon/ui/node_modules): uPlot and xterm.js, each
+# served under a short name (NAME=FILE).  Those missing are left out: the
+# console then draws plain charts and a plain terminal and says how to get
+# these.  ui_vendor.list changes when the set does, so coved is rebuilt.
+UI_NPM := daemon/ui/node_modules
+UI_VENDOR_ALL := uplot.js=$(UI_NPM)/uplot/dist/uPlot.iife.min.js \
+                 uplot.css=$(UI_NPM)/uplot/dist/uPlot.min.css \
+                 xterm.js=$(UI_NPM)/@xterm/xterm/lib/xterm.js \
+                 xterm.css=$(UI_NPM)/@xterm/xterm/css/xterm.css
+UI_VENDOR := $(foreach p,$(UI_VENDOR_ALL),$(if $(wildcard $(word 2,$(subst =, ,$(p)))),$(p)))
+UI_VENDOR_FILES := $(foreach p,$(UI_VENDOR),$(word 2,$(subst =, ,$(p))))
+UI_VENDOR_LIST := $(B)/gen/ui_vendor.list
+$(shell mkdir -p $(B)/gen && { [ "$$(cat $(UI_VENDOR_LIST) 2>/dev/null)" = "$(UI_VENDOR)" ] || \
+	echo "$(UI_VENDOR)" >$(UI_VENDOR_LIST); })
 $(B)/tools/ui-embed: scripts/ui-embed.c
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< -lz
-$(B)/gen/ui_assets.c: $(B)/tools/ui-embed $(UI_FILES)
+$(B)/gen/ui_assets.c: $(B)/tools/ui-embed $(UI_FILES) $(UI_VENDOR_FILES) $(UI_VENDOR_LIST)
 	@mkdir -p $(@D)
-	@$(if $(Q),echo "  EMBED   daemon/ui")
-	$(Q)$(B)/tools/ui-embed $@ $(UI_FILES)
+	@$(if $(Q),echo "  EMBED   daemon/ui$(if $(UI_VENDOR),, (without uPlot and xterm.js: npm ci in daemon/ui))")
+	$(Q)$(B)/tools/ui-embed $@ $(UI_FILES) $(UI_VENDOR)
 $(B)/gen/ui_assets.o: $(B)/gen/ui_assets.c
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
