@@ -71,7 +71,8 @@ DAEMON_PURE_SRCS := $(wildcard daemon/http/json_body.c daemon/api/body.c daemon/
                       daemon/api/logs_query.c daemon/sandboxes/webhook_req.c \
                       daemon/sandboxes/snap_query.c daemon/http/relay.c \
                       daemon/conf/config.c daemon/conf/keys.c daemon/api/console_path.c \
-                      daemon/trace/context.c daemon/trace/span.c)
+                      daemon/trace/context.c daemon/trace/span.c \
+                      daemon/sandboxes/list_filter.c)
 EGRESS_MAIN := egress/main.c
 EGRESS_LIB_SRCS := $(filter-out $(EGRESS_MAIN),$(EGRESS_SRCS))
 # What cove links of coved's: its API keys file's reader (cove cluster --key-file)
@@ -229,7 +230,8 @@ $(B)/asan/libbuildfiles.a: $(call asan_obj,daemon/sandboxes/build_files.c)
 # The journal's writer and the webhooks' deliveries (daemon/sandboxes/journal.c,
 # webhooks.c): their unit tests make the records and run the receiver, and
 # stand in for the table's ids.
-$(B)/asan/libwebhooks.a: $(call asan_obj,daemon/sandboxes/webhooks.c daemon/sandboxes/journal.c)
+$(B)/asan/libwebhooks.a: $(call asan_obj,daemon/sandboxes/webhooks.c daemon/sandboxes/journal.c \
+                                        daemon/sandboxes/hourly.c)
 # User snapshots' meta files (daemon/sandboxes/snapshots.c): its unit test
 # makes a state directory and stands in for the table's calls.
 $(B)/asan/libsnapshots.a: $(call asan_obj,daemon/sandboxes/snapshots.c)

@@ -20,7 +20,9 @@
 #include "daemon/http/reply.h"
 #include "daemon/sandboxes/builds.h"
 #include "daemon/sandboxes/create.h"
+#include "daemon/sandboxes/hourly.h"
 #include "daemon/sandboxes/lifecycle.h"
+#include "daemon/sandboxes/list_filter.h"
 #include "daemon/sandboxes/metrics.h"
 #include "daemon/sandboxes/sandbox.h"
 #include "daemon/sandboxes/snap_query.h"
@@ -119,6 +121,10 @@ static enum MHD_Result list(struct ctx *x, bool paged)
 	MHD_get_connection_values(x->c, MHD_GET_ARGUMENT_KIND, collect_state, &sts);
 	const char *state = sts.len ? sts.buf : NULL;
 	const char *meta = MHD_lookup_connection_value(x->c, MHD_GET_ARGUMENT_KIND, "metadata");
+	const char *tpl = MHD_lookup_connection_value(x->c, MHD_GET_ARGUMENT_KIND, "template");
+	struct coved_list_filter f = { .states = paged ? state : "running,paused,dead",
+		                       .metadata = meta,
+		                       .template_id = tpl };
 	const char *lim = MHD_lookup_connection_value(x->c, MHD_GET_ARGUMENT_KIND, "limit");
 	const char *next = MHD_lookup_connection_value(x->c, MHD_GET_ARGUMENT_KIND, "nextToken");
 	unsigned long limit = 100;
@@ -155,7 +161,7 @@ static enum MHD_Result list(struct ctx *x, bool paged)
 		struct coved_sb *sb = all[i];
 		if (!coved_sb_owned(sb, x->t))
 			continue;
-		if (!coved_sb_listed(sb, paged ? state : "running,paused,dead", meta))
+		if (!coved_sb_listed(sb, &f))
 			continue;
 		if (json_array_size(arr) == limit) {
 			more = true;
@@ -209,7 +215,8 @@ static enum MHD_Result counts(struct ctx *x)
 		return err_reply(x, 500, "out of memory");
 	for (size_t i = 0; i < len; i++) {
 		for (size_t k = 0; k < 4 && coved_sb_owned(all[i], x->t); k++)
-			if (coved_sb_listed(all[i], states[k], NULL)) {
+			if (coved_sb_listed(all[i],
+			                    &(struct coved_list_filter){ .states = states[k] })) {
 				n[k]++;
 				break;
 			}
@@ -219,6 +226,14 @@ static enum MHD_Result counts(struct ctx *x)
 	return coved_json_reply(x->c, 200,
 	                        json_pack("{s:I, s:I, s:I, s:I}", states[0], n[0], states[1], n[1],
 	                                  states[2], n[2], states[3], n[3]));
+}
+
+/* GET /sandboxes/hour: the caller's tenant's last hour (hourly.h):
+ * creates and egress denials by minute, create to first command. */
+static enum MHD_Result hour(struct ctx *x)
+{
+	json_t *o = coved_hourly_json(x->d, x->t->name);
+	return o ? coved_json_reply(x->c, 200, o) : err_reply(x, 500, "out of memory");
 }
 
 static enum MHD_Result info(struct ctx *x)
@@ -416,6 +431,7 @@ static const struct route routes[] = {
 	{ "GET", "/v2/sandboxes", list_v2 },
 	{ "GET", "/sandboxes", list_v1 },
 	{ "GET", "/sandboxes/counts", counts }, /* before {id}: an id is 20 of [a-z0-9] */
+	{ "GET", "/sandboxes/hour", hour },
 	{ "GET", "/sandboxes/{id}", info },
 	{ "DELETE", "/sandboxes/{id}", delete_sb },
 	{ "POST", "/sandboxes/{id}/timeout", set_timeout },
