@@ -110,8 +110,9 @@ static void net_usage(struct cove_sandbox *sb, struct cove_usage *u)
 		return;
 	for (int i = 0; i < 2; i++) {
 		char path[96], text[32];
-		snprintf(path, sizeof(path), "/sys/class/net/" NET_HOST_LINK "%u/statistics/%s_bytes",
-		         sb->net.index, dir[i]);
+		snprintf(path, sizeof(path),
+		         "/sys/class/net/" NET_HOST_LINK "%u/statistics/%s_bytes", sb->net.index,
+		         dir[i]);
 		if (read_text(path, text, sizeof(text)) > 0 && cove_counter_parse(text, out[i]) < 0)
 			*out[i] = 0;
 	}

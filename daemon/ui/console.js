@@ -16,12 +16,36 @@ const $ = (id) => document.getElementById(id);
 // The third-party pieces, uPlot (charts) and xterm.js (the terminal), are
 // in coved only when it was built with them (Makefile UI_VENDOR, from npm);
 // without them the charts are plain lines and the terminal plain text.
+// They load when first needed (uPlot after the first list, xterm.js with
+// the first shell), so a page load parses only the console's own files.
+const vendor = { uplot: false, xterm: false }; // served by this coved
+const loading = {};
 const hasCharts = () => typeof window.uPlot === 'function';
 const hasXterm = () => typeof window.Terminal === 'function';
-function vendorNote() {
-  const miss = [!hasCharts() && 'charts (uPlot)', !hasXterm() && 'terminal (xterm.js)'].filter(Boolean);
-  $('cpu-chart').style.display = hasCharts() ? 'none' : '';
-  for (const f of document.querySelectorAll('.charts')) f.hidden = !hasCharts();
+
+// loadVendor(name): a promise of whether /ui/NAME.js ran.
+function loadVendor(name) {
+  if (!loading[name]) {
+    loading[name] = new Promise((res) => {
+      if (!vendor[name]) { res(false); return; }
+      const sc = document.createElement('script');
+      sc.src = name + '.js';
+      sc.onload = () => res(true);
+      sc.onerror = () => res(false);
+      document.head.append(sc);
+    });
+  }
+  return loading[name];
+}
+
+// Which pieces this coved has (HEAD, no key needed), and the note when
+// one is missing.
+async function vendorCheck() {
+  const has = async (f) => { try { return (await fetch(f, { method: 'HEAD', cache: 'no-store' })).ok; } catch (e) { return false; } };
+  [vendor.uplot, vendor.xterm] = await Promise.all([has('uplot.js'), has('xterm.js')]);
+  const miss = [!vendor.uplot && 'charts (uPlot)', !vendor.xterm && 'terminal (xterm.js)'].filter(Boolean);
+  $('cpu-chart').style.display = vendor.uplot ? 'none' : '';
+  for (const f of document.querySelectorAll('.charts')) f.hidden = !vendor.uplot;
   if (!miss.length) return;
   $('vendor-note').textContent = `This coved was built without the console's ${miss.join(' and ')}, so they are plain here. ` +
     'To get them: scripts/install-deps (it runs npm ci in daemon/ui), then build coved again (make).';
@@ -34,7 +58,10 @@ function vendorNote() {
 // is an inert <template> instead, and what is written into it goes into a
 // constructed stylesheet: adoptedStyleSheets are not inline markup, so the
 // CSP allows them.
+let adopted = false;
 function adoptStyleElements() {
+  if (adopted) return;
+  adopted = true;
   const make = document.createElement;
   document.createElement = function (tag, opts) {
     if (String(tag).toLowerCase() !== 'style') return make.call(this, tag, opts);
@@ -130,7 +157,8 @@ function signOut(why) {
   stopTimers();
   termClose();
   for (const id of ['sbrows', 'jrows', 'erows', 'tree', 'trows', 'snrows', 'brows', 'sb-info']) $(id).replaceChildren();
-  for (const id of ['view', 'view-path', 'term', 'tlog', 'chain', 'act-msg', 'list-count', 'ov-running', 'ov-paused']) $(id).textContent = '';
+  for (const id of ['view', 'view-path', 'term', 'tlog', 'chain', 'act-msg', 'list-count', 'ov-running', 'ov-paused', 'ov-creates', 'ov-denied', 'ov-first']) $(id).textContent = '';
+  if (hourChart) { hourChart.destroy(); hourChart = null; }
   $('prows').replaceChildren();
   termDispose();
   chartsDispose();
@@ -167,7 +195,7 @@ const list = { tokens: [''], page: 0, sig: '' };
 async function loadList() {
   const state = $('filter').value;
   const tok = list.tokens[list.page];
-  const q = '/v2/sandboxes?limit=' + PAGE + '&state=' + encodeURIComponent(state) +
+  const q = '/v2/sandboxes?limit=' + PAGE + '&state=' + encodeURIComponent(state) + listFilters() +
     (tok ? '&nextToken=' + encodeURIComponent(tok) : '');
   try {
     const r = await api('GET', q, undefined, { raw: true });
@@ -180,6 +208,23 @@ async function loadList() {
   } catch (e) {
     $('list-err').textContent = 'Listing failed: ' + e.message;
   }
+}
+
+// The template and metadata filters, applied by coved: template=NAME and,
+// as E2B's SDK sends it, metadata=<"k=v" form-encoded, then encoded again>.
+// "k=v" pairs are split at ';' (or ',').
+function listFilters() {
+  const t = $('f-template').value.trim(), m = $('f-meta').value.trim();
+  let q = t ? '&template=' + encodeURIComponent(t) : '';
+  if (m) {
+    const pairs = new URLSearchParams();
+    for (const p of m.split(/[;,]/).map((x) => x.trim()).filter(Boolean)) {
+      const i = p.indexOf('=');
+      pairs.append(i < 0 ? p : p.slice(0, i), i < 0 ? '' : p.slice(i + 1));
+    }
+    q += '&metadata=' + encodeURIComponent(pairs.toString());
+  }
+  return q;
 }
 
 function renderList(rows, more) {
@@ -217,7 +262,11 @@ function openList() {
   // The overview reads whole pages: it starts after the first list is in,
   // so it does not slow that down.
   const gen = ++viewGen;
-  waitListed().then(() => { if (gen === viewGen) every(OVERVIEW_POLL_MS, overview); });
+  waitListed().then(() => {
+    if (gen !== viewGen) return;
+    every(OVERVIEW_POLL_MS, overview);
+    every(OVERVIEW_POLL_MS, overviewHour);
+  });
 }
 
 let viewGen = 0;
@@ -242,6 +291,38 @@ async function overview() {
   if (ring.length > 60) ring.shift();
   const max = Math.max(1, ...ring);
   $('ov-line').setAttribute('points', ring.map((v, i) => `${(i * 300 / 59).toFixed(1)},${(58 - v * 56 / max).toFixed(1)}`).join(' '));
+}
+
+// The last hour of the tenant's (GET /sandboxes/hour, kept by this coved):
+// creates, create to first command (p50, p99), egress denials; per minute
+// on a uPlot chart.
+let hourChart = null;
+async function overviewHour() {
+  let h;
+  try { h = await api('GET', '/sandboxes/hour'); } catch (e) { return; }
+  const f = h.firstExecMs || {};
+  $('ov-creates').textContent = h.creates;
+  $('ov-denied').textContent = h.egressDenied;
+  $('ov-first').textContent = f.n ? `p50 ${f.p50} ms, p99 ${f.p99} ms (${f.n})` : '(none yet)';
+  const div = $('ov-hour');
+  if (!hasCharts()) await loadVendor('uplot');
+  if (!hasCharts() || $('list').hidden || !Array.isArray(h.minutes)) { div.hidden = !hasCharts(); return; }
+  const cols = [h.minutes.map((m) => m.t), h.minutes.map((m) => m.creates), h.minutes.map((m) => m.egressDenied)];
+  if (!hourChart || !div.contains(hourChart.root)) {
+    if (hourChart) hourChart.destroy();
+    const cs = getComputedStyle(document.documentElement);
+    const c = (v, d) => cs.getPropertyValue(v).trim() || d;
+    const axis = { stroke: c('--muted', '#666'), grid: { stroke: c('--line', '#ddd'), width: 1 }, ticks: { stroke: c('--line', '#ddd'), width: 1 } };
+    hourChart = new uPlot({
+      width: Math.max(200, Math.min(600, div.clientWidth)), height: 110,
+      scales: { x: { time: true }, y: { range: (u, lo, hi) => [0, Math.max(1, hi)] } },
+      axes: [axis, Object.assign({ size: 40 }, axis)],
+      series: [{}, { label: 'created', stroke: c('--accent', '#1f5fbf'), width: 1.5 }, { label: 'denied', stroke: c('--bad', '#b3261e'), width: 1.5 }],
+    }, cols, div);
+  } else {
+    hourChart.setData(cols);
+  }
+  div.dataset.points = cols[0].length;
 }
 
 // ---- templates and their build logs ----
@@ -438,7 +519,11 @@ function makeChart(name, div) {
 
 // Draws the samples when the Usage tab shows (a hidden div has no width).
 function drawCharts() {
-  if (!hasCharts() || $('tab-usage').hidden || !sb.samples.length) return;
+  if ($('tab-usage').hidden || !sb.samples.length) return;
+  if (!hasCharts()) {
+    loadVendor('uplot').then((ok) => { if (ok && hasCharts()) drawCharts(); });
+    return;
+  }
   const cols = usageColumns(sb.samples);
   for (const name of Object.keys(CHARTS)) {
     const div = $('ch-' + name);
@@ -642,7 +727,7 @@ async function termStart() {
   if (!s || !s.envdAccessToken) { $('term-msg').textContent = 'This key may not run commands in this sandbox.'; return; }
   term.text = '';
   $('term').textContent = '';
-  const x = termView();
+  const x = await termView();
   term.abort = new AbortController();
   $('term-start').disabled = true;
   $('term-stop').disabled = false;
@@ -729,7 +814,8 @@ function termKey(ev) {
 // The xterm.js terminal, made on the first shell of a sandbox view (and
 // reset for the next); keys go to the shell as xterm encodes them, but Tab
 // and Escape stay with the page (keyboard users must be able to leave).
-function termView() {
+async function termView() {
+  if (!hasXterm() && await loadVendor('xterm')) adoptStyleElements();
   if (!hasXterm()) return null;
   $('term').hidden = true;
   $('xterm').hidden = false;
@@ -803,15 +889,17 @@ async function openBench(ev) {
 
 // ---- wiring ----
 document.addEventListener('DOMContentLoaded', () => {
-  vendorNote();
-  if (hasXterm()) adoptStyleElements();
+  vendorCheck();
   $('view-dl').addEventListener('click', downloadFile);
   window.addEventListener('resize', () => {
     for (const [name, ch] of Object.entries(charts)) ch.setSize({ width: Math.max(200, $('ch-' + name).clientWidth), height: 140 });
   });
   $('signin-form').addEventListener('submit', signIn);
   $('signout').addEventListener('click', () => signOut(''));
-  $('filter').addEventListener('change', () => { list.tokens = ['']; list.page = 0; loadList(); });
+  const refilter = () => { list.tokens = ['']; list.page = 0; loadList(); };
+  $('filter').addEventListener('change', refilter);
+  $('f-template').addEventListener('change', refilter);
+  $('f-meta').addEventListener('change', refilter);
   $('prev').addEventListener('click', () => { if (list.page > 0) { list.page--; loadList(); } });
   $('next').addEventListener('click', () => { if (list.tokens[list.page + 1]) { list.page++; loadList(); } });
   for (const a of ['pause', 'resume', 'extend', 'kill']) $('act-' + a).addEventListener('click', () => act(a));

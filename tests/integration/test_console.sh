@@ -7,10 +7,11 @@
 # markup, has markup in its metadata and tries a connection its policy
 # denies.  The browser (tests/ui/console.mjs) signs in with A's key, finds
 # both, opens the first: its commands in the journal with the chain
-# verified, the file in the diff and its content in the viewer, the denied
-# connection in the egress log, live CPU numbers; types `echo hi-from-ui`
-# in the terminal and reads it back; pauses it, and the SDK then sees it
-# paused.  No dialog fires, no CSP violation; hostile text shows as
+# verified, the file in the diff, its content in the viewer and its bytes
+# downloaded, the denied connection in the egress log, live CPU numbers and
+# uPlot's CPU, memory, disk and network charts with data; types `echo
+# hi-from-ui` in the xterm.js terminal and reads it back, finds its shell in
+# the process list; pauses it, and the SDK then sees it paused.  No dialog fires, no CSP violation; hostile text shows as
 # written.  Tenant B's key sees neither sandbox, and every console call for
 # A's sandbox with it is 404.  The same coved holds 2,000 synthetic
 # sandboxes of a third tenant (COVED_TEST_SYNTHETIC_SANDBOXES, no VMs):
@@ -48,12 +49,19 @@ if grep -qi "^content-security-policy: default-src 'self'.*frame-ancestors 'none
 else
 	not_ok "/ui/: $(head -c 400 <<<"$hdr")"
 fi
-gz=0
-for f in index.html console.js console.css; do
-	n=$(curl -s -H 'Accept-Encoding: gzip' -o /dev/null -w '%{size_download}' "http://127.0.0.1:$PORT/ui/$f")
-	gz=$((gz + n))
+gz=0 raw=0 vendor=0
+for f in index.html console.js console.css uplot.js uplot.css xterm.js xterm.css; do
+	n=$(curl -s -H 'Accept-Encoding: gzip' -o /dev/null -w '%{http_code} %{size_download}' "http://127.0.0.1:$PORT/ui/$f")
+	[ "${n% *}" = 200 ] || continue
+	case $f in uplot.* | xterm.*) vendor=$((vendor + 1)) ;; esac
+	gz=$((gz + ${n#* }))
+	raw=$((raw + $(curl -s -o /dev/null -w '%{size_download}' "http://127.0.0.1:$PORT/ui/$f")))
 done
-echo "bench: {\"console_asset_bytes_gzip\": $gz}"
+echo "bench: {\"console_asset_bytes\": $raw, \"console_asset_bytes_gzip\": $gz}"
+# uPlot and xterm.js (daemon/ui/node_modules, scripts/install-deps) are in
+# this coved: the browser's checks below need them.
+[ "$vendor" = 4 ] && ok "coved serves uPlot and xterm.js ($gz bytes gzipped, all of the console)" ||
+	not_ok "coved was built without uPlot and xterm.js ($vendor of 4 files): npm ci in daemon/ui, then make"
 [ "$(curl -s -o /dev/null -w '%{http_code}' -H "X-API-KEY: $KEY" "http://127.0.0.1:$PORT/v2/sandboxes")" = 200 ] &&
 	curl -s -D- -o /dev/null -H "X-API-KEY: $KEY" "http://127.0.0.1:$PORT/v2/sandboxes" | grep -qi '^cache-control: no-store' &&
 	ok "API answers carry Cache-Control: no-store" || not_ok "no Cache-Control: no-store on an API answer"
