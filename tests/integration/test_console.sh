@@ -75,6 +75,28 @@ SB_A=$(jget "$ids" 'o["a"]')
 SB_B=$(jget "$ids" 'o["b"]')
 ok "the SDK made $SB_A (commands, files, a denied connection) and $SB_B (at $SECONDS s)"
 
+# The console's own routes, by curl: counts, the last hour (per tenant),
+# the list's template and metadata filters.
+U=http://127.0.0.1:$PORT
+c=$(curl -s -H "X-API-KEY: $KEY_S" "$U/sandboxes/counts")
+[ "$(jget "$c" 'o["paused"]')" = "$SYNTH_N" ] && [ "$(jget "$c" 'o["running"]')" = 0 ] &&
+	ok "GET /sandboxes/counts: the synthetic tenant's $SYNTH_N paused" || not_ok "counts: $c"
+curl -s -o /dev/null -H "X-API-KEY: $KEY" "$U/sandboxes/$SB_A/logs" # folds its egress decisions in
+h=$(curl -s -H "X-API-KEY: $KEY" "$U/sandboxes/hour")
+hb=$(curl -s -H "X-API-KEY: $KEY_B" "$U/sandboxes/hour")
+if [ "$(jget "$h" 'o["creates"] >= 2 and o["firstExecMs"]["n"] >= 1 and o["egressDenied"] >= 1 and len(o["minutes"]) == 60')" = True ] &&
+	[ "$(jget "$hb" 'o["creates"] == 0 and o["firstExecMs"]["n"] == 0 and o["firstExecMs"]["p50"] is None')" = True ]; then
+	ok "GET /sandboxes/hour: A's creates, first command (p50 $(jget "$h" 'o["firstExecMs"]["p50"]') ms) and denial; none for B"
+else
+	not_ok "hour: A $(head -c 300 <<<"$h"), B $(head -c 200 <<<"$hb")"
+fi
+n_t=$(jget "$(curl -s -H "X-API-KEY: $KEY_S" "$U/v2/sandboxes?limit=1000&template=synthetic")" 'len(o)' 2>/dev/null || echo x)
+n_b=$(jget "$(curl -s -H "X-API-KEY: $KEY_S" "$U/v2/sandboxes?template=base")" 'len(o)' 2>/dev/null || echo x)
+m=$(curl -s -H "X-API-KEY: $KEY_S" "$U/v2/sandboxes?metadata=synthetic%3D7")
+[ "$n_t" = 1000 ] && [ "$n_b" = 0 ] && [ "$(jget "$m" '[s["metadata"]["synthetic"] for s in o]')" = "['7']" ] &&
+	ok "GET /v2/sandboxes filters by template (1000 a page of synthetic, none of base) and metadata" ||
+	not_ok "list filters: template synthetic $n_t, base $n_b, metadata $(head -c 200 <<<"$m")"
+
 mkdir -p build/console-shots "$WORK/home"
 if (cd tests/ui && HOME=$WORK/home XDG_CONFIG_HOME=$WORK/home XDG_CACHE_HOME=$WORK/home \
 	COVE_URL=http://127.0.0.1:$PORT KEY_A=$KEY KEY_B=$KEY_B KEY_SYNTH=$KEY_S SYNTH_N=$SYNTH_N \
