@@ -72,7 +72,7 @@ DAEMON_PURE_SRCS := $(wildcard daemon/http/json_body.c daemon/api/body.c daemon/
                       daemon/sandboxes/snap_query.c daemon/http/relay.c \
                       daemon/conf/config.c daemon/conf/keys.c daemon/api/console_path.c \
                       daemon/trace/context.c daemon/trace/span.c \
-                      daemon/sandboxes/list_filter.c)
+                      daemon/sandboxes/list_filter.c daemon/api/nodes.c)
 EGRESS_MAIN := egress/main.c
 EGRESS_LIB_SRCS := $(filter-out $(EGRESS_MAIN),$(EGRESS_SRCS))
 # What cove links of coved's: its API keys file's reader (cove cluster --key-file)

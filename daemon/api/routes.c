@@ -13,8 +13,10 @@
 #include "daemon/api/diff.h"
 #include "daemon/api/events.h"
 #include "daemon/api/logs.h"
+#include "daemon/api/nodes.h"
 #include "daemon/api/sb_metrics.h"
 #include "daemon/api/templates.h"
+#include "daemon/cluster/cluster.h"
 #include "daemon/cluster/route.h"
 #include "daemon/http/json_body.h"
 #include "daemon/http/reply.h"
@@ -236,6 +238,18 @@ static enum MHD_Result hour(struct ctx *x)
 	return o ? coved_json_reply(x->c, 200, o) : err_reply(x, 500, "out of memory");
 }
 
+/* GET /nodes: in cluster mode, every node's capacity and commitment,
+ * lease and draining (nodes.h), for any key: the console's overview. */
+static enum MHD_Result nodes(struct ctx *x)
+{
+	if (!x->d->cluster)
+		return err_reply(x, 404, "coved is not in cluster mode");
+	json_t *st = coved_cluster_status(x->d);
+	json_t *a = coved_nodes_public(st);
+	json_decref(st);
+	return a ? coved_json_reply(x->c, 200, a) : err_reply(x, 500, "out of memory");
+}
+
 static enum MHD_Result info(struct ctx *x)
 {
 	return coved_json_reply(x->c, 200, coved_sb_json(x->sb, true));
@@ -432,6 +446,7 @@ static const struct route routes[] = {
 	{ "GET", "/sandboxes", list_v1 },
 	{ "GET", "/sandboxes/counts", counts }, /* before {id}: an id is 20 of [a-z0-9] */
 	{ "GET", "/sandboxes/hour", hour },
+	{ "GET", "/nodes", nodes },
 	{ "GET", "/sandboxes/{id}", info },
 	{ "DELETE", "/sandboxes/{id}", delete_sb },
 	{ "POST", "/sandboxes/{id}/timeout", set_timeout },

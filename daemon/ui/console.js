@@ -159,6 +159,9 @@ function signOut(why) {
   for (const id of ['sbrows', 'jrows', 'erows', 'tree', 'trows', 'snrows', 'brows', 'sb-info']) $(id).replaceChildren();
   for (const id of ['view', 'view-path', 'term', 'tlog', 'chain', 'act-msg', 'list-count', 'ov-running', 'ov-paused', 'ov-creates', 'ov-denied', 'ov-first']) $(id).textContent = '';
   if (hourChart) { hourChart.destroy(); hourChart = null; }
+  $('nrows').replaceChildren();
+  $('ov-nodes').hidden = true;
+  clusterless = false;
   $('prows').replaceChildren();
   termDispose();
   chartsDispose();
@@ -266,6 +269,7 @@ function openList() {
     if (gen !== viewGen) return;
     every(OVERVIEW_POLL_MS, overview);
     every(OVERVIEW_POLL_MS, overviewHour);
+    every(OVERVIEW_POLL_MS, overviewNodes);
   });
 }
 
@@ -291,6 +295,24 @@ async function overview() {
   if (ring.length > 60) ring.shift();
   const max = Math.max(1, ...ring);
   $('ov-line').setAttribute('points', ring.map((v, i) => `${(i * 300 / 59).toFixed(1)},${(58 - v * 56 / max).toFixed(1)}`).join(' '));
+}
+
+// In cluster mode, each node's committed against total vCPUs and memory,
+// its lease and draining (GET /nodes; 404 when not a cluster: asked once).
+let clusterless = false;
+async function overviewNodes() {
+  if (clusterless) return;
+  let a;
+  try { a = await api('GET', '/nodes'); } catch (e) { if (e.status === 404) clusterless = true; $('ov-nodes').hidden = true; return; }
+  const pct = (c, t) => (t ? ` (${Math.round(c * 100 / t)} %)` : '');
+  const f = document.createDocumentFragment();
+  for (const n of a) {
+    f.append(el('tr', { 'data-node': n.id, class: n.leaseOk ? '' : 'st-dead' }, el('td', {}, n.id), el('td', {}, n.draining ? 'draining' : n.state),
+      el('td', {}, n.leaseOk ? 'held' : 'lost'), el('td', {}, `${n.vcpusCommitted} / ${n.vcpus}${pct(n.vcpusCommitted, n.vcpus)}`),
+      el('td', {}, `${fmtBytes(n.memoryMiBCommitted * 1048576)} / ${fmtBytes(n.memoryMiB * 1048576)}${pct(n.memoryMiBCommitted, n.memoryMiB)}`)));
+  }
+  $('nrows').replaceChildren(f);
+  $('ov-nodes').hidden = false;
 }
 
 // The last hour of the tenant's (GET /sandboxes/hour, kept by this coved):

@@ -90,11 +90,11 @@ if [ "$(jget "$h" 'o["creates"] >= 2 and o["firstExecMs"]["n"] >= 1 and o["egres
 else
 	not_ok "hour: A $(head -c 300 <<<"$h"), B $(head -c 200 <<<"$hb")"
 fi
-n_t=$(jget "$(curl -s -H "X-API-KEY: $KEY_S" "$U/v2/sandboxes?limit=1000&template=synthetic")" 'len(o)' 2>/dev/null || echo x)
+n_t=$(jget "$(curl -s -H "X-API-KEY: $KEY_S" "$U/v2/sandboxes?limit=100&template=synthetic")" 'len(o)' 2>/dev/null || echo x)
 n_b=$(jget "$(curl -s -H "X-API-KEY: $KEY_S" "$U/v2/sandboxes?template=base")" 'len(o)' 2>/dev/null || echo x)
 m=$(curl -s -H "X-API-KEY: $KEY_S" "$U/v2/sandboxes?metadata=synthetic%3D7")
-[ "$n_t" = 1000 ] && [ "$n_b" = 0 ] && [ "$(jget "$m" '[s["metadata"]["synthetic"] for s in o]')" = "['7']" ] &&
-	ok "GET /v2/sandboxes filters by template (1000 a page of synthetic, none of base) and metadata" ||
+[ "$n_t" = 100 ] && [ "$n_b" = 0 ] && [ "$(jget "$m" '[s["metadata"]["synthetic"] for s in o]')" = "['7']" ] &&
+	ok "GET /v2/sandboxes filters by template (a page of 100 synthetic, none of base) and metadata" ||
 	not_ok "list filters: template synthetic $n_t, base $n_b, metadata $(head -c 200 <<<"$m")"
 
 mkdir -p build/console-shots "$WORK/home"
