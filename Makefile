@@ -153,7 +153,7 @@ UI_VENDOR_ALL := uplot.js=$(UI_NPM)/uplot/dist/uPlot.iife.min.js \
                  uplot.css=$(UI_NPM)/uplot/dist/uPlot.min.css \
                  xterm.js=$(UI_NPM)/@xterm/xterm/lib/xterm.js \
                  xterm.css=$(UI_NPM)/@xterm/xterm/css/xterm.css
-UI_VENDOR := $(foreach p,$(UI_VENDOR_ALL),$(if $(wildcard $(word 2,$(subst =, ,$(p)))),$(p)))
+UI_VENDOR := $(strip $(foreach p,$(UI_VENDOR_ALL),$(if $(wildcard $(word 2,$(subst =, ,$(p)))),$(p))))
 UI_VENDOR_FILES := $(foreach p,$(UI_VENDOR),$(word 2,$(subst =, ,$(p))))
 UI_VENDOR_LIST := $(B)/gen/ui_vendor.list
 $(shell mkdir -p $(B)/gen && { [ "$$(cat $(UI_VENDOR_LIST) 2>/dev/null)" = "$(UI_VENDOR)" ] || \
