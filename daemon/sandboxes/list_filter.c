@@ -28,14 +28,15 @@ static int hex(char c)
 	                              : -1;
 }
 
-/* Form-decodes s[0..n) into out (room for n + 1): its length, or -1 for a
- * bad %XX or a NUL decoded (no metadata string holds one). */
-static long form_decode(const char *s, size_t n, char *out)
+/* Decodes s[0..n) into out (room for n + 1; out may be s): %XX, and '+'
+ * as a space when plus (form encoding).  Its length, or -1 for a bad %XX
+ * or a NUL decoded (no metadata string holds one). */
+static long url_decode(const char *s, size_t n, char *out, bool plus)
 {
 	size_t o = 0;
 	for (size_t i = 0; i < n; i++) {
 		char c = s[i];
-		if (c == '+') {
+		if (c == '+' && plus) {
 			c = ' ';
 		} else if (c == '%') {
 			int hi = n - i >= 3 ? hex(s[i + 1]) : -1;
@@ -65,8 +66,12 @@ static bool metadata_match(const json_t *meta, const char *filter)
 			continue;
 		}
 		const char *eq = memchr(p, '=', l);
-		ok = eq && form_decode(p, (size_t)(eq - p), k) >= 0 &&
-		     form_decode(eq + 1, l - (size_t)(eq + 1 - p), v) >= 0;
+		/* E2B's SDK encodes each key and value (encodeURIComponent)
+		 * before it form-encodes the pairs: both are undone. */
+		long kl = eq ? url_decode(p, (size_t)(eq - p), k, true) : -1;
+		long vl = kl >= 0 ? url_decode(eq + 1, l - (size_t)(eq + 1 - p), v, true) : -1;
+		ok = vl >= 0 && url_decode(k, (size_t)kl, k, false) >= 0 &&
+		     url_decode(v, (size_t)vl, v, false) >= 0;
 		const char *have = ok ? json_string_value(json_object_get(meta, k)) : NULL;
 		ok = have && strcmp(have, v) == 0;
 		p += l;

@@ -10,11 +10,14 @@
 
 /* What a listing asks for; a NULL or empty field asks nothing. */
 struct coved_list_filter {
-	const char *states;      /* "running,paused": one of these state names */
-	const char *metadata;    /* "k1=v1&k2=v2" (E2B's query, one URL decoding undone by
-	                         the server): every pair, each part form-decoded
-	                         (%XX, '+' a space) */
-	const char *template_id; /* exactly this template */
+	/* "running,paused": one of these state names */
+	const char *states;
+	/* "k1=v1&k2=v2" (E2B's query, one URL decoding undone by the server):
+	 * every pair, each part form-decoded (%XX, '+' a space), then
+	 * percent-decoded (the SDK's encodeURIComponent of each key and value) */
+	const char *metadata;
+	/* exactly this template */
+	const char *template_id;
 };
 
 /* coved_list_filter_match() - whether a sandbox in state (a state name)

@@ -214,7 +214,8 @@ async function loadList() {
 }
 
 // The template and metadata filters, applied by coved: template=NAME and,
-// as E2B's SDK sends it, metadata=<"k=v" form-encoded, then encoded again>.
+// as E2B's SDK sends it, metadata=<each key and value encodeURIComponent'd,
+// the pairs form-encoded, the whole encoded again>.
 // "k=v" pairs are split at ';' (or ',').
 function listFilters() {
   const t = $('f-template').value.trim(), m = $('f-meta').value.trim();
@@ -223,7 +224,7 @@ function listFilters() {
     const pairs = new URLSearchParams();
     for (const p of m.split(/[;,]/).map((x) => x.trim()).filter(Boolean)) {
       const i = p.indexOf('=');
-      pairs.append(i < 0 ? p : p.slice(0, i), i < 0 ? '' : p.slice(i + 1));
+      pairs.append(encodeURIComponent(i < 0 ? p : p.slice(0, i)), encodeURIComponent(i < 0 ? '' : p.slice(i + 1)));
     }
     q += '&metadata=' + encodeURIComponent(pairs.toString());
   }

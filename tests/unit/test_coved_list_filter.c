@@ -1,8 +1,9 @@
 /* Unit tests: the list's filters (daemon/sandboxes/list_filter.c): no
  * state asked shows running, paused and dead; a list of states; a
- * template exactly; every metadata pair, each form-decoded as E2B's SDK
- * encodes them (URLSearchParams: '+' a space, %XX), a pair without '=' or
- * with a bad escape matching nothing, empty pairs skipped. */
+ * template exactly; every metadata pair, each decoded as E2B's SDK
+ * encodes them (encodeURIComponent, then URLSearchParams: '+' a space),
+ * a pair without '=' or with a bad escape matching nothing, empty pairs
+ * skipped. */
 #include <jansson.h>
 
 #include "daemon/sandboxes/list_filter.h"
@@ -37,6 +38,11 @@ START_TEST(metadata)
 	ck_assert(coved_list_filter_match(&f, "running", "t", m));
 	f.metadata = "owner=console%20test&note=%3Cimg+src%3Dx%3E%26a%3Db";
 	ck_assert(coved_list_filter_match(&f, "running", "t", m));
+	/* As E2B's SDK sends them: encodeURIComponent, then URLSearchParams. */
+	f.metadata = "owner=console%2520test&note=%253Cimg%2520src%253Dx%253E%2526a%253Db";
+	ck_assert(coved_list_filter_match(&f, "running", "t", m));
+	f.metadata = "owner=console%25";
+	ck_assert(!coved_list_filter_match(&f, "running", "t", m));
 	f.metadata = "k=w";
 	ck_assert(!coved_list_filter_match(&f, "running", "t", m));
 	f.metadata = "k=v&missing=1";
