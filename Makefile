@@ -23,7 +23,7 @@ MAKEFLAGS += --no-builtin-rules
 B := build
 CC ?= gcc
 FUZZ_CC ?= clang
-# Per fuzz target in `make test` (38 targets, two at a time): 15 s keeps CI in
+# Per fuzz target in `make test` (39 targets, two at a time): 15 s keeps CI in
 # its budget with the console's and the traces' suites; set more for a long run.
 FUZZ_SECONDS ?= 15
 
@@ -76,7 +76,8 @@ DAEMON_PURE_SRCS := $(wildcard daemon/http/json_body.c daemon/api/body.c daemon/
                       daemon/api/logs_query.c daemon/sandboxes/webhook_req.c \
                       daemon/sandboxes/snap_query.c daemon/http/relay.c \
                       daemon/conf/config.c daemon/conf/keys.c daemon/api/console_path.c \
-                      daemon/trace/context.c daemon/trace/span.c)
+                      daemon/trace/context.c daemon/trace/span.c \
+                      daemon/sandboxes/list_filter.c daemon/api/nodes.c)
 EGRESS_MAIN := egress/main.c
 EGRESS_LIB_SRCS := $(filter-out $(EGRESS_MAIN),$(EGRESS_SRCS))
 # What cove links of coved's: its API keys file's reader (cove cluster --key-file)
@@ -147,14 +148,29 @@ LIBS_HTTPD := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicr
 # The web console (daemon/ui/, docs/console.md): its files become byte
 # arrays in build/gen/ui_assets.c (scripts/ui-embed.c), linked into coved.
 UI_FILES := $(sort $(wildcard daemon/ui/*.html daemon/ui/*.js daemon/ui/*.css daemon/ui/*.svg))
+# Its third-party files, from npm (daemon/ui/package-lock.json, installed by
+# scripts/install-deps into daemon/ui/node_modules): uPlot and xterm.js, each
+# served under a short name (NAME=FILE).  Those missing are left out: the
+# console then draws plain charts and a plain terminal and says how to get
+# these.  ui_vendor.list changes when the set does, so coved is rebuilt.
+UI_NPM := daemon/ui/node_modules
+UI_VENDOR_ALL := uplot.js=$(UI_NPM)/uplot/dist/uPlot.iife.min.js \
+                 uplot.css=$(UI_NPM)/uplot/dist/uPlot.min.css \
+                 xterm.js=$(UI_NPM)/@xterm/xterm/lib/xterm.js \
+                 xterm.css=$(UI_NPM)/@xterm/xterm/css/xterm.css
+UI_VENDOR := $(strip $(foreach p,$(UI_VENDOR_ALL),$(if $(wildcard $(word 2,$(subst =, ,$(p)))),$(p))))
+UI_VENDOR_FILES := $(foreach p,$(UI_VENDOR),$(word 2,$(subst =, ,$(p))))
+UI_VENDOR_LIST := $(B)/gen/ui_vendor.list
+$(shell mkdir -p $(B)/gen && { [ "$$(cat $(UI_VENDOR_LIST) 2>/dev/null)" = "$(UI_VENDOR)" ] || \
+	echo "$(UI_VENDOR)" >$(UI_VENDOR_LIST); })
 $(B)/tools/ui-embed: scripts/ui-embed.c
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< -lz
-$(B)/gen/ui_assets.c: $(B)/tools/ui-embed $(UI_FILES)
+$(B)/gen/ui_assets.c: $(B)/tools/ui-embed $(UI_FILES) $(UI_VENDOR_FILES) $(UI_VENDOR_LIST)
 	@mkdir -p $(@D)
-	@$(if $(Q),echo "  EMBED   daemon/ui")
-	$(Q)$(B)/tools/ui-embed $@ $(UI_FILES)
+	@$(if $(Q),echo "  EMBED   daemon/ui$(if $(UI_VENDOR),, (without uPlot and xterm.js: npm ci in daemon/ui))")
+	$(Q)$(B)/tools/ui-embed $@ $(UI_FILES) $(UI_VENDOR)
 $(B)/gen/ui_assets.o: $(B)/gen/ui_assets.c
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
@@ -219,7 +235,8 @@ $(B)/asan/libbuildfiles.a: $(call asan_obj,daemon/sandboxes/build_files.c)
 # The journal's writer and the webhooks' deliveries (daemon/sandboxes/journal.c,
 # webhooks.c): their unit tests make the records and run the receiver, and
 # stand in for the table's ids.
-$(B)/asan/libwebhooks.a: $(call asan_obj,daemon/sandboxes/webhooks.c daemon/sandboxes/journal.c)
+$(B)/asan/libwebhooks.a: $(call asan_obj,daemon/sandboxes/webhooks.c daemon/sandboxes/journal.c \
+                                        daemon/sandboxes/hourly.c)
 # User snapshots' meta files (daemon/sandboxes/snapshots.c): its unit test
 # makes a state directory and stands in for the table's calls.
 $(B)/asan/libsnapshots.a: $(call asan_obj,daemon/sandboxes/snapshots.c)

@@ -24,6 +24,7 @@
 #include "daemon/envd/envd.h"
 #include "daemon/sandboxes/builds.h"
 #include "daemon/sandboxes/events.h"
+#include "daemon/sandboxes/hourly.h"
 #include "daemon/sandboxes/lifecycle.h"
 #include "daemon/sandboxes/pool.h"
 #include "daemon/sandboxes/record.h"
@@ -269,6 +270,7 @@ int main(int argc, char **argv)
 	d.net_pool = NULL;
 	/* Detached sandboxes outlive their handles. */
 	coved_sb_release_all(&d);
+	coved_hourly_free(&d);
 	coved_snap_index_free();
 	unlink(d.cfg.socket);
 	/* A template build still running uses the config: it ends with the

@@ -19,6 +19,9 @@ struct cove_usage {
 	                       its disk and snapshot files); 0 without a cgroup */
 	uint64_t disk_used;  /* bytes its root disk's overlay holds on the host */
 	uint64_t disk_total; /* its root disk's size */
+	uint64_t net_rx;     /* bytes the sandbox sent out (its host link's rx_bytes);
+	                        0 without a network */
+	uint64_t net_tx;     /* bytes sent to it (the host link's tx_bytes) */
 };
 
 /* Fills *u for sb (running): 0, or -errno with err when its VMM is gone.
@@ -26,6 +29,10 @@ struct cove_usage {
  * as above or reads 0. */
 int cove_usage(struct cove_sandbox *sb, struct cove_usage *u, char *err, size_t errlen)
     __attribute__((warn_unused_result));
+
+/* A counter file of /sys (one decimal number and a newline) as a number:
+ * 0, or -EINVAL for text that is not one.  Pure. */
+int cove_counter_parse(const char *text, uint64_t *v) __attribute__((warn_unused_result));
 
 /* The CPU time (utime + stime) and resident set of process pid from its
  * /proc/PID/stat and status texts.  Pure: 0, or -EINVAL for texts that

@@ -1,10 +1,11 @@
 /* ui-embed: writes a C file that holds the console's static files
  * (daemon/ui/) as byte arrays, each also gzipped when that is smaller, for
  * coved to serve at /ui/ (daemon/api/console.c).  Run by make:
- *   ui-embed OUT.c FILE...
- * A file's name in the table is its base name; its type comes from its
- * extension (an unknown one is an error, so nothing is served as
- * something a browser would guess at). */
+ *   ui-embed OUT.c FILE|NAME=FILE...
+ * A file's name in the table is its base name, or NAME when given (the
+ * third-party files from npm, daemon/ui/node_modules, get short lower-case
+ * names); its type comes from its extension (an unknown one is an error,
+ * so nothing is served as something a browser would guess at). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,18 +85,27 @@ static void bytes(FILE *o, const char *name, size_t i, const unsigned char *b, s
 	fprintf(o, "%s};\n", n ? "" : "0");
 }
 
-/* A file's name in the table: its base name, which must be plain (it is
- * written into the C source and matched against request paths). */
-static const char *base_name(const char *path)
+/* An argument's name in the table (written into *name): NAME of
+ * NAME=FILE, else FILE's base name; it must be plain (it is written into
+ * the C source and matched against request paths).  Returns FILE, or NULL
+ * for a name that is not plain. */
+static const char *split_arg(const char *arg, char *name, size_t len)
 {
-	const char *b = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-	return strspn(b, "abcdefghijklmnopqrstuvwxyz0123456789-_.") == strlen(b) ? b : NULL;
+	const char *eq = strchr(arg, '=');
+	const char *path = eq ? eq + 1 : arg;
+	const char *b = eq ? arg : strrchr(arg, '/') ? strrchr(arg, '/') + 1 : arg;
+	size_t n = eq ? (size_t)(eq - arg) : strlen(b);
+	if (n == 0 || n >= len || strspn(b, "abcdefghijklmnopqrstuvwxyz0123456789-_.") < n)
+		return NULL;
+	memcpy(name, b, n);
+	name[n] = 0;
+	return path;
 }
 
 int main(int argc, char **argv)
 {
 	if (argc < 2 || argc > 1000) {
-		fprintf(stderr, "usage: ui-embed OUT.c FILE...\n");
+		fprintf(stderr, "usage: ui-embed OUT.c FILE|NAME=FILE...\n");
 		return 2;
 	}
 	FILE *o = fopen(argv[1], "w");
@@ -108,16 +118,17 @@ int main(int argc, char **argv)
 	size_t raw_total = 0, gz_total = 0;
 	char has_gz[1000] = { 0 };
 	for (int i = 2; i < argc; i++) {
-		const char *base = base_name(argv[i]);
-		if (!base || !ctype_of(base)) {
+		char base[64];
+		const char *path = split_arg(argv[i], base, sizeof(base));
+		if (!path || !ctype_of(base)) {
 			fprintf(stderr, "ui-embed: %s: not a plain name with a known extension\n",
 			        argv[i]);
 			return 1;
 		}
 		size_t len, gzlen = 0;
-		unsigned char *data = slurp(argv[i], &len);
+		unsigned char *data = slurp(path, &len);
 		if (!data) {
-			fprintf(stderr, "ui-embed: %s: %s\n", argv[i], strerror(errno));
+			fprintf(stderr, "ui-embed: %s: %s\n", path, strerror(errno));
 			return 1;
 		}
 		unsigned char *gz = gzip(data, len, &gzlen);
@@ -136,7 +147,8 @@ int main(int argc, char **argv)
 	}
 	fprintf(o, "\nconst struct coved_ui_asset coved_ui_assets[] = {\n");
 	for (int i = 2; i < argc; i++) {
-		const char *base = base_name(argv[i]);
+		char base[64];
+		(void)split_arg(argv[i], base, sizeof(base)); /* checked above */
 		fprintf(o, "\t{ \"%s\", \"%s\", raw%d, sizeof(raw%d), ", base, ctype_of(base), i,
 		        i);
 		if (has_gz[i])

@@ -13,14 +13,18 @@
 #include "daemon/api/diff.h"
 #include "daemon/api/events.h"
 #include "daemon/api/logs.h"
+#include "daemon/api/nodes.h"
 #include "daemon/api/sb_metrics.h"
 #include "daemon/api/templates.h"
+#include "daemon/cluster/cluster.h"
 #include "daemon/cluster/route.h"
 #include "daemon/http/json_body.h"
 #include "daemon/http/reply.h"
 #include "daemon/sandboxes/builds.h"
 #include "daemon/sandboxes/create.h"
+#include "daemon/sandboxes/hourly.h"
 #include "daemon/sandboxes/lifecycle.h"
+#include "daemon/sandboxes/list_filter.h"
 #include "daemon/sandboxes/metrics.h"
 #include "daemon/sandboxes/sandbox.h"
 #include "daemon/sandboxes/snap_query.h"
@@ -119,6 +123,10 @@ static enum MHD_Result list(struct ctx *x, bool paged)
 	MHD_get_connection_values(x->c, MHD_GET_ARGUMENT_KIND, collect_state, &sts);
 	const char *state = sts.len ? sts.buf : NULL;
 	const char *meta = MHD_lookup_connection_value(x->c, MHD_GET_ARGUMENT_KIND, "metadata");
+	const char *tpl = MHD_lookup_connection_value(x->c, MHD_GET_ARGUMENT_KIND, "template");
+	struct coved_list_filter f = { .states = paged ? state : "running,paused,dead",
+		                       .metadata = meta,
+		                       .template_id = tpl };
 	const char *lim = MHD_lookup_connection_value(x->c, MHD_GET_ARGUMENT_KIND, "limit");
 	const char *next = MHD_lookup_connection_value(x->c, MHD_GET_ARGUMENT_KIND, "nextToken");
 	unsigned long limit = 100;
@@ -155,7 +163,7 @@ static enum MHD_Result list(struct ctx *x, bool paged)
 		struct coved_sb *sb = all[i];
 		if (!coved_sb_owned(sb, x->t))
 			continue;
-		if (!coved_sb_listed(sb, paged ? state : "running,paused,dead", meta))
+		if (!coved_sb_listed(sb, &f))
 			continue;
 		if (json_array_size(arr) == limit) {
 			more = true;
@@ -209,7 +217,8 @@ static enum MHD_Result counts(struct ctx *x)
 		return err_reply(x, 500, "out of memory");
 	for (size_t i = 0; i < len; i++) {
 		for (size_t k = 0; k < 4 && coved_sb_owned(all[i], x->t); k++)
-			if (coved_sb_listed(all[i], states[k], NULL)) {
+			if (coved_sb_listed(all[i],
+			                    &(struct coved_list_filter){ .states = states[k] })) {
 				n[k]++;
 				break;
 			}
@@ -219,6 +228,26 @@ static enum MHD_Result counts(struct ctx *x)
 	return coved_json_reply(x->c, 200,
 	                        json_pack("{s:I, s:I, s:I, s:I}", states[0], n[0], states[1], n[1],
 	                                  states[2], n[2], states[3], n[3]));
+}
+
+/* GET /sandboxes/hour: the caller's tenant's last hour (hourly.h):
+ * creates and egress denials by minute, create to first command. */
+static enum MHD_Result hour(struct ctx *x)
+{
+	json_t *o = coved_hourly_json(x->d, x->t->name);
+	return o ? coved_json_reply(x->c, 200, o) : err_reply(x, 500, "out of memory");
+}
+
+/* GET /nodes: in cluster mode, every node's capacity and commitment,
+ * lease and draining (nodes.h), for any key: the console's overview. */
+static enum MHD_Result nodes(struct ctx *x)
+{
+	if (!x->d->cluster)
+		return err_reply(x, 404, "coved is not in cluster mode");
+	json_t *st = coved_cluster_status(x->d);
+	json_t *a = coved_nodes_public(st);
+	json_decref(st);
+	return a ? coved_json_reply(x->c, 200, a) : err_reply(x, 500, "out of memory");
 }
 
 static enum MHD_Result info(struct ctx *x)
@@ -416,6 +445,8 @@ static const struct route routes[] = {
 	{ "GET", "/v2/sandboxes", list_v2 },
 	{ "GET", "/sandboxes", list_v1 },
 	{ "GET", "/sandboxes/counts", counts }, /* before {id}: an id is 20 of [a-z0-9] */
+	{ "GET", "/sandboxes/hour", hour },
+	{ "GET", "/nodes", nodes },
 	{ "GET", "/sandboxes/{id}", info },
 	{ "DELETE", "/sandboxes/{id}", delete_sb },
 	{ "POST", "/sandboxes/{id}/timeout", set_timeout },

@@ -196,7 +196,8 @@ int coved_sb_create(struct coved *d, struct coved_tenant *t, const struct coved_
 		errf(msg, len, st, "%s", err);
 		goto out;
 	}
-	coved_hist_add(d, snap ? &d->m.restore : &d->m.create, coved_mono_s() - t0);
+	double created_s = coved_mono_s() - t0;
+	coved_hist_add(d, snap ? &d->m.restore : &d->m.create, created_s);
 	sb->started_ms = coved_now_ms();
 	sb->end_ms = sb->started_ms + (int64_t)timeout * 1000;
 	sb->state = COVED_SB_RUNNING;
@@ -206,11 +207,11 @@ int coved_sb_create(struct coved *d, struct coved_tenant *t, const struct coved_
 	 * restored, or a boot. */
 	const char *how = sb->warm ? "warm" : (tdir_used || snap) ? "restore" : "boot";
 	coved_event_with(sb, "created", "requested",
-	                 json_pack("{s:s, s:s?, s:I, s:i, s:I, s:b, s:s}", "templateID",
+	                 json_pack("{s:s, s:s?, s:I, s:i, s:I, s:b, s:s, s:I}", "templateID",
 	                           sb->template_id, "image", sb->image, "timeout",
 	                           (json_int_t)timeout, "cpus", (int)sb->cpus, "memoryMiB",
-	                           (json_int_t)sb->memory_mib, "warm", (int)sb->warm, "start",
-	                           how));
+	                           (json_int_t)sb->memory_mib, "warm", (int)sb->warm, "start", how,
+	                           "createMs", (json_int_t)(created_s * 1000)));
 	*out = sb;
 	sb = NULL;
 	st = 0;

@@ -21,6 +21,7 @@
 
 #include "clock.h"
 #include "cove.h"
+#include "daemon/sandboxes/hourly.h"
 #include "daemon/sandboxes/sandbox_priv.h"
 #include "daemon/sandboxes/state.h"
 #include "daemon/trace/tracer.h"
@@ -201,6 +202,7 @@ static void append_locked(struct coved_sb *sb, struct coved_jtail *t, json_t *ev
 	free(line);
 	pthread_cond_broadcast(&t->grew);
 	tracer_line(sb->d->tracer, &sb->troot, o);
+	coved_hourly_line(sb, o);
 	json_decref(o);
 }
 

@@ -90,6 +90,8 @@ static void sample_one(struct coved_sampler *s, struct coved_sb *sb)
 			smp.mem_cache = u.mem_cache;
 			smp.disk_used = u.disk_used;
 			smp.disk_total = u.disk_total;
+			smp.net_rx = u.net_rx;
+			smp.net_tx = u.net_tx;
 			coved_ring_push(e->ring, &smp);
 		}
 	}

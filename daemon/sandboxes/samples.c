@@ -86,11 +86,12 @@ static json_t *sample_json(const struct coved_sample *s)
 	gmtime_r(&secs, &tm);
 	size_t n = strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(ts + n, sizeof(ts) - n, ".%03dZ", (int)(s->t_ms % 1000));
-	return json_pack("{s:s, s:I, s:i, s:f, s:I, s:I, s:I, s:I, s:I}", "timestamp", ts,
+	return json_pack("{s:s, s:I, s:i, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "timestamp", ts,
 	                 "timestampUnix", (json_int_t)(s->t_ms / 1000), "cpuCount", (int)s->cpus,
 	                 "cpuUsedPct", s->cpu_pct, "memUsed", (json_int_t)s->mem_used, "memTotal",
 	                 (json_int_t)s->mem_total, "memCache", (json_int_t)s->mem_cache, "diskUsed",
-	                 (json_int_t)s->disk_used, "diskTotal", (json_int_t)s->disk_total);
+	                 (json_int_t)s->disk_used, "diskTotal", (json_int_t)s->disk_total,
+	                 "netRxBytes", (json_int_t)s->net_rx, "netTxBytes", (json_int_t)s->net_tx);
 }
 
 json_t *coved_ring_json(const struct coved_ring *r, int64_t start_s, int64_t end_s)

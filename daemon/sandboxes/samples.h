@@ -17,6 +17,7 @@ struct coved_sample {
 	double cpu_pct; /* of all its vCPUs, 0-100, over the time since the last one */
 	uint32_t cpus;
 	uint64_t mem_used, mem_total, mem_cache, disk_used, disk_total; /* bytes */
+	uint64_t net_rx, net_tx; /* bytes sent out and in since its network was made */
 };
 
 struct coved_ring {
@@ -50,7 +51,8 @@ int coved_metrics_range(const char *start, const char *end, int64_t *start_s, in
 
 /* The ring's samples in [start_s, end_s] (0: open), oldest first, as an
  * array of E2B's SandboxMetric {timestamp, timestampUnix, cpuCount,
- * cpuUsedPct, memUsed, memTotal, memCache, diskUsed, diskTotal}; NULL on
+ * cpuUsedPct, memUsed, memTotal, memCache, diskUsed, diskTotal} and Cove's
+ * own netRxBytes, netTxBytes (counters, for the console's charts); NULL on
  * ENOMEM. */
 json_t *coved_ring_json(const struct coved_ring *r, int64_t start_s, int64_t end_s);
 

@@ -66,6 +66,8 @@ struct coved_sb {
 	size_t nretired;
 	bool removed;                /* deleted: no longer in the daemon's list */
 	struct coved_jtail jtail;    /* the journal's chain and lock (journal.c) */
+	int64_t hour_req_ms;         /* its create's request until its first exec, under
+	                                jtail.mu (hourly.c); 0: none awaited */
 	struct trace_root troot;     /* its span's ids and events, under jtail.mu */
 	char trace_id[TRACE_ID_HEX]; /* its trace (getInfo's traceId), "" until its first line */
 	struct coved_sb *next;

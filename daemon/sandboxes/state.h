@@ -77,6 +77,7 @@ struct coved {
 	struct coved_uploads *uploads;    /* COPY archives' upload links (build_files.h) */
 	coved_dir_hook *_Atomic dir_hook; /* set by the cluster; NULL: none */
 	struct coved_sampler *sampler;    /* usage samples (sampler.h), or NULL */
+	struct coved_hourly *hourly;      /* the last hour per tenant (hourly.h), under m.mu */
 	struct coved_events *events;      /* /events and webhooks (events.h), or NULL */
 	struct coved_warm *warm;          /* the warm pool (warm.h), or NULL */
 	struct tracer *tracer;            /* traces' export (daemon/trace), or NULL: off */

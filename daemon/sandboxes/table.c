@@ -1,6 +1,7 @@
 /* coved's sandbox table: the list (oldest first), lookups by id and by
  * tenant, ids and tokens, and the tenants of the keys file (table.h). */
 #include "daemon/sandboxes/table.h"
+#include "daemon/sandboxes/list_filter.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -176,49 +177,11 @@ void coved_sb_release_all(struct coved *d)
 	}
 }
 
-static bool state_wanted(const char *filter, enum coved_state s)
-{
-	if (!filter || !*filter)
-		return s == COVED_SB_RUNNING || s == COVED_SB_PAUSED || s == COVED_SB_DEAD;
-	const char *name = coved_state_name(s);
-	size_t n = strlen(name);
-	for (const char *p = filter; *p;) {
-		size_t l = strcspn(p, ",");
-		if (l == n && strncmp(p, name, n) == 0)
-			return true;
-		p += l;
-		if (*p == ',')
-			p++;
-	}
-	return false;
-}
-
-/* metadata=k1%3Dv1%26k2%3Dv2 (MHD has undone one level: "k1=v1&k2=v2"). */
-static bool metadata_match(json_t *meta, const char *filter)
-{
-	if (!filter || !*filter)
-		return true;
-	char *copy = strdup(filter), *save = NULL;
-	bool ok = copy != NULL;
-	for (char *pair = copy ? strtok_r(copy, "&", &save) : NULL; pair && ok;
-	     pair = strtok_r(NULL, "&", &save)) {
-		char *eq = strchr(pair, '=');
-		if (!eq) {
-			ok = false;
-			break;
-		}
-		*eq = 0;
-		const char *v = json_string_value(json_object_get(meta, pair));
-		ok = v && strcmp(v, eq + 1) == 0;
-	}
-	free(copy);
-	return ok;
-}
-
-bool coved_sb_listed(struct coved_sb *sb, const char *states, const char *metadata)
+bool coved_sb_listed(struct coved_sb *sb, const struct coved_list_filter *f)
 {
 	pthread_mutex_lock(&sb->mu);
-	bool want = state_wanted(states, sb->state) && metadata_match(sb->metadata, metadata);
+	bool want =
+	    coved_list_filter_match(f, coved_state_name(sb->state), sb->template_id, sb->metadata);
 	pthread_mutex_unlock(&sb->mu);
 	return want;
 }

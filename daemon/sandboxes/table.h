@@ -40,10 +40,10 @@ void coved_sb_list_add(struct coved *d, struct coved_sb *sb);
 void coved_sb_list_remove(struct coved *d, struct coved_sb *sb);
 /* Empties the list, dropping its references (coved's exit). */
 void coved_sb_release_all(struct coved *d);
-/* coved_sb_listed() - whether a listing shows sb: its state is one of
- * states ("a,b"; NULL or empty: running, paused, dead) and its metadata
- * holds every k=v of metadata ("k1=v1&k2=v2"; NULL or empty: any). */
-bool coved_sb_listed(struct coved_sb *sb, const char *states, const char *metadata);
+/* coved_sb_listed() - whether a listing shows sb: it passes f (its
+ * state, template and metadata; list_filter.h). */
+struct coved_list_filter;
+bool coved_sb_listed(struct coved_sb *sb, const struct coved_list_filter *f);
 
 /* New random ids (COVED_ID_LEN), tokens (COVED_TOKEN_LEN) and names of n
  * [a-z0-9] (n <= 64), NUL-terminated: 0 or -errno (getrandom). */

@@ -13,6 +13,68 @@ const TERM_MAX = 64 * 1024;
 
 const $ = (id) => document.getElementById(id);
 
+// The third-party pieces, uPlot (charts) and xterm.js (the terminal), are
+// in coved only when it was built with them (Makefile UI_VENDOR, from npm);
+// without them the charts are plain lines and the terminal plain text.
+// They load when first needed (uPlot after the first list, xterm.js with
+// the first shell), so a page load parses only the console's own files.
+const vendor = { uplot: false, xterm: false }; // served by this coved
+const loading = {};
+const hasCharts = () => typeof window.uPlot === 'function';
+const hasXterm = () => typeof window.Terminal === 'function';
+
+// loadVendor(name): a promise of whether /ui/NAME.js ran.
+function loadVendor(name) {
+  if (!loading[name]) {
+    loading[name] = new Promise((res) => {
+      if (!vendor[name]) { res(false); return; }
+      const sc = document.createElement('script');
+      sc.src = name + '.js';
+      sc.onload = () => res(true);
+      sc.onerror = () => res(false);
+      document.head.append(sc);
+    });
+  }
+  return loading[name];
+}
+
+// Which pieces this coved has (HEAD, no key needed), and the note when
+// one is missing.
+async function vendorCheck() {
+  const has = async (f) => { try { return (await fetch(f, { method: 'HEAD', cache: 'no-store' })).ok; } catch (e) { return false; } };
+  [vendor.uplot, vendor.xterm] = await Promise.all([has('uplot.js'), has('xterm.js')]);
+  const miss = [!vendor.uplot && 'charts (uPlot)', !vendor.xterm && 'terminal (xterm.js)'].filter(Boolean);
+  $('cpu-chart').style.display = vendor.uplot ? 'none' : '';
+  for (const f of document.querySelectorAll('.charts')) f.hidden = !vendor.uplot;
+  if (!miss.length) return;
+  $('vendor-note').textContent = `This coved was built without the console's ${miss.join(' and ')}, so they are plain here. ` +
+    'To get them: scripts/install-deps (it runs npm ci in daemon/ui), then build coved again (make).';
+  $('vendor-note').hidden = false;
+}
+
+// xterm.js writes its cell sizes and colours into <style> elements, which
+// this page's CSP (style-src 'self', no 'unsafe-inline') refuses, even
+// empty.  A <style> asked for in this page (the console makes none itself)
+// is an inert <template> instead, and what is written into it goes into a
+// constructed stylesheet: adoptedStyleSheets are not inline markup, so the
+// CSP allows them.
+let adopted = false;
+function adoptStyleElements() {
+  if (adopted) return;
+  adopted = true;
+  const make = document.createElement;
+  document.createElement = function (tag, opts) {
+    if (String(tag).toLowerCase() !== 'style') return make.call(this, tag, opts);
+    const e = make.call(this, 'template');
+    const sheet = new CSSStyleSheet();
+    document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+    const text = { configurable: true, get() { return ''; }, set(v) { sheet.replaceSync(String(v)); } };
+    Object.defineProperty(e, 'textContent', text);
+    Object.defineProperty(e, 'innerText', text);
+    return e;
+  };
+}
+
 // el(tag, props, ...children): children are nodes or strings (as text).
 function el(tag, props, ...kids) {
   const e = document.createElement(tag);
@@ -95,8 +157,15 @@ function signOut(why) {
   stopTimers();
   termClose();
   for (const id of ['sbrows', 'jrows', 'erows', 'tree', 'trows', 'snrows', 'brows', 'sb-info']) $(id).replaceChildren();
-  for (const id of ['view', 'view-path', 'term', 'tlog', 'chain', 'act-msg', 'list-count', 'ov-running', 'ov-paused']) $(id).textContent = '';
-  Object.assign(sb, { id: null, info: null });
+  for (const id of ['view', 'view-path', 'term', 'tlog', 'chain', 'act-msg', 'list-count', 'ov-running', 'ov-paused', 'ov-creates', 'ov-denied', 'ov-first']) $(id).textContent = '';
+  if (hourChart) { hourChart.destroy(); hourChart = null; }
+  $('nrows').replaceChildren();
+  $('ov-nodes').hidden = true;
+  clusterless = false;
+  $('prows').replaceChildren();
+  termDispose();
+  chartsDispose();
+  Object.assign(sb, { id: null, info: null, samples: [] });
   Object.assign(list, { tokens: [''], page: 0, sig: '' });
   ring.length = 0;
   delete document.body.dataset.listReadyMs;
@@ -129,7 +198,7 @@ const list = { tokens: [''], page: 0, sig: '' };
 async function loadList() {
   const state = $('filter').value;
   const tok = list.tokens[list.page];
-  const q = '/v2/sandboxes?limit=' + PAGE + '&state=' + encodeURIComponent(state) +
+  const q = '/v2/sandboxes?limit=' + PAGE + '&state=' + encodeURIComponent(state) + listFilters() +
     (tok ? '&nextToken=' + encodeURIComponent(tok) : '');
   try {
     const r = await api('GET', q, undefined, { raw: true });
@@ -142,6 +211,24 @@ async function loadList() {
   } catch (e) {
     $('list-err').textContent = 'Listing failed: ' + e.message;
   }
+}
+
+// The template and metadata filters, applied by coved: template=NAME and,
+// as E2B's SDK sends it, metadata=<each key and value encodeURIComponent'd,
+// the pairs form-encoded, the whole encoded again>.
+// "k=v" pairs are split at ';' (or ',').
+function listFilters() {
+  const t = $('f-template').value.trim(), m = $('f-meta').value.trim();
+  let q = t ? '&template=' + encodeURIComponent(t) : '';
+  if (m) {
+    const pairs = new URLSearchParams();
+    for (const p of m.split(/[;,]/).map((x) => x.trim()).filter(Boolean)) {
+      const i = p.indexOf('=');
+      pairs.append(encodeURIComponent(i < 0 ? p : p.slice(0, i)), encodeURIComponent(i < 0 ? '' : p.slice(i + 1)));
+    }
+    q += '&metadata=' + encodeURIComponent(pairs.toString());
+  }
+  return q;
 }
 
 function renderList(rows, more) {
@@ -179,7 +266,12 @@ function openList() {
   // The overview reads whole pages: it starts after the first list is in,
   // so it does not slow that down.
   const gen = ++viewGen;
-  waitListed().then(() => { if (gen === viewGen) every(OVERVIEW_POLL_MS, overview); });
+  waitListed().then(() => {
+    if (gen !== viewGen) return;
+    every(OVERVIEW_POLL_MS, overview);
+    every(OVERVIEW_POLL_MS, overviewHour);
+    every(OVERVIEW_POLL_MS, overviewNodes);
+  });
 }
 
 let viewGen = 0;
@@ -204,6 +296,56 @@ async function overview() {
   if (ring.length > 60) ring.shift();
   const max = Math.max(1, ...ring);
   $('ov-line').setAttribute('points', ring.map((v, i) => `${(i * 300 / 59).toFixed(1)},${(58 - v * 56 / max).toFixed(1)}`).join(' '));
+}
+
+// In cluster mode, each node's committed against total vCPUs and memory,
+// its lease and draining (GET /nodes; 404 when not a cluster: asked once).
+let clusterless = false;
+async function overviewNodes() {
+  if (clusterless) return;
+  let a;
+  try { a = await api('GET', '/nodes'); } catch (e) { if (e.status === 404) clusterless = true; $('ov-nodes').hidden = true; return; }
+  const pct = (c, t) => (t ? ` (${Math.round(c * 100 / t)} %)` : '');
+  const f = document.createDocumentFragment();
+  for (const n of a) {
+    f.append(el('tr', { 'data-node': n.id, class: n.leaseOk ? '' : 'st-dead' }, el('td', {}, n.id), el('td', {}, n.draining ? 'draining' : n.state),
+      el('td', {}, n.leaseOk ? 'held' : 'lost'), el('td', {}, `${n.vcpusCommitted} / ${n.vcpus}${pct(n.vcpusCommitted, n.vcpus)}`),
+      el('td', {}, `${fmtBytes(n.memoryMiBCommitted * 1048576)} / ${fmtBytes(n.memoryMiB * 1048576)}${pct(n.memoryMiBCommitted, n.memoryMiB)}`)));
+  }
+  $('nrows').replaceChildren(f);
+  $('ov-nodes').hidden = false;
+}
+
+// The last hour of the tenant's (GET /sandboxes/hour, kept by this coved):
+// creates, create to first command (p50, p99), egress denials; per minute
+// on a uPlot chart.
+let hourChart = null;
+async function overviewHour() {
+  let h;
+  try { h = await api('GET', '/sandboxes/hour'); } catch (e) { return; }
+  const f = h.firstExecMs || {};
+  $('ov-creates').textContent = h.creates;
+  $('ov-denied').textContent = h.egressDenied;
+  $('ov-first').textContent = f.n ? `p50 ${f.p50} ms, p99 ${f.p99} ms (${f.n})` : '(none yet)';
+  const div = $('ov-hour');
+  if (!hasCharts()) await loadVendor('uplot');
+  if (!hasCharts() || $('list').hidden || !Array.isArray(h.minutes)) { div.hidden = !hasCharts(); return; }
+  const cols = [h.minutes.map((m) => m.t), h.minutes.map((m) => m.creates), h.minutes.map((m) => m.egressDenied)];
+  if (!hourChart || !div.contains(hourChart.root)) {
+    if (hourChart) hourChart.destroy();
+    const cs = getComputedStyle(document.documentElement);
+    const c = (v, d) => cs.getPropertyValue(v).trim() || d;
+    const axis = { stroke: c('--muted', '#666'), grid: { stroke: c('--line', '#ddd'), width: 1 }, ticks: { stroke: c('--line', '#ddd'), width: 1 } };
+    hourChart = new uPlot({
+      width: Math.max(200, Math.min(600, div.clientWidth)), height: 110,
+      scales: { x: { time: true }, y: { range: (u, lo, hi) => [0, Math.max(1, hi)] } },
+      axes: [axis, Object.assign({ size: 40 }, axis)],
+      series: [{}, { label: 'created', stroke: c('--accent', '#1f5fbf'), width: 1.5 }, { label: 'denied', stroke: c('--bad', '#b3261e'), width: 1.5 }],
+    }, cols, div);
+  } else {
+    hourChart.setData(cols);
+  }
+  div.dataset.points = cols[0].length;
 }
 
 // ---- templates and their build logs ----
@@ -250,11 +392,16 @@ function openSnapshots() {
 }
 
 // ---- one sandbox ----
-const sb = { id: null, info: null, jnext: 0, egress: 0, cpu: [], tab: 'journal' };
+const sb = { id: null, info: null, jnext: 0, egress: 0, cpu: [], tab: 'journal', samples: [], viewPath: '' };
 
 async function openSandbox(id) {
   show('sandbox');
-  Object.assign(sb, { id, info: null, jnext: 0, egress: 0, cpu: [], verified: 0 });
+  Object.assign(sb, { id, info: null, jnext: 0, egress: 0, cpu: [], verified: 0, samples: [], viewPath: '' });
+  termDispose();
+  chartsDispose();
+  $('prows').replaceChildren();
+  $('procs-msg').textContent = '';
+  $('view-dl').disabled = true;
   $('sb-id').textContent = id;
   $('jrows').replaceChildren();
   $('erows').replaceChildren();
@@ -278,7 +425,7 @@ async function pollSandbox(id) {
     return;
   }
   renderInfo(sb.info);
-  await Promise.all([pollJournal(id), pollUsage(id)]);
+  await Promise.all([pollJournal(id), pollUsage(id), pollProcs(id)]);
 }
 
 function renderInfo(s) {
@@ -339,17 +486,109 @@ async function pollJournal(id) {
   } catch (e) { $('chain').textContent = 'Verify: ' + e.message; }
 }
 
-// Usage: the last samples' CPU and memory, a line of CPU use.
+// Usage: the samples of GET /sandboxes/{id}/metrics (one every 2 s, the
+// last 30 minutes): the last one's numbers, and CPU, memory, disk and
+// network charts (uPlot), or a line of CPU use without uPlot.
 async function pollUsage(id) {
   let a;
   try { a = await api('GET', `/sandboxes/${encodeURIComponent(id)}/metrics`); } catch (e) { return; }
   if (sb.id !== id || !Array.isArray(a) || !a.length) return;
+  sb.samples = a;
   const last = a[a.length - 1];
   $('cpu-now').textContent = (+last.cpuUsedPct).toFixed(1) + ' %';
   $('mem-now').textContent = fmtBytes(last.memUsed) + ' / ' + fmtBytes(last.memTotal);
   $('cpu-count').textContent = last.cpuCount + ' CPU';
+  $('disk-now').textContent = `disk ${fmtBytes(last.diskUsed)} of ${fmtBytes(last.diskTotal)} ·`;
+  $('net-now').textContent = `network ${fmtBytes(last.netRxBytes ?? 0)} out, ${fmtBytes(last.netTxBytes ?? 0)} in`;
   const pts = a.slice(-60).map((s, i, arr) => `${(i * 300 / Math.max(1, arr.length - 1)).toFixed(1)},${(60 - Math.min(100, +s.cpuUsedPct || 0) * 0.6).toFixed(1)}`);
   $('cpu-line').setAttribute('points', pts.join(' '));
+  drawCharts();
+}
+
+// The charts' columns from the samples: time (s), then each series.  The
+// network's are rates from the counters' steps (null across a reset).
+function usageColumns(a) {
+  const t = a.map((s) => { const ms = Date.parse(s.timestamp); return isNaN(ms) ? +s.timestampUnix : ms / 1000; });
+  const mib = (v) => (typeof v === 'number' ? v / 1048576 : null);
+  const rate = (k) => a.map((s, i) => {
+    if (i === 0) return null;
+    const dt = t[i] - t[i - 1], d = (s[k] ?? 0) - (a[i - 1][k] ?? 0);
+    return dt > 0 && d >= 0 ? d / dt / 1024 : null;
+  });
+  return {
+    cpu: [t, a.map((s) => +s.cpuUsedPct || 0)],
+    mem: [t, a.map((s) => mib(s.memUsed))],
+    disk: [t, a.map((s) => mib(s.diskUsed))],
+    net: [t, rate('netRxBytes'), rate('netTxBytes')],
+  };
+}
+
+const CHARTS = { cpu: ['CPU %'], mem: ['used'], disk: ['used'], net: ['out', 'in'] };
+const charts = {};
+
+function makeChart(name, div) {
+  const cs = getComputedStyle(document.documentElement);
+  const c = (v, d) => cs.getPropertyValue(v).trim() || d;
+  const axis = { stroke: c('--muted', '#666'), grid: { stroke: c('--line', '#ddd'), width: 1 }, ticks: { stroke: c('--line', '#ddd'), width: 1 } };
+  const colors = [c('--accent', '#1f5fbf'), c('--ok', '#17703a')];
+  return new uPlot({
+    width: Math.max(200, div.clientWidth), height: 140,
+    legend: { show: CHARTS[name].length > 1 },
+    scales: { x: { time: true }, y: { range: name === 'cpu' ? [0, 100] : (u, lo, hi) => [0, Math.max(1, hi * 1.1)] } },
+    axes: [axis, Object.assign({ size: 56 }, axis)],
+    series: [{}, ...CHARTS[name].map((label, i) => ({ label, stroke: colors[i % 2], width: 1.5 }))],
+  }, [[], ...CHARTS[name].map(() => [])], div);
+}
+
+// Draws the samples when the Usage tab shows (a hidden div has no width).
+function drawCharts() {
+  if ($('tab-usage').hidden || !sb.samples.length) return;
+  if (!hasCharts()) {
+    loadVendor('uplot').then((ok) => { if (ok && hasCharts()) drawCharts(); });
+    return;
+  }
+  const cols = usageColumns(sb.samples);
+  for (const name of Object.keys(CHARTS)) {
+    const div = $('ch-' + name);
+    if (!charts[name]) charts[name] = makeChart(name, div);
+    charts[name].setData(cols[name]);
+    // How many points it drew (tests/ui reads it).
+    div.dataset.points = cols[name][1].filter((v) => v !== null).length;
+  }
+}
+
+function chartsDispose() {
+  for (const k of Object.keys(charts)) { charts[k].destroy(); delete charts[k]; }
+  for (const name of Object.keys(CHARTS)) delete $('ch-' + name).dataset.points;
+}
+
+// Processes: envd's process.Process/List, what runs that was started
+// through envd (commands, terminals), while the tab shows.  Not asked of
+// a paused sandbox: a request to it would resume it.
+async function pollProcs(id) {
+  const s = sb.info;
+  if ($('tab-procs').hidden || !s) return;
+  if (s.state !== 'running') { $('procs-msg').textContent = 'Not running: no processes.'; return; }
+  if (!s.envdAccessToken) { $('procs-msg').textContent = 'This key gets no access token for this sandbox.'; return; }
+  let list;
+  try {
+    const r = await fetch('/process.Process/List', {
+      method: 'POST', cache: 'no-store', credentials: 'omit',
+      headers: envdHeaders({ 'Content-Type': 'application/json', 'Connect-Protocol-Version': '1' }), body: '{}',
+    });
+    if (!r.ok) throw new Error(r.status + ' ' + (await r.text()).slice(0, 200));
+    list = (await r.json()).processes || [];
+  } catch (e) { $('procs-msg').textContent = 'Listing failed: ' + e.message; return; }
+  if (sb.id !== id) return;
+  list.sort((x, y) => x.pid - y.pid);
+  const f = document.createDocumentFragment();
+  for (const p of list) {
+    const cfg = p.config || {};
+    f.append(el('tr', { 'data-pid': String(p.pid) }, el('td', {}, p.pid ?? ''),
+      el('td', { class: 'what' }, [cfg.cmd, ...(cfg.args || [])].join(' ')), el('td', {}, p.tag || ''), el('td', {}, cfg.cwd || '')));
+  }
+  $('prows').replaceChildren(f);
+  $('procs-msg').textContent = `${list.length} running, started through envd (commands and terminals)`;
 }
 
 // The file system diff as a tree; a file's content from envd's /files.
@@ -389,6 +628,8 @@ async function loadDiff() {
 async function viewFile(path) {
   const s = sb.info;
   $('view-path').textContent = path;
+  sb.viewPath = path;
+  $('view-dl').disabled = false;
   $('view').textContent = 'Reading…';
   if (!s || !s.envdAccessToken) { $('view').textContent = 'This key gets no access token for this sandbox.'; return; }
   try {
@@ -402,6 +643,29 @@ async function viewFile(path) {
     $('view').textContent = binary ? `(binary, ${buf.length} bytes)` :
       new TextDecoder('utf-8', { fatal: false }).decode(cut) + (buf.length > VIEW_MAX ? `\n… (${buf.length - VIEW_MAX} more bytes)` : '');
   } catch (e) { $('view').textContent = 'Cannot read it: ' + e.message; }
+}
+
+// A file's bytes as a download: read with the access token (which no link
+// could carry), handed to the browser as a blob under its base name.
+async function downloadFile() {
+  const s = sb.info, path = sb.viewPath;
+  if (!path) return;
+  if (!s || !s.envdAccessToken) { $('diff-msg').textContent = 'This key gets no access token for this sandbox.'; return; }
+  $('diff-msg').textContent = 'Downloading ' + path + '…';
+  try {
+    const r = await fetch('/files?path=' + encodeURIComponent(path), {
+      headers: { 'E2b-Sandbox-Id': s.sandboxID, 'X-Access-Token': s.envdAccessToken }, cache: 'no-store', credentials: 'omit',
+    });
+    if (!r.ok) throw new Error(r.status + ' ' + (await r.text()).slice(0, 200));
+    const blob = await r.blob();
+    const url = URL.createObjectURL(blob);
+    const a = el('a', { href: url, download: path.split('/').pop() || 'file', hidden: '' });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60000);
+    $('diff-msg').textContent = `Downloaded ${path} (${blob.size} bytes)`;
+  } catch (e) { $('diff-msg').textContent = 'Download failed: ' + e.message; }
 }
 
 // ---- actions ----
@@ -434,10 +698,13 @@ function selectTab(name) {
     $('tab-' + b.dataset.tab).hidden = !on;
   }
   if (name === 'files' && sb.id && !$('tree').childNodes.length) loadDiff();
+  if (name === 'usage') drawCharts();
+  if (name === 'procs' && sb.id) pollProcs(sb.id);
 }
 
 // ---- terminal: a pty process over envd's Connect stream ----
-const term = { pid: 0, abort: null, text: '' };
+// Shown by xterm.js (term.x) when coved has it, else as plain text.
+const term = { pid: 0, abort: null, text: '', x: null };
 const enc = new TextEncoder();
 
 function envelope(obj) {
@@ -455,6 +722,7 @@ function unb64(s) { const t = atob(s); const b = new Uint8Array(t.length); for (
 // a backspace takes back one character.
 const termDec = new TextDecoder();
 function termWrite(bytes) {
+  if (term.x) { term.x.write(bytes); return; }
   const s = termDec.decode(bytes, { stream: true })
     .replace(/\x1b\][^\x07\x1b]*(\x07|\x1b\\)/g, '')
     .replace(/\x1b\[[0-9;?]*[ -/]*[@-~]/g, '')
@@ -482,6 +750,7 @@ async function termStart() {
   if (!s || !s.envdAccessToken) { $('term-msg').textContent = 'This key may not run commands in this sandbox.'; return; }
   term.text = '';
   $('term').textContent = '';
+  const x = await termView();
   term.abort = new AbortController();
   $('term-start').disabled = true;
   $('term-stop').disabled = false;
@@ -491,7 +760,10 @@ async function termStart() {
     r = await fetch('/process.Process/Start', {
       method: 'POST', signal: term.abort.signal, cache: 'no-store', credentials: 'omit',
       headers: envdHeaders({ 'Content-Type': 'application/connect+json', 'Connect-Protocol-Version': '1' }),
-      body: envelope({ process: { cmd: '/bin/sh', args: ['-i'], envs: { TERM: 'dumb', PS1: '$ ' } }, pty: { size: { cols: 100, rows: 30 } }, stdin: true }),
+      body: envelope({
+        process: { cmd: '/bin/sh', args: ['-i'], envs: { TERM: x ? 'xterm' : 'dumb', PS1: '$ ' } },
+        pty: { size: { cols: x ? x.cols : 100, rows: x ? x.rows : 30 } }, stdin: true,
+      }),
     });
     if (!r.ok) throw new Error(r.status + ' ' + (await r.text()).slice(0, 200));
   } catch (e) { $('term-msg').textContent = 'Cannot start a shell: ' + e.message; termClose(); return; }
@@ -511,7 +783,7 @@ async function termStart() {
         buf = buf.slice(5 + len);
         if (flag & 2) { $('term-msg').textContent = msg.error ? 'ended: ' + msg.error.message : 'ended'; continue; }
         const ev = msg.event || {};
-        if (ev.start) { term.pid = ev.start.pid; $('term-msg').textContent = 'shell ' + term.pid; $('term').focus(); }
+        if (ev.start) { term.pid = ev.start.pid; $('term-msg').textContent = 'shell ' + term.pid; if (term.x) term.x.focus(); else $('term').focus(); }
         if (ev.data) { const d = ev.data.pty || ev.data.stdout || ev.data.stderr; if (d) termWrite(unb64(d)); }
         if (ev.end) $('term-msg').textContent = 'shell exited (' + (ev.end.status || ev.end.exitCode) + ')';
       }
@@ -562,6 +834,37 @@ function termKey(ev) {
   termInput(enc.encode(s));
 }
 
+// The xterm.js terminal, made on the first shell of a sandbox view (and
+// reset for the next); keys go to the shell as xterm encodes them, but Tab
+// and Escape stay with the page (keyboard users must be able to leave).
+async function termView() {
+  if (!hasXterm() && await loadVendor('xterm')) adoptStyleElements();
+  if (!hasXterm()) return null;
+  $('term').hidden = true;
+  $('xterm').hidden = false;
+  if (term.x) { term.x.reset(); return term.x; }
+  const cs = getComputedStyle(document.documentElement);
+  const c = (v, d) => cs.getPropertyValue(v).trim() || d;
+  const x = new Terminal({
+    cols: 100, rows: 30, scrollback: 2000, fontSize: 13, fontFamily: 'ui-monospace, monospace',
+    theme: { background: c('--code', '#f2f2f0'), foreground: c('--fg', '#1d1f21'), cursor: c('--accent', '#1f5fbf'), selectionBackground: c('--line', '#ddd') },
+  });
+  x.attachCustomKeyEventHandler((ev) => ev.key !== 'Tab' && ev.key !== 'Escape');
+  x.onData((d) => termInput(enc.encode(d)));
+  x.open($('xterm'));
+  term.x = x;
+  return x;
+}
+
+function termDispose() {
+  termClose();
+  if (term.x) { term.x.dispose(); term.x = null; }
+  $('xterm').replaceChildren();
+  $('xterm').hidden = true;
+  $('term').hidden = false;
+  if (document.adoptedStyleSheets) document.adoptedStyleSheets = [];
+}
+
 function termClose() {
   if (term.abort) term.abort.abort();
   if (term.pid && sb.info) {
@@ -609,9 +912,17 @@ async function openBench(ev) {
 
 // ---- wiring ----
 document.addEventListener('DOMContentLoaded', () => {
+  vendorCheck();
+  $('view-dl').addEventListener('click', downloadFile);
+  window.addEventListener('resize', () => {
+    for (const [name, ch] of Object.entries(charts)) ch.setSize({ width: Math.max(200, $('ch-' + name).clientWidth), height: 140 });
+  });
   $('signin-form').addEventListener('submit', signIn);
   $('signout').addEventListener('click', () => signOut(''));
-  $('filter').addEventListener('change', () => { list.tokens = ['']; list.page = 0; loadList(); });
+  const refilter = () => { list.tokens = ['']; list.page = 0; loadList(); };
+  $('filter').addEventListener('change', refilter);
+  $('f-template').addEventListener('change', refilter);
+  $('f-meta').addEventListener('change', refilter);
   $('prev').addEventListener('click', () => { if (list.page > 0) { list.page--; loadList(); } });
   $('next').addEventListener('click', () => { if (list.tokens[list.page + 1]) { list.page++; loadList(); } });
   for (const a of ['pause', 'resume', 'extend', 'kill']) $('act-' + a).addEventListener('click', () => act(a));

@@ -7,10 +7,11 @@
 # markup, has markup in its metadata and tries a connection its policy
 # denies.  The browser (tests/ui/console.mjs) signs in with A's key, finds
 # both, opens the first: its commands in the journal with the chain
-# verified, the file in the diff and its content in the viewer, the denied
-# connection in the egress log, live CPU numbers; types `echo hi-from-ui`
-# in the terminal and reads it back; pauses it, and the SDK then sees it
-# paused.  No dialog fires, no CSP violation; hostile text shows as
+# verified, the file in the diff, its content in the viewer and its bytes
+# downloaded, the denied connection in the egress log, live CPU numbers and
+# uPlot's CPU, memory, disk and network charts with data; types `echo
+# hi-from-ui` in the xterm.js terminal and reads it back, finds its shell in
+# the process list; pauses it, and the SDK then sees it paused.  No dialog fires, no CSP violation; hostile text shows as
 # written.  Tenant B's key sees neither sandbox, and every console call for
 # A's sandbox with it is 404.  The same coved holds 2,000 synthetic
 # sandboxes of a third tenant (COVED_TEST_SYNTHETIC_SANDBOXES, no VMs):
@@ -48,12 +49,19 @@ if grep -qi "^content-security-policy: default-src 'self'.*frame-ancestors 'none
 else
 	not_ok "/ui/: $(head -c 400 <<<"$hdr")"
 fi
-gz=0
-for f in index.html console.js console.css; do
-	n=$(curl -s -H 'Accept-Encoding: gzip' -o /dev/null -w '%{size_download}' "http://127.0.0.1:$PORT/ui/$f")
-	gz=$((gz + n))
+gz=0 raw=0 vendor=0
+for f in index.html console.js console.css uplot.js uplot.css xterm.js xterm.css; do
+	n=$(curl -s -H 'Accept-Encoding: gzip' -o /dev/null -w '%{http_code} %{size_download}' "http://127.0.0.1:$PORT/ui/$f")
+	[ "${n% *}" = 200 ] || continue
+	case $f in uplot.* | xterm.*) vendor=$((vendor + 1)) ;; esac
+	gz=$((gz + ${n#* }))
+	raw=$((raw + $(curl -s -o /dev/null -w '%{size_download}' "http://127.0.0.1:$PORT/ui/$f")))
 done
-echo "bench: {\"console_asset_bytes_gzip\": $gz}"
+echo "bench: {\"console_asset_bytes\": $raw, \"console_asset_bytes_gzip\": $gz}"
+# uPlot and xterm.js (daemon/ui/node_modules, scripts/install-deps) are in
+# this coved: the browser's checks below need them.
+[ "$vendor" = 4 ] && ok "coved serves uPlot and xterm.js ($gz bytes gzipped, all of the console)" ||
+	not_ok "coved was built without uPlot and xterm.js ($vendor of 4 files): npm ci in daemon/ui, then make"
 [ "$(curl -s -o /dev/null -w '%{http_code}' -H "X-API-KEY: $KEY" "http://127.0.0.1:$PORT/v2/sandboxes")" = 200 ] &&
 	curl -s -D- -o /dev/null -H "X-API-KEY: $KEY" "http://127.0.0.1:$PORT/v2/sandboxes" | grep -qi '^cache-control: no-store' &&
 	ok "API answers carry Cache-Control: no-store" || not_ok "no Cache-Control: no-store on an API answer"
@@ -66,6 +74,28 @@ fi
 SB_A=$(jget "$ids" 'o["a"]')
 SB_B=$(jget "$ids" 'o["b"]')
 ok "the SDK made $SB_A (commands, files, a denied connection) and $SB_B (at $SECONDS s)"
+
+# The console's own routes, by curl: counts, the last hour (per tenant),
+# the list's template and metadata filters.
+U=http://127.0.0.1:$PORT
+c=$(curl -s -H "X-API-KEY: $KEY_S" "$U/sandboxes/counts")
+[ "$(jget "$c" 'o["paused"]')" = "$SYNTH_N" ] && [ "$(jget "$c" 'o["running"]')" = 0 ] &&
+	ok "GET /sandboxes/counts: the synthetic tenant's $SYNTH_N paused" || not_ok "counts: $c"
+curl -s -o /dev/null -H "X-API-KEY: $KEY" "$U/sandboxes/$SB_A/logs" # folds its egress decisions in
+h=$(curl -s -H "X-API-KEY: $KEY" "$U/sandboxes/hour")
+hb=$(curl -s -H "X-API-KEY: $KEY_B" "$U/sandboxes/hour")
+if [ "$(jget "$h" 'o["creates"] >= 2 and o["firstExecMs"]["n"] >= 1 and o["egressDenied"] >= 1 and len(o["minutes"]) == 60')" = True ] &&
+	[ "$(jget "$hb" 'o["creates"] == 0 and o["firstExecMs"]["n"] == 0 and o["firstExecMs"]["p50"] is None')" = True ]; then
+	ok "GET /sandboxes/hour: A's creates, first command (p50 $(jget "$h" 'o["firstExecMs"]["p50"]') ms) and denial; none for B"
+else
+	not_ok "hour: A $(head -c 300 <<<"$h"), B $(head -c 200 <<<"$hb")"
+fi
+n_t=$(jget "$(curl -s -H "X-API-KEY: $KEY_S" "$U/v2/sandboxes?limit=100&template=synthetic")" 'len(o)' 2>/dev/null || echo x)
+n_b=$(jget "$(curl -s -H "X-API-KEY: $KEY_S" "$U/v2/sandboxes?template=base")" 'len(o)' 2>/dev/null || echo x)
+m=$(curl -s -H "X-API-KEY: $KEY_S" "$U/v2/sandboxes?metadata=synthetic%3D7")
+[ "$n_t" = 100 ] && [ "$n_b" = 0 ] && [ "$(jget "$m" '[s["metadata"]["synthetic"] for s in o]')" = "['7']" ] &&
+	ok "GET /v2/sandboxes filters by template (a page of 100 synthetic, none of base) and metadata" ||
+	not_ok "list filters: template synthetic $n_t, base $n_b, metadata $(head -c 200 <<<"$m")"
 
 mkdir -p build/console-shots "$WORK/home"
 if (cd tests/ui && HOME=$WORK/home XDG_CONFIG_HOME=$WORK/home XDG_CACHE_HOME=$WORK/home \

@@ -41,6 +41,8 @@ async function shot(page, name) {
 }
 
 const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'cove-chromium-'));
+const downloads = path.join(profile, 'downloads');
+fs.mkdirSync(downloads);
 const browser = await puppeteer.launch({
   executablePath: env('CHROMIUM', '/usr/bin/chromium'),
   headless: true,
@@ -48,6 +50,12 @@ const browser = await puppeteer.launch({
   args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--disable-extensions', ...env('CHROMIUM_ARGS', '').split(' ').filter(Boolean)],
   protocolTimeout: 180000,
   timeout: 180000, // chromium's start in the emulated host is slow
+});
+
+// Downloads land in the profile's folder, where the files step reads them.
+await step('downloads allowed', async () => {
+  const cdp = await browser.target().createCDPSession();
+  await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: downloads });
 });
 
 // The browser's first tab (one tab for every part: a second one is half a
@@ -111,6 +119,29 @@ if (PARTS === 'all') {
     await page.waitForSelector(`tr[data-id="${SB_B}"]`);
     ok(true, 'tenant A sees both sandboxes in the list');
   });
+  await step('list filters', async () => {
+    // coved filters: metadata as E2B's SDK encodes it (markup, '=' and
+    // spaces in the value), then a template no sandbox has.
+    // (Values set at once: typing is a round trip a key in the emulated host.)
+    const set = (sel, v) => page.$eval(sel, (e, x) => { e.value = x; e.dispatchEvent(new Event('change')); }, v);
+    await set('#f-meta', 'note=<img src=x onerror=alert(3)>');
+    await page.waitForFunction((b) => !document.querySelector(`tr[data-id="${b}"]`), {}, SB_B);
+    ok(!!(await page.$(`tr[data-id="${SB_A}"]`)), 'the metadata filter note=<img …> lists A alone');
+    await set('#f-meta', '');
+    await set('#f-template', 'no-such-template');
+    await waitText(page, '#list-count', 'none');
+    await set('#f-template', 'base');
+    await page.waitForSelector(`tr[data-id="${SB_B}"]`);
+    ok(!!(await page.$(`tr[data-id="${SB_A}"]`)), 'the template filter: none for no-such-template, both for base');
+    await set('#f-template', '');
+  });
+  await step('overview of the last hour', async () => {
+    await page.waitForFunction(() => +document.getElementById('ov-creates').textContent >= 2 &&
+      /p50 \d+ ms/.test(document.getElementById('ov-first').textContent), { timeout: 30000 });
+    const o = await page.$eval('.overview', (e) => e.textContent.replace(/\s+/g, ' ').trim());
+    const pts = await page.$eval('#ov-hour', (e) => +e.dataset.points);
+    ok(pts === 60 && !!(await page.$('#ov-hour canvas')), `the overview's last hour: ${o}`, String(pts));
+  });
   await step('metadata as text in the list', async () => {
     const m = await page.$eval(`tr[data-id="${SB_A}"] .meta`, (e) => e.textContent);
     ok(m.includes('<img src=x onerror=alert(3)>'), 'hostile metadata shown as written in the list', m);
@@ -153,6 +184,12 @@ if (PARTS === 'all') {
     await page.waitForFunction(() => /%/.test(document.getElementById('cpu-now').textContent));
     const c = await text(page, '#cpu-now'), m = await text(page, '#mem-now');
     ok(/^\d+(\.\d)? %$/.test(c), `live CPU: ${c}, memory ${m}`, c);
+    // uPlot's charts, drawn from the samples (network: rates between two).
+    await page.waitForFunction(() => ['cpu', 'mem', 'disk'].every((n) => +document.getElementById('ch-' + n).dataset.points >= 2) &&
+      +document.getElementById('ch-net').dataset.points >= 1);
+    const drawn = await page.$$eval('.charts .chart', (ds) => ds.map((d) => ({ id: d.id, points: +d.dataset.points, canvas: !!d.querySelector('canvas') })));
+    ok(drawn.length === 4 && drawn.every((d) => d.canvas && d.points >= 1),
+      'CPU, memory, disk and network charts drawn by uPlot with data (' + drawn.map((d) => d.id + ' ' + d.points).join(', ') + ')', JSON.stringify(drawn));
     await shot(page, 'usage');
   });
   await step('files', async () => {
@@ -165,6 +202,11 @@ if (PARTS === 'all') {
     await page.click('#tree button[data-path="/root/console-note.txt"]');
     await waitText(page, '#view', 'hello from the console test');
     ok(true, 'the file\'s content in the viewer');
+    await page.click('#view-dl');
+    const got = path.join(downloads, 'console-note.txt');
+    for (let i = 0; i < 300 && !fs.existsSync(got); i++) await new Promise((r) => setTimeout(r, 100));
+    const bytes = fs.existsSync(got) ? fs.readFileSync(got, 'utf8') : null;
+    ok(bytes === 'hello from the console test\n', 'the file downloaded from the viewer, its bytes as written', JSON.stringify(bytes));
     await page.click(`#tree button[data-path="/root/${HOSTILE[1].replace(/"/g, '\\"')}"]`);
     await waitText(page, '#view', 'hostile name');
     ok((await text(page, '#view-path')) === '/root/' + HOSTILE[1], 'a hostile file opens, its name as text');
@@ -174,14 +216,24 @@ if (PARTS === 'all') {
     await page.click('[data-tab="terminal"]');
     await page.click('#term-start');
     await waitText(page, '#term-msg', 'shell ');
-    await page.focus('#term');
+    const pid = (await text(page, '#term-msg')).replace(/^shell /, '');
+    // xterm.js draws the terminal: its rows, as text (each checked in the page).
+    await page.focus('#xterm textarea');
     await page.keyboard.type('echo hi-from-ui\n');
-    await page.waitForFunction(() => /^hi-from-ui$/m.test(document.getElementById('term').textContent));
-    ok(true, 'typed `echo hi-from-ui` in the terminal and read it back');
+    await page.waitForFunction(() => [...document.querySelectorAll('#xterm .xterm-rows > div')]
+      .some((d) => d.textContent.replace(/\u00a0/g, ' ').trim() === 'hi-from-ui'));
+    ok(true, 'typed `echo hi-from-ui` in the xterm.js terminal and read it back');
     await page.keyboard.type("printf '<b>x</b><script>alert(5)</script>\\n'\n");
-    await page.waitForFunction(() => /^<b>x<\/b><script>alert\(5\)<\/script>$/m.test(document.getElementById('term').textContent));
-    ok(await page.$eval('#term', (e) => e.children.length === 0), '<script> in command output shown as text, no element made');
+    await page.waitForFunction(() => [...document.querySelectorAll('#xterm .xterm-rows > div')]
+      .some((d) => d.textContent.replace(/\u00a0/g, ' ').trim() === '<b>x</b><script>alert(5)</script>'));
+    ok(await page.$eval('#xterm', (e) => !e.querySelector('script, b, img')), '<script> in command output shown as text, no element made');
     await shot(page, 'terminal');
+    // The shell in the process list (envd's process.Process/List).
+    await page.click('[data-tab="procs"]');
+    await page.waitForSelector(`#prows tr[data-pid="${pid}"]`);
+    const row = await page.$eval(`#prows tr[data-pid="${pid}"]`, (r) => r.textContent);
+    ok(row.includes('/bin/sh -i'), `the terminal's shell (pid ${pid}) in the process list`, row);
+    await page.click('[data-tab="terminal"]');
     await page.click('#term-stop');
   });
   await step('pause', async () => {

@@ -76,7 +76,9 @@ START_TEST(sample_json_fields)
 		                  .mem_total = 512ull << 20,
 		                  .mem_cache = 4096,
 		                  .disk_used = 8192,
-		                  .disk_total = 1ull << 30 };
+		                  .disk_total = 1ull << 30,
+		                  .net_rx = 1234,
+		                  .net_tx = 5ull << 32 };
 	coved_ring_push(r, &s);
 	json_t *a = coved_ring_json(r, 0, 0);
 	json_t *o = json_array_get(a, 0);
@@ -90,6 +92,8 @@ START_TEST(sample_json_fields)
 	ck_assert_int_eq(json_integer_value(json_object_get(o, "memCache")), 4096);
 	ck_assert_int_eq(json_integer_value(json_object_get(o, "diskUsed")), 8192);
 	ck_assert_int_eq(json_integer_value(json_object_get(o, "diskTotal")), 1ll << 30);
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "netRxBytes")), 1234);
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "netTxBytes")), 5ll << 32);
 	json_decref(a);
 	free(r);
 }
@@ -141,6 +145,16 @@ START_TEST(readings)
 	ck_assert_int_eq(cove_proc_usage_parse("4242 cove S", status, 100, &cpu_us, &rss), -EINVAL);
 	ck_assert_int_eq(cove_proc_usage_parse(stat, "Name: x\n", 100, &cpu_us, &rss), -EINVAL);
 	ck_assert_int_eq(cove_proc_usage_parse(stat, status, 0, &cpu_us, &rss), -EINVAL);
+
+	/* A link's byte counters (/sys/class/net/cvK/statistics/rx_bytes). */
+	ck_assert_int_eq(cove_counter_parse("123456\n", &v), 0);
+	ck_assert_uint_eq(v, 123456);
+	ck_assert_int_eq(cove_counter_parse("18446744073709551615", &v), 0);
+	ck_assert_uint_eq(v, UINT64_MAX);
+	ck_assert_int_eq(cove_counter_parse("18446744073709551616\n", &v), -EINVAL);
+	ck_assert_int_eq(cove_counter_parse("", &v), -EINVAL);
+	ck_assert_int_eq(cove_counter_parse("-1\n", &v), -EINVAL);
+	ck_assert_int_eq(cove_counter_parse("12 34\n", &v), -EINVAL);
 }
 END_TEST
 
