@@ -51,6 +51,20 @@ sb=$(create)
 [ "$(grep -c ' draining ' <<<"$st")" = 2 ] && [ "$(where "$sb")" = n1 ] &&
 	ok "cove cluster drain n2, n3: status shows them draining; a create lands on n1" ||
 	not_ok "drain: the create landed on $(where "$sb"): $st"
+# The console's nodes panel (GET /nodes): three nodes, n2 and n3 draining,
+# n1's commitment counting the sandbox just placed there.
+nodes=$(h1 GET /nodes)
+if python3 -c '
+import json, sys
+n = {x["id"]: x for x in json.loads(sys.argv[1])}
+assert sorted(n) == ["n1", "n2", "n3"], sorted(n)
+assert [n[k]["draining"] for k in ("n1", "n2", "n3")] == [False, True, True]
+assert all(x["leaseOk"] and x["vcpus"] > 0 and x["memoryMiB"] > 0 for x in n.values())
+assert n["n1"]["vcpusCommitted"] >= 1 and n["n1"]["memoryMiBCommitted"] > 0
+assert not any("addr" in k.lower() for x in n.values() for k in x)
+' "$nodes" 2>"$WORK/nodes.err"; then
+	ok "GET /nodes: n1-n3 with capacity and commitment, n2 and n3 draining, no addresses"
+else not_ok "GET /nodes: $(tail -n 1 "$WORK/nodes.err"): $nodes"; fi
 h1 DELETE "/sandboxes/$sb" >/dev/null
 # The benchmarks (COVE_CLUSTER_BENCH=1, with COVE_ITEST_TIMEOUT=1200;
 # docs/benchmarks.md): create -> first exec of a sandbox on node 3 through
