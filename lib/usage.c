@@ -83,22 +83,6 @@ static void disk_usage(struct cove_sandbox *sb, struct cove_usage *u)
 	close(fd);
 }
 
-int cove_counter_parse(const char *text, uint64_t *v)
-{
-	uint64_t n = 0;
-	const char *p = text;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		uint64_t d = (uint64_t)(*p - '0');
-		if (n > UINT64_MAX / 10 || (n == UINT64_MAX / 10 && d > UINT64_MAX % 10))
-			return -EINVAL;
-		n = n * 10 + d;
-	}
-	if (p == text || (*p && strcmp(p, "\n") != 0))
-		return -EINVAL;
-	*v = n;
-	return 0;
-}
-
 /* The sandbox's host link (cv<K>): what it sent is the link's rx, what it
  * got its tx; both through cove-egress's proxy too, which is in its
  * namespace. */
@@ -109,11 +93,11 @@ static void net_usage(struct cove_sandbox *sb, struct cove_usage *u)
 	if (!sb->net.on)
 		return;
 	for (int i = 0; i < 2; i++) {
-		char path[96], text[32];
+		char path[96];
 		snprintf(path, sizeof(path),
 		         "/sys/class/net/" NET_HOST_LINK "%u/statistics/%s_bytes", sb->net.index,
 		         dir[i]);
-		if (read_text(path, text, sizeof(text)) > 0 && cove_counter_parse(text, out[i]) < 0)
+		if (kfile_u64(path, out[i]) < 0)
 			*out[i] = 0;
 	}
 }

@@ -30,10 +30,6 @@ struct cove_usage {
 int cove_usage(struct cove_sandbox *sb, struct cove_usage *u, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
-/* A counter file of /sys (one decimal number and a newline) as a number:
- * 0, or -EINVAL for text that is not one.  Pure. */
-int cove_counter_parse(const char *text, uint64_t *v) __attribute__((warn_unused_result));
-
 /* The CPU time (utime + stime) and resident set of process pid from its
  * /proc/PID/stat and status texts.  Pure: 0, or -EINVAL for texts that
  * do not parse. */

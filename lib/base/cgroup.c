@@ -276,26 +276,44 @@ void cgroup_remove_named(const char *name)
 		cgroup_remove(path);
 }
 
+int kfile_u64_parse(const char *text, uint64_t *v)
+{
+	uint64_t n = 0;
+	const char *p = text;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		uint64_t d = (uint64_t)(*p - '0');
+		if (n > UINT64_MAX / 10 || (n == UINT64_MAX / 10 && d > UINT64_MAX % 10))
+			return -EINVAL;
+		n = n * 10 + d;
+	}
+	if (p == text || (*p && strcmp(p, "\n") != 0))
+		return -EINVAL;
+	*v = n;
+	return 0;
+}
+
+int kfile_u64(const char *path, uint64_t *v)
+{
+	char buf[32];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	int e = errno;
+	close(fd);
+	if (n < 0)
+		return -e;
+	buf[n] = 0;
+	return kfile_u64_parse(buf, v);
+}
+
 /* Reads one number from the cgroup file at dir/file: 0 and *v, or -1
  * ("max", absent, unreadable). */
 static int cg_read_u64(const char *dir, const char *file, uint64_t *v)
 {
-	char path[8192 + 32], buf[32];
+	char path[8192 + 32];
 	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = 0;
-	buf[strcspn(buf, "\n")] = 0;
-	char *end;
-	errno = 0;
-	unsigned long long x = strtoull(buf, &end, 10);
-	if (n <= 0 || errno || end == buf || *end)
-		return -1;
-	*v = x;
-	return 0;
+	return kfile_u64(path, v) < 0 ? -1 : 0;
 }
 
 static int cg_write_u64(const char *dir, const char *file, uint64_t v)

@@ -82,6 +82,14 @@ int cgroup_usage_named(const char *name, struct cgroup_usage *u)
 int cgroup_keyed_u64(const char *text, const char *key, uint64_t *v)
     __attribute__((warn_unused_result));
 
+/* One number in a kernel file (a cgroup's memory.current, a link's
+ * /sys/class/net/.../statistics/rx_bytes): decimal digits and at most a
+ * newline: 0 with *v, else -EINVAL ("max" too).  Pure. */
+int kfile_u64_parse(const char *text, uint64_t *v) __attribute__((warn_unused_result));
+/* The file at path read as kfile_u64_parse reads it: 0, or -errno or
+ * -EINVAL. */
+int kfile_u64(const char *path, uint64_t *v) __attribute__((warn_unused_result));
+
 /* Removes the cgroup at path once its processes are gone (waits up to
  * 2 s for the kernel to let them go). */
 void cgroup_remove(const char *path);

@@ -147,14 +147,14 @@ START_TEST(readings)
 	ck_assert_int_eq(cove_proc_usage_parse(stat, status, 0, &cpu_us, &rss), -EINVAL);
 
 	/* A link's byte counters (/sys/class/net/cvK/statistics/rx_bytes). */
-	ck_assert_int_eq(cove_counter_parse("123456\n", &v), 0);
+	ck_assert_int_eq(kfile_u64_parse("123456\n", &v), 0);
 	ck_assert_uint_eq(v, 123456);
-	ck_assert_int_eq(cove_counter_parse("18446744073709551615", &v), 0);
+	ck_assert_int_eq(kfile_u64_parse("18446744073709551615", &v), 0);
 	ck_assert_uint_eq(v, UINT64_MAX);
-	ck_assert_int_eq(cove_counter_parse("18446744073709551616\n", &v), -EINVAL);
-	ck_assert_int_eq(cove_counter_parse("", &v), -EINVAL);
-	ck_assert_int_eq(cove_counter_parse("-1\n", &v), -EINVAL);
-	ck_assert_int_eq(cove_counter_parse("12 34\n", &v), -EINVAL);
+	ck_assert_int_eq(kfile_u64_parse("18446744073709551616\n", &v), -EINVAL);
+	ck_assert_int_eq(kfile_u64_parse("", &v), -EINVAL);
+	ck_assert_int_eq(kfile_u64_parse("-1\n", &v), -EINVAL);
+	ck_assert_int_eq(kfile_u64_parse("12 34\n", &v), -EINVAL);
 }
 END_TEST
 
